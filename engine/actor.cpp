@@ -1,0 +1,380 @@
+#include "engine/actor.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engine/log.hpp"
+
+namespace backscroll::engine {
+
+// The fds and timers of the running session. Destroyed at seal.
+struct Actor::Live {
+  PtyProcess process;
+  bool exited = false;          // the pidfd fired and the status was collected
+  bool output_done = false;     // EOF/EIO: no slave fd remains open
+  bool drain_over = false;      // the drain window passed after exit
+  bool stop_requested = false;
+  bool cancel_sent = false;     // in-flight reads/writes were asked to stop (sealing)
+  TimerQueue::Id grace_timer = 0;
+  TimerQueue::Id drain_timer = 0;
+  TimerQueue::Id input_timer = 0;
+
+  bool sealing() const noexcept { return exited && (output_done || drain_over); }
+};
+
+namespace {
+
+std::uint64_t random_epoch() {
+  std::uint64_t epoch = 0;
+  while (epoch == 0) {
+    if (::getrandom(&epoch, sizeof epoch, 0) != sizeof epoch) {
+      epoch = static_cast<std::uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ULL;
+    }
+  }
+  return epoch;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& places,
+                                             std::string name, const ActorSettings& settings,
+                                             int consumer_notify_fd) {
+  if (!is_valid_actor_name(name)) {
+    return fail(Errc::bad_actor_name,
+                "'" + name + "' is not an actor name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
+  }
+  const std::uint64_t epoch = random_epoch();
+  shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes), Cursor{0}};
+  auto ring = shm::RingWriter::create(places.segment_name(name), identity);
+  if (!ring) return tl::unexpected(ring.error());
+  return std::unique_ptr<Actor>(
+      new Actor(host, std::move(name), std::move(*ring), epoch, settings, consumer_notify_fd));
+}
+
+Actor::Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint64_t epoch,
+             const ActorSettings& settings, int consumer_notify_fd)
+    : host_(host),
+      name_(std::move(name)),
+      ring_(std::move(ring)),
+      epoch_(epoch),
+      settings_(settings),
+      // A read never exceeds read_chunk, so a consumer held at high water + one read stays
+      // within capacity: it is never lapped.
+      gate_(ring_.capacity() - std::min(ring_.capacity() / 2, 2 * settings.read_chunk),
+            ring_.capacity() / 4, consumer_notify_fd),
+      input_(settings.input_capacity) {
+  settings_.read_chunk = std::min<std::size_t>(settings_.read_chunk, ring_.capacity() / 4);
+  publish_meta();
+}
+
+Actor::~Actor() = default;
+
+bool Actor::busy() const noexcept {
+  return reading_ || read_polling_ || writing_ || write_polling_ || exit_polling_;
+}
+
+std::optional<shm::SessionRecord> Actor::current_session() const {
+  if (sessions_.empty()) return std::nullopt;
+  return sessions_.back();
+}
+
+void Actor::publish_meta() noexcept {
+  shm::ActorMeta meta;
+  meta.state = state_;
+  meta.cols = spec_.size.cols;
+  meta.rows = spec_.size.rows;
+  meta.session = sessions_.empty() ? 0 : sessions_.back().id;
+  meta.pid = live_ ? live_->process.pid : 0;
+  ring_.publish_meta(meta);
+}
+
+void Actor::publish_session() noexcept { ring_.publish_session(session_record()); }
+
+Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
+  if (live_ || busy()) return fail(Errc::bad_request, "actor '" + name_ + "' is already running");
+  auto process = spawn_on_pty(spec);
+  if (!process) return tl::unexpected(process.error());
+  spec_ = std::move(spec);
+  live_ = std::make_unique<Live>();
+  live_->process = *process;
+
+  shm::SessionRecord record;
+  record.id = sessions_.empty() ? 1 : sessions_.back().id + 1;
+  record.start = value(ring_.committed());  // cursors continue across sessions
+  record.pid = process->pid;
+  if (sessions_.size() == kSessionHistory) sessions_.erase(sessions_.begin());
+  sessions_.push_back(record);
+  state_ = shm::ActorState::running;
+  publish_session();
+  publish_meta();
+
+  exit_polling_ = true;
+  host_.loop().poll(live_->process.pidfd, POLLIN, &exit_op_);
+  submit_read();
+  log(LogLevel::info, "actor {}: session {} started, pid {}, cursor {}", name_, record.id,
+      record.pid, record.start);
+  return record;
+}
+
+void Actor::submit_read() noexcept {
+  if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
+  if (gate_.hold(ring_.committed())) return;  // an internal consumer is too far behind
+  const std::span<std::byte> space = ring_.reserve(settings_.read_chunk);
+  reading_ = true;
+  host_.loop().read(live_->process.master_fd, space, &read_op_);
+}
+
+void Actor::on_read(int result) noexcept {
+  reading_ = false;
+  if (result > 0) {
+    ring_.commit(static_cast<std::size_t>(result));
+    host_.on_committed(*this);
+  } else if (result == -EAGAIN || result == -EINTR) {
+    // Not ready after all: wait for readability, then read again.
+    if (live_ && !live_->drain_over) {
+      read_polling_ = true;
+      host_.loop().poll(live_->process.master_fd, POLLIN, &read_ready_op_);
+      return;
+    }
+  } else if (live_) {
+    // 0 or -EIO: every slave fd is closed and the output is drained. -ECANCELED: the drain
+    // window ended. Anything else is unexpected, but also ends the session's output.
+    if (result != 0 && result != -EIO && result != -ECANCELED) {
+      log(LogLevel::warn, "actor {}: PTY read failed: {}", name_, std::strerror(-result));
+    }
+    if (result != -ECANCELED) live_->output_done = true;
+  }
+  if (live_ && !live_->sealing()) {
+    submit_read();
+  } else {
+    maybe_seal();
+  }
+}
+
+void Actor::on_read_ready(int) noexcept {
+  read_polling_ = false;
+  if (live_ && !live_->sealing()) {
+    submit_read();
+  } else {
+    maybe_seal();
+  }
+}
+
+void Actor::resume_if_possible() noexcept {
+  if (live_ && !reading_ && !read_polling_ && !live_->sealing()) submit_read();
+}
+
+Result<std::size_t> Actor::input(std::string_view bytes, bool paste) {
+  if (!live_ || live_->exited) {
+    return fail(Errc::not_running, "actor '" + name_ + "' has no running program");
+  }
+  if (!input_.try_push(bytes, paste)) {
+    return fail(Errc::too_large, std::to_string(bytes.size()) + " bytes do not fit the input queue (" +
+                                     std::to_string(input_.queued_bytes()) + " of " +
+                                     std::to_string(input_.capacity()) + " bytes waiting)");
+  }
+  pump_input();
+  return input_.queued_bytes();
+}
+
+void Actor::pump_input() noexcept {
+  if (!live_ || writing_ || write_polling_ || live_->sealing() || input_.empty()) return;
+  const auto now = InputQueue::Clock::now();
+  const auto ready_at = input_.front_ready_at();
+  if (ready_at > now) {
+    if (live_->input_timer == 0) {
+      live_->input_timer = host_.timers().schedule(ready_at, [this] {
+        live_->input_timer = 0;
+        pump_input();
+      });
+    }
+    return;
+  }
+  writing_ = true;
+  host_.loop().write(live_->process.master_fd, input_.front(), &write_op_);
+}
+
+void Actor::on_write(int result) noexcept {
+  writing_ = false;
+  if (result > 0) {
+    input_.consume(static_cast<std::size_t>(result), InputQueue::Clock::now());
+  } else if (result == -EAGAIN || result == -EINTR) {
+    // The PTY's input buffer is full (the program is not reading): wait for room.
+    if (live_ && !live_->sealing()) {
+      write_polling_ = true;
+      host_.loop().poll(live_->process.master_fd, POLLOUT, &write_ready_op_);
+      return;
+    }
+  } else if (result != -ECANCELED) {
+    log(LogLevel::warn, "actor {}: PTY write failed: {}; dropping {} queued input bytes", name_,
+        std::strerror(-result), input_.queued_bytes());
+    input_.clear();
+  }
+  if (live_ && live_->sealing()) {
+    maybe_seal();
+  } else {
+    pump_input();
+  }
+}
+
+void Actor::on_write_ready(int) noexcept {
+  write_polling_ = false;
+  if (live_ && live_->sealing()) {
+    maybe_seal();
+  } else {
+    pump_input();
+  }
+}
+
+void Actor::stop(std::chrono::milliseconds grace) {
+  if (!live_ || live_->exited || live_->stop_requested) return;
+  live_->stop_requested = true;
+  const pid_t group = live_->process.pid;
+  ::kill(-group, SIGHUP);
+  state_ = shm::ActorState::stopping;
+  publish_meta();
+  live_->grace_timer = host_.timers().schedule(
+      std::chrono::steady_clock::now() + grace, [this, group] {
+        live_->grace_timer = 0;
+        log(LogLevel::info, "actor {}: no exit {} ms after SIGHUP, sending SIGKILL", name_,
+            settings_.grace.count());
+        ::kill(-group, SIGKILL);
+      });
+}
+
+void Actor::on_exit(int) noexcept {
+  exit_polling_ = false;
+  if (!live_) return;
+  siginfo_t info{};
+  if (::waitid(P_PIDFD, static_cast<id_t>(live_->process.pidfd), &info, WEXITED | WNOHANG) != 0 ||
+      info.si_pid == 0) {
+    // Spurious wake-up (cannot happen for a pidfd, but never lose the exit): wait again.
+    exit_polling_ = true;
+    host_.loop().poll(live_->process.pidfd, POLLIN, &exit_op_);
+    return;
+  }
+  live_->exited = true;
+  shm::SessionRecord& record = session_record();
+  record.flags |= shm::kSessionExited;
+  if (info.si_code == CLD_EXITED) {
+    record.exit_code = info.si_status;
+    record.term_signal = 0;
+  } else {
+    record.exit_code = -1;
+    record.term_signal = info.si_status;
+  }
+  publish_session();
+  host_.timers().cancel(std::exchange(live_->grace_timer, 0));
+  state_ = shm::ActorState::draining;
+  publish_meta();
+  log(LogLevel::info, "actor {}: session {} exited ({} {})", name_, record.id,
+      record.term_signal ? "signal" : "status",
+      record.term_signal ? record.term_signal : record.exit_code);
+  host_.on_exited(*this, record);
+  // A descendant may keep the PTY open: read until EOF, but no longer than the drain window.
+  live_->drain_timer =
+      host_.timers().schedule(std::chrono::steady_clock::now() + settings_.drain_window, [this] {
+        live_->drain_timer = 0;
+        live_->drain_over = true;
+        maybe_seal();
+      });
+  maybe_seal();
+}
+
+void Actor::maybe_seal() noexcept {
+  if (!live_ || !live_->sealing()) return;
+  if (reading_ || read_polling_ || writing_ || write_polling_) {
+    // The kernel may still write into reserved ring space: wait for those completions.
+    if (!live_->cancel_sent) {
+      live_->cancel_sent = true;
+      if (reading_) host_.loop().cancel(&read_op_);
+      if (read_polling_) host_.loop().cancel(&read_ready_op_);
+      if (writing_) host_.loop().cancel(&write_op_);
+      if (write_polling_) host_.loop().cancel(&write_ready_op_);
+    }
+    return;
+  }
+  TimerQueue& timers = host_.timers();
+  timers.cancel(live_->grace_timer);
+  timers.cancel(live_->drain_timer);
+  timers.cancel(live_->input_timer);
+  ::close(live_->process.master_fd);
+  ::close(live_->process.pidfd);
+  live_.reset();
+  input_.clear();
+
+  shm::SessionRecord& record = session_record();
+  record.end = value(ring_.committed());
+  record.flags |= shm::kSessionSealed;
+  publish_session();
+  state_ = shm::ActorState::idle;
+  publish_meta();
+  // Readers following the session learn the end now, even if no byte arrived in this batch.
+  ring_.wake_readers();
+  log(LogLevel::info, "actor {}: session {} sealed at cursor {}", name_, record.id, record.end);
+  host_.on_sealed(*this, record);
+}
+
+Result<void> Actor::resize(WindowSize size) {
+  if (!live_ || live_->exited) {
+    return fail(Errc::not_running, "actor '" + name_ + "' has no running program");
+  }
+  if (auto r = set_window_size(live_->process.master_fd, size); !r) return r;
+  spec_.size = size;
+  publish_meta();
+  return {};
+}
+
+Cursor Actor::clear() {
+  ring_.clear();
+  ring_.wake_readers();
+  return ring_.floor();
+}
+
+Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes) const {
+  const Cursor committed = ring_.committed();
+  if (from > committed) {
+    return fail(Errc::cursor_in_future,
+                "cursor " + std::to_string(value(from)) + " is past the committed cursor " +
+                    std::to_string(value(committed)), value(committed));
+  }
+  // The oldest intact byte: the floor also covers space reserved for an in-flight read.
+  const Cursor floor = ring_.floor();
+  if (from < floor) {
+    return fail(Errc::cursor_expired,
+                "cursor " + std::to_string(value(from)) + " is older than the oldest retained cursor " +
+                    std::to_string(value(floor)), value(floor));
+  }
+  const Cursor end = min(min(to, committed), from + max_bytes);
+  std::string out;
+  if (end <= from) return out;
+  out.resize(end - from);
+  const std::uint64_t capacity = ring_.capacity();
+  const std::uint64_t offset = value(from) % capacity;
+  const std::uint64_t first = std::min<std::uint64_t>(out.size(), capacity - offset);
+  std::memcpy(out.data(), ring_.data() + offset, first);
+  std::memcpy(out.data() + first, ring_.data(), out.size() - first);
+  return out;
+}
+
+void Actor::close_segment() noexcept {
+  shm::ActorMeta meta;
+  meta.state = state_;
+  meta.cols = spec_.size.cols;
+  meta.rows = spec_.size.rows;
+  meta.session = sessions_.empty() ? 0 : sessions_.back().id;
+  meta.closed = 1;
+  ring_.publish_meta(meta);
+  ring_.wake_readers();
+  shm::Segment::remove(ring_.segment_name());
+}
+
+}  // namespace backscroll::engine

@@ -1,0 +1,146 @@
+// Actor: one named, long-lived slot that runs one program at a time on a PTY (DESIGN sections
+// 2, 3 and 5). It owns the actor's ring segment (which outlives every session), the live
+// session's PTY master, pidfd and input queue, and the gate of its internal consumers.
+// Io thread only. Session lifecycle:
+//
+//   start() ──▶ running ──stop()──▶ stopping ──(exit)──▶ draining ──(EOF/EIO or drain window)──▶ sealed (idle)
+//                  └──────────────(exit)──────────────────▲
+//
+// Sealing waits until no read or write of the session is in flight, so bytes of a sealed
+// session can never land past its end cursor (where the next session begins).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/consumer_gate.hpp"
+#include "engine/input_queue.hpp"
+#include "engine/pty_process.hpp"
+#include "engine/timer_queue.hpp"
+#include "engine/uring_loop.hpp"
+#include "shm/error.hpp"
+#include "shm/places.hpp"
+#include "shm/ring_writer.hpp"
+
+namespace backscroll::engine {
+
+class Actor;
+
+// What an actor needs from the engine around it.
+class ActorHost {
+ public:
+  virtual UringLoop& loop() noexcept = 0;
+  virtual TimerQueue& timers() noexcept = 0;
+  // New bytes were committed: wake the actor's readers at the end of this batch.
+  virtual void on_committed(Actor& actor) noexcept = 0;
+  virtual void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept = 0;
+  virtual void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept = 0;
+
+ protected:
+  ~ActorHost() = default;
+};
+
+struct ActorSettings {
+  std::uint64_t ring_bytes = 10'485'760;  // per_actor_bytes (DESIGN section 3)
+  std::chrono::milliseconds grace{3000};        // SIGHUP -> SIGKILL
+  std::chrono::milliseconds drain_window{1000};  // after exit, read until EOF or this passes
+  std::size_t input_capacity = 1 << 20;
+  std::size_t read_chunk = 64 * 1024;
+};
+
+class Actor {
+ public:
+  // Creates the ring segment (0600). The actor starts idle.
+  static Result<std::unique_ptr<Actor>> create(ActorHost& host, const Places& places,
+                                               std::string name, const ActorSettings& settings,
+                                               int consumer_notify_fd);
+  ~Actor();
+  Actor(const Actor&) = delete;
+  Actor& operator=(const Actor&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  shm::ActorState state() const noexcept { return state_; }
+  bool live() const noexcept { return live_ != nullptr; }
+  // True while an io_uring op still refers to this actor (it must not be destroyed).
+  bool busy() const noexcept;
+
+  // Starts a new session at the committed cursor. Idle actors only.
+  Result<shm::SessionRecord> start(SpawnSpec spec);
+  // SIGHUP to the process group now, SIGKILL after `grace`. Nothing when idle or already exited.
+  void stop(std::chrono::milliseconds grace);
+  Result<std::size_t> input(std::string_view bytes, bool paste);
+  Result<void> resize(WindowSize size);
+  // Empties the readable range; returns the new floor (= committed).
+  Cursor clear();
+  // Bytes [from, min(to, committed)), at most max_bytes, from the ring.
+  Result<std::string> history(Cursor from, Cursor to, std::size_t max_bytes) const;
+  // Marks the segment closed, wakes its readers and unlinks it (delete, shutdown).
+  void close_segment() noexcept;
+
+  std::shared_ptr<InternalConsumer> attach_consumer() { return gate_.attach(ring_.committed()); }
+  // Re-checks the consumer gate (the io loop calls this after the notify eventfd fired).
+  void resume_if_possible() noexcept;
+  bool paused() const noexcept { return gate_.paused(); }
+  void wake_readers() noexcept { ring_.wake_if_committed(); }
+
+  const shm::RingWriter& ring() const noexcept { return ring_; }
+  std::uint64_t epoch() const noexcept { return epoch_; }
+  const SpawnSpec& spec() const noexcept { return spec_; }
+  WindowSize size() const noexcept { return spec_.size; }
+  std::size_t input_queued() const noexcept { return input_.queued_bytes(); }
+  // Every session so far, oldest first (at most kSessionHistory); `end` of a live one is 0.
+  const std::vector<shm::SessionRecord>& sessions() const noexcept { return sessions_; }
+  std::optional<shm::SessionRecord> current_session() const;
+
+  static constexpr std::size_t kSessionHistory = 16;
+
+ private:
+  struct Live;
+  Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint64_t epoch,
+        const ActorSettings& settings, int consumer_notify_fd);
+
+  void submit_read() noexcept;
+  void pump_input() noexcept;
+  void maybe_seal() noexcept;
+  void publish_meta() noexcept;
+  void publish_session() noexcept;
+  shm::SessionRecord& session_record() noexcept { return sessions_.back(); }
+
+  void on_read(int result) noexcept;
+  void on_read_ready(int result) noexcept;
+  void on_write(int result) noexcept;
+  void on_write_ready(int result) noexcept;
+  void on_exit(int result) noexcept;
+
+  ActorHost& host_;
+  std::string name_;
+  shm::RingWriter ring_;
+  std::uint64_t epoch_;
+  ActorSettings settings_;
+  ConsumerGate gate_;
+  InputQueue input_;
+  SpawnSpec spec_;
+  shm::ActorState state_ = shm::ActorState::idle;
+  std::vector<shm::SessionRecord> sessions_;
+  std::unique_ptr<Live> live_;  // the running (or draining) session's fds and timers
+  // Ops in flight; each refers to this object, which must outlive them (busy()).
+  bool reading_ = false;
+  bool read_polling_ = false;
+  bool writing_ = false;
+  bool write_polling_ = false;
+  bool exit_polling_ = false;
+
+  OpSlot<&Actor::on_read> read_op_{this};
+  OpSlot<&Actor::on_read_ready> read_ready_op_{this};
+  OpSlot<&Actor::on_write> write_op_{this};
+  OpSlot<&Actor::on_write_ready> write_ready_op_{this};
+  OpSlot<&Actor::on_exit> exit_op_{this};
+};
+
+}  // namespace backscroll::engine

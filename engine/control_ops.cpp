@@ -1,0 +1,353 @@
+// The control operations of docs/protocol.md: validation of each request's fields and the
+// Engine calls they map to. Io thread.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "engine/engine.hpp"
+#include "engine/log.hpp"
+
+namespace backscroll::engine {
+namespace {
+
+using control::Json;
+
+Result<std::string> string_field(const Json& request, const char* name) {
+  const auto it = request.find(name);
+  if (it == request.end() || !it->is_string()) {
+    return fail(Errc::bad_request, std::string("\"") + name + "\" must be a string");
+  }
+  return it->get<std::string>();
+}
+
+// An unsigned field; `fallback` when absent.
+Result<std::uint64_t> uint_field(const Json& request, const char* name,
+                                 std::optional<std::uint64_t> fallback = std::nullopt) {
+  const auto it = request.find(name);
+  if (it == request.end() || it->is_null()) {
+    if (fallback) return *fallback;
+    return fail(Errc::bad_request, std::string("\"") + name + "\" is required");
+  }
+  if (!it->is_number_unsigned()) {
+    return fail(Errc::bad_request, std::string("\"") + name + "\" must be a non-negative integer");
+  }
+  return it->get<std::uint64_t>();
+}
+
+Result<std::uint16_t> dimension(const Json& request, const char* name,
+                                std::optional<std::uint64_t> fallback) {
+  auto v = uint_field(request, name, fallback);
+  if (!v) return tl::unexpected(v.error());
+  if (*v == 0) return fail(Errc::bad_request, std::string("\"") + name + "\" must be at least 1");
+  if (*v > kMaxWindowDimension) {
+    return fail(Errc::too_large, std::string("\"") + name + "\" " + std::to_string(*v) +
+                                     " exceeds " + std::to_string(kMaxWindowDimension));
+  }
+  return static_cast<std::uint16_t>(*v);
+}
+
+const char* state_name(shm::ActorState state) {
+  switch (state) {
+    case shm::ActorState::idle: return "idle";
+    case shm::ActorState::running: return "running";
+    case shm::ActorState::stopping: return "stopping";
+    case shm::ActorState::draining: return "draining";
+  }
+  return "idle";
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+void Engine::on_request(ConnectionId connection, control::Frame request) noexcept {
+  const Json id = request.header.contains("id") ? request.header["id"] : Json(nullptr);
+  try {
+    auto result = dispatch(connection, request);
+    if (!result) {
+      server_->reply(connection, control::error_response(id, result.error()));
+    } else if (!result->is_null()) {  // null: answered later (deferred) or already (history)
+      server_->reply(connection, control::ok_response(id, std::move(*result)));
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "request failed: {}", e.what());
+    server_->reply(connection,
+                   control::error_response(id, Error{Errc::internal, e.what(), std::nullopt}));
+  }
+}
+
+Result<control::Json> Engine::dispatch(ConnectionId connection, const control::Frame& request) {
+  const Json& h = request.header;
+  auto op = string_field(h, "op");
+  if (!op) return tl::unexpected(op.error());
+  if (*op == "ping") return Json{{"version", 1}, {"pid", ::getpid()}};
+  if (*op == "spawn") return op_spawn(h);
+  if (*op == "list") return op_list();
+  if (*op == "status") return op_status(h);
+  if (*op == "input") return op_input(request);
+  if (*op == "resize") return op_resize(h);
+  if (*op == "clear") return op_clear(h);
+  if (*op == "history") return op_history(connection, h);
+  if (*op == "stop") return op_lifecycle(connection, h, Deferred::Kind::stop);
+  if (*op == "restart") return op_lifecycle(connection, h, Deferred::Kind::restart);
+  if (*op == "delete") return op_lifecycle(connection, h, Deferred::Kind::remove);
+  if (*op == "subscribe") {
+    subscribers_.insert(connection);
+    return Json::object();
+  }
+  if (*op == "shutdown") {
+    begin_shutdown();
+    return Json::object();
+  }
+  return fail(Errc::unknown_op, "unknown op '" + *op + "'");
+}
+
+Result<Actor*> Engine::find_actor(const Json& request) const {
+  auto name = string_field(request, "actor");
+  if (!name) return tl::unexpected(name.error());
+  const auto it = actors_.find(*name);
+  if (it == actors_.end()) return fail(Errc::no_such_actor, "no actor named '" + *name + "'");
+  return it->second.get();
+}
+
+Result<Json> Engine::op_spawn(const Json& request) {
+  if (shutting_down_) return fail(Errc::shutting_down, "the engine is shutting down");
+  auto name = string_field(request, "actor");
+  if (!name) return tl::unexpected(name.error());
+  if (actors_.count(*name)) return fail(Errc::actor_exists, "actor '" + *name + "' exists");
+  SpawnSpec spec;
+  const auto argv = request.find("argv");
+  if (argv == request.end() || !argv->is_array() || argv->empty()) {
+    return fail(Errc::bad_request, "\"argv\" must be a non-empty array of strings");
+  }
+  for (const auto& a : *argv) {
+    if (!a.is_string()) return fail(Errc::bad_request, "\"argv\" must hold only strings");
+    spec.argv.push_back(a.get<std::string>());
+  }
+  if (request.contains("cwd")) {
+    auto cwd = string_field(request, "cwd");
+    if (!cwd) return tl::unexpected(cwd.error());
+    spec.cwd = *cwd;
+  }
+  if (const auto env = request.find("env"); env != request.end()) {
+    if (!env->is_object()) return fail(Errc::bad_request, "\"env\" must be an object of strings");
+    for (const auto& [k, v] : env->items()) {
+      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
+        return fail(Errc::bad_request, "\"env\" must map names to strings");
+      }
+      spec.env.emplace_back(k, v.get<std::string>());
+    }
+  }
+  auto cols = dimension(request, "cols", 80);
+  if (!cols) return tl::unexpected(cols.error());
+  auto rows = dimension(request, "rows", 24);
+  if (!rows) return tl::unexpected(rows.error());
+  spec.size = {*cols, *rows};
+
+  auto actor = Actor::create(*this, places_, *name, settings_.actor, notify_fd_);
+  if (!actor) return tl::unexpected(actor.error());
+  auto session = (*actor)->start(std::move(spec));
+  if (!session) {
+    (*actor)->close_segment();
+    return tl::unexpected(session.error());
+  }
+  Actor& a = **actor;
+  actors_.emplace(*name, std::move(*actor));
+  broadcast({{"event", "spawned"}, {"actor", *name}, {"session", session->id},
+             {"pid", session->pid}, {"cursor", session->start}});
+  return Json{{"actor", *name}, {"session", session->id}, {"pid", session->pid},
+              {"cursor", session->start}, {"epoch", hex64(a.epoch())}};
+}
+
+Json Engine::status_of(const Actor& actor) const {
+  const auto& ring = actor.ring();
+  Json sessions = Json::array();
+  for (const auto& s : actor.sessions()) {
+    const bool sealed = (s.flags & shm::kSessionSealed) != 0;
+    sessions.push_back({{"id", s.id},
+                        {"start", s.start},
+                        {"end", sealed ? s.end : value(ring.committed())},
+                        {"pid", s.pid},
+                        {"exit_code", s.exit_code},
+                        {"term_signal", s.term_signal},
+                        {"sealed", sealed}});
+  }
+  const auto current = actor.current_session();
+  Json argv = actor.spec().argv;
+  return {{"name", actor.name()},
+          {"state", state_name(actor.state())},
+          {"pid", actor.live() && current ? current->pid : 0},
+          {"session", current ? current->id : 0},
+          {"epoch", hex64(actor.epoch())},
+          {"floor", value(ring.floor())},
+          {"committed", value(ring.committed())},
+          {"cols", actor.size().cols},
+          {"rows", actor.size().rows},
+          {"capacity", ring.capacity()},
+          {"segment", ring.segment_name()},
+          {"argv", std::move(argv)},
+          {"cwd", actor.spec().cwd},
+          {"input_queued", actor.input_queued()},
+          {"paused", actor.paused()},
+          {"sessions", std::move(sessions)}};
+}
+
+Result<Json> Engine::op_status(const Json& request) const {
+  Json actors = Json::array();
+  if (request.contains("actor")) {
+    auto actor = find_actor(request);
+    if (!actor) return tl::unexpected(actor.error());
+    actors.push_back(status_of(**actor));
+  } else {
+    for (const auto& [name, actor] : actors_) actors.push_back(status_of(*actor));
+  }
+  return Json{{"actors", std::move(actors)}};
+}
+
+Result<Json> Engine::op_list() const {
+  Json actors = Json::array();
+  for (const auto& [name, actor] : actors_) {
+    const auto current = actor->current_session();
+    actors.push_back({{"name", name},
+                      {"state", state_name(actor->state())},
+                      {"session", current ? current->id : 0},
+                      {"pid", actor->live() && current ? current->pid : 0}});
+  }
+  return Json{{"actors", std::move(actors)}};
+}
+
+Result<Json> Engine::op_input(const control::Frame& request) {
+  auto actor = find_actor(request.header);
+  if (!actor) return tl::unexpected(actor.error());
+  const bool paste = request.header.value("paste", false);
+  auto queued = (*actor)->input(request.payload, paste);
+  if (!queued) return tl::unexpected(queued.error());
+  return Json{{"queued", *queued}};
+}
+
+Result<Json> Engine::op_resize(const Json& request) {
+  auto actor = find_actor(request);
+  if (!actor) return tl::unexpected(actor.error());
+  auto cols = dimension(request, "cols", std::nullopt);
+  if (!cols) return tl::unexpected(cols.error());
+  auto rows = dimension(request, "rows", std::nullopt);
+  if (!rows) return tl::unexpected(rows.error());
+  if (auto r = (*actor)->resize({*cols, *rows}); !r) return tl::unexpected(r.error());
+  return Json{{"cols", *cols}, {"rows", *rows}};
+}
+
+Result<Json> Engine::op_clear(const Json& request) {
+  auto actor = find_actor(request);
+  if (!actor) return tl::unexpected(actor.error());
+  const Cursor floor = (*actor)->clear();
+  broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
+  return Json{{"floor", value(floor)}};
+}
+
+Result<Json> Engine::op_history(ConnectionId connection, const Json& request) {
+  auto actor = find_actor(request);
+  if (!actor) return tl::unexpected(actor.error());
+  auto from = uint_field(request, "from");
+  if (!from) return tl::unexpected(from.error());
+  auto to = uint_field(request, "to", std::numeric_limits<std::uint64_t>::max());
+  if (!to) return tl::unexpected(to.error());
+  auto max_bytes = uint_field(request, "max_bytes", control::kMaxPayloadBytes);
+  if (!max_bytes) return tl::unexpected(max_bytes.error());
+  if (*to < *from) return fail(Errc::bad_request, "\"to\" is before \"from\"");
+  const std::uint64_t cap = std::min<std::uint64_t>(*max_bytes, control::kMaxPayloadBytes);
+  auto bytes = (*actor)->history(Cursor{*from}, Cursor{*to}, cap);
+  if (!bytes) return tl::unexpected(bytes.error());
+  const std::uint64_t end = *from + bytes->size();
+  const std::uint64_t target = std::min(*to, value((*actor)->ring().committed()));
+  const Json id = request.contains("id") ? request["id"] : Json(nullptr);
+  server_->reply(connection,
+                 control::ok_response(id, {{"from", *from}, {"to", end}, {"more", end < target}}),
+                 *bytes);
+  return Json(nullptr);
+}
+
+Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
+                                  Deferred::Kind kind) {
+  auto found = find_actor(request);
+  if (!found) return tl::unexpected(found.error());
+  Actor& actor = **found;
+  if (kind == Deferred::Kind::restart && shutting_down_) {
+    return fail(Errc::shutting_down, "the engine is shutting down");
+  }
+  auto grace_ms = uint_field(request, "grace_ms",
+                             static_cast<std::uint64_t>(settings_.actor.grace.count()));
+  if (!grace_ms) return tl::unexpected(grace_ms.error());
+  const Json id = request.contains("id") ? request["id"] : Json(nullptr);
+  deferred_.emplace(actor.name(), Deferred{kind, connection, id});
+  if (actor.live()) {
+    actor.stop(std::chrono::milliseconds(std::min<std::uint64_t>(*grace_ms, 600'000)));
+  } else {
+    // Idle already: settle now as if its last session had just been sealed.
+    finish_deferred(actor, actor.current_session().value_or(shm::SessionRecord{}));
+  }
+  return Json(nullptr);
+}
+
+void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
+  const std::string name = actor.name();
+  auto [first, last] = deferred_.equal_range(name);
+  std::vector<Deferred> waiting;
+  for (auto it = first; it != last; ++it) waiting.push_back(it->second);
+  deferred_.erase(first, last);
+  if (waiting.empty()) return;
+
+  const Json sealed{{"actor", name},
+                    {"session", session.id},
+                    {"end", session.end},
+                    {"exit_code", session.exit_code},
+                    {"term_signal", session.term_signal}};
+  // A delete wins over a restart that raced it: the actor goes away.
+  const bool remove = std::any_of(waiting.begin(), waiting.end(), [](const Deferred& d) {
+    return d.kind == Deferred::Kind::remove;
+  });
+  std::optional<Result<shm::SessionRecord>> restarted;
+  for (const Deferred& d : waiting) {
+    switch (d.kind) {
+      case Deferred::Kind::stop:
+        server_->reply(d.connection, control::ok_response(d.id, sealed));
+        break;
+      case Deferred::Kind::remove:
+        server_->reply(d.connection, control::ok_response(d.id, {{"actor", name}}));
+        break;
+      case Deferred::Kind::restart:
+        if (!restarted) {
+          if (remove) {
+            restarted = fail(Errc::no_such_actor, "actor '" + name + "' is being deleted");
+          } else if (shutting_down_) {
+            restarted = fail(Errc::shutting_down, "the engine is shutting down");
+          } else {
+            restarted = actor.start(actor.spec());
+            if (*restarted) {
+              const auto& s = **restarted;
+              broadcast({{"event", "spawned"}, {"actor", name}, {"session", s.id},
+                         {"pid", s.pid}, {"cursor", s.start}});
+            }
+          }
+        }
+        if (*restarted) {
+          const auto& s = **restarted;
+          server_->reply(d.connection,
+                         control::ok_response(d.id, {{"actor", name}, {"session", s.id},
+                                                     {"pid", s.pid}, {"cursor", s.start},
+                                                     {"epoch", hex64(actor.epoch())}}));
+        } else {
+          server_->reply(d.connection, control::error_response(d.id, restarted->error()));
+        }
+        break;
+    }
+  }
+  if (remove) remove_actor(name);
+}
+
+}  // namespace backscroll::engine

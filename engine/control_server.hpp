@@ -1,0 +1,72 @@
+// ControlServer: the engine's Unix control socket (DESIGN section 7, docs/protocol.md). Io thread.
+// It accepts connections, checks each peer's uid with SO_PEERCRED, decodes frames and hands each
+// request to the RequestHandler, and queues replies and events per connection. A malformed frame
+// gets an error reply and closes only that connection. Sends are bounded: a subscriber that
+// lets kMaxQueuedEventBytes pile up unread is disconnected.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "engine/uring_loop.hpp"
+#include "shm/control_frame.hpp"
+
+namespace backscroll::engine {
+
+using ConnectionId = std::uint64_t;
+
+class RequestHandler {
+ public:
+  virtual void on_request(ConnectionId connection, control::Frame request) noexcept = 0;
+  virtual void on_disconnect(ConnectionId connection) noexcept = 0;
+
+ protected:
+  ~RequestHandler() = default;
+};
+
+class ControlServer {
+ public:
+  static constexpr std::size_t kMaxQueuedEventBytes = 4u << 20;
+  static constexpr std::size_t kMaxConnections = 4096;
+
+  // Takes ownership of `listen_fd` (bound, listening, non-blocking, close-on-exec).
+  ControlServer(UringLoop& loop, RequestHandler& handler, int listen_fd);
+  ~ControlServer();
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  // Queues a reply. False when the connection is gone (a deferred reply may outlive it).
+  bool reply(ConnectionId connection, const control::Json& header, std::string_view payload = {});
+  // Queues an event; disconnects a connection whose unsent bytes exceed kMaxQueuedEventBytes.
+  void send_event(ConnectionId connection, const control::Json& header);
+  // Stops accepting and closes every connection once its queued bytes are sent.
+  void close_all() noexcept;
+  // True while an op still refers to the server or a connection.
+  bool busy() const noexcept;
+  std::size_t connections() const noexcept { return connections_.size(); }
+
+ private:
+  class Connection;
+  void on_accept(int result) noexcept;
+  void accept_next() noexcept;
+  void reap(ConnectionId id) noexcept;
+
+  UringLoop& loop_;
+  RequestHandler& handler_;
+  int listen_fd_;
+  bool accepting_ = false;
+  bool closed_ = false;
+  uid_t uid_;
+  ConnectionId next_id_ = 1;
+  std::unordered_map<ConnectionId, std::unique_ptr<Connection>> connections_;
+  OpSlot<&ControlServer::on_accept> accept_op_{this};
+};
+
+}  // namespace backscroll::engine

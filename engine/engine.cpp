@@ -1,0 +1,211 @@
+#include "engine/engine.hpp"
+
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engine/log.hpp"
+
+namespace backscroll::engine {
+
+Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSettings settings) {
+  auto dir = RuntimeDir::claim(places);
+  if (!dir) return tl::unexpected(dir.error());
+  // Many idle control connections and actors each hold fds: use the hard limit.
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  auto loop = UringLoop::create(1024);
+  if (!loop) return tl::unexpected(loop.error());
+
+  // SIGTERM/SIGINT arrive through a signalfd read by the loop; SIGHUP (a closed terminal) and
+  // SIGPIPE (a vanished client) must not kill the engine.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGHUP, SIG_IGN);
+  const int signal_fd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd < 0) return fail_errno("signalfd", errno);
+  const int notify_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (notify_fd < 0) {
+    const int err = errno;
+    ::close(signal_fd);
+    return fail_errno("eventfd", err);
+  }
+  auto listen_fd = dir->listen();
+  if (!listen_fd) {
+    ::close(signal_fd);
+    ::close(notify_fd);
+    return tl::unexpected(listen_fd.error());
+  }
+  auto engine = std::unique_ptr<Engine>(new Engine(places, std::move(settings), std::move(*dir),
+                                                   std::move(*loop), signal_fd, notify_fd));
+  engine->server_ = std::make_unique<ControlServer>(*engine->loop_, *engine, *listen_fd);
+  return engine;
+}
+
+Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
+               std::unique_ptr<UringLoop> loop, int signal_fd, int notify_fd)
+    : places_(places),
+      settings_(std::move(settings)),
+      dir_(std::move(dir)),
+      loop_(std::move(loop)),
+      signal_fd_(signal_fd),
+      notify_fd_(notify_fd) {
+  loop_->read(signal_fd_, signal_buffer_, &signal_op_);
+  loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
+}
+
+Engine::~Engine() {
+  // run() leaves no op in flight; anything else (a failed start) is torn down with the loop.
+  for (auto& [name, actor] : actors_) actor->close_segment();
+  actors_.clear();
+  graveyard_.clear();
+  server_.reset();
+  loop_.reset();
+  ::close(signal_fd_);
+  ::close(notify_fd_);
+}
+
+void Engine::request_shutdown() noexcept {
+  shutdown_requested_.store(true, std::memory_order_release);  // pairs with on_notify's acquire
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+}
+
+std::shared_ptr<InternalConsumer> Engine::attach_consumer(const std::string& actor) {
+  const auto it = actors_.find(actor);
+  return it == actors_.end() ? nullptr : it->second->attach_consumer();
+}
+
+void Engine::on_signal(int result) noexcept {
+  if (result > 0) {
+    signalfd_siginfo info{};
+    std::memcpy(&info, signal_buffer_.data(), std::min(sizeof info, signal_buffer_.size()));
+    log(LogLevel::info, "signal {}: shutting down", info.ssi_signo);
+    begin_shutdown();
+  }
+  if (!stopping_loop_) loop_->read(signal_fd_, signal_buffer_, &signal_op_);
+}
+
+void Engine::on_notify(int) noexcept {
+  if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
+  for (auto& [name, actor] : actors_) actor->resume_if_possible();
+  if (!stopping_loop_) {
+    loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
+  }
+}
+
+void Engine::on_committed(Actor& actor) noexcept {
+  if (std::find(committed_.begin(), committed_.end(), &actor) == committed_.end()) {
+    committed_.push_back(&actor);
+  }
+}
+
+void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept {
+  broadcast({{"event", "exit"},
+             {"actor", actor.name()},
+             {"session", session.id},
+             {"pid", session.pid},
+             {"exit_code", session.exit_code},
+             {"term_signal", session.term_signal}});
+}
+
+void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
+  // The actor may be destroyed by finish_deferred (delete): wake its readers first.
+  std::erase(committed_, &actor);
+  broadcast({{"event", "sealed"},
+             {"actor", actor.name()},
+             {"session", session.id},
+             {"end", session.end}});
+  finish_deferred(actor, session);
+}
+
+void Engine::broadcast(const control::Json& event) {
+  for (const ConnectionId c : subscribers_) server_->send_event(c, event);
+}
+
+void Engine::on_disconnect(ConnectionId connection) noexcept {
+  subscribers_.erase(connection);
+}
+
+void Engine::remove_actor(const std::string& name) {
+  const auto it = actors_.find(name);
+  if (it == actors_.end()) return;
+  std::erase(committed_, it->second.get());
+  it->second->close_segment();
+  graveyard_.push_back(std::move(it->second));
+  actors_.erase(it);
+  broadcast({{"event", "deleted"}, {"actor", name}});
+  log(LogLevel::info, "actor {}: deleted", name);
+}
+
+void Engine::begin_shutdown() noexcept {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  log(LogLevel::info, "stopping {} actors", actors_.size());
+  shutdown_deadline_ = std::chrono::steady_clock::now() + settings_.actor.grace +
+                       settings_.actor.drain_window + settings_.shutdown_slack;
+  for (auto& [name, actor] : actors_) actor->stop(settings_.actor.grace);
+}
+
+bool Engine::shutdown_complete() const noexcept {
+  if (!shutting_down_) return false;
+  for (const auto& [name, actor] : actors_) {
+    if (actor->live() || actor->busy()) return false;
+  }
+  return true;
+}
+
+int Engine::run() noexcept {
+  log(LogLevel::info, "listening on {}", places_.socket_path().string());
+  try {
+    while (true) {
+      std::optional<TimerQueue::Clock::time_point> deadline = timers_.next();
+      if (shutting_down_ && (!deadline || *deadline > shutdown_deadline_)) {
+        deadline = shutdown_deadline_;
+      }
+      loop_->run_once(deadline);
+      timers_.run_due(TimerQueue::Clock::now());
+      // One wake-up per actor per batch, however many reads completed in it.
+      for (Actor* actor : committed_) actor->wake_readers();
+      committed_.clear();
+      std::erase_if(graveyard_, [](const auto& a) { return !a->busy(); });
+      if (shutdown_complete()) break;
+      if (shutting_down_ && TimerQueue::Clock::now() >= shutdown_deadline_) {
+        log(LogLevel::warn, "shutdown: some actors did not seal in time");
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "io loop: {}", e.what());
+    return 1;
+  }
+  // Answer what is still waiting (e.g. the shutdown op) and let the server flush its replies.
+  server_->close_all();
+  stopping_loop_ = true;
+  for (auto& [name, actor] : actors_) actor->close_segment();
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+  const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while ((server_->busy() || std::any_of(actors_.begin(), actors_.end(),
+                                         [](const auto& a) { return a.second->busy(); })) &&
+         std::chrono::steady_clock::now() < flush_deadline) {
+    loop_->run_once(flush_deadline);
+  }
+  log(LogLevel::info, "stopped");
+  return 0;
+}
+
+}  // namespace backscroll::engine

@@ -1,0 +1,116 @@
+// Engine: the daemon backscrolld (DESIGN section 1). It owns the io thread's loop, timers, the
+// control server and every actor, routes control requests to actors, fans events out to
+// subscribers and runs the clean shutdown (stop, drain and seal every actor, remove segments).
+// Everything here runs on the io thread; other threads reach it only through the consumer
+// notify eventfd and signals (signalfd).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/actor.hpp"
+#include "engine/control_server.hpp"
+#include "engine/runtime_dir.hpp"
+#include "engine/timer_queue.hpp"
+#include "engine/uring_loop.hpp"
+#include "shm/places.hpp"
+
+namespace backscroll::engine {
+
+struct EngineSettings {
+  ActorSettings actor;
+  // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
+  std::chrono::milliseconds shutdown_slack{2000};
+};
+
+class Engine final : public ActorHost, public RequestHandler {
+ public:
+  // Claims the runtime directory (refusing if another engine runs), cleans up after a crashed
+  // predecessor, opens the control socket and the loop.
+  static Result<std::unique_ptr<Engine>> create(const Places& places, EngineSettings settings);
+  ~Engine();
+
+  // Runs until shutdown completes (SIGTERM, SIGINT or the `shutdown` op). Returns the exit code.
+  int run() noexcept;
+  // Thread-safe: asks the io thread to shut down (tests; signal handling uses signalfd).
+  void request_shutdown() noexcept;
+
+  // For in-process tests: an internal consumer on `actor` (io thread, before or between runs).
+  std::shared_ptr<InternalConsumer> attach_consumer(const std::string& actor);
+
+  // ActorHost
+  UringLoop& loop() noexcept override { return *loop_; }
+  TimerQueue& timers() noexcept override { return timers_; }
+  void on_committed(Actor& actor) noexcept override;
+  void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept override;
+  void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept override;
+
+  // RequestHandler
+  void on_request(ConnectionId connection, control::Frame request) noexcept override;
+  void on_disconnect(ConnectionId connection) noexcept override;
+
+ private:
+  // A stop/restart/delete request answered when the actor's session is sealed.
+  struct Deferred {
+    enum class Kind { stop, restart, remove } kind;
+    ConnectionId connection;
+    control::Json id;
+  };
+
+  Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
+         std::unique_ptr<UringLoop> loop, int signal_fd, int notify_fd);
+
+  Result<control::Json> dispatch(ConnectionId connection, const control::Frame& request);
+  Result<control::Json> op_spawn(const control::Json& request);
+  Result<control::Json> op_status(const control::Json& request) const;
+  Result<control::Json> op_list() const;
+  Result<control::Json> op_input(const control::Frame& request);
+  Result<control::Json> op_resize(const control::Json& request);
+  Result<control::Json> op_clear(const control::Json& request);
+  Result<control::Json> op_history(ConnectionId connection, const control::Json& request);
+  // stop / restart / delete: replies now when idle, else when sealed.
+  Result<control::Json> op_lifecycle(ConnectionId connection, const control::Json& request,
+                                     Deferred::Kind kind);
+
+  Result<Actor*> find_actor(const control::Json& request) const;
+  control::Json status_of(const Actor& actor) const;
+  void finish_deferred(Actor& actor, const shm::SessionRecord& session);
+  void remove_actor(const std::string& name);
+  void broadcast(const control::Json& event);
+  void begin_shutdown() noexcept;
+  bool shutdown_complete() const noexcept;
+  void on_signal(int result) noexcept;
+  void on_notify(int result) noexcept;
+
+  Places places_;
+  EngineSettings settings_;
+  RuntimeDir dir_;
+  std::unique_ptr<UringLoop> loop_;
+  TimerQueue timers_;
+  int signal_fd_;
+  int notify_fd_;  // eventfd: consumer threads and request_shutdown() wake the io thread
+  std::unique_ptr<ControlServer> server_;
+  std::map<std::string, std::unique_ptr<Actor>> actors_;
+  // Deleted actors whose ops are still in flight; destroyed once idle.
+  std::vector<std::unique_ptr<Actor>> graveyard_;
+  std::multimap<std::string, Deferred> deferred_;
+  std::set<ConnectionId> subscribers_;
+  std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
+  bool shutting_down_ = false;
+  bool stopping_loop_ = false;
+  std::chrono::steady_clock::time_point shutdown_deadline_{};
+
+  std::array<std::byte, 128> signal_buffer_{};
+  std::uint64_t notify_buffer_ = 0;
+  std::atomic<bool> shutdown_requested_{false};
+  OpSlot<&Engine::on_signal> signal_op_{this};
+  OpSlot<&Engine::on_notify> notify_op_{this};
+};
+
+}  // namespace backscroll::engine

@@ -1,0 +1,43 @@
+// backscrolld: parse the command line, build the engine, run it in the foreground.
+// Detaching is the caller's business (the CLI's autostart, or systemd).
+#include <cstdio>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/engine.hpp"
+#include "engine/log.hpp"
+
+int main(int argc, char** argv) {
+  using namespace backscroll;
+  engine::EngineSettings settings;
+  std::uint64_t ring_bytes = settings.actor.ring_bytes;
+  std::uint64_t grace_ms = static_cast<std::uint64_t>(settings.actor.grace.count());
+  std::uint64_t drain_ms = static_cast<std::uint64_t>(settings.actor.drain_window.count());
+  bool verbose = false;
+
+  CLI::App app{"backscrolld: the backscroll engine (one per user; runs in the foreground)"};
+  app.add_option("--ring-bytes", ring_bytes,
+                 "ring size per actor (per_actor_bytes); 0 means the default 10485760, "
+                 "capped at 50000000")
+      ->capture_default_str();
+  app.add_option("--grace-ms", grace_ms, "stop: SIGKILL this long after SIGHUP")
+      ->capture_default_str();
+  app.add_option("--drain-ms", drain_ms,
+                 "after a program exits, read its PTY at most this long for late output")
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", verbose, "log debug lines");
+  CLI11_PARSE(app, argc, argv);
+
+  if (verbose) engine::set_log_level(engine::LogLevel::debug);
+  settings.actor.ring_bytes = ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
+  settings.actor.grace = std::chrono::milliseconds(grace_ms);
+  settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
+
+  auto engine = engine::Engine::create(Places::from_environment(), settings);
+  if (!engine) {
+    std::fprintf(stderr, "backscrolld: %s\n", engine.error().describe().c_str());
+    return engine.error().code == Errc::already_running ? 3 : 1;
+  }
+  return (*engine)->run();
+}

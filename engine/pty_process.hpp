@@ -1,0 +1,44 @@
+// PtyProcess: starting a program on a fresh PTY (DESIGN section 5): its own session and process
+// group (so SIGHUP/SIGKILL reach the whole group), the PTY as controlling terminal and fds 0-2,
+// TERM=xterm-256color, UTF-8 line discipline, the requested size and working directory.
+// Used by the io thread; the child is started with posix_spawn (vfork semantics: no copy of
+// the engine's page tables, and exec errors come back as errno).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shm/error.hpp"
+
+namespace backscroll::engine {
+
+struct WindowSize {
+  std::uint16_t cols = 80;
+  std::uint16_t rows = 24;
+};
+
+inline constexpr std::uint16_t kMaxWindowDimension = 1000;
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::string cwd;                // empty: the engine's working directory
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the engine's
+  WindowSize size;
+};
+
+struct PtyProcess {
+  int master_fd = -1;  // non-blocking, close-on-exec
+  pid_t pid = 0;       // leader of its own session and process group
+  int pidfd = -1;      // readable once the process exited; close-on-exec
+};
+
+Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec);
+
+// TIOCSWINSZ on the master: the kernel sends SIGWINCH to the foreground process group.
+Result<void> set_window_size(int master_fd, WindowSize size);
+
+}  // namespace backscroll::engine

@@ -1,0 +1,45 @@
+// ControlClient: a blocking client of the engine's control socket, for tools and tests.
+// One request at a time; responses carry the request's id. Event frames (from `subscribe`)
+// that arrive while a response is awaited are kept and returned by next_event().
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "shm/control_frame.hpp"
+#include "shm/error.hpp"
+#include "shm/places.hpp"
+
+namespace backscroll::control {
+
+class ControlClient {
+ public:
+  // engine_unavailable when nothing listens on the socket.
+  static Result<ControlClient> connect(const Places& places);
+
+  ControlClient(ControlClient&& other) noexcept;
+  ControlClient& operator=(ControlClient&& other) noexcept;
+  ~ControlClient();
+
+  // Sends {op, ...fields} and waits for its response. An {ok:false} answer becomes the Error.
+  Result<Frame> call(std::string_view op, Json fields = Json::object(),
+                     std::string_view payload = {});
+  // The next event frame (a header with "event"), waiting at most `timeout`; nullopt on timeout.
+  Result<std::optional<Frame>> next_event(std::chrono::milliseconds timeout);
+  int fd() const noexcept { return fd_; }
+
+ private:
+  explicit ControlClient(int fd) : fd_(fd) {}
+  // The next frame; nullopt when `timeout` passes first (never without a timeout).
+  Result<std::optional<Frame>> read_frame(std::optional<std::chrono::milliseconds> timeout);
+
+  int fd_ = -1;
+  std::uint64_t next_id_ = 1;
+  FrameDecoder decoder_;
+  std::deque<Frame> events_;
+};
+
+}  // namespace backscroll::control

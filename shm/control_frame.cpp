@@ -1,0 +1,94 @@
+#include "shm/control_frame.hpp"
+
+#include <cstring>
+
+namespace backscroll::control {
+
+std::string encode_frame(Json header, std::string_view payload) {
+  if (!payload.empty()) header["payload"] = payload.size();
+  const std::string body = header.dump(-1, ' ', false, Json::error_handler_t::replace);
+  const auto n = static_cast<std::uint32_t>(body.size());
+  std::string out;
+  out.reserve(4 + body.size() + payload.size());
+  const char len[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                       static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
+  out.append(len, 4);
+  out += body;
+  out.append(payload);
+  return out;
+}
+
+Result<std::optional<Frame>> FrameDecoder::next() {
+  if (failed_) return tl::unexpected(*failed_);
+  auto failure = [this](Errc code, std::string message) -> Result<std::optional<Frame>> {
+    failed_ = Error{code, std::move(message), std::nullopt};
+    return tl::unexpected(*failed_);
+  };
+  const std::size_t available = buffer_.size() - consumed_;
+  if (available < 4) return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
+  const std::uint32_t header_len = std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) |
+                                   (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+  if (header_len == 0) return failure(Errc::bad_request, "empty frame header");
+  if (header_len > kMaxHeaderBytes) {
+    return failure(Errc::too_large, "frame header of " + std::to_string(header_len) +
+                                        " bytes exceeds " + std::to_string(kMaxHeaderBytes));
+  }
+  if (available < 4 + std::size_t{header_len}) return std::nullopt;
+  Json header = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4),
+                            buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4 + header_len),
+                            nullptr, false);
+  if (header.is_discarded()) return failure(Errc::bad_request, "frame header is not valid JSON");
+  if (!header.is_object()) return failure(Errc::bad_request, "frame header is not a JSON object");
+  std::uint64_t payload_len = 0;
+  if (auto it = header.find("payload"); it != header.end()) {
+    if (!it->is_number_unsigned()) {
+      return failure(Errc::bad_request, "\"payload\" must be a non-negative integer");
+    }
+    payload_len = it->get<std::uint64_t>();
+    if (payload_len > kMaxPayloadBytes) {
+      return failure(Errc::too_large, "payload of " + std::to_string(payload_len) +
+                                          " bytes exceeds " + std::to_string(kMaxPayloadBytes));
+    }
+  }
+  if (available < 4 + header_len + payload_len) return std::nullopt;
+  Frame frame;
+  frame.header = std::move(header);
+  frame.payload.assign(buffer_, consumed_ + 4 + header_len, payload_len);
+  consumed_ += 4 + header_len + payload_len;
+  // Compact once the consumed prefix dominates, so the buffer stays bounded by one frame.
+  if (consumed_ == buffer_.size() || (consumed_ > 65536 && consumed_ * 2 > buffer_.size())) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  return frame;
+}
+
+Json ok_response(const Json& request_id, Json fields) {
+  fields["ok"] = true;
+  if (!request_id.is_null()) fields["id"] = request_id;
+  return fields;
+}
+
+Json error_response(const Json& request_id, const Error& error) {
+  Json e = {{"code", std::string(to_string(error.code))}, {"message", error.message}};
+  if (error.cursor) e["cursor"] = *error.cursor;
+  Json out = {{"ok", false}, {"error", std::move(e)}};
+  if (!request_id.is_null()) out["id"] = request_id;
+  return out;
+}
+
+std::optional<Error> error_from_response(const Json& header) {
+  if (header.value("ok", false)) return std::nullopt;
+  Error e{Errc::internal, "malformed error response", std::nullopt};
+  const auto it = header.find("error");
+  if (it == header.end() || !it->is_object()) return e;
+  if (auto code = errc_from_string(it->value("code", std::string{}))) e.code = *code;
+  e.message = it->value("message", std::string{});
+  if (auto c = it->find("cursor"); c != it->end() && c->is_number_unsigned()) {
+    e.cursor = c->get<std::uint64_t>();
+  }
+  return e;
+}
+
+}  // namespace backscroll::control

@@ -1,0 +1,61 @@
+// The error vocabulary shared by the engine, the reader library and every tool.
+// Each Errc has a stable snake_case name: it is the `code` of a control-socket error and the
+// one-line message prefix of the CLI. Names never change once released (docs/protocol.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace backscroll {
+
+enum class Errc : std::uint8_t {
+  bad_request,         // malformed frame, JSON, field or argument
+  unknown_op,          // the op name is not one the engine knows
+  no_such_actor,       // the actor name is not registered
+  actor_exists,        // spawn of a name that is already registered
+  bad_actor_name,      // name outside [A-Za-z0-9][A-Za-z0-9._-]{0,63}
+  not_running,         // the actor has no live session (input, resize, stop)
+  cursor_expired,      // the cursor is older than the oldest retained byte; `cursor` = that oldest
+  cursor_in_future,    // the cursor is past the last committed byte; `cursor` = committed
+  stale_controller,    // resize from an attachment that is no longer the controller
+  too_large,           // frame, payload, size or queue over its bound
+  spawn_failed,        // the program could not be started (errno in the message)
+  permission_denied,   // peer credentials or file ownership refused
+  bad_segment,         // a ring segment whose header does not validate
+  stale_segment,       // a ring segment left by an engine that is no longer running
+  engine_unavailable,  // no engine answers on the control socket
+  already_running,     // a second engine for the same runtime directory
+  shutting_down,       // the engine is stopping and takes no new work
+  io_error,            // an OS call failed (errno in the message)
+  internal,            // a bug: the engine logs it with context
+};
+
+std::string_view to_string(Errc code) noexcept;
+std::optional<Errc> errc_from_string(std::string_view name) noexcept;
+
+struct Error {
+  Errc code = Errc::internal;
+  std::string message;
+  // For cursor_expired: the oldest retained cursor. For cursor_in_future: the committed cursor.
+  std::optional<std::uint64_t> cursor;
+
+  // "cursor_expired: <message>", the form the CLI prints.
+  std::string describe() const;
+};
+
+template <class T>
+using Result = tl::expected<T, Error>;
+
+inline tl::unexpected<Error> fail(Errc code, std::string message,
+                                  std::optional<std::uint64_t> cursor = std::nullopt) {
+  return tl::unexpected<Error>(Error{code, std::move(message), cursor});
+}
+
+// An OS failure with errno text and the context that explains it ("open segment bs-1: ...").
+tl::unexpected<Error> fail_errno(std::string_view context, int err);
+
+}  // namespace backscroll

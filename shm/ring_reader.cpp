@@ -1,0 +1,198 @@
+#include "shm/ring_reader.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "shm/process_identity.hpp"
+#include "shm/seqlock.hpp"
+
+namespace backscroll::shm {
+namespace {
+
+// atomic_ref needs a non-const object; every access here is a load, so the read-only mapping
+// is never written.
+template <class T>
+T load(const T& field, std::memory_order order) noexcept {
+  return std::atomic_ref<T>(const_cast<T&>(field)).load(order);
+}
+
+}  // namespace
+
+Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_t mapped_bytes) {
+  if (base == nullptr || mapped_bytes < kHeaderBytes) {
+    return fail(Errc::bad_segment, "segment smaller than its header");
+  }
+  const auto* h = reinterpret_cast<const RingHeader*>(base);
+  // acquire: pairs with the release store of magic in RingWriter::initialise; after it every
+  // identity field is initialised.
+  if (load(h->magic, std::memory_order_acquire) != kRingMagic) {
+    return fail(Errc::bad_segment, "not a backscroll ring (bad magic)");
+  }
+  if (h->layout_version != kRingLayoutVersion) {
+    return fail(Errc::bad_segment, "ring layout version " + std::to_string(h->layout_version) +
+                                       ", this reader knows " + std::to_string(kRingLayoutVersion));
+  }
+  if (h->header_bytes != kHeaderBytes) {
+    return fail(Errc::bad_segment, "ring header size " + std::to_string(h->header_bytes));
+  }
+  if (h->capacity == 0 || h->capacity % kPageBytes != 0 || h->capacity > kMaxCapacity ||
+      h->capacity != mapped_bytes - kHeaderBytes) {
+    return fail(Errc::bad_segment, "ring capacity " + std::to_string(h->capacity) +
+                                       " does not match the mapped size " +
+                                       std::to_string(mapped_bytes));
+  }
+  if (std::memchr(h->actor, '\0', sizeof h->actor) == nullptr) {
+    return fail(Errc::bad_segment, "actor name not terminated");
+  }
+  return h;
+}
+
+RingReader::RingReader(std::optional<Segment> segment, const RingHeader* header)
+    : segment_(std::move(segment)),
+      header_(header),
+      data_(reinterpret_cast<const std::byte*>(header) + kHeaderBytes),
+      capacity_(header->capacity) {}
+
+Result<RingReader> RingReader::over(const std::byte* base, std::size_t mapped_bytes) {
+  auto header = validate_ring_header(base, mapped_bytes);
+  if (!header) return tl::unexpected(header.error());
+  return RingReader(std::nullopt, *header);
+}
+
+Result<RingReader> RingReader::open_segment(const std::string& segment_name) {
+  auto segment = Segment::open_read_only(segment_name);
+  if (!segment) {
+    return tl::unexpected(segment.error());
+  }
+  auto header = validate_ring_header(segment->data(), segment->size());
+  if (!header) {
+    Error e = header.error();
+    e.message = "segment " + segment_name + ": " + e.message;
+    return tl::unexpected(std::move(e));
+  }
+  const ProcessIdentity owner{static_cast<pid_t>((*header)->engine_pid),
+                              (*header)->engine_start_ticks};
+  if (!owner.alive()) {
+    return fail(Errc::stale_segment, "segment " + segment_name + " belongs to engine pid " +
+                                         std::to_string(owner.pid) + ", which is gone");
+  }
+  return RingReader(std::move(*segment), *header);
+}
+
+Result<RingReader> RingReader::open(const Places& places, std::string_view actor) {
+  if (!is_valid_actor_name(actor)) {
+    return fail(Errc::bad_actor_name, "invalid actor name '" + std::string(actor) + "'");
+  }
+  return open_segment(places.segment_name(actor));
+}
+
+Cursor RingReader::committed() const noexcept {
+  // acquire: pairs with RingWriter::commit; bytes below the loaded value are final.
+  return Cursor{load(header_->committed, std::memory_order_acquire)};
+}
+
+Cursor RingReader::oldest() const noexcept {
+  // acquire: pairs with the release stores of floor in RingWriter.
+  const Cursor floor{load(header_->floor, std::memory_order_acquire)};
+  const Cursor reserved{load(header_->reserved, std::memory_order_acquire)};
+  const Cursor lapped = reserved - std::min(value(reserved), capacity_);
+  return max(floor, lapped);
+}
+
+Result<ReadView> RingReader::read(Cursor from, std::size_t max_bytes) const noexcept {
+  const Cursor end = committed();
+  if (from > end) {
+    return fail(Errc::cursor_in_future, "cursor " + std::to_string(value(from)) +
+                                            " is past the committed cursor " +
+                                            std::to_string(value(end)), value(end));
+  }
+  const Cursor oldest_now = oldest();
+  if (from < oldest_now) {
+    return fail(Errc::cursor_expired, "cursor " + std::to_string(value(from)) +
+                                          " is older than the oldest retained cursor " +
+                                          std::to_string(value(oldest_now)), value(oldest_now));
+  }
+  const std::uint64_t n = std::min<std::uint64_t>(end - from, max_bytes);
+  const std::uint64_t offset = value(from) % capacity_;
+  const std::uint64_t first = std::min(n, capacity_ - offset);
+  ReadView view;
+  view.from = from;
+  view.to = from + n;
+  view.first = {data_ + offset, static_cast<std::size_t>(first)};
+  view.second = {data_, static_cast<std::size_t>(n - first)};
+  return view;
+}
+
+bool RingReader::intact(Cursor from) const noexcept {
+  // acquire fence: every load of ring bytes the caller made before this call is ordered before
+  // the reserved load below; pairs with the release store of reserved in RingWriter, which
+  // precedes any kernel write into the newly reserved space.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const std::uint64_t reserved = load(header_->reserved, std::memory_order_relaxed);
+  return reserved <= value(from) + capacity_;
+}
+
+Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noexcept {
+  auto view = read(from, out.size());
+  if (!view) return tl::unexpected(view.error());
+  std::memcpy(out.data(), view->first.data(), view->first.size());
+  std::memcpy(out.data() + view->first.size(), view->second.data(), view->second.size());
+  if (!intact(from)) {
+    const Cursor oldest_now = oldest();
+    return fail(Errc::cursor_expired, "the engine overwrote cursor " +
+                                          std::to_string(value(from)) + " while it was read",
+                value(oldest_now));
+  }
+  return view->to;
+}
+
+WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) const noexcept {
+  timespec deadline{};
+  ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  deadline.tv_sec += static_cast<time_t>(ns / 1'000'000'000);
+  deadline.tv_nsec += static_cast<long>(ns % 1'000'000'000);
+  if (deadline.tv_nsec >= 1'000'000'000) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1'000'000'000;
+  }
+  auto& word = const_cast<std::uint32_t&>(header_->wake);
+  for (;;) {
+    // Order matters: wake first, then committed (RingWriter stores them in the opposite order),
+    // so a commit this check misses has already changed `word` when the kernel compares it.
+    // acquire: pairs with the release increment in RingWriter::wake_readers.
+    const std::uint32_t seen = std::atomic_ref<std::uint32_t>(word).load(std::memory_order_acquire);
+    if (committed() > after) return WaitResult::ready;
+    if (auto m = meta(); !m || m->closed) return WaitResult::closed;
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > deadline.tv_sec ||
+        (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) {
+      return WaitResult::timeout;
+    }
+    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. Not FUTEX_PRIVATE: the word
+    // is shared between processes. A read-only mapping is enough to wait on it.
+    const long rc = ::syscall(SYS_futex, &word, FUTEX_WAIT_BITSET, seen, &deadline, nullptr,
+                              FUTEX_BITSET_MATCH_ANY);
+    if (rc == -1 && errno == ETIMEDOUT) {
+      return committed() > after ? WaitResult::ready : WaitResult::timeout;
+    }
+  }
+}
+
+std::optional<ActorMeta> RingReader::meta() const noexcept { return seqlock_load(header_->meta); }
+
+std::optional<SessionRecord> RingReader::session(std::uint64_t id) const noexcept {
+  auto record = seqlock_load(header_->sessions[id % kSessionSlots]);
+  if (!record || record->id != id) return std::nullopt;
+  return record;
+}
+
+}  // namespace backscroll::shm

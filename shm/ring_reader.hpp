@@ -1,0 +1,85 @@
+// RingReader: a read-only consumer of one actor's ring, in any local process (tools, tests).
+// It maps the segment read-only, validates the header before trusting it, and reads committed
+// bytes in place (zero-copy spans). Bytes read in place race the engine by design; a reader
+// confirms them with intact() after using them, and treats a failed check as cursor_expired.
+// Coordinates: cursors only; offsets stay inside the .cpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "shm/cursor.hpp"
+#include "shm/error.hpp"
+#include "shm/places.hpp"
+#include "shm/ring_layout.hpp"
+#include "shm/segment.hpp"
+
+namespace backscroll::shm {
+
+// Up to two spans of committed bytes, [from, to), split where the data area wraps.
+struct ReadView {
+  Cursor from{0};
+  Cursor to{0};
+  std::span<const std::byte> first;
+  std::span<const std::byte> second;
+  std::size_t size() const noexcept { return first.size() + second.size(); }
+  bool empty() const noexcept { return size() == 0; }
+};
+
+enum class WaitResult { ready, timeout, closed };
+
+// Checks a mapped header before anything trusts it: size, magic, version, header size, capacity
+// against the mapped size. Pure function of the bytes (the fuzz target drives it).
+Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_t mapped_bytes);
+
+class RingReader {
+ public:
+  // Opens the ring of `actor` of the engine at `places`: validates, then checks that the engine
+  // that made it is still alive (stale_segment otherwise).
+  static Result<RingReader> open(const Places& places, std::string_view actor);
+  static Result<RingReader> open_segment(const std::string& segment_name);
+  // Over memory the caller keeps mapped (tests, benchmarks): validation only.
+  static Result<RingReader> over(const std::byte* base, std::size_t mapped_bytes);
+
+  RingReader(RingReader&&) noexcept = default;
+  RingReader& operator=(RingReader&&) noexcept = default;
+
+  // Committed bytes from `from`, at most `max_bytes`. Errors: cursor_expired (error.cursor = the
+  // oldest readable cursor), cursor_in_future (error.cursor = committed). An empty view means
+  // nothing new yet. The spans may be overwritten by the engine while the caller uses them:
+  // confirm with intact(view.from) afterwards.
+  Result<ReadView> read(Cursor from, std::size_t max_bytes) const noexcept;
+  // True when no byte at or after `from` can have been overwritten so far. Call after using
+  // bytes read in place; on false, discard them (the bytes may be torn) and resync.
+  bool intact(Cursor from) const noexcept;
+  // read + copy into `out` + intact: bytes copied are never torn. Returns the end cursor.
+  Result<Cursor> copy(Cursor from, std::span<std::byte> out) const noexcept;
+  // Sleeps on the futex word until committed > `after`, the timeout passes, or the segment closes.
+  WaitResult wait(Cursor after, std::chrono::milliseconds timeout) const noexcept;
+
+  Cursor committed() const noexcept;
+  // The oldest cursor a read can start at right now.
+  Cursor oldest() const noexcept;
+  std::uint64_t epoch() const noexcept { return header_->epoch; }
+  std::uint64_t capacity() const noexcept { return capacity_; }
+  std::string_view actor() const noexcept { return header_->actor; }
+  // Empty if the engine died mid-update (a stale segment).
+  std::optional<ActorMeta> meta() const noexcept;
+  std::optional<SessionRecord> session(std::uint64_t id) const noexcept;
+  const RingHeader& header() const noexcept { return *header_; }
+
+ private:
+  RingReader(std::optional<Segment> segment, const RingHeader* header);
+
+  std::optional<Segment> segment_;  // empty for `over`
+  const RingHeader* header_;
+  const std::byte* data_;
+  std::uint64_t capacity_;
+};
+
+}  // namespace backscroll::shm

@@ -1,0 +1,139 @@
+#include "shm/ring_writer.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+
+#include "shm/process_identity.hpp"
+#include "shm/seqlock.hpp"
+
+namespace backscroll::shm {
+namespace {
+
+void store_release(std::uint64_t& field, Cursor c) noexcept {
+  std::atomic_ref<std::uint64_t>(field).store(value(c), std::memory_order_release);
+}
+
+const std::string kNoName;
+
+}  // namespace
+
+Result<RingWriter> RingWriter::create(const std::string& segment_name,
+                                      const RingIdentity& identity) {
+  auto segment = Segment::create(segment_name, kHeaderBytes + identity.capacity);
+  if (!segment) return tl::unexpected(segment.error());
+  std::byte* base = segment->data();
+  return RingWriter(std::move(*segment), base, identity);
+}
+
+RingWriter RingWriter::over(std::byte* base, const RingIdentity& identity) {
+  return RingWriter(std::nullopt, base, identity);
+}
+
+RingWriter::RingWriter(std::optional<Segment> segment, std::byte* base,
+                       const RingIdentity& identity)
+    : segment_(std::move(segment)),
+      header_(reinterpret_cast<RingHeader*>(base)),
+      data_(base + kHeaderBytes),
+      capacity_(identity.capacity),
+      committed_(identity.start),
+      reserved_(identity.start),
+      floor_(identity.start),
+      woken_at_(identity.start) {
+  initialise(identity);
+}
+
+void RingWriter::initialise(const RingIdentity& identity) noexcept {
+  // Nobody can trust the header before `magic` is published, so plain stores suffice here.
+  RingHeader& h = *header_;
+  h.layout_version = kRingLayoutVersion;
+  h.header_bytes = static_cast<std::uint32_t>(kHeaderBytes);
+  h.capacity = identity.capacity;
+  h.epoch = identity.epoch;
+  const ProcessIdentity self = ProcessIdentity::self();
+  h.engine_pid = self.pid;
+  h.engine_start_ticks = self.start_ticks;
+  std::memset(h.actor, 0, sizeof h.actor);
+  std::memcpy(h.actor, identity.actor.data(), std::min(identity.actor.size(), kActorNameMax));
+  h.committed = h.reserved = h.floor = value(identity.start);
+  h.wake = 0;
+  // release: every identity field and initial cursor above is visible to a reader that
+  // acquire-loads magic == kRingMagic (RingReader's validation).
+  std::atomic_ref<std::uint64_t>(h.magic).store(kRingMagic, std::memory_order_release);
+}
+
+void RingWriter::publish_reserved(Cursor reserved) noexcept {
+  const Cursor lowest_intact = reserved - std::min<std::uint64_t>(value(reserved), capacity_);
+  if (floor_ < lowest_intact) {
+    floor_ = lowest_intact;
+    // release: readers that see the new floor also see everything published before it.
+    store_release(header_->floor, floor_);
+  }
+  reserved_ = reserved;
+  // release: orders this store before the caller's io_uring submission (liburing publishes the
+  // SQ tail with a release store that the kernel acquire-loads before copying into the span),
+  // so any reader that observes a byte the kernel wrote there, then fences (acquire), loads a
+  // reserved at least this large. Pairs with the acquire fence in RingReader::intact.
+  store_release(header_->reserved, reserved_);
+}
+
+std::span<std::byte> RingWriter::reserve(std::size_t max_bytes) noexcept {
+  const std::uint64_t offset = value(committed_) % capacity_;
+  const std::uint64_t n = std::min<std::uint64_t>(max_bytes, capacity_ - offset);
+  const Cursor end = committed_ + n;
+  if (reserved_ < end) publish_reserved(end);
+  return {data_ + offset, static_cast<std::size_t>(n)};
+}
+
+void RingWriter::commit(std::size_t bytes) noexcept {
+  committed_ = committed_ + bytes;
+  // release: THE COMMIT POINT. Bytes below committed_ (written by memcpy or by the kernel before
+  // the CQE we are handling) are visible to a reader that acquire-loads committed.
+  store_release(header_->committed, committed_);
+}
+
+void RingWriter::append(std::span<const std::byte> bytes) noexcept {
+  while (!bytes.empty()) {
+    const std::span<std::byte> space = reserve(bytes.size());
+    std::memcpy(space.data(), bytes.data(), space.size());
+    commit(space.size());
+    bytes = bytes.subspan(space.size());
+  }
+}
+
+void RingWriter::clear() noexcept {
+  floor_ = committed_;
+  // release: pairs with the reader's acquire load of floor; bytes below are no longer served.
+  store_release(header_->floor, floor_);
+}
+
+void RingWriter::wake_readers() noexcept {
+  woken_at_ = committed_;
+  std::atomic_ref<std::uint32_t> wake(header_->wake);
+  // release: a reader that loads the new wake value also sees the commits before it; the
+  // read-only reader loads wake, then committed, then FUTEX_WAITs on the old wake value, so a
+  // commit it missed always changes the word before the kernel compares it (no lost wake-up).
+  wake.store(wake.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  ::syscall(SYS_futex, &header_->wake, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void RingWriter::wake_if_committed() noexcept {
+  if (woken_at_ != committed_) wake_readers();
+}
+
+void RingWriter::publish_meta(const ActorMeta& meta) noexcept { seqlock_store(header_->meta, meta); }
+
+void RingWriter::publish_session(const SessionRecord& session) noexcept {
+  seqlock_store(header_->sessions[session.id % kSessionSlots], session);
+}
+
+const std::string& RingWriter::segment_name() const noexcept {
+  return segment_ ? segment_->name() : kNoName;
+}
+
+}  // namespace backscroll::shm

@@ -1,0 +1,81 @@
+// RingWriter: the single producer of one actor's ring (engine io thread only).
+// It hands out contiguous free space for the next PTY read (publishing `reserved` before the
+// read is submitted), commits completed reads, and wakes sleeping readers once per batch.
+// Coordinates: cursors in the API; offsets (cursor % capacity) only inside.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "shm/cursor.hpp"
+#include "shm/error.hpp"
+#include "shm/ring_layout.hpp"
+#include "shm/segment.hpp"
+
+namespace backscroll::shm {
+
+struct RingIdentity {
+  std::string actor;
+  std::uint64_t epoch = 0;
+  std::uint64_t capacity = 0;
+  Cursor start{0};  // cursor of the first byte (a continued cursor space starts above 0)
+};
+
+class RingWriter {
+ public:
+  // Creates the named segment (0600), writes the identity and publishes `magic` last.
+  static Result<RingWriter> create(const std::string& segment_name, const RingIdentity& identity);
+  // Over caller-owned memory of kHeaderBytes + capacity bytes (tests, benchmarks).
+  static RingWriter over(std::byte* base, const RingIdentity& identity);
+
+  RingWriter(RingWriter&&) noexcept = default;
+  RingWriter& operator=(RingWriter&&) noexcept = default;
+
+  // Contiguous free space at committed(), at most `max_bytes`, never crossing the end of the data
+  // area. Publishes floor and reserved before returning: the caller may then let the kernel write
+  // the span. At most one reservation is outstanding; commit() or a new reserve() ends it.
+  std::span<std::byte> reserve(std::size_t max_bytes) noexcept;
+  // Makes the first `bytes` of the outstanding reservation readable (the commit point).
+  void commit(std::size_t bytes) noexcept;
+  // reserve + memcpy + commit, wrapping as needed (tests, benchmarks, engine-made bytes).
+  void append(std::span<const std::byte> bytes) noexcept;
+  // Empties the readable range: floor = committed. The cursor space only moves forward.
+  void clear() noexcept;
+  // Bumps the futex word and wakes every sleeping reader; call once per batch of commits.
+  void wake_readers() noexcept;
+  // Wakes readers only when something was committed since the last wake.
+  void wake_if_committed() noexcept;
+
+  void publish_meta(const ActorMeta& meta) noexcept;
+  void publish_session(const SessionRecord& session) noexcept;
+
+  Cursor committed() const noexcept { return committed_; }
+  Cursor floor() const noexcept { return floor_; }
+  Cursor reserved() const noexcept { return reserved_; }
+  std::uint64_t capacity() const noexcept { return capacity_; }
+  const std::byte* data() const noexcept { return data_; }
+  RingHeader* header() const noexcept { return header_; }
+  // The segment's name, empty for a ring over caller memory.
+  const std::string& segment_name() const noexcept;
+
+ private:
+  RingWriter(std::optional<Segment> segment, std::byte* base, const RingIdentity& identity);
+  void initialise(const RingIdentity& identity) noexcept;
+  void publish_reserved(Cursor reserved) noexcept;
+
+  std::optional<Segment> segment_;  // empty for `over`
+  RingHeader* header_;
+  std::byte* data_;
+  std::uint64_t capacity_;
+  // Private copies of the published cursors: only this thread writes them, so it never has to
+  // load its own stores back from shared memory.
+  Cursor committed_{0};
+  Cursor reserved_{0};
+  Cursor floor_{0};
+  Cursor woken_at_{0};
+};
+
+}  // namespace backscroll::shm

@@ -1,0 +1,44 @@
+// Segment: one named POSIX shared-memory object and its mapping, through Boost.Interprocess.
+// The engine creates segments read-write with mode 0600 (whatever the umask); readers open them
+// read-only, so a reader can never modify the engine's or another reader's view.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shm/error.hpp"
+
+namespace backscroll::shm {
+
+class Segment {
+ public:
+  // Creates `name` (it must not exist) with `bytes` zero-filled bytes, mode 0600, mapped rw.
+  static Result<Segment> create(const std::string& name, std::size_t bytes);
+  // Maps an existing segment read-only; its size is the object's size.
+  static Result<Segment> open_read_only(const std::string& name);
+  // Unlinks the name; mappings stay valid until unmapped. False when it did not exist.
+  static bool remove(const std::string& name) noexcept;
+  // Names of existing segments that start with `prefix` (Linux keeps them in /dev/shm).
+  static std::vector<std::string> list(const std::string& prefix);
+
+  Segment(Segment&&) noexcept;
+  Segment& operator=(Segment&&) noexcept;
+  ~Segment();
+
+  std::byte* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  struct Mapping;
+  Segment(std::string name, std::unique_ptr<Mapping> mapping);
+
+  std::string name_;
+  std::unique_ptr<Mapping> mapping_;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace backscroll::shm

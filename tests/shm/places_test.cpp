@@ -1,0 +1,107 @@
+// Places: the engine and every tool derive the same socket, lock and segment names from one
+// runtime directory. Segment names start with "bs-<uid>-<8 hex digits>-" so that two engines of
+// one user (two runtime directories) never share a segment name.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "shm/places.hpp"
+
+namespace backscroll {
+namespace {
+
+// Sets an environment variable for one scope, restoring the previous value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Places, SegmentPrefixStartsWithTheUidAndEightHexDigits) {
+  const std::string prefix = Places::at("/run/user/1000/backscroll").segment_prefix();
+  const std::string uid_part = "bs-" + std::to_string(::getuid()) + "-";
+  ASSERT_EQ(prefix.rfind(uid_part, 0), 0u) << prefix;
+  ASSERT_EQ(prefix.size(), uid_part.size() + 9) << prefix;
+  for (std::size_t i = uid_part.size(); i < uid_part.size() + 8; ++i) {
+    EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(prefix[i]))) << prefix;
+  }
+  EXPECT_EQ(prefix.back(), '-');
+}
+
+TEST(Places, SegmentPrefixDiffersBetweenRuntimeDirectories) {
+  EXPECT_NE(Places::at("/tmp/backscroll-a").segment_prefix(),
+            Places::at("/tmp/backscroll-b").segment_prefix());
+  EXPECT_NE(Places::at("/run/user/1000/backscroll").segment_prefix(),
+            Places::at("/run/user/1001/backscroll").segment_prefix());
+}
+
+TEST(Places, SegmentPrefixIsStableForTheSameDirectory) {
+  EXPECT_EQ(Places::at("/tmp/bs").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
+  EXPECT_EQ(Places::at("/tmp/./x/../bs").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
+}
+
+TEST(Places, SegmentPrefixIgnoresATrailingSlash) {
+  // Regression: the prefix hashed "/tmp/bs/" and "/tmp/bs" differently, so a tool started with
+  // BACKSCROLL_RUNTIME_DIR=/tmp/bs/ reached the engine's socket but never found its segments.
+  EXPECT_EQ(Places::at("/tmp/bs/").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
+  EXPECT_EQ(Places::at("/tmp/bs//").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
+  EXPECT_NE(Places::at("/").segment_prefix(), Places::at("/tmp").segment_prefix());
+}
+
+TEST(Places, SegmentNameIsThePrefixFollowedByTheActor) {
+  const Places places = Places::at("/tmp/bs");
+  EXPECT_EQ(places.segment_name("web-1"), places.segment_prefix() + "web-1");
+}
+
+TEST(Places, SocketAndLockLiveInTheRuntimeDirectory) {
+  const Places places = Places::at("/tmp/bs");
+  EXPECT_EQ(places.socket_path(), std::filesystem::path("/tmp/bs/engine.sock"));
+  EXPECT_EQ(places.lock_path(), std::filesystem::path("/tmp/bs/engine.lock"));
+}
+
+TEST(Places, PrefersBackscrollRuntimeDirThenXdgRuntimeDirThenTmp) {
+  {
+    ScopedEnv own("BACKSCROLL_RUNTIME_DIR", "/tmp/own");
+    ScopedEnv xdg("XDG_RUNTIME_DIR", "/run/user/42");
+    EXPECT_EQ(Places::from_environment().runtime_dir, std::filesystem::path("/tmp/own"));
+  }
+  {
+    ScopedEnv own("BACKSCROLL_RUNTIME_DIR", "");
+    ScopedEnv xdg("XDG_RUNTIME_DIR", "/run/user/42");
+    EXPECT_EQ(Places::from_environment().runtime_dir,
+              std::filesystem::path("/run/user/42/backscroll"));
+  }
+  {
+    ScopedEnv own("BACKSCROLL_RUNTIME_DIR", nullptr);
+    ScopedEnv xdg("XDG_RUNTIME_DIR", nullptr);
+    EXPECT_EQ(Places::from_environment().runtime_dir,
+              std::filesystem::path("/tmp/backscroll-" + std::to_string(::getuid())));
+  }
+}
+
+}  // namespace
+}  // namespace backscroll

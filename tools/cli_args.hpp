@@ -1,0 +1,41 @@
+// Command-line values the CLI validates itself, so a bad value is a usage error (exit 2) before
+// anything reaches the engine: cursors and counts (decimal uint64 only; CLI11's own conversion
+// takes "-1" and octal), PTY sizes (1..1000, as the engine checks), K=V environment entries,
+// and the attach detach key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <CLI/CLI.hpp>
+
+namespace backscroll::cli {
+
+inline constexpr std::uint64_t kMinTerminalSize = 1;
+inline constexpr std::uint64_t kMaxTerminalSize = 1000;
+inline constexpr unsigned char kDefaultDetachKey = 0x1d;  // Ctrl-]
+
+// Plain decimal digits that fit in 64 bits; nothing else ("+1", "0x10", " 1", "-1" all fail).
+std::optional<std::uint64_t> parse_u64(std::string_view text);
+// "K=V" with a non-empty K free of '='; V may be empty or hold more '='.
+std::optional<std::pair<std::string, std::string>> parse_env_entry(std::string_view text);
+// A detach key: "^X" (caret notation: ^@ .. ^_, ^? = DEL, letters either case), one ASCII
+// character, or "none" (no key detaches). nullopt = invalid.
+struct DetachKeyChoice {
+  bool none = false;
+  unsigned char key = 0;
+};
+std::optional<DetachKeyChoice> parse_detach_key(std::string_view text);
+// The key as people write it ("^]", "x").
+std::string key_name(unsigned char key);
+
+// CLI11 validators for the above; each names what it expected and what it got.
+CLI::Validator u64_value();
+CLI::Validator terminal_size();
+CLI::Validator env_entry();
+CLI::Validator detach_key();
+
+}  // namespace backscroll::cli

@@ -1,0 +1,26 @@
+// `backscroll attach`: the user's terminal becomes the actor's terminal. The ring is replayed
+// from its oldest cursor and then followed (an output thread: RingReader::wait + copy, straight
+// to stdout); stdin goes to the actor as `input` requests, the window size as `resize`. Ends on
+// the detach key, when the watched session is sealed, when the actor is deleted, or on a signal;
+// the terminal mode and the modes the program switched on are restored on every path.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tools/cli_args.hpp"
+#include "tools/cli_engine.hpp"
+#include "tools/cli_ops.hpp"
+
+namespace backscroll::cli {
+
+struct AttachArgs {
+  std::string actor;
+  std::optional<unsigned char> detach_key = kDefaultDetachKey;  // nullopt: no detach key
+  bool spawn = false;     // spawn the actor first when it does not exist
+  SpawnArgs spawn_args;   // for --spawn; cols and rows default to the terminal's
+};
+
+int run_attach(const EngineTarget& engine, const AttachArgs& args);
+
+}  // namespace backscroll::cli

@@ -1,0 +1,63 @@
+// The CLI commands that are one control request (or a short loop of them): spawn, list,
+// status, send, resize, clear, stop, restart, delete, history, ping, shutdown. Each returns the
+// process exit status (cli_output.hpp) and prints its one-line result or its table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shm/control_frame.hpp"
+#include "shm/cursor.hpp"
+#include "shm/error.hpp"
+#include "tools/cli_engine.hpp"
+
+namespace backscroll::cli {
+
+struct SpawnArgs {
+  std::string actor;
+  std::optional<std::uint32_t> cols;  // engine default 80
+  std::optional<std::uint32_t> rows;  // engine default 24
+  std::string cwd;                    // empty: this process's working directory
+  std::vector<std::string> env;       // K=V entries, already validated
+  std::vector<std::string> argv;      // empty: $SHELL, else /bin/sh
+};
+
+// The `spawn` request fields for `args` (relative cwd made absolute here: the engine runs
+// elsewhere).
+Result<control::Json> spawn_fields(const SpawnArgs& args);
+// "NAME session S pid P cursor C", from a spawn or restart response.
+std::string describe_spawned(const control::Json& response);
+
+struct SendArgs {
+  std::string actor;
+  std::vector<std::string> text;  // {"-"}: stdin, verbatim
+  bool no_newline = false;
+  bool paste = false;      // the request's `paste` flag: the engine writes the final Enter apart
+  bool bracketed = false;  // wrap the text in bracketed-paste markers
+};
+
+struct HistoryArgs {
+  std::string actor;
+  Cursor from{0};
+  std::optional<Cursor> to;  // default: the committed cursor
+  std::string output;        // empty or "-": stdout
+};
+
+int run_spawn(const EngineTarget& engine, const SpawnArgs& args);
+int run_list(const EngineTarget& engine);
+int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json);
+int run_send(const EngineTarget& engine, const SendArgs& args);
+int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
+               std::uint32_t rows);
+int run_clear(const EngineTarget& engine, const std::string& actor);
+int run_stop(const EngineTarget& engine, const std::string& actor,
+             std::optional<std::uint64_t> grace_ms);
+int run_restart(const EngineTarget& engine, const std::string& actor);
+int run_delete(const EngineTarget& engine, const std::string& actor);
+int run_history(const EngineTarget& engine, const HistoryArgs& args);
+int run_ping(const EngineTarget& engine);
+int run_shutdown(const EngineTarget& engine);
+
+}  // namespace backscroll::cli

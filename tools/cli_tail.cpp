@@ -1,0 +1,83 @@
+#include "tools/cli_tail.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "tools/cli_output.hpp"
+#include "tools/cli_ring_follower.hpp"
+
+namespace backscroll::cli {
+namespace {
+
+constexpr std::chrono::milliseconds kWaitSlice{500};
+
+void warn_skipped(const RingFollower::Progress& progress) {
+  if (progress.skipped > 0) {
+    warn("tail: lapped, skipped " + std::to_string(progress.skipped) + " bytes");
+  }
+}
+
+// Drains what is committed now; laps are warned about, write errors end the command.
+Result<void> drain(RingFollower& follower) {
+  auto progress = follower.pump(STDOUT_FILENO);
+  if (!progress) return tl::unexpected(progress.error());
+  warn_skipped(*progress);
+  return {};
+}
+
+// The session --until-exit waits for has ended and every byte of it was written. Sessions are
+// followed by id: the one that was newest when tail started (or the first one to appear).
+bool session_done(const shm::RingReader& reader, std::uint64_t& watched, Cursor written) {
+  const auto meta = reader.meta();
+  if (!meta) return false;
+  if (watched == 0) watched = meta->session;
+  if (watched == 0) return false;  // no session yet
+  const auto record = reader.session(watched);
+  if (!record) return meta->session > watched;  // its slot was reused: long sealed
+  return (record->flags & shm::kSessionSealed) != 0 && written >= Cursor{record->end};
+}
+
+}  // namespace
+
+int run_tail(const Places& places, const TailArgs& args) {
+  auto reader = open_ring(places, args.actor);
+  if (!reader) return report(reader.error());
+  const Cursor start = args.from.value_or(reader->oldest());
+  if (start > reader->committed()) {
+    return report(Error{Errc::cursor_in_future,
+                        "cursor " + std::to_string(value(start)) + " is past the committed cursor " +
+                            std::to_string(value(reader->committed())),
+                        value(reader->committed())});
+  }
+  RingFollower follower(*reader, start);
+  if (!args.follow && !args.until_exit) {
+    if (auto r = drain(follower); !r) return report(r.error());
+    return kExitOk;
+  }
+
+  std::uint64_t watched = 0;
+  (void)session_done(*reader, watched, follower.cursor());  // picks the session to watch
+  for (;;) {
+    if (auto r = drain(follower); !r) return report(r.error());
+    if (args.until_exit && session_done(*reader, watched, follower.cursor())) return kExitOk;
+    switch (reader->wait(follower.cursor(), kWaitSlice)) {
+      case shm::WaitResult::ready:
+        break;
+      case shm::WaitResult::closed:
+        // Deleted (or the engine is stopping): write what is left, then end normally.
+        if (auto r = drain(follower); !r) return report(r.error());
+        return kExitOk;
+      case shm::WaitResult::timeout:
+        if (!ring_owner_alive(*reader)) {
+          if (auto r = drain(follower); !r) return report(r.error());
+          return report(Error{Errc::engine_unavailable,
+                              "the engine (pid " + std::to_string(reader->header().engine_pid) +
+                                  ") is gone; the ring of '" + args.actor + "' will not grow", std::nullopt});
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace backscroll::cli
