@@ -18,7 +18,7 @@ enum class Errc : std::uint8_t {
   no_such_actor,       // the actor name is not registered
   actor_exists,        // spawn of a name that is already registered
   bad_actor_name,      // name outside [A-Za-z0-9][A-Za-z0-9._-]{0,63}
-  not_running,         // the actor has no live session (input, resize, stop)
+  not_running,         // the actor has no live session (input, resize)
   cursor_expired,      // the cursor is older than the oldest retained byte; `cursor` = that oldest
   cursor_in_future,    // the cursor is past the last committed byte; `cursor` = committed
   stale_controller,    // resize from an attachment that is no longer the controller

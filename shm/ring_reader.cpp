@@ -119,7 +119,9 @@ Result<ReadView> RingReader::read(Cursor from, std::size_t max_bytes) const noex
                                           " is older than the oldest retained cursor " +
                                           std::to_string(value(oldest_now)), value(oldest_now));
   }
-  const std::uint64_t n = std::min<std::uint64_t>(end - from, max_bytes);
+  // A consistent ring never has more than `capacity` readable bytes after `oldest`; the clamp
+  // keeps a damaged header (committed beyond reserved) from yielding spans past the data area.
+  const std::uint64_t n = std::min<std::uint64_t>({end - from, max_bytes, capacity_});
   const std::uint64_t offset = value(from) % capacity_;
   const std::uint64_t first = std::min(n, capacity_ - offset);
   ReadView view;
@@ -142,8 +144,11 @@ bool RingReader::intact(Cursor from) const noexcept {
 Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noexcept {
   auto view = read(from, out.size());
   if (!view) return tl::unexpected(view.error());
-  std::memcpy(out.data(), view->first.data(), view->first.size());
-  std::memcpy(out.data() + view->first.size(), view->second.data(), view->second.size());
+  // Guarded: an empty `out` may have a null data(), and memcpy(nullptr, _, 0) is undefined.
+  if (!view->first.empty()) std::memcpy(out.data(), view->first.data(), view->first.size());
+  if (!view->second.empty()) {
+    std::memcpy(out.data() + view->first.size(), view->second.data(), view->second.size());
+  }
   if (!intact(from)) {
     const Cursor oldest_now = oldest();
     return fail(Errc::cursor_expired, "the engine overwrote cursor " +
@@ -190,6 +195,7 @@ WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) con
 std::optional<ActorMeta> RingReader::meta() const noexcept { return seqlock_load(header_->meta); }
 
 std::optional<SessionRecord> RingReader::session(std::uint64_t id) const noexcept {
+  if (id == 0) return std::nullopt;  // ids start at 1; empty slots hold id 0
   auto record = seqlock_load(header_->sessions[id % kSessionSlots]);
   if (!record || record->id != id) return std::nullopt;
   return record;

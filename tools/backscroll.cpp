@@ -4,12 +4,11 @@
 // engine, protocol and OS errors exit 1, each as one line on stderr.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "shm/places.hpp"
 #include "tools/cli_args.hpp"
@@ -61,8 +60,10 @@ void add_spawn_options(CLI::App* command, std::string& cols, std::string& rows, 
       ->check(env_entry())
       ->allow_extra_args(false)  // one K=V per --env, so a following `--` still ends options
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  command->add_option("CMD", spawn.argv, "the program and its arguments, after -- "
-                                         "(default: $SHELL, else /bin/sh)")
+  command
+      ->add_option("CMD", spawn.argv,
+                   "the program and its arguments, after -- "
+                   "(default: $SHELL, else /bin/sh)")
       ->type_name("");
 }
 
@@ -106,7 +107,8 @@ int main(int argc, char** argv) {
   auto* spawn_cmd = app.add_subcommand("spawn", "Start a program on a new PTY as actor NAME");
   add_actor(spawn_cmd, spawn.actor);
   add_spawn_options(spawn_cmd, spawn_cols, spawn_rows, spawn, "80", "24");
-  spawn_cmd->footer("Prints: NAME session S pid P cursor C. Example: backscroll spawn build -- make -j8");
+  spawn_cmd->footer(
+      "Prints: NAME session S pid P cursor C. Example: backscroll spawn build -- make -j8");
 
   // list
   auto* list_cmd = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
@@ -122,8 +124,8 @@ int main(int argc, char** argv) {
   // tail
   TailArgs tail;
   std::string tail_from;
-  auto* tail_cmd = app.add_subcommand(
-      "tail", "Write an actor's raw output to stdout, read from shared memory");
+  auto* tail_cmd =
+      app.add_subcommand("tail", "Write an actor's raw output to stdout, read from shared memory");
   add_actor(tail_cmd, tail.actor);
   tail_cmd->add_option("--from", tail_from, "start at this cursor (default: the oldest retained)")
       ->type_name("CURSOR")
@@ -136,8 +138,7 @@ int main(int argc, char** argv) {
   SendArgs send;
   auto* send_cmd = app.add_subcommand("send", "Type TEXT into an actor, then Enter (\\r)");
   add_actor(send_cmd, send.actor);
-  send_cmd->add_option("TEXT", send.text,
-                       "words joined by spaces; '-' alone sends stdin verbatim")
+  send_cmd->add_option("TEXT", send.text, "words joined by spaces; '-' alone sends stdin verbatim")
       ->type_name("");
   send_cmd->add_flag("-n,--no-newline", send.no_newline, "do not press Enter (no trailing \\r)");
   send_cmd->add_flag("--paste", send.paste,
@@ -169,14 +170,15 @@ int main(int argc, char** argv) {
   auto* stop_cmd = app.add_subcommand(
       "stop", "End an actor's program: SIGHUP, SIGKILL after the grace period; waits for the seal");
   add_actor(stop_cmd, stop_actor);
-  stop_cmd->add_option("--grace-ms", stop_grace, "milliseconds before SIGKILL (engine default 3000)")
+  stop_cmd
+      ->add_option("--grace-ms", stop_grace, "milliseconds before SIGKILL (engine default 3000)")
       ->type_name("MS")
       ->check(u64_value());
 
   // restart
   std::string restart_actor;
-  auto* restart_cmd = app.add_subcommand(
-      "restart", "Stop an actor's program and start it again as a new session");
+  auto* restart_cmd =
+      app.add_subcommand("restart", "Stop an actor's program and start it again as a new session");
   add_actor(restart_cmd, restart_actor);
 
   // delete
@@ -197,19 +199,21 @@ int main(int argc, char** argv) {
   history_cmd->add_option("--to", history_to, "end cursor, exclusive (default: committed)")
       ->type_name("CURSOR")
       ->check(u64_value());
-  history_cmd->add_option("-o,--output", history.output,
-                          "write to FILE (created 0600, truncated) instead of stdout")
+  history_cmd
+      ->add_option("-o,--output", history.output,
+                   "write to FILE (created 0600, truncated) instead of stdout")
       ->type_name("FILE");
 
   // attach
   AttachArgs attach;
   std::string detach_key_text = "^]";
   std::string attach_cols, attach_rows;
-  auto* attach_cmd = app.add_subcommand(
-      "attach", "Use the terminal as the actor's terminal (detach with Ctrl-])");
+  auto* attach_cmd =
+      app.add_subcommand("attach", "Use the terminal as the actor's terminal (detach with Ctrl-])");
   add_actor(attach_cmd, attach.actor);
-  attach_cmd->add_option("--detach-key", detach_key_text,
-                         "detach key: ^X, one ASCII character, or none (default ^])")
+  attach_cmd
+      ->add_option("--detach-key", detach_key_text,
+                   "detach key: ^X, one ASCII character, or none (default ^])")
       ->type_name("KEY")
       ->check(detach_key());
   attach_cmd->add_flag("--spawn", attach.spawn,
@@ -221,8 +225,8 @@ int main(int argc, char** argv) {
   // ping (diagnostic, hidden), shutdown
   auto* ping_cmd = app.add_subcommand("ping", "Check that the engine answers");
   ping_cmd->group("");
-  auto* shutdown_cmd = app.add_subcommand(
-      "shutdown", "Stop every actor and the engine (does not start one)");
+  auto* shutdown_cmd =
+      app.add_subcommand("shutdown", "Stop every actor and the engine (does not start one)");
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());
@@ -255,7 +259,8 @@ int main(int argc, char** argv) {
     return run_tail(engine.places, tail);
   }
   if (*send_cmd) {
-    if (send.text.size() > 1 && std::find(send.text.begin(), send.text.end(), "-") != send.text.end()) {
+    if (send.text.size() > 1 &&
+        std::find(send.text.begin(), send.text.end(), "-") != send.text.end()) {
       return report_usage("send: '-' (stdin) must be the only TEXT");
     }
     return run_send(engine, send);
@@ -265,8 +270,7 @@ int main(int argc, char** argv) {
   }
   if (*clear_cmd) return run_clear(engine, clear_actor);
   if (*stop_cmd) {
-    return run_stop(engine, stop_actor,
-                    stop_grace.empty() ? std::nullopt : parse_u64(stop_grace));
+    return run_stop(engine, stop_actor, stop_grace.empty() ? std::nullopt : parse_u64(stop_grace));
   }
   if (*restart_cmd) return run_restart(engine, restart_actor);
   if (*delete_cmd) return run_delete(engine, delete_actor);
@@ -281,7 +285,8 @@ int main(int argc, char** argv) {
     attach.spawn_args.cols = size_value(attach_cols);
     attach.spawn_args.rows = size_value(attach_rows);
     const SpawnArgs& s = attach.spawn_args;
-    if (!attach.spawn && (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || !s.argv.empty())) {
+    if (!attach.spawn &&
+        (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || !s.argv.empty())) {
       return report_usage("attach: CMD, --cols, --rows, --cwd and --env need --spawn");
     }
     return run_attach(engine, attach);

@@ -4,13 +4,12 @@
 // and the attach detach key.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <CLI/CLI.hpp>
 
 namespace backscroll::cli {
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -27,6 +28,7 @@ using control::Json;
 constexpr std::chrono::milliseconds kWaitSlice{100};   // how often the output thread checks stop
 constexpr std::uint64_t kPumpSliceBytes = 256 * 1024;  // replay in slices: detach stays prompt
 constexpr std::size_t kInputReadBytes = 64 * 1024;
+constexpr std::chrono::milliseconds kStopTimeout{1000};  // for the output side to finish
 
 // Signals the attach loop handles, through a self-pipe (the handler only writes one byte).
 constexpr int kHandledSignals[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
@@ -78,7 +80,7 @@ class SignalPipe {
 
  private:
   int fds_[2] = {-1, -1};
-  struct sigaction previous_[std::size(kHandledSignals)] {};
+  struct sigaction previous_[std::size(kHandledSignals)]{};
   struct sigaction previous_pipe_ {};
 };
 
@@ -86,15 +88,15 @@ enum class End { detached, exited, deleted, signal, failed };
 
 struct Outcome {
   End end = End::failed;
-  Error error;                          // failed
-  int signal = 0;                       // signal
+  Error error;                                // failed
+  int signal = 0;                             // signal
   std::optional<shm::SessionRecord> session;  // exited
 };
 
 // The output side: replays, then follows the ring until told to stop or the session ends.
 // Writes its outcome, then one byte to `done_fd` so the input side wakes.
-void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop,
-                 TerminalModes& modes, Outcome& outcome, bool& finished, int done_fd) {
+void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop, TerminalModes& modes,
+                 Outcome& outcome, bool& finished, int done_fd) {
   // Signals belong to the input side's self-pipe; keep this thread's futex waits quiet.
   sigset_t block;
   ::sigemptyset(&block);
@@ -114,7 +116,7 @@ void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop,
       finish({End::failed, progress.error(), 0, std::nullopt});
       break;
     }
-    if (progress->written + progress->skipped == kPumpSliceBytes) continue;  // more to replay
+    if (progress->written + progress->skipped >= kPumpSliceBytes) continue;  // more to replay
 
     const auto meta = reader.meta();
     if (meta && watched == 0) watched = meta->session;
@@ -139,9 +141,10 @@ void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop,
       break;
     }
     if (waited == shm::WaitResult::timeout && !ring_owner_alive(reader)) {
-      finish({End::failed,
-              Error{Errc::engine_unavailable, "the engine that owns this actor is gone", std::nullopt}, 0,
-              std::nullopt});
+      finish(
+          {End::failed,
+           Error{Errc::engine_unavailable, "the engine that owns this actor is gone", std::nullopt},
+           0, std::nullopt});
       break;
     }
   }
@@ -157,8 +160,8 @@ void send_size(control::ControlClient& client, const std::string& actor) {
   const auto clamp = [](unsigned short v) {
     return std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize);
   };
-  (void)client.call("resize", {{"actor", actor}, {"cols", clamp(size->ws_col)},
-                               {"rows", clamp(size->ws_row)}});
+  (void)client.call(
+      "resize", {{"actor", actor}, {"cols", clamp(size->ws_col)}, {"rows", clamp(size->ws_row)}});
 }
 
 // Forwards keystrokes; errors that mean "not now" (not_running, too_large) drop the bytes.
@@ -188,6 +191,17 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
     if (!fields) return report(fields.error());
     auto r = client->call("spawn", std::move(*fields));
     if (!r && r.error().code != Errc::actor_exists) return report(r.error());
+    if (!r) {
+      // It exists. If its program has ended, start it again: `attach NAME --spawn` always lands
+      // in a live program (the actor's own argv; CMD only applies to a new actor).
+      auto status = client->call("status", {{"actor", args.actor}});
+      if (!status) return report(status.error());
+      const Json actors = status->header.value("actors", Json::array());
+      if (!actors.empty() && actors.front().value("state", "") == "idle") {
+        auto restarted = client->call("restart", {{"actor", args.actor}});
+        if (!restarted) return report(restarted.error());
+      }
+    }
   }
 
   auto reader = open_ring(engine.places, args.actor);
@@ -195,7 +209,8 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
 
   SignalPipe signals;
   int done[2];
-  if (!signals.ok() || ::pipe2(done, O_CLOEXEC) != 0) return report(fail_errno("pipe", errno).value());
+  if (!signals.ok() || ::pipe2(done, O_CLOEXEC) != 0)
+    return report(fail_errno("pipe", errno).value());
   struct PipeCloser {
     int* fds;
     ~PipeCloser() {
@@ -219,7 +234,8 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
   std::string input(kInputReadBytes, '\0');
   bool running = true;
   while (running) {
-    pollfd fds[3] = {{STDIN_FILENO, POLLIN, 0}, {signals.read_fd(), POLLIN, 0}, {done[0], POLLIN, 0}};
+    pollfd fds[3] = {
+        {STDIN_FILENO, POLLIN, 0}, {signals.read_fd(), POLLIN, 0}, {done[0], POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       outcome = {End::failed, fail_errno("poll", errno).value(), 0, std::nullopt};
@@ -262,16 +278,31 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
     }
   }
 
+  // The output side notices `stop` within a wait slice, unless it is blocked writing to a
+  // terminal that does not read (a stopped or frozen emulator). Then it is left behind: the
+  // process ends below without touching the ring again.
   stop.store(true, std::memory_order_relaxed);
+  pollfd finished{done[0], POLLIN, 0};
+  const bool joined = ::poll(&finished, 1, static_cast<int>(kStopTimeout.count())) == 1;
+  if (!joined) {
+    // Writing anything more would block as well: restore the mode without draining and go.
+    output.detach();
+    terminal.leave(/*now=*/true);
+    std::_Exit(kExitOk);  // no destructors: the output thread still uses the ring
+  }
   output.join();
   if (thread_finished) outcome = thread_outcome;
-  if (::isatty(STDOUT_FILENO) == 1) (void)write_all(STDOUT_FILENO, modes.reset_sequence());
+  // Still raw (no output translation): undo the program's modes, then start a fresh line
+  // unless leaving the alternate screen already put the cursor back where it was.
+  std::string farewell;
+  if (::isatty(STDOUT_FILENO) == 1) farewell = modes.reset_sequence();
+  if (!modes.alternate_screen()) farewell += "\r\n";
+  (void)write_all(STDOUT_FILENO, farewell);
   terminal.leave();
 
-  const std::string lead = modes.alternate_screen() ? "" : "\r\n";
   switch (outcome.end) {
     case End::detached:
-      (void)write_all(STDOUT_FILENO, lead + "[detached from " + args.actor + "]\n");
+      (void)write_all(STDOUT_FILENO, "[detached from " + args.actor + "]\n");
       return kExitOk;
     case End::exited: {
       std::string how = "exited";
@@ -280,20 +311,18 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
       } else if (outcome.session->flags & shm::kSessionExited) {
         how += ": status " + std::to_string(outcome.session->exit_code);
       }
-      (void)write_all(STDOUT_FILENO, lead + "[" + args.actor + " " + how + "]\n");
+      (void)write_all(STDOUT_FILENO, "[" + args.actor + " " + how + "]\n");
       return kExitOk;
     }
     case End::deleted:
-      (void)write_all(STDOUT_FILENO, lead + "[" + args.actor + " was deleted]\n");
+      (void)write_all(STDOUT_FILENO, "[" + args.actor + " was deleted]\n");
       return kExitOk;
     case End::signal:
-      (void)write_all(STDOUT_FILENO, lead);
       // The terminal is restored: now die of the signal, as its sender meant.
       ::signal(outcome.signal, SIG_DFL);
       ::raise(outcome.signal);
       return 128 + outcome.signal;
     case End::failed:
-      (void)write_all(STDOUT_FILENO, lead);
       return report(outcome.error);
   }
   return kExitError;

@@ -17,8 +17,8 @@ namespace backscroll::cli {
 struct AttachArgs {
   std::string actor;
   std::optional<unsigned char> detach_key = kDefaultDetachKey;  // nullopt: no detach key
-  bool spawn = false;     // spawn the actor first when it does not exist
-  SpawnArgs spawn_args;   // for --spawn; cols and rows default to the terminal's
+  bool spawn = false;    // spawn the actor first when it does not exist
+  SpawnArgs spawn_args;  // for --spawn; cols and rows default to the terminal's
 };
 
 int run_attach(const EngineTarget& engine, const AttachArgs& args);

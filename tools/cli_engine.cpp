@@ -86,7 +86,12 @@ bool read_exact(int fd, void* out, std::size_t bytes) {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {  // kernels before 5.11
+    const long max_fd = ::sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (max_fd > 0 && max_fd < 65536 ? max_fd : 65536); ++fd) {
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
   char* const argv[] = {const_cast<char*>(exe), nullptr};
   ::execvp(exe, argv);
   const int err = errno;
@@ -100,7 +105,8 @@ Result<pid_t> launch_engine(const Places& places) {
   if (auto dir = ensure_runtime_dir(places.runtime_dir); !dir) return tl::unexpected(dir.error());
   const fs::path log = places.runtime_dir / "engine.log";
   const std::string exe = find_engine_binary();
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+  const int log_fd =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
   if (log_fd < 0) return fail_errno("open " + log.string(), errno);
   {
     char when[64] = "?";
@@ -150,6 +156,21 @@ Result<pid_t> launch_engine(const Places& places) {
 
 }  // namespace
 
+bool process_running(std::int64_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  const std::string_view stat(buf, static_cast<std::size_t>(n));
+  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return false;
+  const char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
 Result<control::ControlClient> EngineTarget::connect_existing() const {
   return control::ControlClient::connect(places);
 }
@@ -169,19 +190,20 @@ Result<control::ControlClient> start_engine(const Places& places,
   for (;;) {
     auto client = control::ControlClient::connect(places);
     if (client || client.error().code != Errc::engine_unavailable) return client;
-    if (::kill(*pid, 0) != 0 && errno == ESRCH) {
+    if (!process_running(*pid)) {
       // It may have lost a start race to another engine, which then answers.
       client = control::ControlClient::connect(places);
       if (client) return client;
       const std::string why = last_log_line(log);
       return fail(Errc::engine_unavailable, "backscrolld exited at startup" +
-                                                (why.empty() ? "" : ": " + why) + " (log: " +
-                                                log.string() + ")");
+                                                (why.empty() ? "" : ": " + why) +
+                                                " (log: " + log.string() + ")");
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return fail(Errc::engine_unavailable,
-                  "started backscrolld (pid " + std::to_string(*pid) + ") but it did not answer within " +
-                      std::to_string(timeout.count()) + " ms (log: " + log.string() + ")");
+      return fail(Errc::engine_unavailable, "started backscrolld (pid " + std::to_string(*pid) +
+                                                ") but it did not answer within " +
+                                                std::to_string(timeout.count()) +
+                                                " ms (log: " + log.string() + ")");
     }
     std::this_thread::sleep_for(kConnectPoll);
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "shm/control_client.hpp"
 #include "shm/error.hpp"
@@ -23,6 +24,9 @@ struct EngineTarget {
   // A connection only if an engine already answers (engine_unavailable otherwise).
   Result<control::ControlClient> connect_existing() const;
 };
+
+// True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone.
+bool process_running(std::int64_t pid);
 
 // Starts backscrolld for `places` in its own session, its output appended to
 // <runtime dir>/engine.log, then waits up to `timeout` until it answers. The binary is the one

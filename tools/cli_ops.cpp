@@ -60,8 +60,8 @@ std::vector<std::string> strings(const Json& object, const char* key) {
 }
 
 // One call on a fresh connection (starting the engine if needed): the usual shape of a command.
-Result<control::Frame> call(const EngineTarget& engine, std::string_view op, Json fields = Json::object(),
-                            std::string_view payload = {}) {
+Result<control::Frame> call(const EngineTarget& engine, std::string_view op,
+                            Json fields = Json::object(), std::string_view payload = {}) {
   auto client = engine.connect();
   if (!client) return tl::unexpected(client.error());
   return client->call(op, std::move(fields), payload);
@@ -84,8 +84,8 @@ Result<std::string> read_stdin() {
     }
     data.append(buf, static_cast<std::size_t>(n));
     if (data.size() > control::kMaxPayloadBytes) {
-      return fail(Errc::too_large, "stdin holds more than " +
-                                       std::to_string(control::kMaxPayloadBytes) + " bytes");
+      return fail(Errc::too_large,
+                  "stdin holds more than " + std::to_string(control::kMaxPayloadBytes) + " bytes");
     }
   }
 }
@@ -122,22 +122,6 @@ std::string status_detail(const Json& actor) {
     out += table.render();
   }
   return out;
-}
-
-// True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone.
-bool process_running(std::int64_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  const std::string_view stat(buf, static_cast<std::size_t>(n));
-  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return false;
-  const char state = stat[paren + 2];
-  return state != 'Z' && state != 'X';
 }
 
 }  // namespace
@@ -285,8 +269,8 @@ int run_stop(const EngineTarget& engine, const std::string& actor,
   if (grace_ms) fields["grace_ms"] = *grace_ms;
   auto r = call(engine, "stop", std::move(fields));
   if (!r) return report(r.error());
-  return print(actor + " session " + text(r->header, "session") + " stopped: " +
-               exit_text(r->header) + ", end cursor " + text(r->header, "end"));
+  return print(actor + " session " + text(r->header, "session") +
+               " stopped: " + exit_text(r->header) + ", end cursor " + text(r->header, "end"));
 }
 
 int run_restart(const EngineTarget& engine, const std::string& actor) {
@@ -332,8 +316,10 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
     if (auto w = write_all(fd, r->payload); !w) return report(w.error());
     const auto to = r->header.find("to");
     if (!r->header.value("more", false)) break;
-    if (to == r->header.end() || !to->is_number_unsigned() || Cursor{to->get<std::uint64_t>()} <= from) {
-      return report(Error{Errc::internal, "history: the engine reported more bytes but no progress", std::nullopt});
+    if (to == r->header.end() || !to->is_number_unsigned() ||
+        Cursor{to->get<std::uint64_t>()} <= from) {
+      return report(Error{Errc::internal, "history: the engine reported more bytes but no progress",
+                          std::nullopt});
     }
     from = Cursor{to->get<std::uint64_t>()};
   }

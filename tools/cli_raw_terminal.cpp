@@ -58,9 +58,9 @@ Result<void> RawTerminal::enter() {
   return {};
 }
 
-void RawTerminal::leave() noexcept {
+void RawTerminal::leave(bool now) noexcept {
   if (!active_) return;
-  while (::tcsetattr(fd_, TCSADRAIN, &original_) != 0 && errno == EINTR) {
+  while (::tcsetattr(fd_, now ? TCSANOW : TCSADRAIN, &original_) != 0 && errno == EINTR) {
   }
   g_restore_armed = 0;
   active_ = false;

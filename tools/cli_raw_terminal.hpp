@@ -24,8 +24,9 @@ class RawTerminal {
   // Saves the current mode (the first time) and switches to raw mode. Again after a stop
   // (SIGCONT) to re-enter.
   Result<void> enter();
-  // Restores the saved mode; harmless when not entered.
-  void leave() noexcept;
+  // Restores the saved mode once pending output is written; harmless when not entered.
+  // `now`: do not wait for pending output (the terminal stopped reading).
+  void leave(bool now = false) noexcept;
   bool active() const noexcept { return active_; }
 
  private:

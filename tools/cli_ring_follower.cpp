@@ -12,8 +12,8 @@ Result<shm::RingReader> open_ring(const Places& places, std::string_view actor) 
   if (reader) return reader;
   Error e = reader.error();
   if (e.code == Errc::no_such_actor) {
-    e.message = "no actor named '" + std::string(actor) + "' (no ring " +
-                places.segment_name(actor) + ")";
+    e.message =
+        "no actor named '" + std::string(actor) + "' (no ring " + places.segment_name(actor) + ")";
   } else if (e.code == Errc::stale_segment) {
     e.message = "the ring of '" + std::string(actor) + "' belongs to an engine that is gone";
   }
@@ -48,7 +48,8 @@ Result<RingFollower::Progress> RingFollower::pump(int fd, std::optional<Cursor> 
       }
       return tl::unexpected(e);
     }
-    const std::span<const std::byte> bytes(buffer_.data(), static_cast<std::size_t>(*end - cursor_));
+    const std::span<const std::byte> bytes(buffer_.data(),
+                                           static_cast<std::size_t>(*end - cursor_));
     if (auto w = write_all(fd, bytes); !w) return tl::unexpected(w.error());
     if (observer) observer(bytes);
     progress.written += bytes.size();

@@ -46,7 +46,8 @@ int run_tail(const Places& places, const TailArgs& args) {
   const Cursor start = args.from.value_or(reader->oldest());
   if (start > reader->committed()) {
     return report(Error{Errc::cursor_in_future,
-                        "cursor " + std::to_string(value(start)) + " is past the committed cursor " +
+                        "cursor " + std::to_string(value(start)) +
+                            " is past the committed cursor " +
                             std::to_string(value(reader->committed())),
                         value(reader->committed())});
   }
@@ -73,7 +74,8 @@ int run_tail(const Places& places, const TailArgs& args) {
           if (auto r = drain(follower); !r) return report(r.error());
           return report(Error{Errc::engine_unavailable,
                               "the engine (pid " + std::to_string(reader->header().engine_pid) +
-                                  ") is gone; the ring of '" + args.actor + "' will not grow", std::nullopt});
+                                  ") is gone; the ring of '" + args.actor + "' will not grow",
+                              std::nullopt});
         }
         break;
     }

@@ -20,7 +20,9 @@ class TerminalModes {
   // Bytes that put every tracked mode back to its default (leaving the alternate screen first,
   // so the saved cursor comes back), then reset the pen. Always safe to write.
   std::string reset_sequence() const;
-  bool alternate_screen() const { return modes_.count(1049) + modes_.count(1047) + modes_.count(47) > 0; }
+  bool alternate_screen() const {
+    return modes_.count(1049) + modes_.count(1047) + modes_.count(47) > 0;
+  }
 
  private:
   enum class State : std::uint8_t { ground, escape, csi_entry, private_params, csi_ignore };
