@@ -1,8 +1,41 @@
 #include "shm/control_frame.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace backscroll::control {
+namespace {
+
+// The deepest nesting of arrays and objects in `text`, brackets inside strings not counted.
+// Stops counting once past `limit`.
+std::size_t json_depth(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) break;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
 
 std::string encode_frame(Json header, std::string_view payload) {
   if (!payload.empty()) header["payload"] = payload.size();
@@ -35,6 +68,11 @@ Result<std::optional<Frame>> FrameDecoder::next() {
                                         " bytes exceeds " + std::to_string(kMaxHeaderBytes));
   }
   if (available < 4 + std::size_t{header_len}) return std::nullopt;
+  const std::string_view text(buffer_.data() + consumed_ + 4, header_len);
+  if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    return failure(Errc::bad_request, "frame header nests deeper than " +
+                                          std::to_string(kMaxJsonDepth) + " levels");
+  }
   Json header = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4),
                             buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4 + header_len),
                             nullptr, false);

@@ -34,14 +34,15 @@ void seqlock_store(SeqlockCell<T>& cell, const T& value) noexcept {
   seq.store(s + 2, std::memory_order_release);
 }
 
-// Empty only when the writer stayed mid-update for ~a million attempts: it died there (a
-// crashed engine's segment); a live writer finishes an update within a few stores.
+// Empty only when the writer stayed mid-update for 16k attempts (yielding after the first 64,
+// tens of milliseconds in all): it died there (a crashed engine's segment). A live writer
+// finishes an update within a few stores, or one time slice if it was preempted mid-update.
 template <class T>
 std::optional<T> seqlock_load(const SeqlockCell<T>& cell) noexcept {
   // atomic_ref needs a non-const object; loads never write, so the read-only mapping is safe.
   auto& mutable_cell = const_cast<SeqlockCell<T>&>(cell);
   std::atomic_ref<std::uint64_t> seq(mutable_cell.seq);
-  for (unsigned attempt = 0; attempt < (1u << 20); ++attempt) {
+  for (unsigned attempt = 0; attempt < (1u << 14); ++attempt) {
     // acquire: pairs with the writer's final release store of seq.
     const std::uint64_t s1 = seq.load(std::memory_order_acquire);
     if ((s1 & 1) == 0) {

@@ -178,6 +178,23 @@ TEST(FrameDecoder, ReportsBadRequestForAPayloadThatIsNotANonNegativeInteger) {
   EXPECT_EQ(first_error(raw_frame("{\"payload\":[3]}")), Errc::bad_request);
 }
 
+// Regression: an "id" nested 300,000 levels deep parsed fine, then crashed the engine by
+// recursion when the reply copied it. Headers nesting deeper than kMaxJsonDepth are refused.
+TEST(FrameDecoder, ReportsBadRequestForJsonNestedDeeperThanTheLimit) {
+  const auto nested = [](std::size_t levels) {
+    return "{\"id\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_EQ(first_error(raw_frame(nested(kMaxJsonDepth + 1))), Errc::bad_request);
+  EXPECT_EQ(first_error(raw_frame(nested(300'000))), Errc::bad_request);
+  const Decoded at_limit = decode(raw_frame(nested(kMaxJsonDepth)));
+  EXPECT_FALSE(at_limit.error);
+  EXPECT_EQ(at_limit.frames.size(), 1u);
+  // Brackets inside strings are text, not nesting.
+  const Decoded in_string = decode(raw_frame("{\"text\":\"" + std::string(1000, '[') + "\\\"\"}"));
+  EXPECT_FALSE(in_string.error);
+  EXPECT_EQ(in_string.frames.size(), 1u);
+}
+
 TEST(FrameDecoder, AcceptsAnExplicitPayloadOfZero) {
   const Decoded d = decode(raw_frame("{\"payload\":0,\"id\":1}"));
   ASSERT_FALSE(d.error);

@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "shm/places.hpp"
@@ -46,6 +47,7 @@ using namespace std::chrono_literals;
 class ScopedSegmentName {
  public:
   ScopedSegmentName() : name_(next_name()) {}
+  explicit ScopedSegmentName(std::string name) : name_(std::move(name)) {}
   ScopedSegmentName(const ScopedSegmentName&) = delete;
   ScopedSegmentName& operator=(const ScopedSegmentName&) = delete;
   ~ScopedSegmentName() { Segment::remove(name_); }
@@ -551,13 +553,16 @@ TEST(Segment, KeepsAMappingValidAfterItsNameIsRemoved) {
 
 TEST(Segment, ListFindsTheSegmentsThatStartWithAPrefix) {
   const std::string prefix = ScopedSegmentName::next_name() + "-list-";
-  ASSERT_TRUE(Segment::create(prefix + "a", kPageBytes).has_value());
-  ASSERT_TRUE(Segment::create(prefix + "b", kPageBytes).has_value());
-  std::vector<std::string> found = Segment::list(prefix);
-  Segment::remove(prefix + "a");
-  Segment::remove(prefix + "b");
-  std::sort(found.begin(), found.end());
-  EXPECT_EQ(found, (std::vector<std::string>{prefix + "a", prefix + "b"}));
+  EXPECT_TRUE(Segment::list(prefix).empty());
+  {
+    ScopedSegmentName a(prefix + "a");
+    ScopedSegmentName b(prefix + "b");
+    ASSERT_TRUE(Segment::create(a.str(), kPageBytes).has_value());
+    ASSERT_TRUE(Segment::create(b.str(), kPageBytes).has_value());
+    std::vector<std::string> found = Segment::list(prefix);
+    std::sort(found.begin(), found.end());
+    EXPECT_EQ(found, (std::vector<std::string>{a.str(), b.str()}));
+  }
   EXPECT_TRUE(Segment::list(prefix).empty());
 }
 
@@ -580,13 +585,12 @@ TEST(RingReader, OpenSegmentReadsWhatTheWriterAppended) {
 
 TEST(RingReader, OpenFindsAnActorsRingThroughPlaces) {
   const Places places = Places::at("/tmp/" + ScopedSegmentName::next_name());
-  const std::string segment_name = places.segment_name("web-1");
-  auto writer = RingWriter::create(segment_name, RingIdentity{"web-1", 5, kMinCapacity, Cursor{0}});
+  const ScopedSegmentName name(places.segment_name("web-1"));
+  auto writer = RingWriter::create(name.str(), RingIdentity{"web-1", 5, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value()) << writer.error().describe();
   auto reader = RingReader::open(places, "web-1");
   auto other = RingReader::open(Places::at("/tmp/elsewhere-" + std::to_string(::getpid())), "web-1");
   auto bad = RingReader::open(places, "../web-1");
-  Segment::remove(segment_name);
   ASSERT_TRUE(reader.has_value()) << reader.error().describe();
   EXPECT_EQ(reader->actor(), "web-1");
   ASSERT_FALSE(other.has_value());

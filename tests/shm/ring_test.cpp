@@ -337,6 +337,14 @@ TEST_F(Ring, ReaderFindsASessionByIdAndNotAnotherThatSharesItsSlot) {
   EXPECT_EQ(reader().session(3 + kSessionSlots)->flags, kSessionSealed);
 }
 
+TEST_F(Ring, ReaderFindsNoSessionZero) {
+  // Session ids start at 1; an empty slot holds id 0 and must not read as session 0.
+  EXPECT_FALSE(reader().session(0).has_value());
+  writer().publish_session(SessionRecord{kSessionSlots, 5, 9, 1, -1, 0, 0, 0});  // slot 0
+  EXPECT_FALSE(reader().session(0).has_value());
+  EXPECT_TRUE(reader().session(kSessionSlots).has_value());
+}
+
 TEST_F(Ring, ReaderReportsNoMetaWhenTheWriterDiedMidUpdate) {
   // A crashed engine can leave a seqlock odd forever: readers give up instead of spinning.
   header().meta.seq = 1;
