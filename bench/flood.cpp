@@ -151,7 +151,14 @@ class EngineUnderTest {
         continue;
       }
       const auto record = reader->session(session);
-      if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) break;
+      if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) {
+        if (record->exit_code != 0) {
+          fail(Error{Errc::internal, "flood_writer ended with status " +
+                                         std::to_string(record->exit_code) + ", signal " +
+                                         std::to_string(record->term_signal), {}});
+        }
+        break;
+      }
       reader->wait(cursor, std::chrono::milliseconds(100));
     }
     const auto end = Clock::now();
@@ -202,6 +209,12 @@ int main(int argc, char** argv) {
     through_engine.push_back(e.mb_per_s());
     plain_bytes = p.bytes;
     engine_bytes = e.bytes;
+    if (p.bytes != e.bytes) {
+      std::fprintf(stderr, "flood: the engine drained %llu bytes, the plain loop %llu\n",
+                   static_cast<unsigned long long>(e.bytes),
+                   static_cast<unsigned long long>(p.bytes));
+      return 1;
+    }
     std::fprintf(stderr, "round %d: plain %.1f MB/s (%llu B), engine %.1f MB/s (%llu B)\n", r,
                  p.mb_per_s(), static_cast<unsigned long long>(p.bytes), e.mb_per_s(),
                  static_cast<unsigned long long>(e.bytes));

@@ -20,6 +20,7 @@ struct Actor::Live {
   bool exited = false;          // the pidfd fired and the status was collected
   bool output_done = false;     // EOF/EIO: no slave fd remains open
   bool drain_over = false;      // the drain window passed after exit
+  bool held_in_window = false;  // the consumer gate held reads back during this drain window
   bool stop_requested = false;
   bool cancel_sent = false;     // in-flight reads/writes were asked to stop (sealing)
   TimerQueue::Id grace_timer = 0;
@@ -126,7 +127,10 @@ Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
 
 void Actor::submit_read() noexcept {
   if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
-  if (gate_.hold(ring_.committed())) return;  // an internal consumer is too far behind
+  if (gate_.hold(ring_.committed())) {  // an internal consumer is too far behind
+    live_->held_in_window = true;
+    return;
+  }
   const std::span<std::byte> space = ring_.reserve(settings_.read_chunk);
   reading_ = true;
   host_.loop().read(live_->process.master_fd, space, &read_op_);
@@ -280,12 +284,24 @@ void Actor::on_exit(int) noexcept {
       record.term_signal ? record.term_signal : record.exit_code);
   host_.on_exited(*this, record);
   // A descendant may keep the PTY open: read until EOF, but no longer than the drain window.
-  live_->drain_timer =
-      host_.timers().schedule(std::chrono::steady_clock::now() + settings_.drain_window, [this] {
-        live_->drain_timer = 0;
-        live_->drain_over = true;
-        maybe_seal();
-      });
+  live_->held_in_window = gate_.paused();
+  live_->drain_timer = host_.timers().schedule(
+      std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });
+  maybe_seal();
+}
+
+void Actor::on_drain_window() noexcept {
+  live_->drain_timer = 0;
+  // The window counts only while the engine may read: while an internal consumer holds the
+  // reads back, the program's last bytes wait in the PTY and must not be dropped. After a
+  // hold, a whole new window follows.
+  if (live_->held_in_window || gate_.paused()) {
+    live_->held_in_window = gate_.paused();
+    live_->drain_timer = host_.timers().schedule(
+        std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });
+    return;
+  }
+  live_->drain_over = true;
   maybe_seal();
 }
 
@@ -321,6 +337,17 @@ void Actor::maybe_seal() noexcept {
   ring_.wake_readers();
   log(LogLevel::info, "actor {}: session {} sealed at cursor {}", name_, record.id, record.end);
   host_.on_sealed(*this, record);
+}
+
+bool Actor::wake_readers(std::chrono::steady_clock::time_point now) noexcept {
+  const shm::RingWriter& ring = ring_;
+  if (ring.woken_at() == ring.committed()) return true;
+  if (now < next_wake_at() && ring.committed() - ring.woken_at() < kWakeCoalesceBytes) {
+    return false;
+  }
+  ring_.wake_readers();
+  last_wake_ = now;
+  return true;
 }
 
 Result<void> Actor::resize(WindowSize size) {

@@ -173,14 +173,17 @@ int Engine::run() noexcept {
   try {
     while (true) {
       std::optional<TimerQueue::Clock::time_point> deadline = timers_.next();
+      for (const Actor* actor : committed_) {  // readers still owed a (coalesced) wake-up
+        if (!deadline || actor->next_wake_at() < *deadline) deadline = actor->next_wake_at();
+      }
       if (shutting_down_ && (!deadline || *deadline > shutdown_deadline_)) {
         deadline = shutdown_deadline_;
       }
       loop_->run_once(deadline);
-      timers_.run_due(TimerQueue::Clock::now());
-      // One wake-up per actor per batch, however many reads completed in it.
-      for (Actor* actor : committed_) actor->wake_readers();
-      committed_.clear();
+      const auto now = TimerQueue::Clock::now();
+      timers_.run_due(now);
+      // At most one wake-up per actor per batch, however many reads completed in it.
+      std::erase_if(committed_, [now](Actor* actor) { return actor->wake_readers(now); });
       std::erase_if(graveyard_, [](const auto& a) { return !a->busy(); });
       if (shutdown_complete()) break;
       if (shutting_down_ && TimerQueue::Clock::now() >= shutdown_deadline_) {

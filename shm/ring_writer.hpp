@@ -55,6 +55,8 @@ class RingWriter {
   Cursor committed() const noexcept { return committed_; }
   Cursor floor() const noexcept { return floor_; }
   Cursor reserved() const noexcept { return reserved_; }
+  // The committed cursor at the last wake_readers().
+  Cursor woken_at() const noexcept { return woken_at_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
   const std::byte* data() const noexcept { return data_; }
   RingHeader* header() const noexcept { return header_; }
