@@ -225,7 +225,11 @@ Result<Json> Engine::op_list() const {
 Result<Json> Engine::op_input(const control::Frame& request) {
   auto actor = find_actor(request.header);
   if (!actor) return tl::unexpected(actor.error());
-  const bool paste = request.header.value("paste", false);
+  bool paste = false;
+  if (const auto it = request.header.find("paste"); it != request.header.end() && !it->is_null()) {
+    if (!it->is_boolean()) return fail(Errc::bad_request, "\"paste\" must be a boolean");
+    paste = it->get<bool>();
+  }
   auto queued = (*actor)->input(request.payload, paste);
   if (!queued) return tl::unexpected(queued.error());
   return Json{{"queued", *queued}};

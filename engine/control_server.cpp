@@ -64,7 +64,19 @@ class ControlServer::Connection {
       return;
     }
     decoder_.feed({buffer_.data(), static_cast<std::size_t>(result)});
+    handle_frames();
+  }
+
+  // Handles the frames received so far, then receives more. Stops (stalled_) while more than
+  // kMaxUnsentBeforeReading reply bytes wait for this peer: a client that pipelines requests
+  // without reading the answers stalls itself instead of making the engine buffer without
+  // bound. on_send resumes it.
+  void handle_frames() noexcept {
     for (;;) {
+      if (unsent() > kMaxUnsentBeforeReading) {
+        stalled_ = true;
+        return;
+      }
       auto frame = decoder_.next();
       if (!frame) {
         log(LogLevel::info, "connection {}: {}; closing it", id_, frame.error().describe());
@@ -113,8 +125,16 @@ class ControlServer::Connection {
     }
     sent_ += static_cast<std::size_t>(result);
     flush();
-    if (closing_) server_.reap(id_);
+    if (closing_) {
+      server_.reap(id_);
+    } else if (stalled_ && unsent() <= kMaxUnsentBeforeReading) {
+      stalled_ = false;
+      handle_frames();
+    }
   }
+
+  // One reply may add up to a full history payload (16 MiB) on top of this.
+  static constexpr std::size_t kMaxUnsentBeforeReading = 4u << 20;
 
   ControlServer& server_;
   ConnectionId id_;
@@ -127,6 +147,7 @@ class ControlServer::Connection {
   bool receiving_ = false;
   bool sending_in_flight_ = false;
   bool closing_ = false;
+  bool stalled_ = false;  // frames wait in decoder_ until the unsent replies drain
   OpSlot<&Connection::on_recv> recv_op_{this};
   OpSlot<&Connection::on_send> send_op_{this};
 };

@@ -17,8 +17,10 @@ std::optional<std::uint64_t> ProcessIdentity::start_ticks_of(pid_t pid) {
   if (close == std::string::npos) return std::nullopt;
   std::istringstream fields(line.substr(close + 2));
   std::string field;
-  // After the name, fields 3..22; starttime is field 22, the 20th from here.
-  for (int i = 3; i <= 22; ++i) {
+  // Field 3, the state: a zombie (Z) or dead (X) process has exited, whatever its pid says.
+  if (!(fields >> field) || field == "Z" || field == "X") return std::nullopt;
+  // Fields 4..22; starttime is field 22.
+  for (int i = 4; i <= 22; ++i) {
     if (!(fields >> field)) return std::nullopt;
   }
   try {

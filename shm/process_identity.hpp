@@ -15,7 +15,7 @@ struct ProcessIdentity {
   std::uint64_t start_ticks = 0;
 
   static ProcessIdentity self();
-  // Empty when no process with that pid exists (or /proc cannot be read).
+  // Empty when no process with that pid exists, it is a zombie, or /proc cannot be read.
   static std::optional<std::uint64_t> start_ticks_of(pid_t pid);
   // True when this exact process (same pid and start time) is still alive.
   bool alive() const;

@@ -1,0 +1,272 @@
+// Only the engine's own user can reach it (DESIGN sections 3, 7 and 8): the runtime directory is
+// 0700, the socket, lock and ring segments 0600 whatever the umask; the engine refuses a runtime
+// directory that is a symlink, belongs to someone else or is open to others; one engine per
+// directory (a second exits with status 3); another user can neither connect nor map a ring, and
+// a connection that does get through is refused by its peer credentials.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "shm/control_frame.hpp"
+#include "shm/ring_reader.hpp"
+#include "tests/engine/engine_process.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+
+mode_t mode_of(const std::filesystem::path& path, mode_t* type = nullptr) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 07777;
+  if (type) *type = st.st_mode & S_IFMT;
+  return st.st_mode & 07777;
+}
+
+// Runs `body` in a child process as uid/gid 65534 ("nobody"); returns what it reports (empty
+// means it saw everything it expected).
+std::string as_nobody(const std::function<std::string()>& body) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string report;
+    if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) {
+      report = std::string("cannot become nobody: ") + std::strerror(errno);
+    } else {
+      report = body();
+    }
+    [[maybe_unused]] const ssize_t n = ::write(fds[1], report.data(), report.size());
+    ::_exit(report.empty() ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buf[1024];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) report.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (report.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    report = "the child died: wait status " + std::to_string(status);
+  }
+  return report;
+}
+
+// connect() to the engine's socket; the errno, 0 on success (fd returned through `out`).
+int try_connect(const Places& places, int* out = nullptr) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = places.socket_path().string();
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return err;
+  }
+  if (out) {
+    *out = fd;
+  } else {
+    ::close(fd);
+  }
+  return 0;
+}
+
+void expect_owner_only_files(mode_t umask_value) {
+  SCOPED_TRACE("umask " + std::to_string(umask_value));
+  EngineProcess engine;
+  EngineConfig config;
+  config.umask = umask_value;
+  ASSERT_TRUE(engine.start(config));
+  engine.spawn("probe", {"sleep", "1000"});
+  const Places& places = engine.places();
+  mode_t type = 0;
+  EXPECT_EQ(mode_of(places.runtime_dir, &type), 0700u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFDIR));
+  EXPECT_EQ(mode_of(places.socket_path(), &type), 0600u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFSOCK));
+  EXPECT_EQ(mode_of(places.lock_path(), &type), 0600u);
+  EXPECT_EQ(type, static_cast<mode_t>(S_IFREG));
+  const auto segments = engine.segments();
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_EQ(mode_of("/dev/shm/" + segments.front()), 0600u);
+  struct stat st {};
+  ASSERT_EQ(::stat(("/dev/shm/" + segments.front()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+// Starts an engine on `runtime_dir` that must refuse it: non-zero exit, `message` in its log.
+void expect_refusal(const std::filesystem::path& runtime_dir, std::string_view message) {
+  EngineProcess engine;
+  EngineConfig config;
+  config.runtime_dir = runtime_dir;
+  config.wait_ready = false;
+  ASSERT_TRUE(engine.start(config));
+  const auto status = engine.wait_exit();
+  ASSERT_TRUE(status) << "the engine did not exit";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) != 0) << "wait status " << *status;
+  EXPECT_NE(engine.log().find(message), std::string::npos) << engine.log();
+  EXPECT_FALSE(std::filesystem::exists(runtime_dir / "engine.sock"));
+}
+
+TEST(EngineAccess, FilesAreOwnerOnlyUnderAnOpenUmask) { expect_owner_only_files(0000); }
+
+TEST(EngineAccess, FilesAreOwnerOnlyUnderATightUmask) { expect_owner_only_files(0077); }
+
+TEST(EngineAccess, SymlinkAsTheRuntimeDirectoryIsRefused) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path() / "real");
+  ::chmod((dir.path() / "real").c_str(), 0700);
+  std::filesystem::create_directory_symlink(dir.path() / "real", dir.path() / "rt");
+  expect_refusal(dir.path() / "rt", "symbolic link");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "real" / "engine.lock"));
+}
+
+TEST(EngineAccess, RuntimeDirectoryOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a folder to another uid";
+  TempDir dir;
+  const auto rt = dir.path() / "rt";
+  ASSERT_EQ(::mkdir(rt.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(rt.c_str(), kNobody, kNobody), 0);
+  expect_refusal(rt, "belongs to uid 65534");
+}
+
+TEST(EngineAccess, RuntimeDirectoryOpenToOthersIsRefused) {
+  for (const mode_t mode : {0755, 0770, 0701, 0707}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    const auto rt = dir.path() / "rt";
+    ASSERT_EQ(::mkdir(rt.c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(rt.c_str(), mode), 0);
+    expect_refusal(rt, "has mode");
+  }
+}
+
+TEST(EngineAccess, SecondEngineOnTheSameDirectoryExitsWithThreeWhileTheFirstServesOn) {
+  EngineProcess first;
+  ASSERT_TRUE(first.start());
+  const Json spawned = first.spawn("keeper", {"sleep", "1000"});
+  const auto segments = first.segments();
+
+  EngineProcess second;
+  EngineConfig config;
+  config.runtime_dir = first.places().runtime_dir;
+  config.wait_ready = false;
+  ASSERT_TRUE(second.start(config));
+  const auto status = second.wait_exit();
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << "wait status " << *status;
+  EXPECT_NE(second.log().find("already_running"), std::string::npos) << second.log();
+
+  // The first engine's socket, segments and actor are untouched.
+  auto fresh = first.connect();
+  auto pong = fresh.call("ping");
+  ASSERT_TRUE(pong) << pong.error().describe();
+  EXPECT_EQ(pong->header.value("pid", 0), first.pid());
+  EXPECT_EQ(first.segments(), segments);
+  EXPECT_EQ(first.status("keeper").at("pid"), spawned.at("pid"));
+  EXPECT_EQ(first.status("keeper").at("state"), "running");
+  EXPECT_TRUE(shm::RingReader::open(first.places(), "keeper"));
+}
+
+TEST(EngineAccess, AnotherUserCanNeitherConnectNorMapARing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start());
+  engine.spawn("secret", {"sh", "-c", "echo classified; exec sleep 1000"});
+  engine.wait_output("secret", "classified");
+  const std::string segment = engine.status("secret").at("segment");
+  const Places places = engine.places();
+
+  const std::string report = as_nobody([&]() -> std::string {
+    std::string problems;
+    if (const int err = try_connect(places); err != EACCES) {
+      problems += "connect: expected EACCES, got " + std::string(std::strerror(err)) + "; ";
+    }
+    // Segment names carry the uid, so this user's name for the actor finds nothing...
+    if (auto mine = shm::RingReader::open(places, "secret");
+        mine || mine.error().code != Errc::no_such_actor) {
+      problems += "RingReader::open found a ring under another user's name; ";
+    }
+    // ...and the engine's segment, named exactly, cannot be mapped.
+    auto reader = shm::RingReader::open_segment(segment);
+    if (reader) {
+      problems += "RingReader::open_segment succeeded; ";
+    } else if (reader.error().code != Errc::permission_denied) {
+      problems += "RingReader::open_segment: " + reader.error().describe() + "; ";
+    }
+    const int fd = ::open(("/dev/shm/" + segment).c_str(), O_RDONLY);
+    if (fd >= 0 || errno != EACCES) problems += "open of the segment was not EACCES; ";
+    return problems;
+  });
+  EXPECT_EQ(report, "");
+  EXPECT_TRUE(engine.connect().call("ping"));
+}
+
+TEST(EngineAccess, PeerCredentialsRefuseAnotherUserWhoReachesTheSocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start());
+  // Open the door the folder's mode normally keeps shut, to reach the second lock (SO_PEERCRED).
+  const Places places = engine.places();
+  const auto parent = places.runtime_dir.parent_path();  // the fixture's mkdtemp folder, 0700
+  ASSERT_EQ(::chmod(parent.c_str(), 0711), 0);
+  ASSERT_EQ(::chmod(places.runtime_dir.c_str(), 0711), 0);
+  ASSERT_EQ(::chmod(places.socket_path().c_str(), 0666), 0);
+
+  const std::string report = as_nobody([&]() -> std::string {
+    int fd = -1;
+    if (const int err = try_connect(places, &fd); err != 0) {
+      return "connect failed: " + std::string(std::strerror(err));
+    }
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string spawn = control::encode_frame(
+        {{"op", "spawn"}, {"id", 1}, {"actor", "intruder"}, {"argv", {"sleep", "1000"}}});
+    [[maybe_unused]] const ssize_t sent = ::send(fd, spawn.data(), spawn.size(), MSG_NOSIGNAL);
+    control::FrameDecoder decoder;
+    std::string problems;
+    int frames = 0;
+    for (;;) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && errno != ECONNRESET) return "recv: " + std::string(std::strerror(errno));
+      if (n <= 0) break;
+      decoder.feed({buf, static_cast<std::size_t>(n)});
+      while (auto frame = decoder.next()) {
+        if (!*frame) break;
+        ++frames;
+        auto error = control::error_from_response((*frame)->header);
+        if (!error || error->code != Errc::permission_denied) {
+          problems += "unexpected frame " + (*frame)->header.dump() + "; ";
+        }
+      }
+    }
+    ::close(fd);
+    if (frames != 1) problems += "expected one refusal frame, got " + std::to_string(frames);
+    return problems;
+  });
+  ::chmod(places.socket_path().c_str(), 0600);
+  ::chmod(places.runtime_dir.c_str(), 0700);
+  ::chmod(parent.c_str(), 0700);
+  EXPECT_EQ(report, "");
+  EXPECT_EQ(engine.call("list").header.at("actors").size(), 0u) << "the intruder's spawn ran";
+  EXPECT_NE(engine.log().find("refused a control connection from uid 65534"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
