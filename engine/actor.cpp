@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "engine/log.hpp"
+#include "shm/ring_reader.hpp"
 
 namespace backscroll::engine {
 
@@ -22,6 +23,7 @@ struct Actor::Live {
   bool drain_over = false;      // the drain window passed after exit
   bool held_in_window = false;  // the consumer gate held reads back during this drain window
   bool stop_requested = false;
+  std::chrono::steady_clock::time_point kill_at{};  // when the grace timer fires
   bool cancel_sent = false;     // in-flight reads/writes were asked to stop (sealing)
   TimerQueue::Id grace_timer = 0;
   TimerQueue::Id drain_timer = 0;
@@ -41,6 +43,11 @@ std::uint64_t random_epoch() {
     }
   }
   return epoch;
+}
+
+ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capacity) {
+  settings.read_chunk = std::min<std::size_t>(settings.read_chunk, capacity / 4);
+  return settings;
 }
 
 }  // namespace
@@ -66,13 +73,11 @@ Actor::Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint6
       name_(std::move(name)),
       ring_(std::move(ring)),
       epoch_(epoch),
-      settings_(settings),
-      // A read never exceeds read_chunk, so a consumer held at high water + one read stays
-      // within capacity: it is never lapped.
-      gate_(ring_.capacity() - std::min(ring_.capacity() / 2, 2 * settings.read_chunk),
-            ring_.capacity() / 4, consumer_notify_fd),
+      settings_(with_read_chunk_within(settings, ring_.capacity())),
+      // A read never exceeds read_chunk (at most a quarter of the capacity), so a consumer held
+      // at the high-water mark plus one read stays within the capacity: it is never lapped.
+      gate_(ring_.capacity() - 2 * settings_.read_chunk, ring_.capacity() / 4, consumer_notify_fd),
       input_(settings.input_capacity) {
-  settings_.read_chunk = std::min<std::size_t>(settings_.read_chunk, ring_.capacity() / 4);
   publish_meta();
 }
 
@@ -94,6 +99,7 @@ void Actor::publish_meta() noexcept {
   meta.rows = spec_.size.rows;
   meta.session = sessions_.empty() ? 0 : sessions_.back().id;
   meta.pid = live_ ? live_->process.pid : 0;
+  meta.closed = closed_ ? 1 : 0;
   ring_.publish_meta(meta);
 }
 
@@ -152,7 +158,8 @@ void Actor::on_read(int result) noexcept {
     // 0 or -EIO: every slave fd is closed and the output is drained. -ECANCELED: the drain
     // window ended. Anything else is unexpected, but also ends the session's output.
     if (result != 0 && result != -EIO && result != -ECANCELED) {
-      log(LogLevel::warn, "actor {}: PTY read failed: {}", name_, std::strerror(-result));
+      log(LogLevel::error, "actor {}: PTY read into the ring failed: {}; output stops here",
+          name_, std::strerror(-result));
     }
     if (result != -ECANCELED) live_->output_done = true;
   }
@@ -239,28 +246,44 @@ void Actor::on_write_ready(int) noexcept {
 }
 
 void Actor::stop(std::chrono::milliseconds grace) {
-  if (!live_ || live_->exited || live_->stop_requested) return;
-  live_->stop_requested = true;
-  const pid_t group = live_->process.pid;
-  ::kill(-group, SIGHUP);
-  state_ = shm::ActorState::stopping;
-  publish_meta();
-  live_->grace_timer = host_.timers().schedule(
-      std::chrono::steady_clock::now() + grace, [this, group] {
-        live_->grace_timer = 0;
-        log(LogLevel::info, "actor {}: no exit {} ms after SIGHUP, sending SIGKILL", name_,
-            settings_.grace.count());
-        ::kill(-group, SIGKILL);
-      });
+  if (!live_) return;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  if (live_->stop_requested) {
+    // A second stop (e.g. shutdown during a long stop) may only shorten the grace period.
+    if (live_->grace_timer == 0 || deadline >= live_->kill_at) return;
+    host_.timers().cancel(live_->grace_timer);
+  } else {
+    live_->stop_requested = true;
+    ::kill(-live_->process.pid, SIGHUP);
+    if (!live_->exited) {
+      state_ = shm::ActorState::stopping;
+      publish_meta();
+    }
+  }
+  live_->kill_at = deadline;
+  live_->grace_timer = host_.timers().schedule(deadline, [this] {
+    live_->grace_timer = 0;
+    log(LogLevel::info, "actor {}: grace period over, sending SIGKILL to process group {}",
+        name_, live_->process.pid);
+    kill_group();
+  });
+}
+
+void Actor::kill_group() noexcept {
+  // The leader is not reaped before the seal, so the group id still names this session's group.
+  if (live_) ::kill(-live_->process.pid, SIGKILL);
 }
 
 void Actor::on_exit(int) noexcept {
   exit_polling_ = false;
   if (!live_) return;
+  // WNOWAIT: the leader stays a zombie until the seal, so its pid, which is also the process
+  // group id, cannot be reused while we may still signal the group (stop's SIGKILL).
   siginfo_t info{};
-  if (::waitid(P_PIDFD, static_cast<id_t>(live_->process.pidfd), &info, WEXITED | WNOHANG) != 0 ||
-      info.si_pid == 0) {
-    // Spurious wake-up (cannot happen for a pidfd, but never lose the exit): wait again.
+  const int rc = ::waitid(P_PIDFD, static_cast<id_t>(live_->process.pidfd), &info,
+                          WEXITED | WNOHANG | WNOWAIT);
+  if (rc == 0 && info.si_pid == 0) {
+    // Not exited after all (a pidfd only polls readable on exit; never lose it): wait again.
     exit_polling_ = true;
     host_.loop().poll(live_->process.pidfd, POLLIN, &exit_op_);
     return;
@@ -268,7 +291,14 @@ void Actor::on_exit(int) noexcept {
   live_->exited = true;
   shm::SessionRecord& record = session_record();
   record.flags |= shm::kSessionExited;
-  if (info.si_code == CLD_EXITED) {
+  if (rc != 0) {
+    // ECHILD: someone else reaped it (the engine was started with SIGCHLD ignored, which the
+    // kernel then does itself). It exited; its status is lost.
+    log(LogLevel::warn, "actor {}: exit status of pid {} unavailable: {}", name_,
+        live_->process.pid, std::strerror(errno));
+    record.exit_code = -1;
+    record.term_signal = 0;
+  } else if (info.si_code == CLD_EXITED) {
     record.exit_code = info.si_status;
     record.term_signal = 0;
   } else {
@@ -276,7 +306,8 @@ void Actor::on_exit(int) noexcept {
     record.term_signal = info.si_status;
   }
   publish_session();
-  host_.timers().cancel(std::exchange(live_->grace_timer, 0));
+  // A stop's grace timer keeps running: other members of the process group may outlive the
+  // leader, and SIGKILL reaches them when it fires (or at the seal, whichever is first).
   state_ = shm::ActorState::draining;
   publish_meta();
   log(LogLevel::info, "actor {}: session {} exited ({} {})", name_, record.id,
@@ -318,6 +349,9 @@ void Actor::maybe_seal() noexcept {
     }
     return;
   }
+  if (live_->stop_requested) kill_group();  // stop means the whole group, not just the leader
+  siginfo_t reaped{};
+  ::waitid(P_PIDFD, static_cast<id_t>(live_->process.pidfd), &reaped, WEXITED | WNOHANG);
   TimerQueue& timers = host_.timers();
   timers.cancel(live_->grace_timer);
   timers.cancel(live_->drain_timer);
@@ -367,39 +401,20 @@ Cursor Actor::clear() {
 }
 
 Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes) const {
-  const Cursor committed = ring_.committed();
-  if (from > committed) {
-    return fail(Errc::cursor_in_future,
-                "cursor " + std::to_string(value(from)) + " is past the committed cursor " +
-                    std::to_string(value(committed)), value(committed));
-  }
-  // The oldest intact byte: the floor also covers space reserved for an in-flight read.
-  const Cursor floor = ring_.floor();
-  if (from < floor) {
-    return fail(Errc::cursor_expired,
-                "cursor " + std::to_string(value(from)) + " is older than the oldest retained cursor " +
-                    std::to_string(value(floor)), value(floor));
-  }
-  const Cursor end = min(min(to, committed), from + max_bytes);
-  std::string out;
-  if (end <= from) return out;
-  out.resize(end - from);
-  const std::uint64_t capacity = ring_.capacity();
-  const std::uint64_t offset = value(from) % capacity;
-  const std::uint64_t first = std::min<std::uint64_t>(out.size(), capacity - offset);
-  std::memcpy(out.data(), ring_.data() + offset, first);
-  std::memcpy(out.data() + first, ring_.data(), out.size() - first);
+  // The io thread reads its own ring like any reader: same bounds, same errors.
+  auto reader = shm::RingReader::over(reinterpret_cast<const std::byte*>(ring_.header()),
+                                      shm::kHeaderBytes + ring_.capacity());
+  if (!reader) return tl::unexpected(reader.error());
+  const Cursor end = min(to, ring_.committed());
+  std::string out(end > from ? std::min<std::uint64_t>(end - from, max_bytes) : 0, '\0');
+  auto copied = reader->copy(from, std::as_writable_bytes(std::span(out)));
+  if (!copied) return tl::unexpected(copied.error());
   return out;
 }
 
 void Actor::close_segment() noexcept {
-  shm::ActorMeta meta;
-  meta.state = state_;
-  meta.cols = spec_.size.cols;
-  meta.rows = spec_.size.rows;
-  meta.session = sessions_.empty() ? 0 : sessions_.back().id;
-  meta.closed = 1;
-  ring_.publish_meta(meta);
+  closed_ = true;
+  publish_meta();
   ring_.wake_readers();
   shm::Segment::remove(ring_.segment_name());
 }

@@ -72,8 +72,11 @@ class Actor {
 
   // Starts a new session at the committed cursor. Idle actors only.
   Result<shm::SessionRecord> start(SpawnSpec spec);
-  // SIGHUP to the process group now, SIGKILL after `grace`. Nothing when idle or already exited.
+  // SIGHUP to the process group now, SIGKILL to the group after `grace` or at the seal, whichever
+  // comes first. A second stop can only shorten the grace period. Nothing when idle.
   void stop(std::chrono::milliseconds grace);
+  // SIGKILL to the live session's process group now (shutdown deadline).
+  void kill_group() noexcept;
   Result<std::size_t> input(std::string_view bytes, bool paste);
   Result<void> resize(WindowSize size);
   // Empties the readable range; returns the new floor (= committed).
@@ -96,6 +99,9 @@ class Actor {
   std::chrono::steady_clock::time_point next_wake_at() const noexcept {
     return last_wake_ + kWakeCoalesce;
   }
+  // Whether the engine has this actor on its list of readers owed a wake-up (io thread).
+  bool wake_pending() const noexcept { return wake_pending_; }
+  void set_wake_pending(bool pending) noexcept { wake_pending_ = pending; }
   static constexpr std::chrono::microseconds kWakeCoalesce{500};
   static constexpr std::uint64_t kWakeCoalesceBytes = 256 * 1024;
 
@@ -140,6 +146,8 @@ class Actor {
   shm::ActorState state_ = shm::ActorState::idle;
   std::vector<shm::SessionRecord> sessions_;
   std::chrono::steady_clock::time_point last_wake_{};
+  bool wake_pending_ = false;
+  bool closed_ = false;  // the segment is being removed (meta.closed)
   std::unique_ptr<Live> live_;  // the running (or draining) session's fds and timers
   // Ops in flight; each refers to this object, which must outlive them (busy()).
   bool reading_ = false;

@@ -67,7 +67,16 @@ std::string hex64(std::uint64_t v) {
 }  // namespace
 
 void Engine::on_request(ConnectionId connection, control::Frame request) noexcept {
-  const Json id = request.header.contains("id") ? request.header["id"] : Json(nullptr);
+  Json id = request.header.contains("id") ? request.header["id"] : Json(nullptr);
+  // The id is echoed in every reply (and kept while a stop waits for its seal): a scalar only.
+  const bool scalar = id.is_null() || id.is_number() || id.is_boolean() ||
+                      (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
+  if (!scalar) {
+    server_->reply(connection, control::error_response(nullptr, Error{Errc::bad_request,
+        "\"id\" must be a number or a string of at most " + std::to_string(kMaxIdBytes) +
+        " bytes", std::nullopt}));
+    return;
+  }
   try {
     auto result = dispatch(connection, request);
     if (!result) {
@@ -287,10 +296,21 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   auto grace_ms = uint_field(request, "grace_ms",
                              static_cast<std::uint64_t>(settings_.actor.grace.count()));
   if (!grace_ms) return tl::unexpected(grace_ms.error());
+  if (*grace_ms > kMaxGraceMs) {
+    return fail(Errc::too_large, "\"grace_ms\" exceeds " + std::to_string(kMaxGraceMs));
+  }
   const Json id = request.contains("id") ? request["id"] : Json(nullptr);
+  const auto waiting = std::count_if(deferred_.begin(), deferred_.end(), [connection](const auto& d) {
+    return d.second.connection == connection;
+  });
+  if (waiting >= static_cast<std::ptrdiff_t>(kMaxDeferredPerConnection)) {
+    return fail(Errc::too_large, "this connection already waits for " +
+                                     std::to_string(kMaxDeferredPerConnection) +
+                                     " stop/restart/delete answers");
+  }
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
   if (actor.live()) {
-    actor.stop(std::chrono::milliseconds(std::min<std::uint64_t>(*grace_ms, 600'000)));
+    actor.stop(std::chrono::milliseconds(*grace_ms));
   } else {
     // Idle already: settle now as if its last session had just been sealed.
     finish_deferred(actor, actor.current_session().value_or(shm::SessionRecord{}));

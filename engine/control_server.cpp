@@ -152,12 +152,14 @@ class ControlServer::Connection {
   OpSlot<&Connection::on_send> send_op_{this};
 };
 
-ControlServer::ControlServer(UringLoop& loop, RequestHandler& handler, int listen_fd)
-    : loop_(loop), handler_(handler), listen_fd_(listen_fd), uid_(::geteuid()) {
+ControlServer::ControlServer(UringLoop& loop, TimerQueue& timers, RequestHandler& handler,
+                             int listen_fd)
+    : loop_(loop), timers_(timers), handler_(handler), listen_fd_(listen_fd), uid_(::geteuid()) {
   accept_next();
 }
 
 ControlServer::~ControlServer() {
+  timers_.cancel(retry_timer_);
   connections_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
@@ -175,6 +177,17 @@ void ControlServer::on_accept(int result) noexcept {
     return;
   }
   if (result < 0) {
+    if (result == -EMFILE || result == -ENFILE || result == -ENOMEM || result == -ENOBUFS) {
+      // The waiting peer keeps the socket readable: retrying at once would spin. Pause accepting
+      // for a moment; the connection waits in the backlog meanwhile.
+      log(LogLevel::warn, "accept on the control socket: {}; retrying in {} ms",
+          std::strerror(-result), kAcceptRetry.count());
+      retry_timer_ = timers_.schedule(std::chrono::steady_clock::now() + kAcceptRetry, [this] {
+        retry_timer_ = 0;
+        accept_next();
+      });
+      return;
+    }
     if (result != -EAGAIN && result != -EINTR && result != -ECONNABORTED) {
       log(LogLevel::warn, "accept on the control socket: {}", std::strerror(-result));
     }
@@ -237,6 +250,7 @@ void ControlServer::reap(ConnectionId id) noexcept {
 
 void ControlServer::close_all() noexcept {
   closed_ = true;
+  timers_.cancel(std::exchange(retry_timer_, 0));
   if (listen_fd_ >= 0) {
     ::shutdown(listen_fd_, SHUT_RDWR);  // completes the pending accept
   }

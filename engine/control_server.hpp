@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "engine/timer_queue.hpp"
 #include "engine/uring_loop.hpp"
 #include "shm/control_frame.hpp"
 
@@ -35,9 +36,10 @@ class ControlServer {
  public:
   static constexpr std::size_t kMaxQueuedEventBytes = 4u << 20;
   static constexpr std::size_t kMaxConnections = 4096;
+  static constexpr std::chrono::milliseconds kAcceptRetry{100};
 
   // Takes ownership of `listen_fd` (bound, listening, non-blocking, close-on-exec).
-  ControlServer(UringLoop& loop, RequestHandler& handler, int listen_fd);
+  ControlServer(UringLoop& loop, TimerQueue& timers, RequestHandler& handler, int listen_fd);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -59,6 +61,8 @@ class ControlServer {
   void reap(ConnectionId id) noexcept;
 
   UringLoop& loop_;
+  TimerQueue& timers_;
+  TimerQueue::Id retry_timer_ = 0;  // accept paused after EMFILE and friends
   RequestHandler& handler_;
   int listen_fd_;
   bool accepting_ = false;

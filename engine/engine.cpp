@@ -35,6 +35,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);
+  // An ignored SIGCHLD (inherited from whoever started us) makes the kernel reap children
+  // itself, and the exit status would be lost: take the default.
+  ::signal(SIGCHLD, SIG_DFL);
   const int signal_fd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signal_fd < 0) return fail_errno("signalfd", errno);
   const int notify_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -51,7 +54,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   }
   auto engine = std::unique_ptr<Engine>(new Engine(places, std::move(settings), std::move(*dir),
                                                    std::move(*loop), signal_fd, notify_fd));
-  engine->server_ = std::make_unique<ControlServer>(*engine->loop_, *engine, *listen_fd);
+  engine->server_ =
+      std::make_unique<ControlServer>(*engine->loop_, engine->timers_, *engine, *listen_fd);
   return engine;
 }
 
@@ -68,12 +72,13 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
 }
 
 Engine::~Engine() {
-  // run() leaves no op in flight; anything else (a failed start) is torn down with the loop.
+  // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
+  // never sealed before the shutdown deadline), before the buffers those ops name are freed.
+  loop_.reset();
   for (auto& [name, actor] : actors_) actor->close_segment();
   actors_.clear();
   graveyard_.clear();
   server_.reset();
-  loop_.reset();
   ::close(signal_fd_);
   ::close(notify_fd_);
 }
@@ -108,7 +113,8 @@ void Engine::on_notify(int) noexcept {
 }
 
 void Engine::on_committed(Actor& actor) noexcept {
-  if (std::find(committed_.begin(), committed_.end(), &actor) == committed_.end()) {
+  if (!actor.wake_pending()) {
+    actor.set_wake_pending(true);
     committed_.push_back(&actor);
   }
 }
@@ -123,8 +129,9 @@ void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept
 }
 
 void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
-  // The actor may be destroyed by finish_deferred (delete): wake its readers first.
+  // finish_deferred may retire the actor (delete); the seal already woke its readers.
   std::erase(committed_, &actor);
+  actor.set_wake_pending(false);
   broadcast({{"event", "sealed"},
              {"actor", actor.name()},
              {"session", session.id},
@@ -183,11 +190,16 @@ int Engine::run() noexcept {
       const auto now = TimerQueue::Clock::now();
       timers_.run_due(now);
       // At most one wake-up per actor per batch, however many reads completed in it.
-      std::erase_if(committed_, [now](Actor* actor) { return actor->wake_readers(now); });
+      std::erase_if(committed_, [now](Actor* actor) {
+        const bool woken = actor->wake_readers(now);
+        if (woken) actor->set_wake_pending(false);
+        return woken;
+      });
       std::erase_if(graveyard_, [](const auto& a) { return !a->busy(); });
       if (shutdown_complete()) break;
       if (shutting_down_ && TimerQueue::Clock::now() >= shutdown_deadline_) {
-        log(LogLevel::warn, "shutdown: some actors did not seal in time");
+        log(LogLevel::warn, "shutdown: some actors did not seal in time; killing their groups");
+        for (auto& [name, actor] : actors_) actor->kill_group();
         break;
       }
     }
@@ -195,7 +207,12 @@ int Engine::run() noexcept {
     log(LogLevel::error, "io loop: {}", e.what());
     return 1;
   }
-  // Answer what is still waiting (e.g. the shutdown op) and let the server flush its replies.
+  // Answer what is still waiting and let the server flush its replies.
+  for (const auto& [name, d] : deferred_) {
+    server_->reply(d.connection, control::error_response(
+        d.id, Error{Errc::shutting_down, "the engine stopped before '" + name + "' sealed", {}}));
+  }
+  deferred_.clear();
   server_->close_all();
   stopping_loop_ = true;
   for (auto& [name, actor] : actors_) actor->close_segment();

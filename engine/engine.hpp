@@ -29,6 +29,10 @@ struct EngineSettings {
   std::chrono::milliseconds shutdown_slack{2000};
 };
 
+inline constexpr std::size_t kMaxIdBytes = 256;                 // a request id's size
+inline constexpr std::size_t kMaxDeferredPerConnection = 64;    // stop/restart/delete awaiting seal
+inline constexpr std::uint64_t kMaxGraceMs = 600'000;           // a stop's grace period
+
 class Engine final : public ActorHost, public RequestHandler {
  public:
   // Claims the runtime directory (refusing if another engine runs), cleans up after a crashed

@@ -67,31 +67,35 @@ Result<std::optional<Frame>> FrameDecoder::next() {
     return failure(Errc::too_large, "frame header of " + std::to_string(header_len) +
                                         " bytes exceeds " + std::to_string(kMaxHeaderBytes));
   }
-  if (available < 4 + std::size_t{header_len}) return std::nullopt;
-  const std::string_view text(buffer_.data() + consumed_ + 4, header_len);
-  if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
-    return failure(Errc::bad_request, "frame header nests deeper than " +
-                                          std::to_string(kMaxJsonDepth) + " levels");
-  }
-  Json header = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4),
-                            buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_ + 4 + header_len),
-                            nullptr, false);
-  if (header.is_discarded()) return failure(Errc::bad_request, "frame header is not valid JSON");
-  if (!header.is_object()) return failure(Errc::bad_request, "frame header is not a JSON object");
-  std::uint64_t payload_len = 0;
-  if (auto it = header.find("payload"); it != header.end()) {
-    if (!it->is_number_unsigned()) {
-      return failure(Errc::bad_request, "\"payload\" must be a non-negative integer");
+  if (!pending_) {
+    // Parsed once per frame: a payload that trickles in must not cost a parse per recv.
+    if (available < 4 + std::size_t{header_len}) return std::nullopt;
+    const std::string_view text(buffer_.data() + consumed_ + 4, header_len);
+    if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+      return failure(Errc::bad_request, "frame header nests deeper than " +
+                                            std::to_string(kMaxJsonDepth) + " levels");
     }
-    payload_len = it->get<std::uint64_t>();
-    if (payload_len > kMaxPayloadBytes) {
-      return failure(Errc::too_large, "payload of " + std::to_string(payload_len) +
-                                          " bytes exceeds " + std::to_string(kMaxPayloadBytes));
+    Json header = Json::parse(text.begin(), text.end(), nullptr, false);
+    if (header.is_discarded()) return failure(Errc::bad_request, "frame header is not valid JSON");
+    if (!header.is_object()) return failure(Errc::bad_request, "frame header is not a JSON object");
+    std::uint64_t payload_len = 0;
+    if (auto it = header.find("payload"); it != header.end()) {
+      if (!it->is_number_unsigned()) {
+        return failure(Errc::bad_request, "\"payload\" must be a non-negative integer");
+      }
+      payload_len = it->get<std::uint64_t>();
+      if (payload_len > kMaxPayloadBytes) {
+        return failure(Errc::too_large, "payload of " + std::to_string(payload_len) +
+                                            " bytes exceeds " + std::to_string(kMaxPayloadBytes));
+      }
     }
+    pending_ = PendingHeader{std::move(header), payload_len};
   }
+  const std::uint64_t payload_len = pending_->payload_bytes;
   if (available < 4 + header_len + payload_len) return std::nullopt;
   Frame frame;
-  frame.header = std::move(header);
+  frame.header = std::move(pending_->header);
+  pending_.reset();
   frame.payload.assign(buffer_, consumed_ + 4 + header_len, payload_len);
   consumed_ += 4 + header_len + payload_len;
   // Compact once the consumed prefix dominates, so the buffer stays bounded by one frame.

@@ -42,8 +42,13 @@ class FrameDecoder {
   std::size_t buffered() const noexcept { return buffer_.size() - consumed_; }
 
  private:
+  struct PendingHeader {
+    Json header;
+    std::uint64_t payload_bytes;
+  };
   std::string buffer_;
   std::size_t consumed_ = 0;
+  std::optional<PendingHeader> pending_;  // the current frame's parsed header, awaiting payload
   std::optional<Error> failed_;
 };
 

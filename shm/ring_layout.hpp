@@ -116,7 +116,7 @@ static_assert(alignof(RingHeader) == kCacheLine);
 
 // Bounds the engine accepts for a ring's data area.
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
-inline constexpr std::uint64_t kMaxCapacity = 50'000'000ULL / kPageBytes * kPageBytes + kPageBytes;
+inline constexpr std::uint64_t kMaxCapacity = 50'000'000ULL / kPageBytes * kPageBytes;  // <= the cap
 
 // Rounds a requested size (per_actor_bytes) up to a page multiple within the bounds.
 constexpr std::uint64_t ring_capacity_for(std::uint64_t requested_bytes) noexcept {

@@ -1,5 +1,7 @@
 #include "shm/segment.hpp"
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <filesystem>
 
@@ -38,13 +40,23 @@ tl::unexpected<Error> from_boost(const char* what, const std::string& name,
 }  // namespace
 
 Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
+  bool created = false;
   try {
     bip::permissions owner_only(0600);  // Boost fchmods after shm_open, so the umask is moot
     bip::shared_memory_object object(bip::create_only, name.c_str(), bip::read_write, owner_only);
+    created = true;
     object.truncate(static_cast<bip::offset_t>(bytes));
+    // Reserve the pages now: tmpfs allocates lazily, and a full /dev/shm would otherwise surface
+    // later as SIGBUS on a store or EFAULT on a PTY read into the ring.
+    if (const int err = ::posix_fallocate(object.get_mapping_handle().handle, 0,
+                                          static_cast<off_t>(bytes))) {
+      bip::shared_memory_object::remove(name.c_str());
+      return fail_errno("reserve " + std::to_string(bytes) + " bytes for segment " + name, err);
+    }
     auto mapping = std::make_unique<Mapping>(Mapping{bip::mapped_region(object, bip::read_write)});
     return Segment(name, std::move(mapping));
   } catch (const bip::interprocess_exception& e) {
+    if (created) bip::shared_memory_object::remove(name.c_str());  // never leave a half-made name
     return from_boost("create", name, e);
   }
 }

@@ -142,6 +142,7 @@ TempDir::~TempDir() {
     return ::testing::AssertionFailure() << "open log: " << std::strerror(errno);
   const pid_t parent = ::getpid();
   const std::optional<mode_t> mask = config.umask;
+  const bool ignore_sigchld = config.ignore_sigchld;
   const pid_t pid = ::fork();
   if (pid < 0) return ::testing::AssertionFailure() << "fork: " << std::strerror(errno);
   if (pid == 0) {
@@ -159,6 +160,7 @@ TempDir::~TempDir() {
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGHUP, SIG_DFL);
     if (mask) ::umask(*mask);
+    if (ignore_sigchld) ::signal(SIGCHLD, SIG_IGN);  // inherited across exec
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }

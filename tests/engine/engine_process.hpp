@@ -59,6 +59,7 @@ struct EngineConfig {
   std::optional<mode_t> umask;        // set in the child before exec
   std::filesystem::path runtime_dir;  // empty: <the engine's temp dir>/rt
   bool wait_ready = true;             // false: launch only (engines expected to refuse)
+  bool ignore_sigchld = false;        // launch with SIGCHLD ignored, as some launchers do
 
   // The defaults with these backscrolld arguments instead of the default ones.
   static EngineConfig with(std::vector<std::string> engine_args) {

@@ -409,5 +409,32 @@ TEST_F(Lifecycle, SigtermStopsAndSealsEveryActorThenRemovesSegmentsAndSocket) {
   for (const std::int64_t pgid : groups) EXPECT_TRUE(group_members(pgid).empty()) << pgid;
 }
 
+// Regression (review): the leader exited on SIGHUP, which cancelled the grace timer, so a group
+// member that ignores SIGHUP survived the stop. Stop means the whole process group.
+TEST_F(Lifecycle, StopAlsoKillsGroupMembersThatOutliveTheLeader) {
+  const Json spawned = engine_.spawn(
+      "family", {"sh", "-c", "(trap '' HUP; echo armed; exec sleep 1000) & wait"});
+  engine_.wait_output("family", "armed");
+  ASSERT_FALSE(group_members(spawned.at("pid")).empty());
+  const Json stopped = engine_.call("stop", {{"actor", "family"}, {"grace_ms", 5000}}).header;
+  EXPECT_EQ(stopped.at("term_signal"), SIGHUP);  // the leader itself obeyed SIGHUP
+  wait_until([&] { return group_members(spawned.at("pid")).empty(); },
+             "the SIGHUP-immune group member to be killed");
+}
+
+// Regression (review): started with SIGCHLD ignored (inherited across exec), the kernel reaped
+// children itself, waitid failed with ECHILD, and the engine re-polled the pidfd forever at
+// 100% CPU without ever sealing the session.
+TEST(LifecycleLaunch, ExitStatusSurvivesALauncherThatIgnoresSigchld) {
+  EngineProcess engine;
+  EngineConfig config;
+  config.ignore_sigchld = true;
+  ASSERT_TRUE(engine.start(config));
+  engine.spawn("short", {"sh", "-c", "echo bye; exit 3"});
+  const Json session = engine.wait_sealed("short");
+  EXPECT_EQ(session.at("exit_code"), 3);
+  EXPECT_EQ(engine.history("short"), "bye\r\n");
+}
+
 }  // namespace
 }  // namespace backscroll::testing

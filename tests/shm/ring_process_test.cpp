@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -511,6 +513,31 @@ TEST(Segment, RefusesToCreateANameThatExists) {
   ASSERT_FALSE(second.has_value());
   EXPECT_NE(second.error().code, Errc::no_such_actor);
   EXPECT_EQ(first->data()[0], std::byte{7});
+}
+
+// Regression (review): tmpfs allocates pages lazily, so on a full /dev/shm a segment was created
+// fine and the engine later died of SIGBUS writing its header (or its PTY reads failed with
+// EFAULT). Creation now reserves the pages: a full /dev/shm is an error up front, and the name
+// is not left behind. Runs in a child with a private mount of a 1 MiB tmpfs on /dev/shm.
+TEST(Segment, FullShmIsAnErrorAtCreationAndLeavesNoNameBehind) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs on /dev/shm needs root";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
+    if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
+    if (::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) ::_exit(77);
+    auto segment = Segment::create("bs-test-full", 4u << 20);
+    if (segment) ::_exit(1);                                 // created on a full tmpfs
+    if (segment.error().code != Errc::io_error) ::_exit(2);  // ENOSPC
+    if (!Segment::list("bs-test-full").empty()) ::_exit(3);  // half-made name left behind
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace or tmpfs mount here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: created, 2: wrong error, 3: name left behind";
 }
 
 TEST(Segment, OpensReadOnlyWithTheObjectsSizeAndBytes) {
