@@ -58,6 +58,20 @@ std::string last_log_line(const fs::path& log) {
   return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
+// The pid the engine holding the runtime dir's lock wrote into the lock file; 0 if none.
+std::int64_t lock_holder(const Places& places) {
+  const int fd = ::open(places.lock_path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return 0;
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  std::int64_t pid = 0;
+  for (ssize_t i = 0; i < n && i < 10 && buf[i] >= '0' && buf[i] <= '9'; ++i) {
+    pid = pid * 10 + (buf[i] - '0');
+  }
+  return pid;
+}
+
 bool read_exact(int fd, void* out, std::size_t bytes) {
   auto* p = static_cast<char*>(out);
   while (bytes > 0) {
@@ -191,9 +205,16 @@ Result<control::ControlClient> start_engine(const Places& places,
     auto client = control::ControlClient::connect(places);
     if (client || client.error().code != Errc::engine_unavailable) return client;
     if (!process_running(*pid)) {
-      // It may have lost a start race to another engine, which then answers.
+      // It may have lost a start race to another engine, which then answers (once it listens:
+      // the winner takes the lock before it binds the socket).
       client = control::ControlClient::connect(places);
       if (client) return client;
+      const std::int64_t holder = lock_holder(places);
+      if (holder > 0 && holder != *pid && process_running(holder) &&
+          std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(kConnectPoll);
+        continue;
+      }
       const std::string why = last_log_line(log);
       return fail(Errc::engine_unavailable, "backscrolld exited at startup" +
                                                 (why.empty() ? "" : ": " + why) +

@@ -292,6 +292,21 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
   }
   auto client = engine.connect();
   if (!client) return report(client.error());
+  if (args.to) {
+    // The engine's history stops at the committed cursor; an end past it is refused here
+    // (cursor_in_future), before anything is written. Committed only grows: checked once.
+    auto status = client->call("status", {{"actor", args.actor}});
+    if (!status) return report(status.error());
+    const Json actors = status->header.value("actors", Json::array());
+    const std::uint64_t committed =
+        actors.empty() ? 0 : actors.front().value("committed", std::uint64_t{0});
+    if (value(*args.to) > committed) {
+      return report(Error{Errc::cursor_in_future,
+                          "cursor " + std::to_string(value(*args.to)) +
+                              " is past the committed cursor " + std::to_string(committed),
+                          committed});
+    }
+  }
   const bool to_stdout = args.output.empty() || args.output == "-";
   int fd = to_stdout ? STDOUT_FILENO : -1;
   struct Closer {

@@ -1,0 +1,216 @@
+// `backscroll attach` (docs/cli.md) on a pseudo-terminal of the test's: the terminal becomes the
+// actor's (raw mode, the actor resized to it, output replayed then followed, keys forwarded);
+// the attachment ends with one line (detach key, the program's end, the actor's deletion) or by
+// a signal, and on every way out the terminal gets its mode back.
+#include <signal.h>
+#include <sys/wait.h>
+#include <termios.h>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/tools/cli_process.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+constexpr const char* kPrompt = "bs-prompt> ";
+
+class CliAttach : public CliTest {
+ protected:
+  // `backscroll --no-autostart ARGS` on a 100x30 terminal.
+  std::unique_ptr<PtyCli> attach(std::vector<std::string> args) {
+    args.insert(args.begin(), "--no-autostart");
+    return std::make_unique<PtyCli>(args, runtime_dir(), 100, 30);
+  }
+  // A shell with a prompt the test can wait for.
+  static std::vector<std::string> shell_options() {
+    return {"--env", std::string("PS1=") + kPrompt};
+  }
+};
+
+// The terminal is back in the mode it had before attach.
+::testing::AssertionResult ModeRestored(const PtyCli& pty) {
+  const termios now = pty.mode();
+  const termios& before = pty.original_mode();
+  if (now.c_lflag == before.c_lflag && now.c_iflag == before.c_iflag &&
+      now.c_oflag == before.c_oflag && now.c_cflag == before.c_cflag) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "terminal mode not restored: lflag " << std::hex << now.c_lflag << " (was "
+         << before.c_lflag << "), iflag " << now.c_iflag << " (was " << before.c_iflag
+         << "), oflag " << now.c_oflag << " (was " << before.c_oflag << ")";
+}
+
+::testing::AssertionResult ExitedZero(int wait_status) {
+  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "wait status " << wait_status;
+}
+
+TEST_F(CliAttach, SpawnTypeAndDetachLeavesTheProgramRunning) {
+  std::vector<std::string> args{"attach", "work", "--spawn"};
+  for (const auto& o : shell_options()) args.push_back(o);
+  args.insert(args.end(), {"--", "sh"});
+  const auto pty = attach(args);
+  // The prompt on the terminal: spawned, in raw mode, resized, output followed.
+  pty->wait_for(kPrompt);
+  Json status = engine_.status("work");
+  EXPECT_EQ(status.at("cols"), 100);
+  EXPECT_EQ(status.at("rows"), 30);
+
+  pty->type("echo hi-attach\r");
+  pty->wait_for("hi-attach", 2);  // the shell's terminal echoes the line, then echo prints it
+  pty->wait_for(kPrompt, 2);
+  pty->type("\x1d");  // Ctrl-]
+  pty->wait_for("[detached from work]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+  // No local echo in raw mode: the line shows exactly twice.
+  EXPECT_EQ(count_of(pty->screen(), "hi-attach"), 2u) << pty->screen();
+
+  status = engine_.status("work");
+  EXPECT_EQ(status.at("state"), "running");
+  EXPECT_EQ(status.at("session"), 1);
+  const CliResult list = cli({"list"});
+  EXPECT_NE(list.out.find("work  running  1"), std::string::npos) << list.out;
+
+  // Coming back (`attach --spawn` again) replays the output and reaches the same shell.
+  const auto again = attach({"attach", "work", "--spawn", "--", "sh"});
+  again->wait_for("hi-attach", 2);
+  again->type("echo back-again\r");
+  again->wait_for("back-again", 2);
+  again->type("\x1d");
+  again->wait_for("[detached from work]\r\n");
+  EXPECT_TRUE(ExitedZero(again->wait_exit())) << again->screen();
+  EXPECT_EQ(engine_.status("work").at("session"), 1);
+}
+
+TEST_F(CliAttach, ProgramThatExitsWhileAttachedEndsItWithItsStatus) {
+  const auto pty = attach({"attach", "e", "--spawn", "--", "sh", "-c",
+                           R"(printf "type-now\n"; read line; exit "$line")"});
+  pty->wait_for("type-now");
+  pty->type("4\r");
+  pty->wait_for("[e exited: status 4]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+  EXPECT_EQ(engine_.status("e").at("state"), "idle");
+}
+
+TEST_F(CliAttach, ProgramStoppedFromOutsideEndsItWithTheSignal) {
+  const auto pty =
+      attach({"attach", "k", "--spawn", "--", "sh", "-c", "echo stop-me; exec sleep 1000"});
+  pty->wait_for("stop-me");
+  const CliResult stop = cli({"stop", "k"});
+  ASSERT_TRUE(Succeeds(stop)) << ::testing::PrintToString(stop);
+  pty->wait_for("[k exited: signal 1]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+}
+
+TEST_F(CliAttach, TheActorTakesTheTerminalsSizeAndFollowsWindowChanges) {
+  ASSERT_TRUE(Succeeds(cli({"spawn", "w", "--", "sh", "-c", "echo sized; exec cat"})));
+  EXPECT_EQ(engine_.status("w").at("cols"), 80);  // the engine's default
+  const auto pty = attach({"attach", "w"});
+  pty->wait_for("sized");  // output shows once the size was sent
+  Json status = engine_.status("w");
+  EXPECT_EQ(status.at("cols"), 100);
+  EXPECT_EQ(status.at("rows"), 30);
+  pty->resize(132, 43);
+  wait_until(
+      [&] {
+        status = engine_.status("w");
+        return status.at("cols") == 132 && status.at("rows") == 43;
+      },
+      "the actor to follow the window change");
+  pty->type("\x1d");
+  pty->wait_for("[detached from w]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+}
+
+TEST_F(CliAttach, ModesTheProgramLeftOnAreSwitchedOffOnDetach) {
+  // Alternate screen, hidden cursor, bracketed paste: left on by a program that is still running.
+  const auto pty = attach({"attach", "m", "--spawn", "--", "sh", "-c",
+                           R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"});
+  pty->wait_for("modes-on");
+  pty->type("\x1d");
+  pty->wait_for("[detached from m]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+  const std::string after = pty->screen().substr(pty->screen().rfind("modes-on"));
+  const auto leave_alt = after.find("\x1b[?1049l");
+  const auto show_cursor = after.find("\x1b[?25h");
+  ASSERT_NE(leave_alt, std::string::npos) << after;
+  ASSERT_NE(show_cursor, std::string::npos) << after;
+  EXPECT_LT(leave_alt, show_cursor) << "the alternate screen is left first";
+  EXPECT_NE(after.find("\x1b[?2004l"), std::string::npos) << after;
+  EXPECT_LT(show_cursor, after.find("[detached from m]"));
+}
+
+TEST_F(CliAttach, DeletingTheActorEndsTheAttachment) {
+  ASSERT_TRUE(Succeeds(cli({"spawn", "d", "--", "sh", "-c", "echo delete-me; exec sleep 1000"})));
+  const auto pty = attach({"attach", "d"});
+  pty->wait_for("delete-me");
+  const CliResult del = cli({"delete", "d"});
+  ASSERT_TRUE(Succeeds(del)) << ::testing::PrintToString(del);
+  pty->wait_for("[d was deleted]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+}
+
+TEST_F(CliAttach, OtherDetachKeySendsTheDefaultOneAndBytesBeforeItToTheProgram) {
+  ASSERT_TRUE(Succeeds(cli({"spawn", "c", "--", "sh", "-c", "echo cat-ready; exec cat"})));
+  engine_.wait_output("c", "cat-ready");
+  const auto pty = attach({"attach", "c", "--detach-key", "^A"});
+  pty->wait_for("cat-ready");
+  // Ctrl-] is an ordinary key now: the program's terminal echoes it as "^]", cat prints it back.
+  pty->type("\x1d\r");
+  pty->wait_for("^]\r\n\x1d\r\n");
+  // Bytes typed before the detach key are sent, however the reads split them.
+  pty->type("before-key\r\x01");
+  pty->wait_for("[detached from c]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+  engine_.wait_output("c", "before-key\r\nbefore-key\r\n");
+  EXPECT_EQ(engine_.status("c").at("state"), "running");
+}
+
+TEST_F(CliAttach, IdleActorIsRestartedBySpawn) {
+  ASSERT_TRUE(
+      Succeeds(cli({"spawn", "r", "--", "sh", "-c", R"(printf "started\n"; read line; exit 7)"})));
+  engine_.wait_output("r", "started");
+  ASSERT_TRUE(Succeeds(cli({"stop", "r"})));
+  const auto pty = attach({"attach", "r", "--spawn"});
+  pty->wait_for("started", 2);  // the first session's output, replayed, then the new one's
+  EXPECT_EQ(engine_.status("r").at("session"), 2);
+  pty->type("x\r");
+  pty->wait_for("[r exited: status 7]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+}
+
+TEST_F(CliAttach, TerminationSignalRestoresTheTerminalAndKillsTheClient) {
+  std::vector<std::string> args{"attach", "t", "--spawn"};
+  for (const auto& o : shell_options()) args.push_back(o);
+  args.insert(args.end(), {"--", "sh"});
+  const auto pty = attach(args);
+  pty->wait_for(kPrompt);
+  ASSERT_EQ(::kill(pty->pid(), SIGTERM), 0);
+  const int status = pty->wait_exit();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "wait status " << status;
+  EXPECT_TRUE(ModeRestored(*pty));
+  EXPECT_EQ(engine_.status("t").at("state"), "running");
+}
+
+TEST_F(CliAttach, StdinThatIsNotATerminalIsAUsageErrorAndSpawnsNothing) {
+  const CliResult r = cli({"attach", "n", "--spawn", "--", "sh"}, std::string("echo hi\r"));
+  EXPECT_TRUE(FailsWithOneLine(r, 2, "backscroll: usage: attach: stdin is not a terminal"));
+  EXPECT_EQ(cli({"list"}).out, "NAME  STATE  SESSION  PID\n");
+}
+
+}  // namespace
+}  // namespace backscroll::testing

@@ -1,0 +1,175 @@
+// The command line itself (docs/cli.md, "Conventions"): every command has --help, and a wrong
+// command line exits 2 with one line on stderr, "backscroll: usage: ...", before anything is
+// sent: no engine is started, not even the runtime directory is created.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/tools/cli_process.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+// Every command of docs/cli.md ("Commands"), ping included.
+const std::vector<std::string> kCommands = {"spawn",   "list",   "status",   "tail",    "send",
+                                            "resize",  "clear",  "stop",     "restart", "delete",
+                                            "history", "attach", "shutdown", "ping"};
+
+// A runtime directory that does not exist: a command that tried to reach (or start) an engine
+// would fail on it, or create it.
+class NoEngine {
+ public:
+  std::filesystem::path runtime_dir() const { return temp_.path() / "rt"; }
+  CliResult run(const std::vector<std::string>& args, std::optional<std::string> input = {}) const {
+    return run_cli(args, CliOptions{runtime_dir(), std::move(input), {}});
+  }
+  bool touched() const { return std::filesystem::exists(runtime_dir()); }
+
+ private:
+  TempDir temp_;
+};
+
+TEST(CliHelp, TopLevelHelpListsEveryCommandButPing) {
+  NoEngine none;
+  const CliResult r = none.run({"--help"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_NE(r.out.find("Usage: backscroll"), std::string::npos) << r.out;
+  for (const auto& command : kCommands) {
+    if (command == "ping") {
+      // Diagnostic, not listed (docs/cli.md).
+      EXPECT_EQ(r.out.find("\n  ping "), std::string::npos) << r.out;
+      continue;
+    }
+    EXPECT_NE(r.out.find("\n  " + command + " "), std::string::npos)
+        << "'" << command << "' missing from:\n"
+        << r.out;
+  }
+  EXPECT_NE(r.out.find("--no-autostart"), std::string::npos) << r.out;
+  EXPECT_FALSE(none.touched());
+}
+
+TEST(CliHelp, EveryCommandHasHelpThatNamesIt) {
+  NoEngine none;
+  for (const auto& command : kCommands) {
+    SCOPED_TRACE(command);
+    for (const char* flag : {"--help", "-h"}) {
+      const CliResult r = none.run({command, flag});
+      ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+      EXPECT_NE(r.out.find("Usage: backscroll " + command), std::string::npos) << r.out;
+    }
+  }
+  EXPECT_FALSE(none.touched()) << "--help started an engine";
+}
+
+TEST(CliHelp, HelpWinsOverMissingArguments) {
+  NoEngine none;
+  const CliResult r = none.run({"resize", "--help"});  // NAME, COLS, ROWS missing
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_NE(r.out.find("COLS"), std::string::npos) << r.out;
+}
+
+struct UsageCase {
+  std::string name;  // the case, as the test's name
+  std::vector<std::string> args;
+  std::string says;  // part of the one stderr line
+};
+
+void PrintTo(const UsageCase& c, std::ostream* os) {
+  *os << "backscroll";
+  for (const auto& a : c.args) *os << " " << a;
+}
+
+class CliUsage : public ::testing::TestWithParam<UsageCase> {};
+
+TEST_P(CliUsage, ExitsTwoWithOneLineAndStartsNothing) {
+  NoEngine none;
+  const CliResult r = none.run(GetParam().args);
+  EXPECT_TRUE(FailsWithOneLine(r, 2, "backscroll: usage: "));
+  EXPECT_NE(r.err.find(GetParam().says), std::string::npos) << r.err;
+  EXPECT_FALSE(none.touched()) << "a usage error reached for the engine";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliUsage,
+    ::testing::Values(
+        // Commands and options that do not exist.
+        UsageCase{"UnknownCommand", {"frobnicate"}, "unknown command 'frobnicate'"},
+        UsageCase{"UnknownOption", {"--frobnicate"}, "unknown option '--frobnicate'"},
+        UsageCase{"UnknownOptionOfACommand", {"list", "--bogus"}, "--bogus"},
+        UsageCase{"ExtraArgument", {"list", "extra"}, "extra"},
+        // Missing arguments: NAME for every command that needs one.
+        UsageCase{"SpawnWithoutName", {"spawn"}, "NAME is required"},
+        UsageCase{"TailWithoutName", {"tail"}, "NAME is required"},
+        UsageCase{"SendWithoutName", {"send"}, "NAME is required"},
+        UsageCase{"ResizeWithoutName", {"resize"}, "NAME is required"},
+        UsageCase{"ClearWithoutName", {"clear"}, "NAME is required"},
+        UsageCase{"StopWithoutName", {"stop"}, "NAME is required"},
+        UsageCase{"RestartWithoutName", {"restart"}, "NAME is required"},
+        UsageCase{"DeleteWithoutName", {"delete"}, "NAME is required"},
+        UsageCase{"HistoryWithoutName", {"history", "--from", "0"}, "NAME is required"},
+        UsageCase{"AttachWithoutName", {"attach"}, "NAME is required"},
+        UsageCase{"ResizeWithoutRows", {"resize", "x", "10"}, "ROWS is required"},
+        UsageCase{"HistoryWithoutFrom", {"history", "x"}, "--from is required"},
+        // Sizes are 1..1000 (the engine's bounds), checked here.
+        UsageCase{"ResizeToZeroColumns",
+                  {"resize", "x", "0", "10"},
+                  "COLS: expected an integer 1..1000, got '0'"},
+        UsageCase{"ResizeTo1001Rows",
+                  {"resize", "x", "10", "1001"},
+                  "ROWS: expected an integer 1..1000, got '1001'"},
+        UsageCase{"ResizeToNegativeColumns", {"resize", "x", "-5", "10"}, "got '-5'"},
+        UsageCase{"SpawnWith1001Columns", {"spawn", "x", "--cols", "1001"}, "--cols"},
+        UsageCase{"SpawnWithZeroRows", {"spawn", "x", "--rows", "0"}, "--rows"},
+        // Cursors and counts are plain decimal uint64: no sign, no 0x, no overflow.
+        UsageCase{"CursorWithMinusSign", {"tail", "x", "--from", "-1"}, "got '-1'"},
+        UsageCase{"CursorWithPlusSign", {"tail", "x", "--from", "+1"}, "got '+1'"},
+        UsageCase{"CursorInHex", {"tail", "x", "--from", "0x10"}, "got '0x10'"},
+        UsageCase{"CursorPast64Bits",
+                  {"tail", "x", "--from", "18446744073709551616"},
+                  "18446744073709551616"},
+        UsageCase{"EmptyCursor", {"tail", "x", "--from", ""}, "--from"},
+        UsageCase{"CursorWithExponent", {"history", "x", "--from", "1e3"}, "got '1e3'"},
+        UsageCase{"NegativeEndCursor", {"history", "x", "--from", "0", "--to", "-1"}, "got '-1'"},
+        UsageCase{"EndBeforeStart",
+                  {"history", "x", "--from", "5", "--to", "3"},
+                  "--to 3 is before --from 5"},
+        UsageCase{"NegativeGracePeriod", {"stop", "x", "--grace-ms", "-5"}, "got '-5'"},
+        // --env entries are K=V.
+        UsageCase{"EnvWithoutEquals", {"spawn", "x", "--env", "NOEQUALS"}, "got 'NOEQUALS'"},
+        UsageCase{"EnvWithoutName", {"spawn", "x", "--env", "=v"}, "got '=v'"},
+        // send: '-' alone, and something to send.
+        UsageCase{"StdinDashAmongWords",
+                  {"send", "x", "a", "-", "b"},
+                  "'-' (stdin) must be the only TEXT"},
+        UsageCase{"NothingToSend", {"send", "x", "-n"}, "nothing to send"},
+        // attach: the spawn options need --spawn; detach keys in caret notation.
+        UsageCase{"AttachSizeWithoutSpawn", {"attach", "x", "--cols", "80"}, "need --spawn"},
+        UsageCase{"AttachCommandWithoutSpawn", {"attach", "x", "--", "sh"}, "need --spawn"},
+        UsageCase{"DetachKeyOutsideCaretRange", {"attach", "x", "--detach-key", "^1"}, "got '^1'"},
+        UsageCase{"DetachKeyOfTwoCharacters", {"attach", "x", "--detach-key", "ab"}, "got 'ab'"},
+        // attach needs a terminal on stdin (the test gives it /dev/null).
+        UsageCase{"AttachWithoutTerminal", {"attach", "x"}, "stdin is not a terminal"},
+        UsageCase{"AttachSpawnWithoutTerminal",
+                  {"attach", "x", "--spawn", "--", "sh"},
+                  "stdin is not a terminal"}),
+    [](const ::testing::TestParamInfo<UsageCase>& param) { return param.param.name; });
+
+TEST(CliUsage, CursorWithLeadingZerosIsDecimalNotOctal) {
+  // docs/cli.md: plain decimal. "010" is ten (not octal eight, not an error), so the command
+  // gets past the command line and fails on the missing actor instead (tail starts no engine).
+  NoEngine none;
+  const CliResult r = none.run({"tail", "x", "--from", "010"});
+  EXPECT_TRUE(FailsWithOneLine(r, 1, "backscroll: no_such_actor: "));
+}
+
+TEST(CliUsage, AttachWithPipedStdinIsAUsageErrorEvenWithInput) {
+  NoEngine none;
+  const CliResult r = none.run({"attach", "x"}, std::string("echo hi\r"));
+  EXPECT_TRUE(FailsWithOneLine(r, 2, "backscroll: usage: attach: stdin is not a terminal"));
+  EXPECT_FALSE(none.touched());
+}
+
+}  // namespace
+}  // namespace backscroll::testing
