@@ -1,0 +1,489 @@
+// MirrorInput: follows libvterm 0.1.4's src/parser.c byte for byte (UTF-8 mode), and the parts
+// of src/state.c that decide which sequences its state layer acts on. Departures, all on input
+// that would crash or hang libvterm 0.1.4 or that real terminals reject, are MirrorScreen's
+// (it acts on the events raised here); this file only classifies.
+#include "engine/mirror_input.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace backscroll::engine {
+namespace {
+
+constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
+// How often to offer a split point inside one long token (text run, string, CSI).
+constexpr std::size_t kSplitEvery = 16 * 1024;
+constexpr std::size_t kStringPrefix = 256;
+constexpr std::size_t kMaxOverflowControls = 64;
+
+bool is_intermed(unsigned char c) { return c >= 0x20 && c <= 0x2f; }
+
+// A G0-G3 designation libvterm 0.1.4 knows (encoding.c): DEC drawing, UK, US-ASCII.
+bool known_designation(char f) { return f == '0' || f == 'A' || f == 'B'; }
+
+// True when an OSC 4/5/10-19 string sets a colour (any spec other than the query "?").
+bool osc_sets_colour(const std::string& s, bool truncated) {
+  std::size_t i = 0;
+  int num = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && num < 1000) num = num * 10 + (s[i++] - '0');
+  if (i == 0 || i >= s.size() || s[i] != ';') return false;
+  const bool pairs = (num == 4 || num == 5);
+  if (!pairs && !(num >= 10 && num <= 19)) return false;
+  if (truncated) return true;
+  ++i;
+  int field = 0;
+  std::size_t start = i;
+  for (std::size_t j = i; j <= s.size(); ++j) {
+    if (j == s.size() || s[j] == ';') {
+      const std::string_view v(s.data() + start, j - start);
+      const bool is_spec = pairs ? (field % 2 == 1) : true;
+      if (is_spec && v != "?") return true;
+      ++field;
+      start = j + 1;
+    }
+  }
+  return pairs && field % 2 == 1;  // "4;1" with no spec: malformed, treat as a change
+}
+
+void append_arg(std::string& out, std::uint32_t a) {
+  const std::uint32_t v = a & ~MirrorInput::kArgMore;
+  if (v != MirrorInput::kArgMissing) {
+    char buf[16];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+}
+
+}  // namespace
+
+void MirrorInput::set_size(int cols, int rows) {
+  cols_ = std::max(cols, 1);
+  rows_ = std::max(rows, 1);
+  // state.c on_resize: UBOUND(scrollregion_right, cols) when set.
+  if (margin_right_ > -1) margin_right_ = std::min(margin_right_, cols_);
+}
+
+std::uint32_t MirrorInput::unmodelled() const {
+  std::uint32_t f = sticky_;
+  if (lnm_) f |= kNewlineMode;
+  if (declrmm_ || margin_left_ != 0 || margin_right_ != -1) f |= kMargins;
+  if ((g2_ != 'u' && g2_ != 'B') || (g3_ != 'u' && g3_ != 'B') || gl_set_ >= 2) f |= kCharsets;
+  return f;
+}
+
+std::string MirrorInput::encode(const Csi& csi) {
+  std::string out = "\x1b[";
+  out.append(csi.leader.data(), static_cast<std::size_t>(csi.leader_len));
+  for (int i = 0; i < csi.argcount; ++i) {
+    append_arg(out, csi.args[i]);
+    if (i + 1 < csi.argcount) out += (csi.args[i] & kArgMore) ? ':' : ';';
+  }
+  out.append(csi.intermed.data(), static_cast<std::size_t>(csi.intermed_len));
+  out += csi.final;
+  return out;
+}
+
+std::string MirrorInput::encode_split_sgr(const Csi& csi, std::span<const std::uint32_t> args) {
+  // Attributes as pen.c's vterm_state_setpen consumes them: an argument with its ':'
+  // sub-arguments, or 38/48 followed by 5;n or 2;r;g;b. Each SGR emitted holds whole ones only.
+  std::string out;
+  std::string cur;
+  int cur_count = 0;
+  auto flush = [&] {
+    if (cur_count == 0) return;
+    out += "\x1b[";
+    out += cur;
+    out += csi.final;
+    cur.clear();
+    cur_count = 0;
+  };
+  std::size_t i = 0;
+  while (i < args.size()) {
+    std::size_t end = i + 1;
+    while (end < args.size() && (args[end - 1] & kArgMore)) ++end;
+    const std::uint32_t v = args[i] & ~kArgMore;
+    if ((v == 38 || v == 48) && !(args[i] & kArgMore) && i + 1 < args.size()) {
+      const std::uint32_t mode = args[i + 1] & ~kArgMore;
+      const std::size_t need = mode == 2 ? 5 : mode == 5 ? 3 : 2;
+      end = std::min(args.size(), i + need);
+    }
+    const int n = static_cast<int>(end - i);
+    if (n > kMaxCsiArgs) break;  // an attribute libvterm could never have seen whole
+    if (cur_count + n > kMaxCsiArgs) flush();
+    if (cur_count > 0) cur += ';';
+    for (std::size_t k = i; k < end; ++k) {
+      append_arg(cur, args[k]);
+      if (k + 1 < end) cur += (args[k] & kArgMore) ? ':' : ';';
+    }
+    cur_count += n;
+    i = end;
+  }
+  flush();
+  return out;
+}
+
+void MirrorInput::control(unsigned char c) {
+  // state.c on_control: only the shifts matter here.
+  if (c == 0x0e) gl_set_ = 1;       // SO / LS1
+  else if (c == 0x0f) gl_set_ = 0;  // SI / LS0
+}
+
+void MirrorInput::start_string(StringType type) {
+  string_type_ = type;
+  string_prefix_.clear();
+  state_ = State::string;
+}
+
+void MirrorInput::end_string(bool dispatched) {
+  const bool truncated = string_prefix_.size() >= kStringPrefix;
+  if (string_type_ == StringType::dcs) {
+    if (string_prefix_.rfind("$q", 0) != 0) sticky_ |= kGraphics;
+  } else if (dispatched && osc_sets_colour(string_prefix_, truncated)) {
+    sticky_ |= kPalette;
+  }
+  string_prefix_.clear();
+}
+
+void MirrorInput::dispatch_esc(unsigned char final, std::size_t at, Sink& sink) {
+  esc_.final = static_cast<char>(final);
+  const char i0 = esc_.intermed_len > 0 ? esc_.intermed[0] : 0;
+  if (esc_.intermed_len == 0) {
+    switch (final) {
+      case 'c':  // RIS: vterm_state_reset(state, 1)
+        autowrap_ = true;
+        lnm_ = false;
+        declrmm_ = false;
+        margin_left_ = 0;
+        margin_right_ = -1;
+        gl_set_ = 0;
+        g0_ = g1_ = g2_ = g3_ = 'u';
+        sticky_ &= ~kTabStops;
+        break;
+      case 'n': gl_set_ = 2; break;  // LS2
+      case 'o': gl_set_ = 3; break;  // LS3
+      default: break;
+    }
+  } else if (esc_.intermed_len == 1) {
+    if (i0 == '#' && (final == '3' || final == '4' || final == '6')) sticky_ |= kLineSize;
+    if (i0 == '(' && known_designation(static_cast<char>(final))) g0_ = static_cast<char>(final);
+    if (i0 == ')' && known_designation(static_cast<char>(final))) g1_ = static_cast<char>(final);
+    if (i0 == '*' && known_designation(static_cast<char>(final))) g2_ = static_cast<char>(final);
+    if (i0 == '+' && known_designation(static_cast<char>(final))) g3_ = static_cast<char>(final);
+  }
+  sink.esc(esc_, at);
+}
+
+void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
+  Csi& c = csi_;
+  const char cmd = c.final;
+  if (c.plain()) {
+    switch (cmd) {
+      case 'h':
+      case 'l':
+        if (c.argcount > 0 && (c.args[0] & ~kArgMore) == 20) lnm_ = (cmd == 'h');
+        break;
+      case 's': {  // DECSLRM, state.c
+        std::int64_t left = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
+        std::int64_t right = c.arg(1, kArgMissing) == kArgMissing
+                                 ? -1
+                                 : static_cast<std::int64_t>(c.arg(1, 0));
+        left = std::clamp<std::int64_t>(left, 0, cols_);
+        right = std::max<std::int64_t>(right, -1);
+        if (left == 0 && right == cols_) right = -1;
+        else right = std::min<std::int64_t>(right, cols_);
+        if (right > -1 && right <= left) {
+          left = 0;
+          right = -1;
+        }
+        margin_left_ = static_cast<int>(left);
+        margin_right_ = static_cast<int>(right);
+        break;
+      }
+      case 'g': {  // TBC
+        const std::uint32_t v = c.arg(0, 0);
+        if (v == 0 || v == 3 || v == 5) sticky_ |= kTabStops;
+        break;
+      }
+      default: break;
+    }
+  } else if (c.dec_private() && (cmd == 'h' || cmd == 'l') && c.argcount > 0) {
+    const std::uint32_t mode = c.args[0] & ~kArgMore;
+    if (mode == 7) autowrap_ = (cmd == 'h');
+    if (mode == 69) declrmm_ = (cmd == 'h');
+  } else if (c.leader_len == 0 && c.intermed_len == 1 && c.intermed[0] == '"' && cmd == 'q') {
+    if (c.arg(0, 0) == 1) sticky_ |= kProtectedCells;  // DECSCA
+  }
+  sink.csi(c, std::span<const std::uint32_t>(all_args_.data(), static_cast<std::size_t>(
+                                                                   c.overflowed ? all_argc_ : 0)),
+           at);
+}
+
+// One byte in CSI_LEADER / CSI_ARGS / CSI_INTERMED state (parser.c), C0 already handled.
+void MirrorInput::csi_byte(unsigned char c, std::size_t at, Sink& sink) {
+  Csi& q = csi_;
+  if (state_ == State::csi_leader) {
+    if (c >= 0x3c && c <= 0x3f) {
+      if (q.leader_len < 15) q.leader[q.leader_len++] = static_cast<char>(c);
+      return;
+    }
+    csi_argi_ = 0;
+    arg_accum_ = kArgMissing;
+    state_ = State::csi_args;
+  }
+  if (state_ == State::csi_args) {
+    if (c >= '0' && c <= '9') {
+      if (arg_accum_ == kArgMissing) arg_accum_ = 0;
+      arg_accum_ = arg_accum_ * 10 + (c - '0');  // libvterm's long, wrapping
+      return;
+    }
+    if (c == ':' || c == ';') {
+      std::uint64_t a = arg_accum_;
+      if (c == ':') a |= kArgMore;
+      const auto stored = static_cast<std::uint32_t>(a & 0xffffffffu);
+      if (csi_argi_ < kMaxCsiArgs) q.args[csi_argi_] = stored;
+      if (all_argc_ < static_cast<int>(all_args_.size())) all_args_[all_argc_++] = stored;
+      ++csi_argi_;
+      arg_accum_ = kArgMissing;
+      if (csi_argi_ == kMaxCsiArgs && !q.overflowed) {
+        // libvterm would now write csi_args[16]: from this separator on it sees nothing.
+        q.overflowed = true;
+        sink.csi_overflow(at);
+      }
+      return;
+    }
+    // End of arguments.
+    const auto stored = static_cast<std::uint32_t>(arg_accum_ & 0xffffffffu);
+    if (csi_argi_ < kMaxCsiArgs) q.args[csi_argi_] = stored;
+    if (all_argc_ < static_cast<int>(all_args_.size())) all_args_[all_argc_++] = stored;
+    ++csi_argi_;
+    q.argcount = std::min(csi_argi_, kMaxCsiArgs);
+    state_ = State::csi_intermed;
+  }
+  // CSI_INTERMED
+  if (is_intermed(c)) {
+    if (q.intermed_len < 15) q.intermed[q.intermed_len++] = static_cast<char>(c);
+    return;
+  }
+  if (c >= 0x40 && c <= 0x7e) {
+    q.final = static_cast<char>(c);
+    state_ = State::ground;
+    dispatch_csi(at, sink);
+  } else {
+    state_ = State::ground;  // invalid CSI: dropped without dispatch
+    if (q.overflowed) sink.csi_abort(at);
+  }
+}
+
+void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sink& sink) {
+  const std::size_t n = buf.size();
+  std::size_t pos = from;
+  last_split_ = from;
+  if (!clean()) token_start_ = from > 0 ? 0 : kNpos;
+  // A text run open at the end of the last buffer continues here; its unfinished UTF-8
+  // character, if any, was carried to [0, from).
+  const bool continuing = in_text_ && state_ == State::ground;
+  in_text_ = false;
+  if (utf8_remaining_ > 0) {
+    if (from == 0) {
+      utf8_remaining_ = 0;  // not carried: libvterm already has it; nothing to track
+    } else {
+      utf8_lead_at_ = 0;
+      if (from < n && (buf[from] < 0x20 || buf[from] == 0x7f)) {
+        sink.drop_text(0, from);  // the character ends unfinished (see the text loop)
+        utf8_remaining_ = 0;
+      }
+    }
+  }
+  auto abort_sequence = [&](std::size_t at) {
+    if (in_csi() && csi_.overflowed) sink.csi_abort(at);
+    if (in_string()) end_string(false);
+  };
+  auto begin_token = [&](std::size_t at) {
+    token_start_ = at;
+  };
+
+  while (pos < n) {
+    unsigned char c = buf[pos];
+
+    if (state_ == State::ground && c >= 0x20 && c != 0x7f) {
+      // Text: the hot loop. libvterm decodes it as UTF-8 (GL charsets apply to runs that
+      // start with ASCII; they never change where a character ends).
+      if (!in_text_) {
+        in_text_ = true;
+        text_start_ = (continuing && pos == from) ? 0 : pos;
+        prev_ascii_ = false;
+        sink.text_begin(text_start_);
+      }
+      for (; pos < n; ++pos) {
+        c = buf[pos];
+        if (c < 0x20 || c == 0x7f) break;
+        if (c < 0x80) {
+          if (utf8_remaining_ > 0) {
+            // The broken sequence decodes to U+FFFD inside this run, as in libvterm.
+            utf8_remaining_ = 0;
+          }
+          if (prev_ascii_ && pos - last_split_ >= kSplitEvery) {
+            last_split_ = pos;
+            sink.split_point(pos, false);
+          }
+          prev_ascii_ = true;
+          continue;
+        }
+        prev_ascii_ = false;
+        if (c < 0xc0) {
+          if (utf8_remaining_ > 0) {
+            utf8_cp_ = (utf8_cp_ << 6) | (c & 0x3fu);
+            if (--utf8_remaining_ == 0) {
+              if (utf8_c2_ && c <= 0x9f) {
+                // U+0080-U+009F: libvterm 0.1.4 gives it width -1 and moves the cursor left of
+                // column 0; the next erase then dereferences a null cell.
+                sink.drop_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
+              } else if (utf8_cp_ > 0x10ffff) {
+                sink.replace_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
+              }
+            }
+          }
+          continue;
+        }
+        // A lead byte (libvterm also accepts 5- and 6-byte forms).
+        if (pos - last_split_ >= 3 * kSplitEvery && utf8_remaining_ == 0) {
+          last_split_ = pos;
+          sink.split_point(pos, false);  // no ASCII for 48 KiB: split between characters
+        }
+        utf8_c2_ = (c == 0xc2);
+        utf8_lead_at_ = pos;
+        utf8_remaining_ = c < 0xe0 ? 1 : c < 0xf0 ? 2 : c < 0xf8 ? 3 : c < 0xfc ? 4 : c < 0xfe ? 5
+                                                                                               : 0;
+        utf8_cp_ = c & (c < 0xe0 ? 0x1fu : c < 0xf0 ? 0x0fu : c < 0xf8 ? 0x07u : c < 0xfc ? 0x03u
+                                                                                          : 0x01u);
+        if (utf8_remaining_ > 0) token_start_ = pos;
+      }
+      if (pos < n) {
+        // The run ends at a control, ESC, NUL or DEL. An unfinished UTF-8 sequence never
+        // reaches libvterm: its decoders would carry it into a later run (see docs/snapshot.md).
+        if (utf8_remaining_ > 0) {
+          sink.drop_text(utf8_lead_at_, pos - utf8_lead_at_);
+          utf8_remaining_ = 0;
+        }
+        in_text_ = false;
+        sink.text_end(pos);
+      }
+      continue;
+    }
+
+    // Everything else, one byte at a time (parser.c vterm_input_write).
+    if (c == 0x00 || c == 0x7f) {  // NUL, DEL: ignored everywhere
+      ++pos;
+      if (state_ == State::ground) sink.split_point(pos, false);
+      continue;
+    }
+    if (c == 0x18 || c == 0x1a) {  // CAN, SUB
+      abort_sequence(pos);
+      state_ = State::ground;
+      ++pos;
+      sink.split_point(pos, false);
+      continue;
+    }
+    if (c == 0x1b) {
+      if (state_ == State::string) {
+        state_ = State::esc_in_string;
+      } else {
+        if (in_csi() && csi_.overflowed) sink.csi_abort(pos);
+        if (state_ == State::esc_in_string) end_string(false);
+        else begin_token(pos);  // an abandoned string keeps its start: carried whole
+        state_ = State::esc;
+        esc_ = Esc{};
+      }
+      ++pos;
+      continue;
+    }
+    if (c == 0x07 && state_ == State::string) {
+      end_string(true);  // BEL terminates OSC / DCS
+      state_ = State::ground;
+      ++pos;
+      sink.split_point(pos, false);
+      continue;
+    }
+    if (c < 0x20) {  // other C0: executed in every state
+      control(c);
+      if (in_csi() && csi_.overflowed && csi_.controls_after_overflow.size() < kMaxOverflowControls)
+        csi_.controls_after_overflow += static_cast<char>(c);
+      ++pos;
+      if (state_ == State::ground) sink.split_point(pos, false);
+      continue;
+    }
+
+    switch (state_) {
+      case State::esc_in_string:
+        if (c == 0x5c) {  // ST
+          end_string(true);
+          state_ = State::ground;
+          ++pos;
+          sink.split_point(pos, false);
+          continue;
+        }
+        end_string(false);
+        state_ = State::esc;
+        esc_ = Esc{};
+        [[fallthrough]];
+      case State::esc:
+        if (c == 0x50) {  // DCS
+          start_string(StringType::dcs);
+        } else if (c == 0x5b) {  // CSI
+          csi_ = Csi{};
+          all_argc_ = 0;
+          state_ = State::csi_leader;
+        } else if (c == 0x5d) {  // OSC
+          start_string(StringType::osc);
+        } else if (is_intermed(c)) {
+          if (esc_.intermed_len < 15) esc_.intermed[esc_.intermed_len++] = static_cast<char>(c);
+        } else if (esc_.intermed_len == 0 && c >= 0x40 && c < 0x60) {
+          // A C1 control spelled ESC Fe (state.c on_control).
+          switch (c + 0x40) {
+            case 0x88: sticky_ |= kTabStops; break;                 // HTS
+            case 0x98: case 0x9e: case 0x9f: sticky_ |= kHiddenString; break;  // SOS PM APC
+            default: break;
+          }
+          state_ = State::ground;
+          ++pos;
+          sink.split_point(pos, false);
+          continue;
+        } else if (c >= 0x30 && c < 0x7f) {
+          state_ = State::ground;
+          dispatch_esc(c, pos, sink);
+          ++pos;
+          sink.split_point(pos, false);
+          continue;
+        }
+        // else: libvterm stays in ESC state
+        ++pos;
+        continue;
+      case State::csi_leader:
+      case State::csi_args:
+      case State::csi_intermed: {
+        csi_byte(c, pos, sink);
+        ++pos;
+        if (state_ == State::ground) {
+          sink.split_point(pos, false);
+        } else if (pos - last_split_ >= kSplitEvery) {
+          last_split_ = pos;  // libvterm keeps CSI state across writes
+          if (!csi_.overflowed) sink.split_point(pos, false);
+        }
+        continue;
+      }
+      case State::string:
+        if (string_prefix_.size() < kStringPrefix) string_prefix_ += static_cast<char>(c);
+        ++pos;
+        if (pos - last_split_ >= kSplitEvery) {
+          last_split_ = pos;
+          sink.split_point(pos, true);
+        }
+        continue;
+      case State::ground:
+        break;  // unreachable: ground bytes >= 0x20 are text
+    }
+    ++pos;
+  }
+}
+
+}  // namespace backscroll::engine

@@ -1,0 +1,194 @@
+// MirrorInput: the byte stream's tokenizer in front of libvterm, on the mirror thread.
+// It replicates libvterm 0.1.4's parser state machine (src/parser.c: ground, ESC, CSI leader /
+// arguments / intermediates, OSC/DCS strings, with its quirks: C0 controls execute inside
+// sequences and strings, CAN/SUB abort, 8-bit C1 bytes are text in UTF-8 mode, SOS/PM/APC are not
+// strings) so MirrorScreen can, without changing what libvterm shows:
+//   - end each vterm_input_write at a clean boundary (ground state, not inside a UTF-8
+//     character), at most 64 KiB long;
+//   - stop where it must read libvterm's state: after the last text of a write (pending wrap,
+//     the glyph REP repeats), before an alternate-screen switch (to copy the main screen, which
+//     libvterm 0.1.4 cannot show while the alternate screen is active), after a cursor save or
+//     restore;
+//   - keep input that crashes or hangs libvterm 0.1.4 away from it (see docs/snapshot.md): CSI
+//     sequences with more than 16 parameters, UTF-8 encoded C1 code points (width -1);
+//   - flag state libvterm keeps but a snapshot cannot reproduce (MirrorInput::Unmodelled).
+// Offsets are byte offsets into the buffer passed to scan(); the tokenizer's state carries over
+// from one scan() to the next, like libvterm's parser.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace backscroll::engine {
+
+class MirrorInput {
+ public:
+  // libvterm 0.1.4 stores at most 16 CSI arguments and writes past its array on the 17th.
+  static constexpr int kMaxCsiArgs = 16;
+  static constexpr std::uint32_t kArgMissing = 0x7fffffffu;  // CSI_ARG_MISSING
+  static constexpr std::uint32_t kArgMore = 0x80000000u;     // CSI_ARG_FLAG_MORE (':' followed)
+
+  // State libvterm keeps that snapshot_v1 does not reproduce; a snapshot falls back to
+  // raw_replay while any is set (docs/snapshot.md lists each).
+  enum Unmodelled : std::uint32_t {
+    kGraphics = 1u << 0,        // a DCS string other than DECRQSS ($q): sixel, ReGIS, passthrough
+    kHiddenString = 1u << 1,    // SOS / PM / APC: libvterm prints their payload as text
+    kProtectedCells = 1u << 2,  // DECSCA 1 was used: cells may be protected from DECSED/DECSEL
+    kMargins = 1u << 3,         // DECLRMM on, or DECSLRM margins other than the full width
+    kTabStops = 1u << 4,        // HTS or TBC changed the tab stops
+    kNewlineMode = 1u << 5,     // LNM (CSI 20 h) is on
+    kCharsets = 1u << 6,        // G2/G3 designated, or GL shifted to G2/G3 (LS2/LS3)
+    kLineSize = 1u << 7,        // DECDWL / DECDHL (ESC # 3/4/6) was used
+    kPalette = 1u << 8,         // OSC 4/5/10-19 changed a colour
+  };
+
+  // A complete CSI sequence as libvterm's parser hands it to its state layer.
+  struct Csi {
+    std::array<char, 16> leader{};  // bytes 0x3c-0x3f after CSI (libvterm keeps 15)
+    int leader_len = 0;
+    std::array<std::uint32_t, kMaxCsiArgs> args{};  // each with kArgMore if ':' followed it
+    int argcount = 0;                                // as libvterm counts (min(real, 16))
+    bool overflowed = false;  // more than 16 arguments: never handed to libvterm as bytes
+    std::array<char, 16> intermed{};
+    int intermed_len = 0;
+    char final = 0;
+    // C0 controls inside the sequence after it overflowed: libvterm executes them in place.
+    std::string controls_after_overflow;
+
+    // libvterm's CSI_ARG / CSI_ARG_OR: the value without flags, or `def` when missing.
+    std::uint32_t arg(int i, std::uint32_t def) const {
+      if (i >= argcount) return def;
+      const std::uint32_t v = args[i] & ~kArgMore;
+      return v == kArgMissing ? def : v;
+    }
+    // A sequence libvterm's state layer dispatches: no or one leader byte (which must be '?'
+    // or '>'), at most one intermediate byte (' ', '"', '$' or '\'').
+    bool plain() const { return leader_len == 0 && intermed_len == 0; }
+    bool dec_private() const { return leader_len == 1 && leader[0] == '?' && intermed_len == 0; }
+  };
+
+  // A complete escape sequence ESC [intermediates] final (final 0x30-0x7e).
+  struct Esc {
+    std::array<char, 16> intermed{};
+    int intermed_len = 0;
+    char final = 0;
+  };
+
+  class Sink {
+   public:
+    virtual ~Sink() = default;
+    // A run of text bytes starts at `at` / ended at `end` (next byte not text). A run still
+    // open when the buffer ends gets no text_end.
+    virtual void text_begin(std::size_t at) = 0;
+    virtual void text_end(std::size_t end) = 0;
+    // Bytes [at, at + len) of a text run must not reach libvterm (UTF-8 encoded U+0080-U+009F,
+    // an unfinished character cut by a control).
+    virtual void drop_text(std::size_t at, std::size_t len) = 0;
+    // Bytes [at, at + len) decode to a value past U+10FFFF (libvterm accepts 5- and 6-byte
+    // forms): libvterm gets U+FFFD instead, so every cell holds a Unicode scalar value.
+    virtual void replace_text(std::size_t at, std::size_t len) = 0;
+    // The 17th argument of a CSI starts at `at`: feed nothing of the sequence from here on.
+    virtual void csi_overflow(std::size_t at) = 0;
+    // An overflowed CSI ended without being dispatched (CAN, SUB, ESC or an invalid byte at
+    // `at`): feed bytes again from `at`, which aborts libvterm's truncated copy of it as well.
+    virtual void csi_abort(std::size_t at) = 0;
+    // A complete CSI / escape sequence; `final_at` is the offset of its final byte. For an
+    // overflowed CSI, `all_args` holds every argument (up to 256).
+    virtual void csi(const Csi& csi, std::span<const std::uint32_t> all_args,
+                     std::size_t final_at) = 0;
+    virtual void esc(const Esc& esc, std::size_t final_at) = 0;
+    // Parsing may stop before `at` without changing what libvterm shows (`at` is clean), or,
+    // when `forced`, only at the cost of libvterm's string quirk (inside a huge string).
+    virtual void split_point(std::size_t at, bool forced) = 0;
+  };
+
+  MirrorInput() = default;
+
+  // Tokenizes buf[from, size) (bytes before `from` were scanned by an earlier call and are
+  // carried again by the caller).
+  void scan(std::span<const unsigned char> buf, std::size_t from, Sink& sink);
+
+  // The parser is in ground state and not inside a UTF-8 character.
+  bool clean() const { return state_ == State::ground && utf8_remaining_ == 0; }
+  bool in_csi() const { return state_ == State::csi_leader || state_ == State::csi_args ||
+                               state_ == State::csi_intermed; }
+  bool in_string() const { return state_ == State::string || state_ == State::esc_in_string; }
+  bool csi_overflowed() const { return csi_.overflowed; }
+  // When !clean(): where the unfinished sequence or character began in the last buffer
+  // scanned, or npos if it began in an earlier buffer that the caller did not carry.
+  std::size_t incomplete_from() const { return token_start_; }
+
+  // DECAWM as libvterm has it after the bytes scanned so far.
+  bool autowrap() const { return autowrap_; }
+  // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
+  // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'
+  // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.
+  char designation(int set) const { return set == 0 ? g0_ : set == 1 ? g1_ : set == 2 ? g2_ : g3_; }
+  int gl_set() const { return gl_set_; }
+  std::uint32_t unmodelled() const;
+
+  // The screen size, for DECSLRM's clamping (libvterm clamps margins to it).
+  void set_size(int cols, int rows);
+
+  // libvterm's canonical bytes for a CSI: controls_after_overflow is not included.
+  static std::string encode(const Csi& csi);
+  // An SGR with more than 16 arguments as several SGRs of at most 16, split only between
+  // attributes (38/48 colour groups stay whole), so libvterm applies the same pen.
+  static std::string encode_split_sgr(const Csi& csi, std::span<const std::uint32_t> all_args);
+
+ private:
+  enum class State : std::uint8_t {
+    ground, esc, csi_leader, csi_args, csi_intermed, string, esc_in_string
+  };
+  enum class StringType : std::uint8_t { osc, dcs };
+
+  void control(unsigned char c);
+  void csi_byte(unsigned char c, std::size_t at, Sink& sink);
+  void dispatch_csi(std::size_t at, Sink& sink);
+  void dispatch_esc(unsigned char final, std::size_t at, Sink& sink);
+  void start_string(StringType type);
+  void end_string(bool dispatched);
+
+  State state_ = State::ground;
+  // Escape sequence being parsed.
+  Esc esc_;
+  Csi csi_;
+  std::uint64_t arg_accum_ = kArgMissing;  // the current argument, as libvterm's long
+  int csi_argi_ = 0;                       // index of the current argument (may pass 16)
+  // Every argument of an overflowed CSI (up to 256), for encode_split_sgr.
+  std::array<std::uint32_t, 256> all_args_{};
+  int all_argc_ = 0;
+  // Strings.
+  StringType string_type_ = StringType::osc;
+  std::string string_prefix_;  // first bytes of the string, for classification
+  // Text.
+  int utf8_remaining_ = 0;
+  bool utf8_c2_ = false;           // the pending UTF-8 lead byte is 0xC2
+  std::uint32_t utf8_cp_ = 0;      // code point being decoded
+  std::size_t utf8_lead_at_ = 0;   // offset of that lead byte in the current buffer
+  bool in_text_ = false;
+  std::size_t text_start_ = 0;
+  std::size_t last_split_ = 0;     // last split point reported in this buffer
+  bool prev_ascii_ = false;        // previous text byte was printable ASCII
+  std::size_t token_start_ = 0;    // where the sequence being parsed began (see incomplete_from)
+
+  // Modes and sticky flags (see Unmodelled).
+  bool autowrap_ = true;
+  bool lnm_ = false;
+  bool declrmm_ = false;
+  int margin_left_ = 0;
+  int margin_right_ = -1;
+  int cols_ = 80;
+  int rows_ = 24;
+  int gl_set_ = 0;
+  char g0_ = 'u';
+  char g1_ = 'u';
+  char g2_ = 'u';
+  char g3_ = 'u';
+  std::uint32_t sticky_ = 0;
+};
+
+}  // namespace backscroll::engine

@@ -1,0 +1,811 @@
+// MirrorScreen over libvterm 0.1.4 (Debian 12). The only engine file that includes <vterm.h>.
+// Departures from feeding libvterm the raw stream, each because libvterm 0.1.4 would crash, hang
+// or hide state a snapshot needs (docs/snapshot.md has the details and the reproducers):
+//   - writes end at clean boundaries, at most 64 KiB (its per-write stack arrays);
+//   - a CSI with more than 16 parameters is replaced by CAN + the same sequence with its first
+//     16 (an SGR is split into several whole SGRs); libvterm 0.1.4 writes past its array;
+//   - REP of a zero-width glyph is dropped (endless loop), REP of a wide glyph that would end
+//     past the last column is shortened (null dereference);
+//   - UTF-8 encoded U+0080-U+009F are dropped (width -1: the cursor leaves the screen and the
+//     next erase dereferences a null cell); values past U+10FFFF become U+FFFD; an unfinished
+//     UTF-8 sequence cut by a control is dropped;
+//   - after a cursor restore (DECRC) to a position a resize left off-screen, a no-op CSI makes
+//     libvterm clamp the cursor (ED 1 there writes past its line-info array);
+//   - the size is at least 2 columns (a wide character at one column writes past the row).
+#include "engine/mirror_screen.hpp"
+
+#include <vterm.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace backscroll::engine {
+namespace {
+
+constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
+constexpr std::size_t kFlushThreshold = 32 * 1024;
+constexpr char32_t kContinuation = 0xffffffffu;
+
+Color from_vterm(const VTermColor& c, bool is_fg) {
+  if (is_fg ? VTERM_COLOR_IS_DEFAULT_FG(&c) : VTERM_COLOR_IS_DEFAULT_BG(&c)) return Color{};
+  if (VTERM_COLOR_IS_INDEXED(&c)) return Color::indexed(c.indexed.idx);
+  return Color::rgb(c.rgb.red, c.rgb.green, c.rgb.blue);
+}
+
+VTermColor to_vterm(const Color& c, bool is_fg, VTermState* state) {
+  VTermColor out{};
+  switch (c.kind) {
+    case Color::Kind::default_color: {
+      VTermColor fg, bg;
+      vterm_state_get_default_colors(state, &fg, &bg);
+      return is_fg ? fg : bg;
+    }
+    case Color::Kind::indexed:
+      vterm_color_indexed(&out, c.index_or_red);
+      return out;
+    case Color::Kind::rgb:
+      vterm_color_rgb(&out, c.index_or_red, c.green, c.blue);
+      return out;
+  }
+  return out;
+}
+
+Cell from_vterm(const VTermScreenCell& v, bool reverse_video) {
+  Cell c;
+  if (v.chars[0] == 0) {
+    c.kind = Cell::Kind::erased;
+  } else if (v.chars[0] == kContinuation) {
+    c.kind = Cell::Kind::continuation;
+  } else {
+    c.kind = Cell::Kind::glyph;
+    int n = 0;
+    while (n < Cell::kMaxChars && v.chars[n] != 0) {
+      c.chars[n] = v.chars[n];
+      ++n;
+    }
+    c.nchars = static_cast<std::uint8_t>(n);
+  }
+  c.width = static_cast<std::uint8_t>(v.width == 2 ? 2 : 1);
+  c.dwl = v.attrs.dwl;
+  c.dhl = static_cast<std::uint8_t>(v.attrs.dhl);
+  Pen& p = c.pen;
+  p.bold = v.attrs.bold;
+  p.italic = v.attrs.italic;
+  p.blink = v.attrs.blink;
+  // vterm_screen_get_cell reports reverse ^ DECSCNM; keep the cell's own bit.
+  p.reverse = v.attrs.reverse ^ (reverse_video ? 1u : 0u);
+  p.strike = v.attrs.strike;
+  p.underline = static_cast<Underline>(v.attrs.underline);
+  p.font = static_cast<std::uint8_t>(v.attrs.font);
+  p.fg = from_vterm(v.fg, true);
+  p.bg = from_vterm(v.bg, false);
+  return c;
+}
+
+// Stored scrollback cells: 16 bytes each.
+std::uint32_t pack_color(const Color& c) {
+  return static_cast<std::uint32_t>(c.kind) << 24 | std::uint32_t{c.index_or_red} << 16 |
+         std::uint32_t{c.green} << 8 | c.blue;
+}
+Color unpack_color(std::uint32_t v) {
+  return Color{static_cast<Color::Kind>(v >> 24), static_cast<std::uint8_t>(v >> 16),
+               static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+}
+std::uint16_t pack_attrs(const Cell& c) {
+  const Pen& p = c.pen;
+  return static_cast<std::uint16_t>(
+      p.bold | p.italic << 1 | p.blink << 2 | p.reverse << 3 | p.strike << 4 |
+      static_cast<unsigned>(p.underline) << 5 | (p.font & 0xfu) << 7 | c.dwl << 11 |
+      (c.dhl & 3u) << 12);
+}
+void unpack_attrs(std::uint16_t a, Cell& c) {
+  Pen& p = c.pen;
+  p.bold = a & 1;
+  p.italic = a >> 1 & 1;
+  p.blink = a >> 2 & 1;
+  p.reverse = a >> 3 & 1;
+  p.strike = a >> 4 & 1;
+  p.underline = static_cast<Underline>(a >> 5 & 3);
+  p.font = static_cast<std::uint8_t>(a >> 7 & 0xf);
+  c.dwl = a >> 11 & 1;
+  c.dhl = static_cast<std::uint8_t>(a >> 12 & 3);
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xc0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xe0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  }
+}
+
+}  // namespace
+
+std::size_t MirrorScreen::StoredLine::bytes() const {
+  return sizeof(StoredLine) + cells.capacity() * sizeof(PackedCell) +
+         extra.capacity() * sizeof(char32_t);
+}
+
+struct MirrorScreen::Impl {
+  VTerm* vt = nullptr;
+  VTermScreen* screen = nullptr;
+  VTermState* state = nullptr;
+  VTermScreenCallbacks callbacks{};
+  // A one-row terminal that answers glyph_width().
+  VTerm* probe = nullptr;
+
+  ~Impl() {
+    if (vt) vterm_free(vt);
+    if (probe) vterm_free(probe);
+  }
+
+  int row_width(int row) const {
+    int rows = 0, cols = 0;
+    vterm_get_size(vt, &rows, &cols);
+    if (row < 0 || row >= rows) return cols;
+    return vterm_state_get_lineinfo(state, row)->doublewidth ? cols / 2 : cols;
+  }
+};
+
+// The callbacks, with MirrorScreen* as user data.
+namespace {
+
+int on_damage(VTermRect rect, void* user);
+int on_movecursor(VTermPos pos, VTermPos oldpos, int visible, void* user);
+int on_settermprop(VTermProp prop, VTermValue* val, void* user);
+int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user);
+int on_sb_popline(int cols, VTermScreenCell* cells, void* user);
+void on_output(const char* s, std::size_t len, void* user);
+
+}  // namespace
+
+// Friend access for the C callbacks.
+struct MirrorScreenCallbacks {
+  static void damage(MirrorScreen& m, VTermRect r) {
+    m.last_glyph_row_ = r.start_row;
+    m.last_glyph_col_ = r.start_col;
+    m.last_glyph_width_ = r.end_col - r.start_col;
+    m.glyph_damaged_ = true;
+  }
+  static void movecursor(MirrorScreen& m) { m.pending_wrap_ = false; }
+  static void settermprop(MirrorScreen& m, VTermProp prop, const VTermValue* val) {
+    switch (prop) {
+      case VTERM_PROP_CURSORVISIBLE: m.cursor_visible_ = val->boolean; break;
+      case VTERM_PROP_CURSORBLINK: m.cursor_blink_ = val->boolean; break;
+      case VTERM_PROP_CURSORSHAPE: m.cursor_shape_ = val->number; break;
+      case VTERM_PROP_ALTSCREEN: m.alt_active_ = val->boolean; break;
+      case VTERM_PROP_REVERSE: m.reverse_video_ = val->boolean; break;
+      case VTERM_PROP_TITLE:
+        m.title_ = MirrorScreen::sanitize_title(val->string ? val->string : "");
+        break;
+      default: break;
+    }
+  }
+  static std::size_t push(MirrorScreen& m, int cols, const void* cells) {
+    return m.push_line(cols, cells);
+  }
+  static bool pop(MirrorScreen& m, int cols, void* cells) { return m.pop_line(cols, cells); }
+  static void output(MirrorScreen& m, std::size_t len) { m.dropped_reply_bytes_ += len; }
+};
+
+namespace {
+
+int on_damage(VTermRect rect, void* user) {
+  MirrorScreenCallbacks::damage(*static_cast<MirrorScreen*>(user), rect);
+  return 1;
+}
+int on_movecursor(VTermPos, VTermPos, int, void* user) {
+  MirrorScreenCallbacks::movecursor(*static_cast<MirrorScreen*>(user));
+  return 1;
+}
+int on_settermprop(VTermProp prop, VTermValue* val, void* user) {
+  MirrorScreenCallbacks::settermprop(*static_cast<MirrorScreen*>(user), prop, val);
+  return 1;
+}
+int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
+  MirrorScreenCallbacks::push(*static_cast<MirrorScreen*>(user), cols, cells);
+  return 1;
+}
+int on_sb_popline(int cols, VTermScreenCell* cells, void* user) {
+  return MirrorScreenCallbacks::pop(*static_cast<MirrorScreen*>(user), cols, cells) ? 1 : 0;
+}
+void on_output(const char*, std::size_t len, void* user) {
+  MirrorScreenCallbacks::output(*static_cast<MirrorScreen*>(user), len);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Feeder: MirrorInput's sink for one buffer; decides where each vterm_input_write ends.
+
+class MirrorScreen::Feeder final : public MirrorInput::Sink {
+ public:
+  Feeder(MirrorScreen& m, std::span<const unsigned char> buf) : m_(m), buf_(buf) {}
+
+  std::size_t fed() const { return fed_; }
+
+  // Feeds buf[fed_, x): ends a write at the last text run before x, so the text's effect on
+  // the cursor can be read, and at x.
+  void flush(std::size_t x) {
+    if (text_end_ != kNpos && text_end_ <= fed_) text_end_ = kNpos;
+    if (x <= fed_) return;
+    if (text_end_ != kNpos && text_end_ > fed_ && text_end_ < x) {
+      write_range(fed_, text_end_);
+      m_.after_text_write(text_autowrap_);
+      text_end_ = kNpos;
+    }
+    write_range(fed_, x);
+    if (text_end_ == x) {
+      m_.after_text_write(text_autowrap_);
+      text_end_ = kNpos;
+    } else if (text_open_ && text_open_from_ < x) {
+      m_.after_text_write(m_.input_.autowrap());
+    }
+    if (clear_at_ != kNpos && clear_at_ <= x) {
+      m_.pending_wrap_ = false;
+      clear_at_ = kNpos;
+    }
+  }
+
+  void text_begin(std::size_t at) override {
+    text_open_ = true;
+    text_open_from_ = at;
+    clear_at_ = kNpos;  // text after a clear decides the wrap state again
+  }
+  void text_end(std::size_t end) override {
+    text_open_ = false;
+    text_end_ = end;
+    text_autowrap_ = m_.input_.autowrap();
+    clear_at_ = kNpos;  // a clear before this text no longer matters
+  }
+  void drop_text(std::size_t at, std::size_t len) override {
+    flush(at);
+    fed_ = std::max(fed_, at + len);
+    ++m_.rewritten_;
+  }
+  void replace_text(std::size_t at, std::size_t len) override {
+    flush(at);
+    m_.write("\xef\xbf\xbd", 3);
+    fed_ = at + len;
+    ++m_.rewritten_;
+  }
+  void csi_overflow(std::size_t at) override {
+    flush(at);
+    m_.skipping_csi_ = true;
+  }
+  void csi_abort(std::size_t at) override {
+    m_.skipping_csi_ = false;
+    fed_ = at;
+  }
+
+  void csi(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
+           std::size_t final_at) override {
+    enum class Event { none, clear, rep, alt_enter, save, restore };
+    Event ev = Event::none;
+    const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
+    if (c.plain()) {
+      if (c.final == 'b') ev = Event::rep;
+      else if (std::strchr("ABCDEFGH`adefjk", c.final) != nullptr) ev = Event::clear;
+    } else if (c.dec_private() && c.arg(0, MirrorInput::kArgMissing) != MirrorInput::kArgMissing) {
+      if (c.final == 'h' && (mode == 1047 || mode == 1049)) ev = Event::alt_enter;
+      else if (c.final == 'h' && mode == 1048) ev = Event::save;
+      else if (c.final == 'l' && (mode == 1048 || mode == 1049)) ev = Event::restore;
+    }
+
+    if (!c.overflowed) {
+      if (ev == Event::none) return;  // fed with the next flush
+      if (ev == Event::clear) {
+        clear_at_ = final_at + 1;  // libvterm drops the pending wrap even if the cursor stays
+        return;
+      }
+      flush(final_at);  // everything but the final byte
+    } else {
+      // libvterm has the sequence up to its 16th argument: cancel that and feed a safe copy.
+      m_.skipping_csi_ = false;
+      ++m_.rewritten_;
+      if (!c.controls_after_overflow.empty())
+        m_.write(c.controls_after_overflow.data(), c.controls_after_overflow.size());
+      m_.write("\x18", 1);
+      if (c.final == 'm' && c.plain()) {
+        const std::string sgr = MirrorInput::encode_split_sgr(c, all_args);
+        m_.write(sgr.data(), sgr.size());
+        fed_ = final_at + 1;
+        return;
+      }
+      const std::string seq = MirrorInput::encode(c);
+      m_.write(seq.data(), seq.size() - 1);
+      fed_ = final_at;
+      if (ev == Event::none || ev == Event::clear) {
+        flush(final_at + 1);
+        if (ev == Event::clear) m_.pending_wrap_ = false;
+        return;
+      }
+    }
+
+    switch (ev) {
+      case Event::alt_enter:
+        if (!m_.alt_active_) m_.capture_main();
+        flush(final_at + 1);
+        if (mode == 1049) m_.capture_saved();
+        break;
+      case Event::save:
+        flush(final_at + 1);
+        m_.capture_saved();
+        break;
+      case Event::restore:
+        flush(final_at + 1);
+        m_.clamp_cursor_after_restore();
+        break;
+      case Event::rep:
+        rep(c, final_at);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void esc(const MirrorInput::Esc& e, std::size_t final_at) override {
+    if (e.intermed_len != 0) return;
+    if (e.final == '7') {
+      flush(final_at + 1);
+      m_.capture_saved();
+    } else if (e.final == '8') {
+      flush(final_at + 1);
+      m_.clamp_cursor_after_restore();
+    }
+  }
+
+  void split_point(std::size_t at, bool) override {
+    if (!m_.skipping_csi_ && at >= fed_ + kFlushThreshold) flush(at);
+  }
+
+ private:
+  // REP (CSI n b) repeats the last glyph libvterm printed, from the cursor to at most the end
+  // of the row (state.c). Guarded against the two inputs that break libvterm 0.1.4.
+  void rep(const MirrorInput::Csi& c, std::size_t final_at) {
+    VTermPos pos;
+    vterm_state_get_cursorpos(m_.impl_->state, &pos);
+    const int row_width = m_.impl_->row_width(pos.row);
+    const int w = m_.combine_width_;
+    std::uint32_t count = c.arg(0, 1);
+    if (count == 0) count = 1;
+    std::int64_t target = std::min<std::int64_t>(std::int64_t{pos.col} + count, row_width);
+    bool rewrite = false;
+    if (w <= 0) {
+      m_.write("\x18", 1);  // endless loop in libvterm: drop it
+      fed_ = final_at + 1;
+      ++m_.rewritten_;
+      return;
+    }
+    if (w == 2) {
+      const int last = m_.cols_ - 1;
+      if (last >= pos.col && (last - pos.col) % 2 == 0 && target > last) {
+        // A wide glyph at the last column writes past the row: stop one column earlier.
+        target = last;
+        rewrite = true;
+      }
+    }
+    if (target <= pos.col) {
+      m_.write("\x18", 1);
+      fed_ = final_at + 1;
+      ++m_.rewritten_;
+      return;
+    }
+    if (rewrite) {
+      const std::string seq = "\x18\x1b[" + std::to_string(target - pos.col) + "b";
+      m_.write(seq.data(), seq.size());
+      fed_ = final_at + 1;
+      ++m_.rewritten_;
+    } else {
+      flush(final_at + 1);
+    }
+    const std::int64_t steps = (target - pos.col + w - 1) / w;
+    const std::int64_t end_col = pos.col + steps * w;
+    m_.pending_wrap_ = m_.input_.autowrap() && end_col + w >= row_width;
+  }
+
+  // Writes buf[a, b) in pieces of at most kMaxWrite, never splitting a UTF-8 character when
+  // it can avoid it.
+  void write_range(std::size_t a, std::size_t b) {
+    while (a < b) {
+      std::size_t end = b;
+      if (end - a > kMaxWrite) {
+        end = a + kMaxWrite;
+        for (int back = 0; back < 6 && end > a + 1 && (buf_[end] & 0xc0) == 0x80; ++back) --end;
+      }
+      m_.write(reinterpret_cast<const char*>(buf_.data() + a), end - a);
+      a = end;
+    }
+    fed_ = std::max(fed_, b);
+  }
+
+  MirrorScreen& m_;
+  std::span<const unsigned char> buf_;
+  std::size_t fed_ = 0;
+  bool text_open_ = false;
+  std::size_t text_open_from_ = 0;
+  std::size_t text_end_ = kNpos;
+  bool text_autowrap_ = true;
+  std::size_t clear_at_ = kNpos;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+MirrorScreen::MirrorScreen(int cols, int rows, ScrollbackLimits limits)
+    : cols_(std::clamp(cols, kMinCols, kMaxCols)),
+      rows_(std::clamp(rows, 1, kMaxRows)),
+      size_clamped_(cols_ != cols || rows_ != rows),
+      limits_(limits) {
+  create();
+}
+
+MirrorScreen::~MirrorScreen() = default;
+
+void MirrorScreen::create() {
+  impl_ = std::make_unique<Impl>();
+  Impl& im = *impl_;
+  im.vt = vterm_new(rows_, cols_);
+  vterm_set_utf8(im.vt, 1);
+  vterm_output_set_callback(im.vt, &on_output, this);
+  im.screen = vterm_obtain_screen(im.vt);
+  im.state = vterm_obtain_state(im.vt);
+  vterm_screen_enable_altscreen(im.screen, 1);
+  im.callbacks.damage = &on_damage;
+  im.callbacks.movecursor = &on_movecursor;
+  im.callbacks.settermprop = &on_settermprop;
+  im.callbacks.sb_pushline = &on_sb_pushline;
+  im.callbacks.sb_popline = &on_sb_popline;
+  vterm_screen_set_callbacks(im.screen, &im.callbacks, this);
+  // Per-cell damage: the last damage of a write that ends in text is its last glyph.
+  vterm_screen_set_damage_merge(im.screen, VTERM_DAMAGE_CELL);
+  vterm_screen_reset(im.screen, 1);
+  input_ = MirrorInput{};
+  input_.set_size(cols_, rows_);
+}
+
+void MirrorScreen::reset() {
+  impl_.reset();
+  scrollback_.clear();
+  scrollback_bytes_ = 0;
+  main_copy_.clear();
+  alt_active_ = false;
+  reverse_video_ = false;
+  cursor_visible_ = true;
+  cursor_blink_ = true;
+  cursor_shape_ = 1;
+  pending_wrap_ = false;
+  combine_width_ = 0;
+  glyph_damaged_ = false;
+  saved_.reset();
+  title_.clear();
+  carry_.clear();
+  pending_bytes_ = 0;
+  skipping_csi_ = false;
+  create();
+}
+
+void MirrorScreen::write(const char* bytes, std::size_t len) {
+  if (len > 0) vterm_input_write(impl_->vt, bytes, len);
+}
+
+void MirrorScreen::feed(std::span<const std::byte> bytes) {
+  std::span<const unsigned char> buf(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                     bytes.size());
+  std::vector<unsigned char> scratch;
+  std::size_t from = 0;
+  if (!carry_.empty()) {
+    scratch.reserve(carry_.size() + buf.size());
+    scratch.insert(scratch.end(), carry_.begin(), carry_.end());
+    scratch.insert(scratch.end(), buf.begin(), buf.end());
+    from = carry_.size();
+    carry_.clear();
+    buf = scratch;
+  }
+  const std::size_t pending_before = from > 0 ? 0 : pending_bytes_;
+  Feeder feeder(*this, buf);
+  input_.scan(buf, from, feeder);
+
+  const std::size_t n = buf.size();
+  if (input_.clean() && !skipping_csi_) {
+    feeder.flush(n);
+    pending_bytes_ = 0;
+    return;
+  }
+  const std::size_t start = input_.incomplete_from();
+  pending_bytes_ = start == static_cast<std::size_t>(-1) ? pending_before + n : n - start;
+  if (skipping_csi_) {
+    feeder.flush(std::min(n, feeder.fed()));  // the overflowed CSI's bytes are not fed
+    return;
+  }
+  if (start != static_cast<std::size_t>(-1) && start >= feeder.fed() && n - start <= kMaxCarry) {
+    feeder.flush(start);
+    carry_.assign(buf.begin() + static_cast<std::ptrdiff_t>(start), buf.end());
+    return;
+  }
+  feeder.flush(n);  // too long to hold back: libvterm parses it across writes
+}
+
+void MirrorScreen::resize(int cols, int rows) {
+  const int c = std::clamp(cols, kMinCols, kMaxCols);
+  const int r = std::clamp(rows, 1, kMaxRows);
+  size_clamped_ = (c != cols || r != rows);
+  if (!carry_.empty()) {  // bytes before the resize reach libvterm before it
+    write(reinterpret_cast<const char*>(carry_.data()), carry_.size());
+    carry_.clear();
+  }
+  if (c == cols_ && r == rows_) return;
+  if (alt_active_) {
+    // libvterm reallocates the hidden main buffer without scrolling: cells keep their
+    // (row, col); new ones are erased with the current pen.
+    Cell blank;
+    blank.pen = pen();
+    std::vector<Cell> copy(static_cast<std::size_t>(r) * c, blank);
+    for (int y = 0; y < std::min(r, rows_); ++y)
+      for (int x = 0; x < std::min(c, cols_); ++x)
+        copy[static_cast<std::size_t>(y) * c + x] = main_copy_[static_cast<std::size_t>(y) * cols_ + x];
+    for (int y = 0; y < r; ++y)
+      for (int x = 0; x < c; ++x) {
+        Cell& cell = copy[static_cast<std::size_t>(y) * c + x];
+        cell.width = (x + 1 < c && copy[static_cast<std::size_t>(y) * c + x + 1].kind ==
+                                       Cell::Kind::continuation)
+                         ? 2
+                         : 1;
+      }
+    main_copy_ = std::move(copy);
+  }
+  vterm_set_size(impl_->vt, r, c);
+  cols_ = c;
+  rows_ = r;
+  input_.set_size(c, r);
+}
+
+void MirrorScreen::after_text_write(bool autowrap) {
+  if (!glyph_damaged_) return;
+  glyph_damaged_ = false;
+  combine_width_ = last_glyph_width_;
+  const int row_width = impl_->row_width(last_glyph_row_);
+  pending_wrap_ = autowrap && last_glyph_width_ > 0 &&
+                  last_glyph_col_ + last_glyph_width_ >= row_width;
+  if (pending_wrap_) {
+    // The cursor stays on the glyph (state.c on_text); anything else means no pending wrap.
+    VTermPos pos;
+    vterm_state_get_cursorpos(impl_->state, &pos);
+    if (pos.row != last_glyph_row_ || pos.col != last_glyph_col_) pending_wrap_ = false;
+  }
+}
+
+void MirrorScreen::capture_main() {
+  main_copy_.resize(static_cast<std::size_t>(rows_) * cols_);
+  for (int r = 0; r < rows_; ++r)
+    for (int c = 0; c < cols_; ++c) main_copy_[static_cast<std::size_t>(r) * cols_ + c] = cell(r, c);
+}
+
+void MirrorScreen::capture_saved() {
+  VTermPos pos;
+  vterm_state_get_cursorpos(impl_->state, &pos);
+  saved_ = SavedCursor{pos.row, pos.col, pen(), cursor_visible_, cursor_blink_, cursor_shape_};
+}
+
+void MirrorScreen::clamp_cursor_after_restore() {
+  VTermPos pos;
+  vterm_state_get_cursorpos(impl_->state, &pos);
+  if (pos.row < 0 || pos.row >= rows_ || pos.col < 0 || pos.col >= cols_) {
+    // An unknown DEC mode: a no-op after which on_csi clamps the cursor to the screen.
+    write("\x1b[?0h", 5);
+    ++rewritten_;
+  }
+}
+
+Cell MirrorScreen::cell(int row, int col) const {
+  VTermScreenCell v{};
+  if (!vterm_screen_get_cell(impl_->screen, VTermPos{row, col}, &v)) return Cell{};
+  return from_vterm(v, reverse_video_);
+}
+
+Cell MirrorScreen::main_cell(int row, int col) const {
+  if (!alt_active_) return cell(row, col);
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || main_copy_.empty()) return Cell{};
+  return main_copy_[static_cast<std::size_t>(row) * cols_ + col];
+}
+
+CursorState MirrorScreen::cursor() const {
+  VTermPos pos;
+  vterm_state_get_cursorpos(impl_->state, &pos);
+  return CursorState{pos.row, pos.col, cursor_visible_, cursor_blink_, cursor_shape_,
+                     pending_wrap_};
+}
+
+Pen MirrorScreen::pen() const {
+  Pen p;
+  VTermValue v{};
+  VTermState* s = impl_->state;
+  vterm_state_get_penattr(s, VTERM_ATTR_BOLD, &v);
+  p.bold = v.boolean;
+  vterm_state_get_penattr(s, VTERM_ATTR_UNDERLINE, &v);
+  p.underline = static_cast<Underline>(v.number & 3);
+  vterm_state_get_penattr(s, VTERM_ATTR_ITALIC, &v);
+  p.italic = v.boolean;
+  vterm_state_get_penattr(s, VTERM_ATTR_BLINK, &v);
+  p.blink = v.boolean;
+  vterm_state_get_penattr(s, VTERM_ATTR_REVERSE, &v);
+  p.reverse = v.boolean;
+  vterm_state_get_penattr(s, VTERM_ATTR_STRIKE, &v);
+  p.strike = v.boolean;
+  vterm_state_get_penattr(s, VTERM_ATTR_FONT, &v);
+  p.font = static_cast<std::uint8_t>(v.number);
+  vterm_state_get_penattr(s, VTERM_ATTR_FOREGROUND, &v);
+  p.fg = from_vterm(v.color, true);
+  vterm_state_get_penattr(s, VTERM_ATTR_BACKGROUND, &v);
+  p.bg = from_vterm(v.color, false);
+  return p;
+}
+
+int MirrorScreen::glyph_width(char32_t c) const {
+  if (c >= 0x20 && c < 0x7f) return 1;
+  if (auto it = width_cache_.find(c); it != width_cache_.end()) return it->second;
+  Impl& im = *impl_;
+  if (!im.probe) {
+    im.probe = vterm_new(1, 8);
+    vterm_set_utf8(im.probe, 1);
+    vterm_screen_reset(vterm_obtain_screen(im.probe), 1);
+  }
+  std::string seq = "\x1b[HX";
+  append_utf8(seq, c);
+  vterm_input_write(im.probe, seq.data(), seq.size());
+  VTermPos pos;
+  vterm_state_get_cursorpos(vterm_obtain_state(im.probe), &pos);
+  const int w = std::clamp(pos.col - 1, 0, 2);
+  width_cache_.emplace(c, static_cast<std::uint8_t>(w));
+  return w;
+}
+
+// --- scrollback ----------------------------------------------------------------------------
+
+std::size_t MirrorScreen::push_line(int cols, const void* cells_v) {
+  const auto* cells = static_cast<const VTermScreenCell*>(cells_v);
+  StoredLine line;
+  line.cols = cols;
+  int used = cols;
+  std::vector<Cell> decoded(static_cast<std::size_t>(cols));
+  for (int c = 0; c < cols; ++c) decoded[static_cast<std::size_t>(c)] = from_vterm(cells[c], false);
+  // pushline cells come from vterm_screen_get_cell (reverse already XOR DECSCNM): stored as
+  // shown, which is how libvterm gives them back on sb_popline.
+  while (used > 0 && is_pristine(decoded[static_cast<std::size_t>(used - 1)])) --used;
+  line.cells.reserve(static_cast<std::size_t>(used));
+  for (int c = 0; c < used; ++c) {
+    const Cell& d = decoded[static_cast<std::size_t>(c)];
+    PackedCell p{};
+    p.ch = d.kind == Cell::Kind::erased ? 0 : d.kind == Cell::Kind::continuation ? kContinuation
+                                                                                   : d.chars[0];
+    p.attrs = pack_attrs(d);
+    p.width = d.width;
+    p.fg = pack_color(d.pen.fg);
+    p.bg = pack_color(d.pen.bg);
+    if (d.kind == Cell::Kind::glyph && d.nchars > 1) {
+      p.nextra = static_cast<std::uint8_t>(d.nchars - 1);
+      line.extra.insert(line.extra.end(), d.chars.begin() + 1, d.chars.begin() + d.nchars);
+    }
+    line.cells.push_back(p);
+  }
+  line.extra.shrink_to_fit();
+  scrollback_bytes_ += line.bytes();
+  scrollback_.push_back(std::move(line));
+  while (!scrollback_.empty() &&
+         (scrollback_.size() > limits_.max_lines || scrollback_bytes_ > limits_.max_bytes)) {
+    scrollback_bytes_ -= scrollback_.front().bytes();
+    scrollback_.pop_front();
+  }
+  return scrollback_.size();
+}
+
+bool MirrorScreen::pop_line(int cols, void* cells_v) {
+  if (scrollback_.empty()) return false;
+  auto* cells = static_cast<VTermScreenCell*>(cells_v);
+  const std::size_t index = scrollback_.size() - 1;
+  for (int c = 0; c < cols; ++c) {
+    Cell d = scrollback_cell(index, c);
+    VTermScreenCell& v = cells[c];
+    v = VTermScreenCell{};
+    if (d.kind == Cell::Kind::continuation) {
+      v.chars[0] = kContinuation;
+    } else if (d.kind == Cell::Kind::glyph) {
+      for (int i = 0; i < d.nchars; ++i) v.chars[i] = d.chars[i];
+    }
+    // libvterm steps through the row by width: never 0, never past the last column.
+    v.width = static_cast<char>((d.width == 2 && c + 1 < cols) ? 2 : 1);
+    v.attrs.bold = d.pen.bold;
+    v.attrs.italic = d.pen.italic;
+    v.attrs.blink = d.pen.blink;
+    v.attrs.reverse = d.pen.reverse;
+    v.attrs.strike = d.pen.strike;
+    v.attrs.underline = static_cast<unsigned>(d.pen.underline) & 3u;
+    v.attrs.font = d.pen.font & 0xfu;
+    v.fg = to_vterm(d.pen.fg, true, impl_->state);
+    v.bg = to_vterm(d.pen.bg, false, impl_->state);
+  }
+  scrollback_bytes_ -= scrollback_.back().bytes();
+  scrollback_.pop_back();
+  return true;
+}
+
+int MirrorScreen::scrollback_cols(std::size_t line) const {
+  return line < scrollback_.size() ? scrollback_[line].cols : 0;
+}
+
+Cell MirrorScreen::scrollback_cell(std::size_t line, int col) const {
+  Cell out;
+  if (line >= scrollback_.size() || col < 0) return out;
+  const StoredLine& l = scrollback_[line];
+  if (col >= static_cast<int>(l.cells.size())) return out;
+  std::size_t extra_at = 0;
+  for (int c = 0; c < col; ++c) extra_at += l.cells[static_cast<std::size_t>(c)].nextra;
+  const PackedCell& p = l.cells[static_cast<std::size_t>(col)];
+  unpack_attrs(p.attrs, out);
+  out.pen.fg = unpack_color(p.fg);
+  out.pen.bg = unpack_color(p.bg);
+  out.width = p.width;
+  if (p.ch == 0) {
+    out.kind = Cell::Kind::erased;
+  } else if (p.ch == kContinuation) {
+    out.kind = Cell::Kind::continuation;
+  } else {
+    out.kind = Cell::Kind::glyph;
+    out.chars[0] = p.ch;
+    out.nchars = static_cast<std::uint8_t>(1 + p.nextra);
+    for (int i = 0; i < p.nextra; ++i) out.chars[1 + i] = l.extra[extra_at + i];
+  }
+  return out;
+}
+
+// --- title ---------------------------------------------------------------------------------
+
+std::string MirrorScreen::sanitize_title(std::string_view raw) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < raw.size()) {
+    const auto b = static_cast<unsigned char>(raw[i]);
+    std::size_t len = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
+                                   : (b & 0xf8) == 0xf0 ? 4 : 0;
+    if (len == 0 || i + len > raw.size()) {
+      ++i;  // invalid lead or truncated: dropped
+      continue;
+    }
+    char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1fu) : len == 3 ? (b & 0x0fu) : (b & 0x07u);
+    bool ok = true;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cb = static_cast<unsigned char>(raw[i + k]);
+      if ((cb & 0xc0) != 0x80) {
+        ok = false;
+        break;
+      }
+      cp = (cp << 6) | (cb & 0x3fu);
+    }
+    if (!ok) {
+      ++i;
+      continue;
+    }
+    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+                          (len == 4 && cp < 0x10000);
+    const bool control = cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
+    const bool invalid = cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff);
+    if (!overlong && !control && !invalid) {
+      if (out.size() + len > kMaxTitleBytes) break;
+      out.append(raw.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace backscroll::engine

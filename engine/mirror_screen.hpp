@@ -1,0 +1,197 @@
+// MirrorScreen: one actor's headless terminal, libvterm 0.1.4's screen layer at the PTY's size
+// (UTF-8, alternate screen enabled), plus what a snapshot needs that libvterm keeps private:
+// a bounded scrollback store, the title, the cursor's pending-wrap state, the saved cursor
+// (DECSC), and a copy of the main screen while the alternate screen is active.
+// Single-threaded: the mirror thread feeds it and builds snapshots from it between feeds.
+// Coordinates: 0-based (row, col) on the screen; scrollback lines are indexed oldest first.
+// It never writes to the PTY: libvterm's replies to queries (DA, DSR/CPR, DECRQSS, DECRQM)
+// are dropped and only counted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/mirror_input.hpp"
+#include "engine/screen_cell.hpp"
+
+namespace backscroll::engine {
+
+struct ScrollbackLimits {
+  // Defaults: 10,000 lines (the most a snapshot request can ask for), and 16 MiB, which holds
+  // them at up to ~100 used columns (16 bytes per stored cell, trailing blank cells are not
+  // stored). The older lines go first when either is exceeded.
+  std::size_t max_lines = 10'000;
+  std::size_t max_bytes = 16u << 20;
+};
+
+// Cursor state a snapshot restores.
+struct CursorState {
+  int row = 0;
+  int col = 0;
+  bool visible = true;
+  bool blink = true;
+  int shape = 1;  // 1 block, 2 underline, 3 bar (VTERM_PROP_CURSORSHAPE_*)
+  // The last character printed filled the row's last column and autowrap is on: the next
+  // printable character goes to the start of the next line (DEC "last column flag").
+  bool pending_wrap = false;
+};
+
+// What DECSC (ESC 7, CSI ? 1048 h, CSI ? 1049 h) saved in libvterm 0.1.4: position, pen and
+// cursor visibility/blink/shape (not the origin mode or the charsets, unlike xterm).
+struct SavedCursor {
+  int row = 0;
+  int col = 0;
+  Pen pen;
+  bool visible = true;
+  bool blink = true;
+  int shape = 1;
+  bool operator==(const SavedCursor&) const = default;
+};
+
+class MirrorScreen {
+ public:
+  // libvterm 0.1.4 crashes on a wide character at one column; the mirror never goes below 2.
+  static constexpr int kMinCols = 2;
+  static constexpr int kMaxCols = 2000;
+  static constexpr int kMaxRows = 2000;
+  // Each vterm_input_write is at most this long (libvterm allocates on the stack per write).
+  static constexpr std::size_t kMaxWrite = 64 * 1024;
+  // An unfinished sequence at the end of feed() is held back up to this size.
+  static constexpr std::size_t kMaxCarry = 4096;
+
+  MirrorScreen(int cols, int rows, ScrollbackLimits limits = {});
+  ~MirrorScreen();
+  MirrorScreen(const MirrorScreen&) = delete;
+  MirrorScreen& operator=(const MirrorScreen&) = delete;
+
+  // Parses bytes in stream order. Best fed whole sequences; an unfinished sequence or UTF-8
+  // character at the end is held back (pending_bytes()) until the next feed completes it.
+  void feed(std::span<const std::byte> bytes);
+  void feed(std::string_view bytes) {
+    feed(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
+  }
+  // The PTY was resized (apply in stream order). Sizes are clamped to [kMinCols, kMaxCols] x
+  // [1, kMaxRows]; size_clamped() says when the mirror is not at the requested size.
+  void resize(int cols, int rows);
+  // Back to a fresh terminal (after a clear): screen, scrollback, title, saved cursor, modes.
+  void reset();
+
+  int cols() const { return cols_; }
+  int rows() const { return rows_; }
+  bool size_clamped() const { return size_clamped_; }
+
+  // Bytes of the input fed so far that the screen does not reflect yet (held back, or an
+  // unfinished sequence libvterm is in the middle of). A snapshot describes the stream up to
+  // (bytes fed - pending_bytes()); 0 when the caller feeds whole sequences.
+  std::size_t pending_bytes() const { return pending_bytes_; }
+  bool clean() const { return pending_bytes_ == 0; }
+
+  // The active screen (the alternate one while it is active).
+  Cell cell(int row, int col) const;
+  bool alt_screen() const { return alt_active_; }
+  // The main screen: the live one, or its copy while the alternate screen is active.
+  Cell main_cell(int row, int col) const;
+  // DECSCNM (CSI ? 5 h): libvterm reports every cell's reverse bit flipped; cell() and
+  // main_cell() return the stored bit.
+  bool reverse_video() const { return reverse_video_; }
+
+  std::size_t scrollback_lines() const { return scrollback_.size(); }
+  std::size_t scrollback_bytes() const { return scrollback_bytes_; }
+  // Width the line had when it scrolled off; columns past it read as pristine cells.
+  int scrollback_cols(std::size_t line) const;
+  Cell scrollback_cell(std::size_t line, int col) const;
+
+  CursorState cursor() const;
+  Pen pen() const;
+  std::optional<SavedCursor> saved_cursor() const { return saved_; }
+  // The last OSC 0/2 title: at most 256 bytes of valid UTF-8 without control characters.
+  const std::string& title() const { return title_; }
+
+  // libvterm's cell width of a character (0 for combining marks, 1, 2 for wide).
+  int glyph_width(char32_t c) const;
+
+  // G0/G1 designations ('u': never designated, libvterm's UTF-8 default) and SO in effect,
+  // exactly as libvterm holds them.
+  char g0() const { return input_.designation(0); }
+  char g1() const { return input_.designation(1); }
+  bool shift_out() const { return input_.gl_set() == 1; }
+
+  // MirrorInput::Unmodelled flags: state libvterm keeps that a snapshot cannot reproduce.
+  std::uint32_t unmodelled() const { return input_.unmodelled(); }
+
+  // Counters.
+  std::uint64_t dropped_reply_bytes() const { return dropped_reply_bytes_; }
+  std::uint64_t rewritten_sequences() const { return rewritten_; }
+
+  static constexpr std::size_t kMaxTitleBytes = 256;
+  static std::string sanitize_title(std::string_view raw);
+
+ private:
+  friend struct MirrorScreenCallbacks;
+  struct Impl;
+  // A scrollback cell in 16 bytes: first character (0 erased, 0xffffffff continuation),
+  // attributes, count of combining characters kept in StoredLine::extra, width, colours.
+  struct PackedCell {
+    char32_t ch;
+    std::uint16_t attrs;
+    std::uint8_t nextra;
+    std::uint8_t width;
+    std::uint32_t fg;
+    std::uint32_t bg;
+  };
+  struct StoredLine {
+    std::vector<PackedCell> cells;  // up to the last cell that is not pristine
+    std::vector<char32_t> extra;
+    int cols = 0;
+    std::size_t bytes() const;
+  };
+  class Feeder;
+
+  void create();
+  void write(const char* bytes, std::size_t len);
+  void after_text_write(bool autowrap);
+  void capture_main();
+  void capture_saved();
+  void clamp_cursor_after_restore();
+  std::size_t push_line(int cols, const void* cells);
+  bool pop_line(int cols, void* cells);
+
+  int cols_;
+  int rows_;
+  bool size_clamped_ = false;
+  ScrollbackLimits limits_;
+  std::unique_ptr<Impl> impl_;
+  MirrorInput input_;
+  std::vector<unsigned char> carry_;  // held-back unfinished sequence
+  std::size_t pending_bytes_ = 0;
+  bool skipping_csi_ = false;  // inside a CSI past its 16th argument: its bytes are not fed
+
+  std::deque<StoredLine> scrollback_;
+  std::size_t scrollback_bytes_ = 0;
+  std::vector<Cell> main_copy_;  // rows_ x cols_, valid while alt_active_
+  bool alt_active_ = false;
+  bool reverse_video_ = false;
+  bool cursor_visible_ = true;
+  bool cursor_blink_ = true;
+  int cursor_shape_ = 1;
+  bool pending_wrap_ = false;
+  int combine_width_ = 0;     // width of the last glyph libvterm printed (what REP repeats)
+  int last_glyph_row_ = 0;    // last putglyph damage (valid right after a text write)
+  int last_glyph_col_ = 0;
+  int last_glyph_width_ = 0;
+  bool glyph_damaged_ = false;
+  std::optional<SavedCursor> saved_;
+  std::string title_;
+  std::uint64_t dropped_reply_bytes_ = 0;
+  std::uint64_t rewritten_ = 0;
+  mutable std::unordered_map<char32_t, std::uint8_t> width_cache_;
+};
+
+}  // namespace backscroll::engine

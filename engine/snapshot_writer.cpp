@@ -1,0 +1,760 @@
+// SnapshotWriter: emits snapshot_v1 in the section order of docs/snapshot.md:
+//   title; history and main screen (scrolled through the fresh terminal, so the history lands
+//   in its scrollback); saved cursor (DECSC); alternate screen; scroll region; origin mode;
+//   cursor (re-entering the pending wrap if set); pen; modes; charsets.
+// It keeps a model of the fresh terminal (pen, cursor column, last glyph printed) to emit only
+// what changes, and gives up (a fallback reason) rather than emit something inexact.
+#include "engine/snapshot_writer.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <vector>
+
+#include "engine/mirror_input.hpp"
+
+namespace backscroll::engine {
+namespace {
+
+// A wide character used where only a wide glyph's side effect is wanted (it is overwritten).
+constexpr char32_t kWideStandIn = 0x4e00;
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xc0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xe0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  }
+}
+
+void append_num(std::string& out, unsigned v) {
+  char buf[16];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// SGR argument groups for a pen, after a reset (0).
+std::vector<std::string> sgr_groups(const Pen& p) {
+  std::vector<std::string> g;
+  if (p.bold) g.emplace_back("1");
+  if (p.italic) g.emplace_back("3");
+  switch (p.underline) {
+    case Underline::single: g.emplace_back("4"); break;
+    case Underline::double_: g.emplace_back("4:2"); break;
+    case Underline::curly: g.emplace_back("4:3"); break;
+    case Underline::off: break;
+  }
+  if (p.blink) g.emplace_back("5");
+  if (p.reverse) g.emplace_back("7");
+  if (p.strike) g.emplace_back("9");
+  if (p.font > 0 && p.font <= 9) g.emplace_back(std::to_string(10 + p.font));
+  auto colour = [&](const Color& c, bool fg) {
+    std::string s;
+    switch (c.kind) {
+      case Color::Kind::default_color: return;
+      case Color::Kind::indexed:
+        if (c.index_or_red < 8) {
+          append_num(s, (fg ? 30u : 40u) + c.index_or_red);
+        } else if (c.index_or_red < 16) {
+          append_num(s, (fg ? 90u : 100u) + c.index_or_red - 8u);
+        } else {
+          s = fg ? "38;5;" : "48;5;";
+          append_num(s, c.index_or_red);
+        }
+        break;
+      case Color::Kind::rgb:
+        s = fg ? "38;2;" : "48;2;";
+        append_num(s, c.index_or_red);
+        s += ';';
+        append_num(s, c.green);
+        s += ';';
+        append_num(s, c.blue);
+        break;
+    }
+    g.push_back(std::move(s));
+  };
+  colour(p.fg, true);
+  colour(p.bg, false);
+  return g;
+}
+
+int count_params(const std::string& group) {
+  return 1 + static_cast<int>(std::count_if(group.begin(), group.end(),
+                                            [](char c) { return c == ';' || c == ':'; }));
+}
+
+class Writer {
+ public:
+  Writer(const MirrorScreen& m, const TerminalModes& modes) : m_(m), modes_(modes) {}
+
+  std::string& out() { return out_; }
+  const char* failure() const { return failure_; }
+
+  void fail(const char* reason, const char* what = "") {
+    if (failure_) return;
+    failure_ = reason;
+    detail_ = std::string(what) + " at row " + std::to_string(row_) + " col " +
+              std::to_string(col_) + " (" + section_ + ")";
+  }
+  void section(const char* name) { section_ = name; }
+  const std::string& detail() const { return detail_; }
+
+  // --- primitive emitters (track the fresh terminal) ---------------------------------------
+
+  void csi(std::string_view body) {
+    out_ += "\x1b[";
+    out_ += body;
+  }
+
+  void pen(const Pen& p) {
+    if (pen_known_ && p == pen_) return;
+    const auto groups = sgr_groups(p);
+    // Each SGR carries at most 16 parameters (libvterm 0.1.4 overflows past 16).
+    std::string cur = "0";
+    int n = 1;
+    for (const auto& grp : groups) {
+      const int k = count_params(grp);
+      if (n + k > MirrorInput::kMaxCsiArgs) {
+        csi(cur + "m");
+        cur.clear();
+        n = 0;
+      }
+      if (!cur.empty()) cur += ';';
+      cur += grp;
+      n += k;
+    }
+    csi(cur + "m");
+    pen_ = p;
+    pen_known_ = true;
+  }
+
+  // Absolute move (1-based in the sequence). With origin mode on, rows are region-relative.
+  void cup(int row, int col) {
+    std::string s;
+    append_num(s, static_cast<unsigned>(row + 1));
+    s += ';';
+    append_num(s, static_cast<unsigned>(col + 1));
+    s += 'H';
+    csi(s);
+    row_ = row;
+    col_ = col;
+    phantom_ = false;
+  }
+
+  // Moves along the current row.
+  void move_to(int col) {
+    if (!phantom_ && col == col_) return;
+    std::string s;
+    if (!phantom_ && col > col_) {
+      if (col - col_ > 1) append_num(s, static_cast<unsigned>(col - col_));
+      s += 'C';
+    } else {
+      if (col > 0) append_num(s, static_cast<unsigned>(col + 1));
+      s += 'G';
+    }
+    csi(s);
+    col_ = col;
+    phantom_ = false;
+  }
+
+  // Prints a glyph at the cursor (autowrap is on while the snapshot draws).
+  void print(const char32_t* chars, int n, int width, int row_width) {
+    for (int i = 0; i < n; ++i) append_utf8(out_, chars[i]);
+    last_row_ = row_;
+    last_col_ = col_;
+    last_width_ = width;
+    if (col_ + width >= row_width && width > 0) {
+      phantom_ = true;  // the cursor stays on the glyph
+    } else {
+      col_ += width;
+    }
+  }
+
+  void print_stand_in(int row_width) {
+    const char32_t c = kWideStandIn;
+    print(&c, 1, 2, row_width);
+  }
+
+  void erase_chars(int n) {
+    std::string s;
+    if (n > 1) append_num(s, static_cast<unsigned>(n));
+    s += 'X';
+    csi(s);
+  }
+
+  void newline() {
+    if (!(pen_known_ && pen_ == Pen{})) pen(Pen{});  // scrolled-in lines take the pen (BCE)
+    // CR then LF; with one column CR would not cancel a pending wrap, CHA does.
+    out_ += m_.cols() > 1 ? "\r\n" : "\x1b[G\n";
+    col_ = 0;
+    phantom_ = false;
+    if (row_ < m_.rows() - 1) ++row_;
+  }
+
+  // --- lines ---------------------------------------------------------------------------------
+
+  // Draws cells [0, W) of a line on a row of pristine cells, cursor at the row's start.
+  // `truncated`: a history line from a wider terminal; a wide character cut in two at the
+  // last column is left out.
+  template <typename Get>
+  void draw_line(Get&& get, bool truncated) {
+    const int W = m_.cols();
+    std::vector<Cell> cells(static_cast<std::size_t>(W));
+    for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = get(c);
+    if (truncated && cells[static_cast<std::size_t>(W - 1)].width == 2) {
+      Cell blank;
+      cells[static_cast<std::size_t>(W - 1)] = blank;
+    }
+    std::vector<bool> must_draw(static_cast<std::size_t>(W), false);
+    std::vector<bool> made_continuation(static_cast<std::size_t>(W), false);
+    std::vector<int> deferred;
+
+    auto lone_combining = [&](const Cell& cell) {
+      return cell.kind == Cell::Kind::glyph && m_.glyph_width(cell.chars[0]) == 0;
+    };
+    // libvterm joins a leading combining mark to the last glyph printed when the cursor is
+    // right after it (state.c on_text).
+    auto would_merge = [&](int c) { return last_row_ == row_ && last_col_ + last_width_ == c; };
+    auto draw_lone = [&](int c) {
+      const Cell& cell = cells[static_cast<std::size_t>(c)];
+      if (cell.width == 2) {
+        move_to(c);
+        print_stand_in(W);
+        made_continuation[static_cast<std::size_t>(c + 1)] = true;
+      }
+      move_to(c);
+      if (would_merge(c)) return false;
+      pen(cell.pen);
+      print(cell.chars.data(), cell.nchars, 0, W);
+      return true;
+    };
+
+    // Pass 0: continuation cells at the start of the row (a DCH moved them there) are made
+    // one column to the right and shifted into place with DCH, before anything else is drawn.
+    if (cells[0].kind == Cell::Kind::continuation) {
+      int m = 1;
+      while (m < W - 1 && cells[static_cast<std::size_t>(m)].kind == Cell::Kind::continuation) ++m;
+      if (m >= W - 1) {
+        fail("unreproducible_cells", "row of continuation cells");
+      } else {
+        for (int t = m - 1; t >= 0; --t) {  // cells 1..m become continuations
+          move_to(t);
+          print_stand_in(W);
+        }
+        move_to(0);
+        pen(Pen{});
+        csi("P");
+        for (int t = 0; t < m; ++t) made_continuation[static_cast<std::size_t>(t)] = true;
+      }
+    }
+
+    // A wide character alone in the last column (an ICH pushed it there): printed one column
+    // to the left and pushed there the same way.
+    bool last_done = false;
+    if (W >= 2) {
+      const Cell& last = cells[static_cast<std::size_t>(W - 1)];
+      const Cell& prev = cells[static_cast<std::size_t>(W - 2)];
+      if (last.kind == Cell::Kind::glyph && m_.glyph_width(last.chars[0]) == 2) {
+        if (prev.kind == Cell::Kind::glyph && m_.glyph_width(prev.chars[0]) == 2 &&
+            prev.width == 1) {
+          fail("unreproducible_cells", "two half-overwritten wide characters at the end");
+        } else {
+          move_to(W - 2);
+          pen(last.pen);
+          print(last.chars.data(), last.nchars, 2, W);
+          move_to(W - 2);
+          csi("@");
+          must_draw[static_cast<std::size_t>(W - 2)] = true;  // now erased in this pen
+          last_done = true;
+        }
+      }
+    }
+
+    // Pass 1: lone combining marks (zero-width glyphs) first, while no glyph of this line sits
+    // just left of them; libvterm would otherwise merge them into it.
+    for (int c = 0; c < W; ++c) {
+      if (lone_combining(cells[static_cast<std::size_t>(c)]) && !draw_lone(c)) deferred.push_back(c);
+    }
+
+    // Pass 2: everything else, left to right.
+    int c = 0;
+    while (c < W) {
+      const Cell& cell = cells[static_cast<std::size_t>(c)];
+      const auto uc = static_cast<std::size_t>(c);
+      if (cell.kind != Cell::Kind::continuation && cell.width == 2) {
+        // More continuation cells after this one's (stale right halves): each is made by a
+        // wide character printed just left of it, right to left, before this cell is drawn.
+        int m = 1;
+        while (c + 1 + m < W && cells[uc + 1 + static_cast<std::size_t>(m)].kind ==
+                                    Cell::Kind::continuation)
+          ++m;
+        for (int t = m - 1; t >= 1; --t) {
+          move_to(c + t);
+          print_stand_in(W);
+          made_continuation[uc + 1 + static_cast<std::size_t>(t)] = true;
+        }
+      }
+      switch (cell.kind) {
+        case Cell::Kind::continuation:
+          if (!made_continuation[uc]) fail("unreproducible_cells", "stray continuation cell");
+          ++c;
+          break;
+        case Cell::Kind::erased: {
+          if (cell.width == 2) {
+            move_to(c);
+            print_stand_in(W);
+            made_continuation[uc + 1] = true;
+            move_to(c);
+            pen(cell.pen);
+            erase_chars(1);
+            c += 2;
+            break;
+          }
+          if (is_pristine(cell) && !must_draw[uc]) {
+            ++c;
+            break;
+          }
+          int end = c + 1;
+          while (end < W) {
+            const Cell& n = cells[static_cast<std::size_t>(end)];
+            if (n.kind != Cell::Kind::erased || n.width != 1 || !(n.pen == cell.pen)) break;
+            ++end;
+          }
+          move_to(c);
+          pen(cell.pen);
+          if (end == W) csi("K");  // EL: to the end of the row
+          else erase_chars(end - c);
+          c = end;
+          break;
+        }
+        case Cell::Kind::glyph: {
+          const int w0 = m_.glyph_width(cell.chars[0]);
+          if (w0 == 0) {  // drawn in pass 1, again if a wide print clobbered it
+            if (must_draw[uc] && !draw_lone(c)) deferred.push_back(c);
+            c += cell.width;
+            break;
+          }
+          if (w0 == cell.width) {
+            move_to(c);
+            pen(cell.pen);
+            print(cell.chars.data(), cell.nchars, w0, W);
+            if (w0 == 2) made_continuation[uc + 1] = true;
+            c += w0;
+          } else if (w0 == 2) {  // a wide character whose right half was overwritten
+            if (c + 1 >= W) {
+              // Drawn first (above); in history, a wider terminal's leftover is left out.
+              if (!last_done) fail("unreproducible_cells", "wide character in the last column");
+              ++c;
+              break;
+            }
+            move_to(c);
+            pen(cell.pen);
+            print(cell.chars.data(), cell.nchars, 2, W);
+            must_draw[uc + 1] = true;  // the print made it a continuation
+            ++c;
+          } else {  // a narrow glyph over the left half of a wide one
+            move_to(c);
+            print_stand_in(W);
+            made_continuation[uc + 1] = true;
+            move_to(c);
+            pen(cell.pen);
+            print(cell.chars.data(), cell.nchars, 1, W);
+            c += 2;
+          }
+          break;
+        }
+      }
+    }
+    for (int d : deferred) {
+      if (!draw_lone(d)) fail("unreproducible_cells", "combining mark would join a glyph");
+    }
+  }
+
+  // --- sections --------------------------------------------------------------------------------
+
+  void title(std::string_view t) {
+    const std::string clean = MirrorScreen::sanitize_title(t);
+    if (clean.empty()) return;
+    out_ += "\x1b]2;";
+    out_ += clean;
+    out_ += "\x1b\\";
+  }
+
+  std::size_t history_and_main(std::size_t want) {
+    const std::size_t total = m_.scrollback_lines();
+    const std::size_t n = std::min(want, total);
+    const std::size_t first = total - n;
+    const int rows = m_.rows();
+    row_ = 0;
+    col_ = 0;
+    section("history");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i > 0) newline();
+      const std::size_t line = first + i;
+      draw_line([&](int c) { return m_.scrollback_cell(line, c); },
+                m_.scrollback_cols(line) > m_.cols());
+    }
+    section("main screen");
+    for (int r = 0; r < rows; ++r) {
+      if (n > 0 || r > 0) newline();
+      draw_line([&](int c) { return m_.main_cell(r, c); }, false);
+    }
+    return n;
+  }
+
+  // libvterm 0.1.4 restores a zeroed slot on DECRC before any DECSC: hidden, steady cursor of
+  // shape 0 (no DECSCUSR value), black-on-black RGB pen, home position. Shape 0 exists only
+  // that way, so a snapshot that needs it starts the same way.
+  void zeroed_restore() {
+    out_ += "\x1b" "8";
+    pen_ = Pen{};
+    pen_.fg = Color::rgb(0, 0, 0);
+    pen_.bg = Color::rgb(0, 0, 0);
+    visible_ = false;
+    blink_ = false;
+    shape_ = 0;
+    row_ = col_ = 0;
+  }
+
+  void cursor_style(bool visible, bool blink, int shape) {
+    if (shape == 0 && shape_ != 0) {
+      fail("unreproducible_cursor");
+      return;
+    }
+    if (shape != shape_) {  // DECSCUSR sets shape and blink
+      int n = shape == 2 ? 3 : shape == 3 ? 5 : 1;
+      if (!blink) ++n;
+      std::string s;
+      append_num(s, static_cast<unsigned>(n));
+      s += " q";
+      csi(s);
+      blink_ = blink;
+      shape_ = shape;
+    }
+    if (blink != blink_) {
+      csi(blink ? "?12h" : "?12l");
+      blink_ = blink;
+    }
+    if (visible != visible_) {
+      csi(visible ? "?25h" : "?25l");
+      visible_ = visible;
+    }
+  }
+
+  void saved_cursor(const SavedCursor& s) {
+    cup(std::clamp(s.row, 0, m_.rows() - 1), std::clamp(s.col, 0, m_.cols() - 1));
+    pen(s.pen);
+    cursor_style(s.visible, s.blink, s.shape);
+    out_ += "\x1b" "7";
+  }
+
+  void alternate_screen() {
+    section("alternate screen");
+    pen(Pen{});
+    csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
+    for (int r = 0; r < m_.rows(); ++r) {
+      bool any = false;
+      for (int c = 0; c < m_.cols() && !any; ++c) any = !is_pristine(m_.cell(r, c));
+      if (!any) continue;
+      cup(r, 0);
+      draw_line([&](int c) { return m_.cell(r, c); }, false);
+    }
+  }
+
+  int region_top() const { return region_set_ ? top_ : 0; }
+  int region_bottom() const { return region_set_ ? bottom_ : m_.rows(); }
+
+  void scroll_region() {
+    const int rows = m_.rows();
+    const int top = modes_.scroll_top;
+    const int bottom = modes_.scroll_bottom == 0 ? rows : modes_.scroll_bottom;
+    if (top >= 0 && top < bottom && bottom <= rows && !(top == 0 && bottom == rows)) {
+      std::string s;
+      append_num(s, static_cast<unsigned>(top + 1));
+      s += ';';
+      append_num(s, static_cast<unsigned>(bottom));
+      s += 'r';
+      csi(s);
+      region_set_ = true;
+      top_ = top;
+      bottom_ = bottom;
+    }
+  }
+
+  // Places the cursor; origin mode is already set, so rows are relative to the region.
+  void place_cursor(const std::optional<SavedCursor>& saved) {
+    const CursorState cur = m_.cursor();
+    const int W = m_.cols();
+    const bool origin = modes_.origin;
+    const bool inside = cur.row >= region_top() && cur.row < region_bottom();
+    if (origin && !inside) {
+      // CUP cannot leave the region, and every CSI after it clamps the cursor back into it.
+      // libvterm's DECRC can leave it, and LF, RI, CR, HT and BS move without clamping: the
+      // snapshot ends with ESC 8 and those, when the saved slot (or the zeroed slot, without
+      // DECSC) holds this pen and cursor style, on the same side of the region.
+      const Pen p = m_.pen();
+      Pen zero;
+      zero.fg = zero.bg = Color::rgb(0, 0, 0);
+      const int srow = saved ? saved->row : 0;
+      const int scol = saved ? saved->col : 0;
+      const bool style =
+          saved ? (saved->pen == p && saved->visible == cur.visible &&
+                   saved->blink == cur.blink && saved->shape == cur.shape)
+                : (p == zero && !cur.visible && !cur.blink && cur.shape == 0);
+      const bool above = cur.row < region_top() && srow < region_top();
+      const bool below = cur.row >= region_bottom() && srow >= region_bottom();
+      const bool cols_ok = scol < W;
+      if (style && (above || below) && cols_ok) {
+        tail_ = true;
+        tail_row_ = srow;
+        tail_col_ = scol;
+        return;
+      }
+      fail("unreproducible_cursor");
+      return;
+    }
+    const int rel_row = origin ? cur.row - region_top() : cur.row;
+    if (cur.pending_wrap) {
+      const Cell cell = m_.cell(cur.row, cur.col);
+      const int c = cur.col;
+      cup(rel_row, c);
+      row_ = cur.row;
+      if (cell.kind == Cell::Kind::glyph) {
+        const int w0 = m_.glyph_width(cell.chars[0]);
+        if (w0 > 0 && w0 == cell.width && c + w0 >= W) {
+          pen(cell.pen);
+          print(cell.chars.data(), cell.nchars, w0, W);  // same glyph: only the wrap state
+          return;
+        }
+      } else if (cell.kind == Cell::Kind::continuation && c == W - 2) {
+        // A DCH after the wrap pulled the right half here: the same DCH does it again.
+        const Cell next = m_.cell(cur.row, c + 1);
+        if (next.kind == Cell::Kind::erased) {
+          print_stand_in(W);
+          pen(next.pen);
+          csi("P");
+          return;
+        }
+      } else if (cell.kind == Cell::Kind::erased) {
+        if (c == W - 1) {
+          const char32_t space = U' ';
+          print(&space, 1, 1, W);
+          pen(cell.pen);
+          erase_chars(1);
+          return;
+        }
+        if (c == W - 2) {
+          // A wide character printed here set the wrap; ECH, which does not move the cursor,
+          // gives both cells back their erased state.
+          const Cell next = m_.cell(cur.row, c + 1);
+          if (next.kind == Cell::Kind::continuation) {
+            print_stand_in(W);
+            pen(cell.pen);
+            erase_chars(1);
+            return;
+          }
+          if (next.kind == Cell::Kind::erased) {
+            print_stand_in(W);
+            pen(next.pen);
+            erase_chars(2);
+            if (!(cell.pen == next.pen)) {
+              pen(cell.pen);
+              erase_chars(1);
+            }
+            return;
+          }
+        }
+      }
+      if (!m_.alt_screen() && (c == W - 1 || c == W - 2)) {
+        // The wrap state is the cursor's, not the screen's: set it on the (hidden, erased on
+        // every entry) alternate screen and come back.
+        csi("?1047h");
+        const char32_t space = U' ';
+        if (c == W - 1) print(&space, 1, 1, W);
+        else print_stand_in(W);
+        csi("?1047l");
+        return;
+      }
+      fail("unreproducible_cursor", "pending wrap over these cells");
+      return;
+    }
+    // The glyph a combining mark or REP right after the cut would use: print it last, where
+    // libvterm printed it, when the cell still holds it.
+    reprint_last_glyph(cur, origin);
+    cup(rel_row, cur.col);
+  }
+
+  void reprint_last_glyph(const CursorState& cur, bool origin) {
+    const int r = cur.row;
+    const int c = cur.col;
+    if (c == 0) return;
+    // Only the common case: the cursor right after a glyph on its row.
+    for (int w = 1; w <= 2 && c - w >= 0; ++w) {
+      const Cell g = m_.cell(r, c - w);
+      if (g.kind != Cell::Kind::glyph) continue;
+      const int w0 = m_.glyph_width(g.chars[0]);
+      if (w0 != w || g.width != w) continue;
+      if (origin && (r < region_top() || r >= region_bottom())) return;
+      cup(origin ? r - region_top() : r, c - w);
+      row_ = r;
+      pen(g.pen);
+      print(g.chars.data(), g.nchars, w0, m_.cols());
+      return;
+    }
+  }
+
+  void modes(const CursorState& cur) {
+    if (modes_.cursor_keys_application) csi("?1h");
+    if (modes_.keypad_application) out_ += "\x1b=";
+    if (modes_.insert) csi("4h");
+    if (!modes_.autowrap) csi("?7l");
+    if (modes_.bracketed_paste) csi("?2004h");
+    if (modes_.focus_reporting) csi("?1004h");
+    switch (modes_.mouse_tracking) {
+      case MouseTracking::off: break;
+      case MouseTracking::x10: csi("?9h"); break;
+      case MouseTracking::normal: csi("?1000h"); break;
+      case MouseTracking::button: csi("?1002h"); break;
+      case MouseTracking::any: csi("?1003h"); break;
+    }
+    switch (modes_.mouse_encoding) {
+      case MouseEncoding::x10: break;
+      case MouseEncoding::utf8: csi("?1005h"); break;
+      case MouseEncoding::sgr: csi("?1006h"); break;
+      case MouseEncoding::urxvt: csi("?1015h"); break;
+    }
+    if (m_.reverse_video()) csi("?5h");
+    if (!tail_) cursor_style(cur.visible, cur.blink, cur.shape);
+  }
+
+  // After every CSI: DECRC and moves that do not clamp, to a cursor outside the scroll region
+  // in origin mode (see place_cursor).
+  void origin_tail() {
+    if (!tail_) return;
+    const CursorState cur = m_.cursor();
+    const int W = m_.cols();
+    out_ += "\x1b" "8";
+    for (int r = tail_row_; r < cur.row; ++r) out_ += '\n';
+    for (int r = tail_row_; r > cur.row; --r) out_ += "\x1b" "M";
+    int col = tail_col_;
+    if (col != cur.col) {
+      out_ += '\r';
+      col = 0;
+      while (col < cur.col) {  // default tab stops (changed ones are unmodelled state)
+        out_ += '\t';
+        col = std::min((col / 8 + 1) * 8, W - 1);
+      }
+      for (; col > cur.col; --col) out_ += '\b';
+    }
+    if (cur.pending_wrap) {
+      const Cell cell = m_.cell(cur.row, cur.col);
+      const int w0 = cell.kind == Cell::Kind::glyph ? m_.glyph_width(cell.chars[0]) : 0;
+      if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m_.pen() &&
+          modes_.autowrap) {
+        for (int i = 0; i < cell.nchars; ++i) append_utf8(out_, cell.chars[static_cast<std::size_t>(i)]);
+      } else {
+        fail("unreproducible_cursor");
+      }
+    }
+  }
+  bool has_tail() const { return tail_; }
+
+  // From the mirror's own tracking rather than TerminalModes: it tells a designated US-ASCII
+  // set from libvterm's initial UTF-8 decoder, which split text runs differently (a combining
+  // mark after ASCII joins it only in the latter).
+  void charsets() {
+    auto designate = [&](char which, char f) {
+      if (f == 'u') return;
+      out_ += '\x1b';
+      out_ += which;
+      out_ += f;
+    };
+    designate('(', m_.g0());
+    designate(')', m_.g1());
+    if (m_.shift_out()) out_ += '\x0e';
+  }
+
+ private:
+  const MirrorScreen& m_;
+  const TerminalModes& modes_;
+  std::string out_;
+  const char* failure_ = nullptr;
+  std::string detail_;
+  const char* section_ = "";
+  Pen pen_;
+  bool pen_known_ = true;  // a fresh terminal starts with the default pen
+  int row_ = 0;
+  int col_ = 0;
+  bool phantom_ = false;
+  // The last glyph printed (libvterm's combine_pos/width start zeroed).
+  int last_row_ = 0;
+  int last_col_ = 0;
+  int last_width_ = 0;
+  bool visible_ = true;
+  bool blink_ = true;
+  int shape_ = 1;
+  bool tail_ = false;
+  int tail_row_ = 0;
+  int tail_col_ = 0;
+  bool region_set_ = false;
+  int top_ = 0;
+  int bottom_ = 0;
+};
+
+const char* unmodelled_reason(std::uint32_t flags) {
+  if (flags & MirrorInput::kGraphics) return "graphics";
+  if (flags & MirrorInput::kHiddenString) return "unmodelled_string";
+  return "unmodelled_state";
+}
+
+}  // namespace
+
+Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes,
+                        std::string_view title, const std::optional<SavedCursor>& saved,
+                        const SnapshotOptions& options) {
+  Snapshot snap;
+  snap.cols = m.cols();
+  snap.rows = m.rows();
+  auto fallback = [&](const char* reason) {
+    snap.bytes.clear();
+    snap.scrollback_lines = 0;
+    snap.fallback_reason = reason;
+    return snap;
+  };
+  if (m.size_clamped()) return fallback("unsafe_size");
+  if (!m.clean()) return fallback("incomplete_sequence");
+  if (const std::uint32_t f = m.unmodelled(); f != 0) return fallback(unmodelled_reason(f));
+
+  Writer w(m, modes);
+  w.title(title);
+  if (m.cursor().shape == 0 || (saved && saved->shape == 0)) w.zeroed_restore();
+  snap.scrollback_lines = w.history_and_main(options.scrollback_lines);
+  if (saved) w.saved_cursor(*saved);
+  if (m.alt_screen()) w.alternate_screen();
+  w.scroll_region();
+  if (modes.origin) w.csi("?6h");
+  w.place_cursor(saved);
+  if (!w.has_tail()) w.pen(m.pen());
+  w.modes(m.cursor());
+  w.origin_tail();
+  w.charsets();
+  if (w.failure()) {
+    snap.fallback_detail = w.detail();
+    return fallback(w.failure());
+  }
+  if (w.out().size() > options.max_bytes) return fallback("too_large");
+  snap.bytes = std::move(w.out());
+  return snap;
+}
+
+}  // namespace backscroll::engine

@@ -1,0 +1,282 @@
+// ReferenceTerminal over libvterm 0.1.4: the snapshot contract's second emulator.
+#include "tests/engine/vterm_reference.hpp"
+
+#include <vterm.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "engine/mirror_screen.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using engine::Cell;
+using engine::Color;
+using engine::Pen;
+
+Color color_of(const VTermColor& c, bool fg) {
+  if (fg ? VTERM_COLOR_IS_DEFAULT_FG(&c) : VTERM_COLOR_IS_DEFAULT_BG(&c)) return Color{};
+  if (VTERM_COLOR_IS_INDEXED(&c)) return Color::indexed(c.indexed.idx);
+  return Color::rgb(c.rgb.red, c.rgb.green, c.rgb.blue);
+}
+
+// As vterm_screen_get_cell reports it (reverse includes DECSCNM): what is displayed.
+Cell cell_of(const VTermScreenCell& v) {
+  Cell c;
+  if (v.chars[0] == 0) {
+    c.kind = Cell::Kind::erased;
+  } else if (v.chars[0] == 0xffffffffu) {
+    c.kind = Cell::Kind::continuation;
+  } else {
+    c.kind = Cell::Kind::glyph;
+    int n = 0;
+    while (n < Cell::kMaxChars && v.chars[n] != 0) {
+      c.chars[static_cast<std::size_t>(n)] = v.chars[n];
+      ++n;
+    }
+    c.nchars = static_cast<std::uint8_t>(n);
+  }
+  c.width = static_cast<std::uint8_t>(v.width == 2 ? 2 : 1);
+  c.dwl = v.attrs.dwl;
+  c.dhl = static_cast<std::uint8_t>(v.attrs.dhl);
+  Pen& p = c.pen;
+  p.bold = v.attrs.bold;
+  p.italic = v.attrs.italic;
+  p.blink = v.attrs.blink;
+  p.reverse = v.attrs.reverse;
+  p.strike = v.attrs.strike;
+  p.underline = static_cast<engine::Underline>(v.attrs.underline);
+  p.font = static_cast<std::uint8_t>(v.attrs.font);
+  p.fg = color_of(v.fg, true);
+  p.bg = color_of(v.bg, false);
+  return c;
+}
+
+std::string describe(const Cell& c) {
+  std::ostringstream o;
+  switch (c.kind) {
+    case Cell::Kind::erased: o << "erased"; break;
+    case Cell::Kind::continuation: o << "continuation"; break;
+    case Cell::Kind::glyph:
+      o << "glyph";
+      for (int i = 0; i < c.nchars; ++i) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, " U+%04X", static_cast<unsigned>(c.chars[static_cast<std::size_t>(i)]));
+        o << buf;
+      }
+      break;
+  }
+  const Pen& p = c.pen;
+  o << " w" << int{c.width} << " b" << p.bold << "i" << p.italic << "u" << int(p.underline) << "k"
+    << p.blink << "r" << p.reverse << "s" << p.strike << "f" << int{p.font};
+  auto col = [&](const Color& x) {
+    o << (x.kind == Color::Kind::default_color ? "def"
+          : x.kind == Color::Kind::indexed     ? "idx"
+                                               : "rgb")
+      << int{x.index_or_red} << "," << int{x.green} << "," << int{x.blue};
+  };
+  o << " fg=";
+  col(p.fg);
+  o << " bg=";
+  col(p.bg);
+  if (c.dwl || c.dhl) o << " dwl" << c.dwl << "dhl" << int{c.dhl};
+  return o.str();
+}
+
+}  // namespace
+
+struct ReferenceTerminal::Impl {
+  VTerm* vt = nullptr;
+  VTermScreen* screen = nullptr;
+  VTermScreenCallbacks callbacks{};
+  bool visible = true;
+  bool blink = true;
+  int shape = 1;
+  bool alt = false;
+  bool reverse = false;
+  int mouse = 0;
+  std::string title;
+  std::vector<std::vector<Cell>> scrollback;
+  ~Impl() {
+    if (vt) vterm_free(vt);
+  }
+};
+
+struct ReferenceCallbacks {
+  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
+    auto& im = *static_cast<ReferenceTerminal::Impl*>(user);
+    switch (prop) {
+      case VTERM_PROP_CURSORVISIBLE: im.visible = val->boolean; break;
+      case VTERM_PROP_CURSORBLINK: im.blink = val->boolean; break;
+      case VTERM_PROP_CURSORSHAPE: im.shape = val->number; break;
+      case VTERM_PROP_ALTSCREEN: im.alt = val->boolean; break;
+      case VTERM_PROP_REVERSE: im.reverse = val->boolean; break;
+      case VTERM_PROP_MOUSE: im.mouse = val->number; break;
+      case VTERM_PROP_TITLE:
+        im.title = engine::MirrorScreen::sanitize_title(val->string ? val->string : "");
+        break;
+      default: break;
+    }
+    return 1;
+  }
+  static int pushline(int cols, const VTermScreenCell* cells, void* user) {
+    auto& im = *static_cast<ReferenceTerminal::Impl*>(user);
+    std::vector<Cell> line;
+    line.reserve(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) line.push_back(cell_of(cells[c]));
+    im.scrollback.push_back(std::move(line));
+    return 1;
+  }
+  static void output(const char* s, std::size_t len, void* user) {
+    static_cast<ReferenceTerminal*>(user)->output_.append(s, len);
+  }
+};
+
+ReferenceTerminal::ReferenceTerminal(int cols, int rows) : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.vt = vterm_new(rows, cols);
+  vterm_set_utf8(im.vt, 1);
+  vterm_output_set_callback(im.vt, &ReferenceCallbacks::output, this);
+  im.screen = vterm_obtain_screen(im.vt);
+  vterm_screen_enable_altscreen(im.screen, 1);
+  im.callbacks.settermprop = &ReferenceCallbacks::settermprop;
+  im.callbacks.sb_pushline = &ReferenceCallbacks::pushline;
+  vterm_screen_set_callbacks(im.screen, &im.callbacks, impl_.get());
+  vterm_screen_reset(im.screen, 1);
+}
+
+ReferenceTerminal::~ReferenceTerminal() = default;
+
+void ReferenceTerminal::feed(std::string_view bytes) {
+  if (!bytes.empty()) vterm_input_write(impl_->vt, bytes.data(), bytes.size());
+}
+
+ScreenModel ReferenceTerminal::model() const {
+  const Impl& im = *impl_;
+  ScreenModel m;
+  vterm_get_size(im.vt, &m.rows, &m.cols);
+  m.cells.reserve(static_cast<std::size_t>(m.rows * m.cols));
+  for (int r = 0; r < m.rows; ++r)
+    for (int c = 0; c < m.cols; ++c) {
+      VTermScreenCell v{};
+      vterm_screen_get_cell(im.screen, VTermPos{r, c}, &v);
+      m.cells.push_back(cell_of(v));
+    }
+  VTermPos pos;
+  vterm_state_get_cursorpos(vterm_obtain_state(im.vt), &pos);
+  m.cursor_row = pos.row;
+  m.cursor_col = pos.col;
+  m.cursor_visible = im.visible;
+  m.cursor_blink = im.blink;
+  m.cursor_shape = im.shape;
+  m.alt_screen = im.alt;
+  m.reverse_video = im.reverse;
+  m.mouse = im.mouse;
+  m.title = im.title;
+  m.scrollback = im.scrollback;
+  return m;
+}
+
+std::string ReferenceTerminal::mode_report() {
+  output_.clear();
+  for (int mode : {1, 5, 6, 7, 12, 25, 1000, 1002, 1003, 1004, 1005, 1006, 1015, 1047, 2004}) {
+    const std::string q = "\x1b[?" + std::to_string(mode) + "$p";
+    feed(q);
+  }
+  std::string r = output_;
+  output_.clear();
+  return r;
+}
+
+std::string ReferenceTerminal::input_report() {
+  output_.clear();
+  VTerm* vt = impl_->vt;
+  vterm_keyboard_key(vt, VTERM_KEY_UP, VTERM_MOD_NONE);
+  vterm_keyboard_key(vt, VTERM_KEY_HOME, VTERM_MOD_NONE);
+  vterm_keyboard_key(vt, VTERM_KEY_KP_1, VTERM_MOD_NONE);
+  vterm_keyboard_key(vt, VTERM_KEY_KP_ENTER, VTERM_MOD_NONE);
+  vterm_keyboard_unichar(vt, 'a', VTERM_MOD_NONE);
+  vterm_keyboard_start_paste(vt);
+  vterm_keyboard_end_paste(vt);
+  vterm_state_focus_in(vterm_obtain_state(vt));
+  vterm_mouse_move(vt, 2, 3, VTERM_MOD_NONE);
+  vterm_mouse_button(vt, 1, true, VTERM_MOD_NONE);
+  vterm_mouse_move(vt, 3, 4, VTERM_MOD_NONE);
+  vterm_mouse_button(vt, 1, false, VTERM_MOD_NONE);
+  std::string r = output_;
+  output_.clear();
+  return r;
+}
+
+std::string first_difference(const ScreenModel& a, const ScreenModel& b, std::size_t max_history) {
+  std::ostringstream o;
+  if (a.rows != b.rows || a.cols != b.cols) {
+    o << "size " << a.cols << "x" << a.rows << " vs " << b.cols << "x" << b.rows;
+    return o.str();
+  }
+  for (int r = 0; r < a.rows; ++r)
+    for (int c = 0; c < a.cols; ++c)
+      if (!(a.at(r, c) == b.at(r, c))) {
+        o << "cell (" << r << "," << c << "): " << describe(a.at(r, c)) << " vs "
+          << describe(b.at(r, c));
+        return o.str();
+      }
+  if (a.cursor_row != b.cursor_row || a.cursor_col != b.cursor_col)
+    o << "cursor (" << a.cursor_row << "," << a.cursor_col << ") vs (" << b.cursor_row << ","
+      << b.cursor_col << ")";
+  else if (a.cursor_visible != b.cursor_visible)
+    o << "cursor visible " << a.cursor_visible << " vs " << b.cursor_visible;
+  else if (a.cursor_blink != b.cursor_blink || a.cursor_shape != b.cursor_shape)
+    o << "cursor style " << a.cursor_blink << "/" << a.cursor_shape << " vs " << b.cursor_blink
+      << "/" << b.cursor_shape;
+  else if (a.alt_screen != b.alt_screen)
+    o << "alternate screen " << a.alt_screen << " vs " << b.alt_screen;
+  else if (a.reverse_video != b.reverse_video)
+    o << "reverse video " << a.reverse_video << " vs " << b.reverse_video;
+  else if (a.mouse != b.mouse)
+    o << "mouse " << a.mouse << " vs " << b.mouse;
+  else if (a.title != b.title)
+    o << "title '" << a.title << "' vs '" << b.title << "'";
+  if (!o.str().empty()) return o.str();
+  const std::size_t n = std::min({a.scrollback.size(), b.scrollback.size(), max_history});
+  for (std::size_t i = 1; i <= n; ++i) {
+    const auto& la = a.scrollback[a.scrollback.size() - i];
+    const auto& lb = b.scrollback[b.scrollback.size() - i];
+    if (la.size() != lb.size()) {
+      o << "history line -" << i << " width " << la.size() << " vs " << lb.size();
+      return o.str();
+    }
+    for (std::size_t c = 0; c < la.size(); ++c)
+      if (!(la[c] == lb[c])) {
+        o << "history line -" << i << " col " << c << ": " << describe(la[c]) << " vs "
+          << describe(lb[c]);
+        return o.str();
+      }
+  }
+  return "";
+}
+
+std::string render(const ScreenModel& m) {
+  std::string out;
+  for (int r = 0; r < m.rows; ++r) {
+    out += '|';
+    for (int c = 0; c < m.cols; ++c) {
+      const Cell& cell = m.at(r, c);
+      if (cell.kind == Cell::Kind::glyph) {
+        const char32_t ch = cell.chars[0];
+        out += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
+      } else if (cell.kind == Cell::Kind::continuation) {
+        out += '_';
+      } else {
+        out += cell.pen == Pen{} ? ' ' : '.';
+      }
+    }
+    out += "|\n";
+  }
+  out += "cursor " + std::to_string(m.cursor_row) + "," + std::to_string(m.cursor_col) + "\n";
+  return out;
+}
+
+}  // namespace backscroll::testing

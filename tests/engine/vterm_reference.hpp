@@ -1,0 +1,77 @@
+// ReferenceTerminal: a fresh libvterm 0.1.4 terminal, set up like the mirror's (UTF-8, alternate
+// screen, screen reset), used as the second emulator of the snapshot contract (DESIGN section
+// 4). It extracts a comparable model of everything a user or a program can observe: every
+// cell (characters, width, attributes, colours), the cursor (position, visibility, blink,
+// shape), the alternate-screen and reverse-video flags, the title, the mouse mode, the lines
+// scrolled into its history, and the replies and key encodings that depend on its modes.
+// Test code only; the only test file that includes <vterm.h> is vterm_reference.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/screen_cell.hpp"
+
+namespace backscroll::testing {
+
+struct ScreenModel {
+  int rows = 0;
+  int cols = 0;
+  std::vector<engine::Cell> cells;  // rows x cols
+  int cursor_row = 0;
+  int cursor_col = 0;
+  bool cursor_visible = true;
+  bool cursor_blink = true;
+  int cursor_shape = 1;
+  bool alt_screen = false;
+  bool reverse_video = false;
+  int mouse = 0;        // VTERM_PROP_MOUSE
+  std::string title;    // sanitized as snapshots carry it
+  std::vector<std::vector<engine::Cell>> scrollback;  // oldest first
+
+  const engine::Cell& at(int r, int c) const {
+    return cells[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) +
+                 static_cast<std::size_t>(c)];
+  }
+};
+
+// First difference between two models ("" when equal). The scrollbacks are compared over the
+// last min(a, b, max_history) lines.
+std::string first_difference(const ScreenModel& a, const ScreenModel& b,
+                             std::size_t max_history = 512);
+
+// A readable dump of the screen, for failure messages.
+std::string render(const ScreenModel& m);
+
+class ReferenceTerminal {
+ public:
+  ReferenceTerminal(int cols, int rows);
+  ~ReferenceTerminal();
+  ReferenceTerminal(const ReferenceTerminal&) = delete;
+  ReferenceTerminal& operator=(const ReferenceTerminal&) = delete;
+
+  // One vterm_input_write per call (the caller keeps calls <= 64 KiB and at clean boundaries).
+  void feed(std::string_view bytes);
+
+  ScreenModel model() const;
+
+  // DECRQM replies for the DEC modes libvterm reports (cursor keys, origin, autowrap, cursor
+  // blink/visibility, mouse modes and encodings, focus, alternate screen, bracketed paste).
+  std::string mode_report();
+  // What the terminal sends for keys, paste, focus and mouse events: depends on DECCKM,
+  // DECKPAM, bracketed paste, focus reporting and the mouse modes.
+  std::string input_report();
+
+  std::string output() const { return output_; }
+  void clear_output() { output_.clear(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string output_;
+  friend struct ReferenceCallbacks;
+};
+
+}  // namespace backscroll::testing
