@@ -739,6 +739,33 @@ bool MirrorScreen::pop_line(int cols, void* cells_v) {
   return true;
 }
 
+void MirrorScreen::scrollback_row(std::size_t line, std::span<Cell> out) const {
+  std::fill(out.begin(), out.end(), Cell{});
+  if (line >= scrollback_.size()) return;
+  const StoredLine& l = scrollback_[line];
+  std::size_t extra_at = 0;
+  const std::size_t n = std::min(out.size(), l.cells.size());
+  for (std::size_t col = 0; col < n; ++col) {
+    const PackedCell& p = l.cells[col];
+    Cell& c = out[col];
+    unpack_attrs(p.attrs, c);
+    c.pen.fg = unpack_color(p.fg);
+    c.pen.bg = unpack_color(p.bg);
+    c.width = p.width;
+    if (p.ch == 0) {
+      c.kind = Cell::Kind::erased;
+    } else if (p.ch == kContinuation) {
+      c.kind = Cell::Kind::continuation;
+    } else {
+      c.kind = Cell::Kind::glyph;
+      c.chars[0] = p.ch;
+      c.nchars = static_cast<std::uint8_t>(1 + p.nextra);
+      for (int i = 0; i < p.nextra; ++i) c.chars[static_cast<std::size_t>(1 + i)] = l.extra[extra_at + static_cast<std::size_t>(i)];
+    }
+    extra_at += p.nextra;
+  }
+}
+
 int MirrorScreen::scrollback_cols(std::size_t line) const {
   return line < scrollback_.size() ? scrollback_[line].cols : 0;
 }

@@ -107,6 +107,8 @@ class MirrorScreen {
   // Width the line had when it scrolled off; columns past it read as pristine cells.
   int scrollback_cols(std::size_t line) const;
   Cell scrollback_cell(std::size_t line, int col) const;
+  // Cells [0, out.size()) of a history line at once (cheaper than cell by cell).
+  void scrollback_row(std::size_t line, std::span<Cell> out) const;
 
   CursorState cursor() const;
   Pen pen() const;
@@ -117,6 +119,8 @@ class MirrorScreen {
   // libvterm's cell width of a character (0 for combining marks, 1, 2 for wide).
   int glyph_width(char32_t c) const;
 
+  // DECAWM, as the mirror tracks it to know the pending-wrap state.
+  bool autowrap() const { return input_.autowrap(); }
   // G0/G1 designations ('u': never designated, libvterm's UTF-8 default) and SO in effect,
   // exactly as libvterm holds them.
   char g0() const { return input_.designation(0); }

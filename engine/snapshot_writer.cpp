@@ -206,18 +206,21 @@ class Writer {
   // Draws cells [0, W) of a line on a row of pristine cells, cursor at the row's start.
   // `truncated`: a history line from a wider terminal; a wide character cut in two at the
   // last column is left out.
-  template <typename Get>
-  void draw_line(Get&& get, bool truncated) {
+  // `cells` holds the line (W cells); scratch vectors are reused across lines.
+  void draw_line(std::vector<Cell>& cells, bool truncated) {
     const int W = m_.cols();
-    std::vector<Cell> cells(static_cast<std::size_t>(W));
-    for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = get(c);
     if (truncated && cells[static_cast<std::size_t>(W - 1)].width == 2) {
       Cell blank;
       cells[static_cast<std::size_t>(W - 1)] = blank;
     }
-    std::vector<bool> must_draw(static_cast<std::size_t>(W), false);
-    std::vector<bool> made_continuation(static_cast<std::size_t>(W), false);
-    std::vector<int> deferred;
+    std::vector<bool>& must_draw = must_draw_;
+    std::vector<bool>& made_continuation = made_continuation_;
+    std::vector<int>& deferred = deferred_;
+    must_draw.assign(static_cast<std::size_t>(W), false);
+    made_continuation.assign(static_cast<std::size_t>(W), false);
+    deferred.clear();
+    // Nothing to draw on a line of pristine cells.
+    if (std::all_of(cells.begin(), cells.end(), [](const Cell& x) { return is_pristine(x); })) return;
 
     auto lone_combining = [&](const Cell& cell) {
       return cell.kind == Cell::Kind::glyph && m_.glyph_width(cell.chars[0]) == 0;
@@ -395,19 +398,22 @@ class Writer {
     const std::size_t n = std::min(want, total);
     const std::size_t first = total - n;
     const int rows = m_.rows();
+    const int W = m_.cols();
+    std::vector<Cell> cells(static_cast<std::size_t>(W));
     row_ = 0;
     col_ = 0;
     section("history");
     for (std::size_t i = 0; i < n; ++i) {
       if (i > 0) newline();
       const std::size_t line = first + i;
-      draw_line([&](int c) { return m_.scrollback_cell(line, c); },
-                m_.scrollback_cols(line) > m_.cols());
+      m_.scrollback_row(line, cells);
+      draw_line(cells, m_.scrollback_cols(line) > W);
     }
     section("main screen");
     for (int r = 0; r < rows; ++r) {
       if (n > 0 || r > 0) newline();
-      draw_line([&](int c) { return m_.main_cell(r, c); }, false);
+      for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = m_.main_cell(r, c);
+      draw_line(cells, false);
     }
     return n;
   }
@@ -462,12 +468,16 @@ class Writer {
     section("alternate screen");
     pen(Pen{});
     csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
+    std::vector<Cell> cells(static_cast<std::size_t>(m_.cols()));
     for (int r = 0; r < m_.rows(); ++r) {
       bool any = false;
-      for (int c = 0; c < m_.cols() && !any; ++c) any = !is_pristine(m_.cell(r, c));
+      for (int c = 0; c < m_.cols(); ++c) {
+        cells[static_cast<std::size_t>(c)] = m_.cell(r, c);
+        any = any || !is_pristine(cells[static_cast<std::size_t>(c)]);
+      }
       if (!any) continue;
       cup(r, 0);
-      draw_line([&](int c) { return m_.cell(r, c); }, false);
+      draw_line(cells, false);
     }
   }
 
@@ -617,7 +627,7 @@ class Writer {
     if (modes_.cursor_keys_application) csi("?1h");
     if (modes_.keypad_application) out_ += "\x1b=";
     if (modes_.insert) csi("4h");
-    if (!modes_.autowrap) csi("?7l");
+    if (!m_.autowrap()) csi("?7l");
     if (modes_.bracketed_paste) csi("?2004h");
     if (modes_.focus_reporting) csi("?1004h");
     switch (modes_.mouse_tracking) {
@@ -660,7 +670,7 @@ class Writer {
       const Cell cell = m_.cell(cur.row, cur.col);
       const int w0 = cell.kind == Cell::Kind::glyph ? m_.glyph_width(cell.chars[0]) : 0;
       if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m_.pen() &&
-          modes_.autowrap) {
+          m_.autowrap()) {
         for (int i = 0; i < cell.nchars; ++i) append_utf8(out_, cell.chars[static_cast<std::size_t>(i)]);
       } else {
         fail("unreproducible_cursor");
@@ -691,6 +701,9 @@ class Writer {
   const char* failure_ = nullptr;
   std::string detail_;
   const char* section_ = "";
+  std::vector<bool> must_draw_;
+  std::vector<bool> made_continuation_;
+  std::vector<int> deferred_;
   Pen pen_;
   bool pen_known_ = true;  // a fresh terminal starts with the default pen
   int row_ = 0;

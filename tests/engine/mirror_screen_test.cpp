@@ -292,6 +292,15 @@ TEST(MirrorScreen, SurvivesUtf8EncodedC1Characters) {
   EXPECT_EQ(m.cursor().col, 2);
 }
 
+TEST(MirrorScreen, DropsAnUnfinishedUtf8CharacterCutByAControl) {
+  // libvterm would carry the lead byte into whichever later run reaches the same decoder.
+  MirrorScreen m(20, 5);
+  m.feed("a\xe4\xb8\r\xad" "b");
+  EXPECT_EQ(m.cell(0, 0).chars[0], U'\xfffd');  // the stray continuation byte alone
+  EXPECT_EQ(m.cell(0, 1).chars[0], U'b');
+  EXPECT_EQ(m.pending_bytes(), 0u);
+}
+
 TEST(MirrorScreen, ReplacesCodePointsPastUnicode) {
   MirrorScreen m(20, 5);
   m.feed("\xf8\x88\x80\x80\x80x\xf4\x90\x80\x80y");

@@ -10,6 +10,11 @@
 // Streams are lists of pieces, each a whole control sequence or text group, with its effect
 // on TerminalModes (tracked here by hand: the scanner that tracks them is tested elsewhere).
 // Cuts fall between pieces.
+// Debugging aids (environment): BACKSCROLL_CONTRACT_SEEDS / _PIECES scale the generated test
+// up; BACKSCROLL_CONTRACT_CASE="cols rows seed count cut" replays one case and lists its
+// pieces; BACKSCROLL_CONTRACT_DUMP=file writes the failing case's prefix, snapshot and rest;
+// BACKSCROLL_CONTRACT_ROW=n adds row n of the mirror to a fallback message;
+// BACKSCROLL_CONTRACT_TRACE=file writes each generated stream before it is checked.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -137,8 +142,8 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
                       std::to_string(modes.scroll_bottom) + " saved " +
                       std::to_string(mirror.saved_cursor().has_value()) + "; last pieces:";
     for (std::size_t i = cut >= 4 ? cut - 4 : 0; i < cut; ++i) ctx += " " + escaped(pieces[i].bytes);
-    if (std::getenv("SNAPSHOT_FAIL_ROW")) {
-      const int r = std::atoi(std::getenv("SNAPSHOT_FAIL_ROW"));
+    if (std::getenv("BACKSCROLL_CONTRACT_ROW")) {
+      const int r = std::atoi(std::getenv("BACKSCROLL_CONTRACT_ROW"));
       ctx += "\n  row:";
       for (int c = 0; c < cols; ++c) {
         const auto cell = mirror.cell(r, c);
@@ -169,7 +174,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
     ctx += "\n  after:";
     for (std::size_t i = cut; i < pieces.size() && i < cut + 6; ++i) ctx += " " + escaped(pieces[i].bytes);
     diff += ctx;
-    if (const char* dump = std::getenv("SNAPSHOT_FAIL_DUMP")) {
+    if (const char* dump = std::getenv("BACKSCROLL_CONTRACT_DUMP")) {
       std::FILE* f = std::fopen(dump, "wb");
       std::string rest;
       for (std::size_t i = cut; i < pieces.size(); ++i) rest += pieces[i].bytes;
