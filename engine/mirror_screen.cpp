@@ -13,6 +13,7 @@
 //     libvterm clamp the cursor (ED 1 there writes past its line-info array);
 //   - the size is at least 2 columns (a wide character at one column writes past the row).
 #include "engine/mirror_screen.hpp"
+#include "engine/utf8.hpp"
 
 #include <vterm.h>
 
@@ -110,24 +111,6 @@ void unpack_attrs(std::uint16_t a, Cell& c) {
   p.font = static_cast<std::uint8_t>(a >> 7 & 0xf);
   c.dwl = a >> 11 & 1;
   c.dhl = static_cast<std::uint8_t>(a >> 12 & 3);
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xe0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  }
 }
 
 }  // namespace

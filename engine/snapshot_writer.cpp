@@ -4,6 +4,7 @@
 //   cursor (re-entering the pending wrap if set); pen; modes; charsets.
 // It keeps a model of the fresh terminal (pen, cursor column, last glyph printed) to emit only
 // what changes, and gives up (a fallback reason) rather than emit something inexact.
+#include "engine/utf8.hpp"
 #include "engine/snapshot_writer.hpp"
 
 #include <algorithm>
@@ -18,24 +19,6 @@ namespace {
 
 // A wide character used where only a wide glyph's side effect is wanted (it is overwritten).
 constexpr char32_t kWideStandIn = 0x4e00;
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xe0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  }
-}
 
 void append_num(std::string& out, unsigned v) {
   char buf[16];

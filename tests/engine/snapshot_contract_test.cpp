@@ -31,6 +31,7 @@
 #include "engine/snapshot_grammar.hpp"
 #include "engine/snapshot_writer.hpp"
 #include "engine/terminal_modes.hpp"
+#include "engine/utf8.hpp"
 #include "tests/engine/vterm_reference.hpp"
 
 namespace backscroll::testing {
@@ -48,21 +49,7 @@ struct Piece {
 
 std::string utf8(char32_t c) {
   std::string out;
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xe0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  }
+  engine::append_utf8(out, c);
   return out;
 }
 
