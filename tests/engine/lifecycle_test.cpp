@@ -200,6 +200,14 @@ TEST_F(Lifecycle, ProgramThatClosesItsTerminalStaysRunningAndStillStopsAndSeals)
   const Json spawned = engine_.spawn(
       "closed", {"sh", "-c", "echo going-dark; exec </dev/null >/dev/null 2>&1; exec sleep 1000"});
   engine_.wait_output("closed", "going-dark");
+  // The output arrives before sh has closed its terminal; only once it runs sleep are all slave
+  // fds gone (else the line discipline still echoes the input below into the output).
+  const std::string comm = "/proc/" + std::to_string(spawned.at("pid").get<pid_t>()) + "/comm";
+  wait_until([&] {
+    std::ifstream in(comm);
+    std::string name;
+    return std::getline(in, name) && name == "sleep";
+  }, "the program to close its terminal and exec sleep");
   EXPECT_EQ(engine_.status("closed").at("state"), "running");
   // Input it can never read is dropped, not kept forever; the engine stays healthy.
   engine_.try_call("input", {{"actor", "closed"}}, "hello\r");
