@@ -1,0 +1,194 @@
+#include "engine/mirror.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+namespace backscroll::engine {
+namespace {
+
+constexpr char kEsc = 0x1b;
+
+std::string csi_cursor_position(const CursorState& c) {
+  return "\x1b[" + std::to_string(c.row + 1) + ';' + std::to_string(c.col + 1) + 'H';
+}
+
+// DECSTR as xterm.js applies it (VtScanner::soft_reset lists the modes), for libvterm 0.1.4,
+// which ignores DECSTR: the pen, cursor visibility, IRM, DECAWM, DECCKM, DECKPAM, bracketed
+// paste and focus reporting, DECOM and the scroll region (both home libvterm's cursor, so it is
+// put back), the charsets, and the saved cursor (home, default pen). The cursor keeps its cell.
+std::string soft_reset_equivalent(const MirrorScreen& screen) {
+  std::string out = "\x1b[0m\x1b[?25h\x1b[4l\x1b[?7h\x1b[?1l\x1b>\x1b[?2004l\x1b[?1004l";
+  // libvterm's initial G0/G1 ('u', its UTF-8 decoder) stands for US-ASCII; an explicit ESC ( B
+  // would replace that decoder, so only a designation to something else is undone.
+  if (screen.g0() != 'u' && screen.g0() != 'B') out += "\x1b(B";
+  if (screen.g1() != 'u' && screen.g1() != 'B') out += "\x1b)B";
+  if (screen.shift_out()) out += '\x0f';
+  out += "\x1b[?6l\x1b[r\x1b[H\x1b" "7";
+  out += csi_cursor_position(screen.cursor());
+  return out;
+}
+
+}  // namespace
+
+std::string split_mode_sequence(std::string_view seq) {
+  if (seq.size() < 3 || seq[0] != kEsc || seq[1] != '[') return {};
+  const char final = seq.back();
+  if (final != 'h' && final != 'l') return {};
+  std::string controls;
+  std::string params;  // the bytes between '[' and the final, controls removed
+  for (char c : seq.substr(2, seq.size() - 3)) {
+    if (static_cast<unsigned char>(c) < 0x20) controls += c;
+    else params += c;
+  }
+  const bool dec = !params.empty() && params[0] == '?';
+  if (dec) params.erase(0, 1);
+  if (params.find_first_not_of("0123456789;:") != std::string::npos) return {};
+
+  std::string out = std::move(controls);
+  std::size_t at = 0;
+  bool sub = false;  // the parameter was introduced by ':' (a sub-parameter, not a mode)
+  while (at <= params.size()) {
+    const std::size_t end = std::min(params.find_first_of(";:", at), params.size());
+    const std::string_view digits = std::string_view(params).substr(at, end - at);
+    if (!sub && !digits.empty() && digits.size() <= 9) {
+      const std::string mode = dec && digits == "47" ? std::string("1047") : std::string(digits);
+      out += "\x1b[";
+      if (dec) out += '?';
+      out += mode;
+      out += final;
+    }
+    if (end == params.size()) break;
+    sub = params[end] == ':';
+    at = end + 1;
+  }
+  return out;
+}
+
+Mirror::Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits)
+    : scanner_(start, cols, rows),
+      screen_(cols, rows, limits),
+      unfed_base_(start),
+      parsed_(start),
+      cols_(cols),
+      rows_(rows) {}
+
+std::string_view Mirror::unfed(Cursor begin, Cursor end) const {
+  assert(begin >= unfed_base_ && end >= begin && end - unfed_base_ <= unfed_.size());
+  return std::string_view(unfed_).substr(begin - unfed_base_, end - begin);
+}
+
+void Mirror::feed_to(Cursor end) {
+  if (end <= parsed_) return;
+  screen_.feed(unfed(parsed_, end));
+  parsed_ = end;
+}
+
+void Mirror::skip_to(Cursor end) { parsed_ = std::max(parsed_, end); }
+
+void Mirror::synthesize(std::string_view bytes) {
+  screen_.feed(bytes);
+  ++synthesized_;
+}
+
+void Mirror::feed(std::string_view bytes) {
+  scanner_.scan(bytes);
+  unfed_.append(bytes);
+  apply_marks();
+  const Cursor limit = scanner_.feed_limit();
+  if (limit != scanner_.clean_position()) {
+    feed_to(limit);  // an oversized sequence: libvterm parses it across writes
+    parsed_clean_ = false;
+  } else if (const Cursor split = scanner_.split_position(); limit - split > kMaxTextHold) {
+    feed_to(limit);  // a huge text run without a split position
+    parsed_clean_ = false;
+  } else {
+    feed_to(split);
+    parsed_clean_ = true;
+  }
+  // Drop what libvterm has parsed; what is left is a held sequence (at most ~4 KiB).
+  unfed_.erase(0, parsed_ - unfed_base_);
+  unfed_base_ = parsed_;
+}
+
+// Marks end at or before feed_limit(). A mark whose sequence libvterm already started to parse
+// (a forced feed of an oversized sequence, a resize inside it) is left to libvterm as it is.
+void Mirror::apply_marks() {
+  for (const Mark& mark : scanner_.marks()) {
+    const bool whole = mark.begin >= parsed_;
+    switch (mark.kind) {
+      case MarkKind::mode_fixup:
+        // libvterm applies only the first parameter and ignores ?47: one sequence per mode.
+        if (!whole) break;
+        feed_to(mark.begin);
+        synthesize(split_mode_sequence(unfed(mark.begin, mark.end)));
+        skip_to(mark.end);
+        break;
+      case MarkKind::hard_reset:
+        // libvterm's RIS keeps the alternate screen; xterm's leaves it (without restoring).
+        feed_to(mark.begin);
+        if (screen_.alt_screen()) synthesize("\x1b[?1047l");
+        break;
+      case MarkKind::soft_reset:
+        feed_to(mark.end);
+        synthesize(soft_reset_equivalent(screen_));
+        break;
+      case MarkKind::save_cursor_sco:
+        // xterm: CSI s saves like DECSC while DECLRMM is off; libvterm reads it as DECSLRM,
+        // which homes its cursor: save before it, restore after it.
+        if (!whole) break;
+        feed_to(mark.begin);
+        synthesize("\x1b" "7");
+        feed_to(mark.end);
+        synthesize("\x1b" "8");
+        break;
+      case MarkKind::restore_cursor_sco:
+        feed_to(mark.end);
+        synthesize("\x1b" "8");
+        break;
+      default:
+        // Cursor saves and restores, alternate-screen switches and libvterm's 16-argument
+        // limit are handled inside MirrorScreen, which sees the same bytes.
+        break;
+    }
+  }
+}
+
+void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
+  feed_to(scanner_.position());
+  parsed_clean_ = parsed_ == scanner_.split_position();
+  unfed_.clear();
+  unfed_base_ = parsed_;
+  scanner_.resize(cols, rows);
+  screen_.resize(cols, rows);
+  cols_ = cols;
+  rows_ = rows;
+}
+
+void Mirror::reset(Cursor at) {
+  scanner_ = VtScanner(at, cols_, rows_);
+  screen_.reset();
+  unfed_.clear();
+  unfed_base_ = at;
+  parsed_ = at;
+  parsed_clean_ = true;
+}
+
+MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
+  MirrorSnapshot out;
+  out.cursor = parsed_;
+  std::optional<std::string_view> reason = scanner_.unmodelled_reason();
+  // libvterm inside a sequence (or text run) longer than the mirror holds back.
+  if (!parsed_clean_ || !screen_.clean()) reason = "incomplete_sequence";
+  if (reason) {
+    out.snapshot.cols = screen_.cols();
+    out.snapshot.rows = screen_.rows();
+    out.snapshot.fallback_reason = std::string(*reason);
+    return out;
+  }
+  out.snapshot = build_snapshot(screen_, scanner_.modes(), scanner_.title(),
+                                screen_.saved_cursor(), options);
+  return out;
+}
+
+}  // namespace backscroll::engine

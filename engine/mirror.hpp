@@ -1,0 +1,86 @@
+// Mirror: one actor's terminal as the mirror thread keeps it (DESIGN section 4). The raw stream
+// goes through VtScanner first (clean boundaries, the modes and title libvterm 0.1.4 does not
+// expose, output a snapshot cannot reproduce) and then, up to the scanner's feed limit, into
+// MirrorScreen (libvterm). Where libvterm 0.1.4 departs from xterm on a sequence the scanner
+// flags (SM/RM with several parameters, ?47, DECSTR, RIS on the alternate screen, SCOSC/SCORC),
+// the mirror feeds libvterm an equivalent it handles, so screen and modes describe one terminal.
+// Invariant: libvterm has parsed exactly the bytes [start, parsed()), and each write ended at a
+// scanner split position (so libvterm shows what one write of everything would show), except
+// for forced feeds of oversized sequences and text runs. Snapshots are taken only when parsed()
+// is such a boundary, and are tagged with it. Single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/mirror_screen.hpp"
+#include "engine/snapshot_writer.hpp"
+#include "engine/vt_scanner.hpp"
+#include "shm/cursor.hpp"
+
+namespace backscroll::engine {
+
+struct MirrorSnapshot {
+  Snapshot snapshot;  // bytes, or a fallback reason (raw_replay)
+  Cursor cursor;      // the raw cursor the snapshot represents (valid without a fallback)
+};
+
+class Mirror {
+ public:
+  // A text run without a split position is held back up to this size, then fed anyway.
+  static constexpr std::uint64_t kMaxTextHold = 64 * 1024;
+
+  // A fresh terminal of `cols` x `rows` whose stream starts at `start`.
+  Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits = {});
+
+  // The next bytes of the stream, [position(), position() + bytes.size()).
+  void feed(std::string_view bytes);
+  void feed(std::span<const std::byte> bytes) {
+    feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+  // The PTY was resized after the bytes fed so far. A sequence still incomplete is handed to
+  // libvterm first (a real terminal would have parsed its start before the resize too).
+  void resize(std::uint16_t cols, std::uint16_t rows);
+  // A fresh terminal whose stream starts at `at` (a clear, or a new session).
+  void reset(Cursor at);
+
+  // End of the bytes fed.
+  Cursor position() const noexcept { return scanner_.position(); }
+  // End of the bytes libvterm has parsed: at most position(); behind it by a held sequence.
+  Cursor parsed() const noexcept { return parsed_; }
+  // A snapshot of what has been parsed; never waits for more bytes.
+  MirrorSnapshot snapshot(const SnapshotOptions& options = {}) const;
+
+  const VtScanner& scanner() const noexcept { return scanner_; }
+  const MirrorScreen& screen() const noexcept { return screen_; }
+  std::uint64_t synthesized_sequences() const noexcept { return synthesized_; }
+
+ private:
+  void feed_to(Cursor end);
+  void skip_to(Cursor end);
+  void synthesize(std::string_view bytes);
+  std::string_view unfed(Cursor begin, Cursor end) const;
+  void apply_marks();
+
+  VtScanner scanner_;
+  MirrorScreen screen_;
+  // Bytes [parsed_, position()) the scanner has seen and libvterm has not, starting at
+  // unfed_base_ (<= parsed_; the prefix up to parsed_ is dropped after each feed).
+  std::string unfed_;
+  Cursor unfed_base_;
+  Cursor parsed_;
+  bool parsed_clean_ = true;  // parsed_ is a split position (see the invariant)
+  std::uint64_t synthesized_ = 0;
+  std::uint16_t cols_;  // the PTY's size (the screen may be clamped)
+  std::uint16_t rows_;
+};
+
+// The SM/RM/DECSET/DECRST `sequence` (ESC [ [?] p1 ; p2 ... h|l, possibly with C0 controls inside)
+// as one sequence per parameter, in order, with the controls first; ?47 becomes ?1047. Empty if
+// `sequence` is not such a sequence.
+std::string split_mode_sequence(std::string_view sequence);
+
+}  // namespace backscroll::engine
