@@ -20,32 +20,14 @@
 #include "shm/ring_layout.hpp"
 #include "shm/ring_reader.hpp"
 #include "shm/ring_writer.hpp"
+#include "tests/shm/heap_buffer.hpp"
 
 namespace backscroll::shm {
 namespace {
 
+using backscroll::testing::HeapBuffer;
+
 constexpr std::uint64_t kCapacity = kMinCapacity;
-
-// Zero-filled, cache-line aligned memory of kHeaderBytes + capacity (+ slack) bytes, as a fresh
-// segment would be.
-class HeapBuffer {
- public:
-  explicit HeapBuffer(std::size_t bytes)
-      : bytes_(bytes),
-        memory_(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kCacheLine}))) {
-    std::memset(memory_, 0, bytes_);
-  }
-  HeapBuffer(const HeapBuffer&) = delete;
-  HeapBuffer& operator=(const HeapBuffer&) = delete;
-  ~HeapBuffer() { ::operator delete(memory_, std::align_val_t{kCacheLine}); }
-
-  std::byte* data() const noexcept { return memory_; }
-  std::size_t size() const noexcept { return bytes_; }
-
- private:
-  std::size_t bytes_;
-  std::byte* memory_;
-};
 
 // The byte the tests write at cursor c: not periodic in any power of two, so a byte served from
 // the wrong offset or the wrong lap never matches.

@@ -1,0 +1,230 @@
+#include "engine/mirror_thread.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <system_error>
+
+namespace backscroll::engine {
+
+// One actor's mirror. Mirror thread only.
+struct MirrorThread::Slot {
+  struct Event {
+    Cursor at;
+    bool reset;  // else a resize to cols x rows
+    std::uint16_t cols;
+    std::uint16_t rows;
+  };
+
+  MirrorActorId id;
+  std::unique_ptr<shm::RingReader> ring;
+  std::shared_ptr<InternalConsumer> consumer;
+  std::unique_ptr<Mirror> mirror;
+  std::deque<Event> events;               // in stream order (the io thread's order)
+  std::vector<SnapshotRequest> waiting;   // not_before not reached yet
+  // The ring's committed cursor, loaded before the commands of this round were drained: every
+  // event at or before it is in `events` (see the class comment).
+  Cursor limit;
+
+  void apply(const Event& e) {
+    if (e.reset) mirror->reset(std::max(e.at, mirror->position()));
+    else mirror->resize(e.cols, e.rows);
+  }
+  // Everything before `cursor` has been fed and every event at or before it applied.
+  bool caught_up_to(Cursor cursor) const {
+    return mirror->position() >= cursor && (events.empty() || events.front().at > cursor);
+  }
+};
+
+MirrorThread::MirrorThread(int notify_fd, ScrollbackLimits limits)
+    : notify_fd_(notify_fd), wake_fd_(::eventfd(0, EFD_CLOEXEC)), limits_(limits) {
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  thread_ = std::thread([this] { run(); });
+}
+
+MirrorThread::~MirrorThread() {
+  stopping_.store(true, std::memory_order_relaxed);
+  send(std::monostate{});
+  thread_.join();
+  ::close(wake_fd_);
+}
+
+void MirrorThread::send(Command command) {
+  commands_.enqueue(std::move(command));
+  wake();
+}
+
+void MirrorThread::wake() noexcept {
+  // Orders the caller's commit (or enqueue) before the load of sleeping_; pairs with sleep().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
+                             std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
+                             std::uint16_t rows) {
+  send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows});
+}
+void MirrorThread::remove_actor(MirrorActorId id) { send(Remove{id}); }
+void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows) {
+  send(Resize{id, at, cols, rows});
+}
+void MirrorThread::reset(MirrorActorId id, Cursor at) { send(Reset{id, at}); }
+void MirrorThread::request_snapshot(MirrorActorId id, SnapshotRequest request) {
+  send(Snap{id, request});
+}
+
+MirrorStats MirrorThread::stats() const noexcept {
+  return MirrorStats{stat_bytes_.load(std::memory_order_relaxed),
+                     stat_resyncs_.load(std::memory_order_relaxed),
+                     stat_snapshots_.load(std::memory_order_relaxed)};
+}
+
+void MirrorThread::run() {
+  for (;;) {
+    bool worked = false;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      // Load the ring's committed cursor, then drain: an event enqueued before a commit the load
+      // sees is then in the slot's events (the commit's release store follows the enqueue).
+      // Draining before every slot also answers snapshots of caught-up actors within one batch.
+      slots_[i]->limit = slots_[i]->ring->committed();
+      if (!drain_commands()) return;
+      if (i >= slots_.size()) break;  // a remove shifted the slots; a stale limit stays safe
+      // An actor with a snapshot waiting for its cursor gets a bigger share.
+      worked |= pump(*slots_[i], slots_[i]->waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
+      answer_ready(*slots_[i]);
+    }
+    if (!drain_commands()) return;
+    if (!worked) sleep();
+  }
+}
+
+bool MirrorThread::drain_commands() {
+  Command command;
+  while (commands_.try_dequeue(command)) {
+    if (std::holds_alternative<std::monostate>(command)) return false;
+    const MirrorActorId id = std::visit(
+        [](const auto& c) -> MirrorActorId {
+          if constexpr (std::is_same_v<std::decay_t<decltype(c)>, std::monostate>) return 0;
+          else return c.id;
+        },
+        command);
+    auto it = std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
+    Slot* slot = it == slots_.end() ? nullptr : it->get();
+
+    if (auto* add = std::get_if<Add>(&command)) {
+      auto fresh = std::make_unique<Slot>();
+      fresh->id = add->id;
+      fresh->ring = std::move(add->ring);
+      fresh->consumer = std::move(add->consumer);
+      const Cursor start = fresh->consumer->position();
+      fresh->mirror = std::make_unique<Mirror>(start, add->cols, add->rows, limits_);
+      fresh->limit = start;  // its committed cursor is loaded next round, after this drain
+      slots_.push_back(std::move(fresh));
+    } else if (std::holds_alternative<Remove>(command)) {
+      if (!slot) continue;
+      slot->consumer->detach();
+      for (const SnapshotRequest& r : slot->waiting) reply(SnapshotReply{r.token, false, {}});
+      slots_.erase(it);
+    } else if (auto* resize = std::get_if<Resize>(&command)) {
+      if (slot) slot->events.push_back({resize->at, false, resize->cols, resize->rows});
+    } else if (auto* reset = std::get_if<Reset>(&command)) {
+      if (slot) slot->events.push_back({reset->at, true, 0, 0});
+    } else if (auto* snap = std::get_if<Snap>(&command)) {
+      if (!slot) reply(SnapshotReply{snap->request.token, false, {}});
+      else slot->waiting.push_back(snap->request);
+      if (slot) answer_ready(*slot);
+    }
+  }
+  return true;
+}
+
+// Feeds the slot's mirror at most `budget` bytes, applying events at their cursors.
+bool MirrorThread::pump(Slot& slot, std::size_t budget) {
+  Mirror& mirror = *slot.mirror;
+  bool worked = false;
+  for (;;) {
+    // A reset applies as soon as it is next: the bytes before it were cleared or belong to an
+    // ended session, and are skipped.
+    while (!slot.events.empty() &&
+           (slot.events.front().reset || slot.events.front().at <= mirror.position())) {
+      slot.apply(slot.events.front());
+      slot.events.pop_front();
+      worked = true;
+    }
+    Cursor end = slot.limit;
+    if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
+    if (mirror.position() >= end || budget == 0) break;
+
+    auto view = slot.ring->read(mirror.position(), std::min<std::uint64_t>(budget, end - mirror.position()));
+    bool lost = !view && view.error().code == Errc::cursor_expired;
+    if (view && !view->empty()) {
+      mirror.feed(view->first);
+      mirror.feed(view->second);
+      lost = !slot.ring->intact(view->from);
+      budget -= std::min(budget, view->size());
+      stat_bytes_.fetch_add(view->size(), std::memory_order_relaxed);
+      worked = true;
+    }
+    if (lost) {
+      // Only possible if the gate failed to hold the actor (the mirror is an internal
+      // consumer): start a fresh terminal at the oldest retained byte rather than show torn
+      // state. Events before that point still apply (their sizes), in order.
+      const Cursor oldest = slot.ring->oldest();
+      while (!slot.events.empty() && slot.events.front().at <= oldest) {
+        if (!slot.events.front().reset) slot.apply(slot.events.front());
+        slot.events.pop_front();
+      }
+      mirror.reset(std::max(oldest, mirror.position()));
+      stat_resyncs_.fetch_add(1, std::memory_order_relaxed);
+      worked = true;
+      break;
+    }
+    if (!view || view->empty()) break;
+  }
+  slot.consumer->advance_to(mirror.position());
+  return worked;
+}
+
+void MirrorThread::answer_ready(Slot& slot) {
+  std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
+    if (!slot.caught_up_to(r.not_before)) return false;
+    reply(SnapshotReply{r.token, true, slot.mirror->snapshot(r.options)});
+    stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  });
+}
+
+void MirrorThread::reply(SnapshotReply r) {
+  replies_.enqueue(std::move(r));
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+}
+
+bool MirrorThread::has_work() {
+  if (commands_.size_approx() > 0) return true;
+  for (const auto& slot : slots_)
+    if (slot->ring->committed() > slot->mirror->position() || !slot->events.empty()) return true;
+  return false;
+}
+
+void MirrorThread::sleep() {
+  sleeping_.store(true, std::memory_order_seq_cst);
+  // Orders the store above before the loads in has_work(); pairs with wake().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (has_work()) {
+    sleeping_.store(false, std::memory_order_relaxed);
+    return;
+  }
+  std::uint64_t count = 0;
+  [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &count, sizeof count);
+  sleeping_.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace backscroll::engine

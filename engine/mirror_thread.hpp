@@ -1,0 +1,132 @@
+// MirrorThread: the engine's mirror thread (DESIGN section 4). It keeps one Mirror per actor,
+// fed from the actor's ring in place (a read-only RingReader mapping of the engine's own
+// segment) in batches of at most kBatchBytes per actor in turn, so a flooding actor never
+// delays another actor's snapshot. Each mirror is an internal consumer of its actor: it never
+// loses a byte, and the consumer gate pauses the PTY while it is too far behind.
+//
+// The io thread talks to it only through this class: commands go over a ConcurrentQueue
+// (single producer: the io thread), replies come back over another one plus the io thread's
+// notify eventfd. Events that must apply in stream order (resize, reset) carry the cursor they
+// apply at: the io thread takes it as the actor's committed cursor when it enqueues the event,
+// so every byte before it was committed before the event and every later byte after it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include "engine/consumer_gate.hpp"
+#include "engine/mirror.hpp"
+#include "shm/ring_reader.hpp"
+
+namespace backscroll::engine {
+
+using MirrorActorId = std::uint64_t;
+
+struct SnapshotRequest {
+  std::uint64_t token = 0;  // the io thread's handle for the reply
+  SnapshotOptions options;
+  // Answer only once the mirror has applied everything before this cursor (an attach that
+  // resized first wants a snapshot at its size). Cursor{0}: answer from the parsed state now.
+  Cursor not_before{0};
+};
+
+struct SnapshotReply {
+  std::uint64_t token = 0;
+  bool found = false;  // false: the actor was removed before the mirror answered
+  MirrorSnapshot taken;
+};
+
+struct MirrorStats {
+  std::uint64_t bytes = 0;        // fed to mirrors
+  std::uint64_t resyncs = 0;      // times a mirror lost bytes (lapped) and restarted fresh
+  std::uint64_t snapshots = 0;
+};
+
+class MirrorThread {
+ public:
+  // Bytes fed to one actor's mirror before the next actor's turn (and the next look at the
+  // commands): libvterm parses ~10-14 MB/s, so a turn takes ~1-2 ms.
+  static constexpr std::size_t kBatchBytes = 16 * 1024;
+
+  // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
+  explicit MirrorThread(int notify_fd, ScrollbackLimits limits = {});
+  ~MirrorThread();  // stops and joins the thread
+  MirrorThread(const MirrorThread&) = delete;
+  MirrorThread& operator=(const MirrorThread&) = delete;
+
+  // Io thread only. The mirror starts at the consumer's position(), with a fresh terminal.
+  void add_actor(MirrorActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
+                 std::uint16_t cols, std::uint16_t rows);
+  void remove_actor(MirrorActorId id);
+  void resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows);
+  // A fresh terminal from `at` on (a clear, a new session); bytes before it are skipped.
+  void reset(MirrorActorId id, Cursor at);
+  void request_snapshot(MirrorActorId id, SnapshotRequest request);
+  // New bytes were committed; costs an atomic exchange unless the thread sleeps.
+  void wake() noexcept;
+  // Io thread, after the notify eventfd fired: the next reply, if any.
+  bool next_reply(SnapshotReply& out) { return replies_.try_dequeue(out); }
+
+  MirrorStats stats() const noexcept;
+
+ private:
+  struct Add {
+    MirrorActorId id;
+    std::unique_ptr<shm::RingReader> ring;
+    std::shared_ptr<InternalConsumer> consumer;
+    std::uint16_t cols;
+    std::uint16_t rows;
+  };
+  struct Remove {
+    MirrorActorId id;
+  };
+  struct Resize {
+    MirrorActorId id;
+    Cursor at;
+    std::uint16_t cols;
+    std::uint16_t rows;
+  };
+  struct Reset {
+    MirrorActorId id;
+    Cursor at;
+  };
+  struct Snap {
+    MirrorActorId id;
+    SnapshotRequest request;
+  };
+  using Command = std::variant<std::monostate /* stop */, Add, Remove, Resize, Reset, Snap>;
+  struct Slot;
+
+  void send(Command command);
+  void run();
+  bool drain_commands();
+  bool pump(Slot& slot, std::size_t budget);
+  void answer_ready(Slot& slot);
+  void reply(SnapshotReply r);
+  bool has_work();
+  void sleep();
+
+  int notify_fd_;
+  int wake_fd_;  // the mirror thread sleeps reading it
+  ScrollbackLimits limits_;
+  moodycamel::ConcurrentQueue<Command> commands_;
+  moodycamel::ConcurrentQueue<SnapshotReply> replies_;
+  // Dekker's pattern with the rings' committed cursors: the thread stores true, fences, then
+  // looks for work; the io thread commits, fences, then exchanges false and writes wake_fd_ if it
+  // was true. One of them sees the other, so no commit is left unseen while the thread sleeps.
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> stat_bytes_{0};
+  std::atomic<std::uint64_t> stat_resyncs_{0};
+  std::atomic<std::uint64_t> stat_snapshots_{0};
+  std::vector<std::unique_ptr<Slot>> slots_;  // mirror thread only
+  std::thread thread_;
+};
+
+}  // namespace backscroll::engine
