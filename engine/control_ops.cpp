@@ -8,45 +8,12 @@
 
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
+#include "engine/request_fields.hpp"
 
 namespace backscroll::engine {
 namespace {
 
 using control::Json;
-
-Result<std::string> string_field(const Json& request, const char* name) {
-  const auto it = request.find(name);
-  if (it == request.end() || !it->is_string()) {
-    return fail(Errc::bad_request, std::string("\"") + name + "\" must be a string");
-  }
-  return it->get<std::string>();
-}
-
-// An unsigned field; `fallback` when absent.
-Result<std::uint64_t> uint_field(const Json& request, const char* name,
-                                 std::optional<std::uint64_t> fallback = std::nullopt) {
-  const auto it = request.find(name);
-  if (it == request.end() || it->is_null()) {
-    if (fallback) return *fallback;
-    return fail(Errc::bad_request, std::string("\"") + name + "\" is required");
-  }
-  if (!it->is_number_unsigned()) {
-    return fail(Errc::bad_request, std::string("\"") + name + "\" must be a non-negative integer");
-  }
-  return it->get<std::uint64_t>();
-}
-
-Result<std::uint16_t> dimension(const Json& request, const char* name,
-                                std::optional<std::uint64_t> fallback) {
-  auto v = uint_field(request, name, fallback);
-  if (!v) return tl::unexpected(v.error());
-  if (*v == 0) return fail(Errc::bad_request, std::string("\"") + name + "\" must be at least 1");
-  if (*v > kMaxWindowDimension) {
-    return fail(Errc::too_large, std::string("\"") + name + "\" " + std::to_string(*v) +
-                                     " exceeds " + std::to_string(kMaxWindowDimension));
-  }
-  return static_cast<std::uint16_t>(*v);
-}
 
 const char* state_name(shm::ActorState state) {
   switch (state) {
@@ -56,12 +23,6 @@ const char* state_name(shm::ActorState state) {
     case shm::ActorState::draining: return "draining";
   }
   return "idle";
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 }  // namespace
@@ -103,6 +64,9 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   if (*op == "resize") return op_resize(h);
   if (*op == "clear") return op_clear(h);
   if (*op == "history") return op_history(connection, h);
+  if (*op == "snapshot") return op_snapshot(connection, h);
+  if (*op == "attach") return op_attach(connection, h);
+  if (*op == "detach") return op_detach(connection, h);
   if (*op == "stop") return op_lifecycle(connection, h, Deferred::Kind::stop);
   if (*op == "restart") return op_lifecycle(connection, h, Deferred::Kind::restart);
   if (*op == "delete") return op_lifecycle(connection, h, Deferred::Kind::remove);
@@ -168,6 +132,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   }
   Actor& a = **actor;
   actors_.emplace(*name, std::move(*actor));
+  mirror_add(a);
   broadcast({{"event", "spawned"}, {"actor", *name}, {"session", session->id},
              {"pid", session->pid}, {"cursor", session->start}});
   return Json{{"actor", *name}, {"session", session->id}, {"pid", session->pid},
@@ -251,7 +216,10 @@ Result<Json> Engine::op_resize(const Json& request) {
   if (!cols) return tl::unexpected(cols.error());
   auto rows = dimension(request, "rows", std::nullopt);
   if (!rows) return tl::unexpected(rows.error());
-  if (auto r = (*actor)->resize({*cols, *rows}); !r) return tl::unexpected(r.error());
+  if (auto owner = check_resize_owner(**actor, request); !owner) {
+    return tl::unexpected(owner.error());
+  }
+  if (auto r = resize_actor(**actor, {*cols, *rows}); !r) return tl::unexpected(r.error());
   return Json{{"cols", *cols}, {"rows", *rows}};
 }
 
@@ -259,6 +227,7 @@ Result<Json> Engine::op_clear(const Json& request) {
   auto actor = find_actor(request);
   if (!actor) return tl::unexpected(actor.error());
   const Cursor floor = (*actor)->clear();
+  mirror_reset(**actor, floor);
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};
 }
@@ -354,6 +323,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
             restarted = actor.start(actor.spec());
             if (*restarted) {
               const auto& s = **restarted;
+              mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
               broadcast({{"event", "spawned"}, {"actor", name}, {"session", s.id},
                          {"pid", s.pid}, {"cursor", s.start}});
             }

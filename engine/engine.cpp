@@ -69,9 +69,11 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
       notify_fd_(notify_fd) {
   loop_->read(signal_fd_, signal_buffer_, &signal_op_);
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
+  if (settings_.mirror) mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
 }
 
 Engine::~Engine() {
+  mirror_.reset();  // joins the thread, which writes notify_fd_ and reads the rings
   // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
   // never sealed before the shutdown deadline), before the buffers those ops name are freed.
   loop_.reset();
@@ -107,12 +109,14 @@ void Engine::on_signal(int result) noexcept {
 void Engine::on_notify(int) noexcept {
   if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
   for (auto& [name, actor] : actors_) actor->resume_if_possible();
+  answer_snapshots();
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
 }
 
 void Engine::on_committed(Actor& actor) noexcept {
+  mirror_wake_owed_ = true;
   if (!actor.wake_pending()) {
     actor.set_wake_pending(true);
     committed_.push_back(&actor);
@@ -145,12 +149,27 @@ void Engine::broadcast(const control::Json& event) {
 
 void Engine::on_disconnect(ConnectionId connection) noexcept {
   subscribers_.erase(connection);
+  std::erase_if(pending_snapshots_, [connection](const auto& p) {
+    return p.second.connection == connection;
+  });
+  // A connection's attachments end with it; an actor whose controller left has none.
+  std::erase_if(attachments_, [&](const auto& a) {
+    if (a.second.connection != connection) return false;
+    const auto c = controllers_.find(a.second.actor);
+    if (c != controllers_.end() && c->second == a.first) controllers_.erase(c);
+    return true;
+  });
 }
 
 void Engine::remove_actor(const std::string& name) {
   const auto it = actors_.find(name);
   if (it == actors_.end()) return;
   std::erase(committed_, it->second.get());
+  drop_attachments(name);
+  if (const auto m = mirror_ids_.find(name); m != mirror_ids_.end()) {
+    if (mirror_) mirror_->remove_actor(m->second);
+    mirror_ids_.erase(m);
+  }
   it->second->close_segment();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);
@@ -187,6 +206,8 @@ int Engine::run() noexcept {
         deadline = shutdown_deadline_;
       }
       loop_->run_once(deadline);
+      if (mirror_wake_owed_ && mirror_) mirror_->wake();  // once per batch of commits
+      mirror_wake_owed_ = false;
       const auto now = TimerQueue::Clock::now();
       timers_.run_due(now);
       // At most one wake-up per actor per batch, however many reads completed in it.

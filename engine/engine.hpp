@@ -16,6 +16,7 @@
 
 #include "engine/actor.hpp"
 #include "engine/control_server.hpp"
+#include "engine/mirror_thread.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/uring_loop.hpp"
@@ -25,6 +26,10 @@ namespace backscroll::engine {
 
 struct EngineSettings {
   ActorSettings actor;
+  // The mirror thread (snapshots). Off only for benchmarks that measure the drain without it:
+  // snapshots then answer raw_replay with reason "no_mirror".
+  bool mirror = true;
+  ScrollbackLimits scrollback;
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
 };
@@ -32,6 +37,8 @@ struct EngineSettings {
 inline constexpr std::size_t kMaxIdBytes = 256;                 // a request id's size
 inline constexpr std::size_t kMaxDeferredPerConnection = 64;    // stop/restart/delete awaiting seal
 inline constexpr std::uint64_t kMaxGraceMs = 600'000;           // a stop's grace period
+inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000; // history lines per snapshot
+inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 
 class Engine final : public ActorHost, public RequestHandler {
  public:
@@ -81,6 +88,21 @@ class Engine final : public ActorHost, public RequestHandler {
   // stop / restart / delete: replies now when idle, else when sealed.
   Result<control::Json> op_lifecycle(ConnectionId connection, const control::Json& request,
                                      Deferred::Kind kind);
+  // Attachments and snapshots (attach_ops.cpp).
+  Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
+  Result<control::Json> op_attach(ConnectionId connection, const control::Json& request);
+  Result<control::Json> op_detach(ConnectionId connection, const control::Json& request);
+  // A resize must come from the actor's controller, or from anyone while it has none.
+  Result<void> check_resize_owner(const Actor& actor, const control::Json& request) const;
+  // Asks the mirror for a snapshot of `actor`, answered on `connection` with `reply` merged in.
+  Result<control::Json> request_snapshot(ConnectionId connection, const control::Json& request,
+                                         const Actor& actor, Cursor not_before, control::Json reply);
+  void answer_snapshots();
+  // Resizes the PTY, then tells the mirror at the committed cursor (stream order).
+  Result<void> resize_actor(Actor& actor, WindowSize size);
+  void mirror_add(Actor& actor);
+  void mirror_reset(const Actor& actor, Cursor at);
+  void drop_attachments(const std::string& actor);
 
   Result<Actor*> find_actor(const control::Json& request) const;
   control::Json status_of(const Actor& actor) const;
@@ -104,6 +126,27 @@ class Engine final : public ActorHost, public RequestHandler {
   // Deleted actors whose ops are still in flight; destroyed once idle.
   std::vector<std::unique_ptr<Actor>> graveyard_;
   std::multimap<std::string, Deferred> deferred_;
+  // Attachments (DESIGN section 5). Ids are never reused; an actor's controller is its latest
+  // controller attachment, and an older one's resize is refused (stale_controller).
+  struct Attachment {
+    std::string actor;
+    ConnectionId connection;
+    bool controller;
+  };
+  std::map<std::uint64_t, Attachment> attachments_;
+  std::map<std::string, std::uint64_t> controllers_;
+  // Snapshots the mirror thread is building, by token.
+  struct PendingSnapshot {
+    ConnectionId connection;
+    control::Json id;
+    std::string actor;
+    control::Json reply;  // fields the answer carries besides the snapshot's (attach)
+  };
+  std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
+  std::unique_ptr<MirrorThread> mirror_;
+  std::map<std::string, MirrorActorId> mirror_ids_;
+  std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
+  bool mirror_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("--drain-ms", drain_ms,
                  "after a program exits, read its PTY at most this long for late output")
       ->capture_default_str();
+  bool no_mirror = false;
+  app.add_flag("--no-mirror", no_mirror,
+               "run without the mirror thread (benchmarks): snapshots answer raw_replay");
   app.add_flag("-v,--verbose", verbose, "log debug lines");
   CLI11_PARSE(app, argc, argv);
 
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   settings.actor.ring_bytes = ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
+  settings.mirror = !no_mirror;
 
   auto engine = engine::Engine::create(Places::from_environment(), settings);
   if (!engine) {

@@ -33,6 +33,17 @@ struct MirrorThread::Slot {
     if (e.reset) mirror->reset(std::max(e.at, mirror->position()));
     else mirror->resize(e.cols, e.rows);
   }
+  // Applies the events due at the mirror's position. A reset applies as soon as it is next:
+  // the bytes before it were cleared or belong to an ended session, and are skipped.
+  bool apply_due_events() {
+    bool applied = false;
+    while (!events.empty() && (events.front().reset || events.front().at <= mirror->position())) {
+      apply(events.front());
+      events.pop_front();
+      applied = true;
+    }
+    return applied;
+  }
   // Everything before `cursor` has been fed and every event at or before it applied.
   bool caught_up_to(Cursor cursor) const {
     return mirror->position() >= cursor && (events.empty() || events.front().at > cursor);
@@ -150,14 +161,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   Mirror& mirror = *slot.mirror;
   bool worked = false;
   for (;;) {
-    // A reset applies as soon as it is next: the bytes before it were cleared or belong to an
-    // ended session, and are skipped.
-    while (!slot.events.empty() &&
-           (slot.events.front().reset || slot.events.front().at <= mirror.position())) {
-      slot.apply(slot.events.front());
-      slot.events.pop_front();
-      worked = true;
-    }
+    worked |= slot.apply_due_events();
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
     if (mirror.position() >= end || budget == 0) break;
@@ -193,6 +197,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
 }
 
 void MirrorThread::answer_ready(Slot& slot) {
+  if (slot.waiting.empty()) return;
+  slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
     reply(SnapshotReply{r.token, true, slot.mirror->snapshot(r.options)});

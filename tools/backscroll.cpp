@@ -1,7 +1,8 @@
 // backscroll: the user CLI (docs/cli.md). This file declares the commands and their options
 // with CLI11 and hands each parsed command to its runner: cli_ops (one control request),
-// cli_tail (reads the ring in shared memory), cli_attach (interactive). Usage errors exit 2,
-// engine, protocol and OS errors exit 1, each as one line on stderr.
+// cli_tail (reads the ring in shared memory), cli_attach (interactive), cli_status_follow
+// (status -f: agent status from the rings). Usage errors exit 2, engine, protocol and OS errors
+// exit 1, each as one line on stderr.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include "tools/cli_engine.hpp"
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
+#include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
 
 namespace {
@@ -114,12 +116,23 @@ int main(int argc, char** argv) {
   auto* list_cmd = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
 
   // status
-  std::string status_actor;
+  std::vector<std::string> status_actors;
   bool status_json = false;
-  auto* status_cmd = app.add_subcommand("status", "Show actors in detail (or one actor)");
-  status_cmd->add_option("NAME", status_actor, "only this actor")->type_name("");
+  StatusFollowArgs status_follow;
+  bool status_follow_on = false;
+  auto* status_cmd = app.add_subcommand(
+      "status", "Show actors in detail (or one actor); with -f, follow their agent status");
+  status_cmd->add_option("NAME", status_actors, "only this actor (with -f: these actors)")
+      ->type_name("");
   status_cmd->add_flag("--json", status_json,
-                       "print the engine's `actors` array as JSON (fields: docs/protocol.md)");
+                       "print the engine's `actors` array as JSON (fields: docs/protocol.md); "
+                       "with -f, one JSON object per line");
+  status_cmd->add_flag("-f,--follow", status_follow_on,
+                       "follow the agent status (title, bells, working/idle/permission) of every "
+                       "actor, or of NAME...: one line per change (docs/status-detector.md)");
+  status_cmd->add_option("--rules", status_follow.rules_path,
+                         "with -f: a JSON rules file, tried before the built-in rules")
+      ->type_name("FILE");
 
   // tail
   TailArgs tail;
@@ -204,6 +217,25 @@ int main(int argc, char** argv) {
                    "write to FILE (created 0600, truncated) instead of stdout")
       ->type_name("FILE");
 
+  // snapshot
+  SnapshotArgs snapshot;
+  auto* snapshot_cmd = app.add_subcommand(
+      "snapshot", "Write the ANSI bytes that redraw an actor's screen and recent history");
+  add_actor(snapshot_cmd, snapshot.actor);
+  snapshot_cmd->add_option("--scrollback", snapshot.scrollback, "history lines, 0..10000")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  snapshot_cmd
+      ->add_option("-o,--output", snapshot.output,
+                   "write the bytes to FILE (created 0600, truncated) instead of stdout")
+      ->type_name("FILE");
+  snapshot_cmd->add_flag("--json", snapshot.json,
+                         "print {format, cursor, epoch, cols, rows, bytes, reason} as one JSON "
+                         "object (the bytes then go only to --output)");
+  snapshot_cmd->footer(
+      "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
+      "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
+
   // attach
   AttachArgs attach;
   std::string detach_key_text = "^]";
@@ -251,7 +283,15 @@ int main(int argc, char** argv) {
   }
   if (*list_cmd) return run_list(engine);
   if (*status_cmd) {
-    return run_status(engine, status_actor.empty() ? std::nullopt : std::optional(status_actor),
+    if (status_follow_on) {
+      status_follow.actors = status_actors;
+      status_follow.json = status_json;
+      return run_status_follow(engine, status_follow);
+    }
+    if (!status_follow.rules_path.empty()) return report_usage("status: --rules needs -f");
+    if (status_actors.size() > 1) return report_usage("status: one NAME at most without -f");
+    return run_status(engine,
+                      status_actors.empty() ? std::nullopt : std::optional(status_actors.front()),
                       status_json);
   }
   if (*tail_cmd) {
@@ -279,6 +319,7 @@ int main(int argc, char** argv) {
     history.to = cursor_value(history_to);
     return run_history(engine, history);
   }
+  if (*snapshot_cmd) return run_snapshot(engine, snapshot);
   if (*attach_cmd) {
     const DetachKeyChoice key = *parse_detach_key(detach_key_text);
     attach.detach_key = key.none ? std::nullopt : std::optional<unsigned char>(key.key);

@@ -93,17 +93,17 @@ struct Outcome {
   std::optional<shm::SessionRecord> session;  // exited
 };
 
-// The output side: replays, then follows the ring until told to stop or the session ends.
+// The output side: follows the ring from `start` until told to stop or the session ends.
 // Writes its outcome, then one byte to `done_fd` so the input side wakes.
-void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop, TerminalModes& modes,
-                 Outcome& outcome, bool& finished, int done_fd) {
+void output_loop(const shm::RingReader& reader, Cursor start, const std::atomic<bool>& stop,
+                 TerminalModes& modes, Outcome& outcome, bool& finished, int done_fd) {
   // Signals belong to the input side's self-pipe; keep this thread's futex waits quiet.
   sigset_t block;
   ::sigemptyset(&block);
   for (const int sig : kHandledSignals) ::sigaddset(&block, sig);
   ::pthread_sigmask(SIG_BLOCK, &block, nullptr);
 
-  RingFollower follower(reader, reader.oldest());
+  RingFollower follower(reader, start);
   const auto observe = [&modes](std::span<const std::byte> bytes) { modes.observe(bytes); };
   std::uint64_t watched = 0;
   auto finish = [&](Outcome o) {
@@ -152,16 +152,53 @@ void output_loop(const shm::RingReader& reader, const std::atomic<bool>& stop, T
   (void)!::write(done_fd, &byte, 1);
 }
 
-// Sends the terminal's size; errors are not worth ending the attachment for (not_running: the
-// session just ended and the output side will say so).
-void send_size(control::ControlClient& client, const std::string& actor) {
+// The terminal's size as request fields (none when stdin has no size).
+Json size_fields() {
   const auto size = terminal_size(STDIN_FILENO);
-  if (!size) return;
+  if (!size) return Json::object();
   const auto clamp = [](unsigned short v) {
     return std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize);
   };
-  (void)client.call(
-      "resize", {{"actor", actor}, {"cols", clamp(size->ws_col)}, {"rows", clamp(size->ws_row)}});
+  return {{"cols", clamp(size->ws_col)}, {"rows", clamp(size->ws_row)}};
+}
+
+// Sends the terminal's size as the actor's controller. Errors are not worth ending the
+// attachment for: not_running (the session just ended; the output side will say so) and
+// stale_controller (another client took over; this one goes on watching).
+void send_size(control::ControlClient& client, const std::string& actor, std::uint64_t attachment) {
+  Json fields = size_fields();
+  if (fields.empty()) return;
+  fields["actor"] = actor;
+  fields["attachment"] = attachment;
+  (void)client.call("resize", std::move(fields));
+}
+
+// Attaches as the controller at the terminal's size and shows the actor's current screen: the
+// snapshot's bytes on a reset terminal, or nothing for a raw replay. Returns the cursor to
+// follow the ring from and the attachment id.
+struct Attached {
+  Cursor from;
+  std::uint64_t attachment;
+};
+Result<Attached> attach_and_show(control::ControlClient& client, const std::string& actor,
+                                 TerminalModes& modes) {
+  Json fields = size_fields();
+  fields["actor"] = actor;
+  fields["role"] = "controller";
+  fields["formats"] = Json::array({"snapshot_v1"});
+  auto r = client.call("attach", std::move(fields));
+  if (!r) return tl::unexpected(r.error());
+  const Json& h = r->header;
+  const Attached attached{Cursor{h.value("cursor", std::uint64_t{0})},
+                          h.value("attachment", std::uint64_t{0})};
+  if (h.value("format", "") == "snapshot_v1") {
+    // A snapshot draws on a fresh terminal: reset the modes, the region and the pen, clear.
+    constexpr std::string_view kFreshTerminal = "\x1b[!p\x1b[0m\x1b[r\x1b[H\x1b[2J";
+    if (auto w = write_all(STDOUT_FILENO, kFreshTerminal); !w) return tl::unexpected(w.error());
+    if (auto w = write_all(STDOUT_FILENO, r->payload); !w) return tl::unexpected(w.error());
+    modes.observe(std::as_bytes(std::span(r->payload.data(), r->payload.size())));
+  }
+  return attached;
 }
 
 // Forwards keystrokes; errors that mean "not now" (not_running, too_large) drop the bytes.
@@ -221,14 +258,18 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
 
   RawTerminal terminal(STDIN_FILENO);
   if (auto raw = terminal.enter(); !raw) return report(raw.error());
-  send_size(*client, args.actor);
+  TerminalModes modes;
+  auto attached = attach_and_show(*client, args.actor, modes);
+  if (!attached) {
+    terminal.leave();
+    return report(attached.error());
+  }
 
   std::atomic<bool> stop{false};
-  TerminalModes modes;
   Outcome thread_outcome;
   bool thread_finished = false;
-  std::thread output(output_loop, std::cref(*reader), std::cref(stop), std::ref(modes),
-                     std::ref(thread_outcome), std::ref(thread_finished), done[1]);
+  std::thread output(output_loop, std::cref(*reader), attached->from, std::cref(stop),
+                     std::ref(modes), std::ref(thread_outcome), std::ref(thread_finished), done[1]);
 
   Outcome outcome{End::detached, {}, 0, std::nullopt};
   std::string input(kInputReadBytes, '\0');
@@ -248,7 +289,7 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
       for (ssize_t i = 0; i < n && running; ++i) {
         const int sig = sigs[i];
         if (sig == SIGWINCH) {
-          send_size(*client, args.actor);
+          send_size(*client, args.actor, attached->attachment);
         } else if (sig == SIGTSTP) {
           // Stopped from outside (the raw terminal sends ^Z to the program instead): give the
           // terminal back while stopped.
@@ -256,7 +297,7 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
           ::raise(SIGSTOP);
         } else if (sig == SIGCONT) {
           (void)terminal.enter();
-          send_size(*client, args.actor);
+          send_size(*client, args.actor, attached->attachment);
         } else {
           outcome = {End::signal, {}, sig, std::nullopt};
           running = false;

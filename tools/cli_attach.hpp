@@ -1,6 +1,9 @@
-// `backscroll attach`: the user's terminal becomes the actor's terminal. The ring is replayed
-// from its oldest cursor and then followed (an output thread: RingReader::wait + copy, straight
-// to stdout); stdin goes to the actor as `input` requests, the window size as `resize`. Ends on
+// `backscroll attach`: the user's terminal becomes the actor's terminal. It attaches as the
+// controller at the terminal's size, shows the actor's snapshot (its current screen and recent
+// history, however much output came before) and then follows the ring from the snapshot's
+// cursor (an output thread: RingReader::wait + copy, straight to stdout); with a raw_replay
+// answer it replays the ring from the oldest cursor instead. Stdin goes to the actor as
+// `input` requests, the window size as `resize` through the attachment. Ends on
 // the detach key, when the watched session is sealed, when the actor is deleted, or on a signal;
 // the terminal mode and the modes the program switched on are restored on every path.
 #pragma once

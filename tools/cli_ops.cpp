@@ -67,6 +67,32 @@ Result<control::Frame> call(const EngineTarget& engine, std::string_view op,
   return client->call(op, std::move(fields), payload);
 }
 
+// Where a command writes bytes: stdout ("" or "-") or a file, created only with the first
+// write (no empty file when the engine refuses) and owner-only, like the engine's own files:
+// terminal output can hold secrets.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)) {
+    if (path_.empty() || path_ == "-") fd_ = STDOUT_FILENO;
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile() {
+    if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+  }
+  Result<void> write(std::string_view bytes) {
+    if (fd_ < 0) {
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd_ < 0) return fail_errno("open " + path_, errno);
+    }
+    return write_all(fd_, bytes);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 int print(const std::string& line) {
   if (auto w = write_all(STDOUT_FILENO, line + "\n"); !w) return report(w.error());
   return kExitOk;
@@ -307,28 +333,14 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
                           committed});
     }
   }
-  const bool to_stdout = args.output.empty() || args.output == "-";
-  int fd = to_stdout ? STDOUT_FILENO : -1;
-  struct Closer {
-    int& fd;
-    bool owned;
-    ~Closer() {
-      if (owned && fd >= 0) ::close(fd);
-    }
-  } closer{fd, !to_stdout};
-
+  OutputFile out(args.output);
   Cursor from = args.from;
   for (;;) {
     Json fields = {{"actor", args.actor}, {"from", value(from)}};
     if (args.to) fields["to"] = value(*args.to);
     auto r = client->call("history", std::move(fields));
     if (!r) return report(r.error());
-    if (fd < 0) {  // created only once the engine answered: no empty file on error
-      // Terminal history can hold secrets: owner-only, like the engine's own files.
-      fd = ::open(args.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd < 0) return report(fail_errno("open " + args.output, errno).value());
-    }
-    if (auto w = write_all(fd, r->payload); !w) return report(w.error());
+    if (auto w = out.write(r->payload); !w) return report(w.error());
     const auto to = r->header.find("to");
     if (!r->header.value("more", false)) break;
     if (to == r->header.end() || !to->is_number_unsigned() ||
@@ -369,6 +381,34 @@ int run_shutdown(const EngineTarget& engine) {
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
   return print("engine pid " + std::to_string(pid) + " stopped");
+}
+
+int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
+  auto r = call(engine, "snapshot",
+                {{"actor", args.actor},
+                 {"scrollback", args.scrollback},
+                 {"formats", Json::array({"snapshot_v1"})}});
+  if (!r) return report(r.error());
+  const Json& h = r->header;
+  // With --json the metadata owns stdout: the bytes go only to --output.
+  if (!args.json || (!args.output.empty() && args.output != "-")) {
+    OutputFile out(args.output);
+    if (auto w = out.write(r->payload); !w) return report(w.error());
+  }
+  if (args.json) {
+    Json meta{{"actor", args.actor}};
+    for (const char* key : {"format", "cursor", "epoch", "cols", "rows", "bytes",
+                            "scrollback_lines", "reason"}) {
+      if (const auto it = h.find(key); it != h.end()) meta[key] = *it;
+    }
+    return print(meta.dump());
+  }
+  if (h.value("format", "") != "snapshot_v1") {
+    // No bytes to show: say why and where a raw replay starts (stderr: stdout stays the bytes).
+    (void)write_all(STDERR_FILENO, "backscroll: raw_replay (" + h.value("reason", std::string("?")) +
+                                       "): replay from cursor " + text(h, "cursor") + "\n");
+  }
+  return kExitOk;
 }
 
 }  // namespace backscroll::cli

@@ -1,5 +1,5 @@
 // The CLI commands that are one control request (or a short loop of them): spawn, list,
-// status, send, resize, clear, stop, restart, delete, history, ping, shutdown. Each returns the
+// status, send, resize, clear, stop, restart, delete, history, snapshot, ping, shutdown. Each returns the
 // process exit status (cli_output.hpp) and prints its one-line result or its table.
 #pragma once
 
@@ -45,6 +45,13 @@ struct HistoryArgs {
   std::string output;        // empty or "-": stdout
 };
 
+struct SnapshotArgs {
+  std::string actor;
+  std::uint64_t scrollback = 512;  // history lines drawn before the screen
+  std::string output;              // empty or "-": stdout
+  bool json = false;               // print the metadata as JSON (bytes only with --output)
+};
+
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args);
 int run_list(const EngineTarget& engine);
 int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json);
@@ -57,6 +64,7 @@ int run_stop(const EngineTarget& engine, const std::string& actor,
 int run_restart(const EngineTarget& engine, const std::string& actor);
 int run_delete(const EngineTarget& engine, const std::string& actor);
 int run_history(const EngineTarget& engine, const HistoryArgs& args);
+int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args);
 int run_ping(const EngineTarget& engine);
 int run_shutdown(const EngineTarget& engine);
 

@@ -26,6 +26,13 @@ bool ring_owner_alive(const shm::RingReader& reader) {
   return owner.alive();
 }
 
+Error ring_owner_gone(const shm::RingReader& reader, std::string_view actor) {
+  return Error{Errc::engine_unavailable,
+               "the engine (pid " + std::to_string(reader.header().engine_pid) +
+                   ") is gone; the ring of '" + std::string(actor) + "' will not grow",
+               std::nullopt};
+}
+
 RingFollower::RingFollower(const shm::RingReader& reader, Cursor from, std::size_t buffer_bytes)
     : reader_(&reader), cursor_(from), buffer_(buffer_bytes) {}
 

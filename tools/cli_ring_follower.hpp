@@ -24,6 +24,8 @@ Result<shm::RingReader> open_ring(const Places& places, std::string_view actor);
 
 // False once the engine that owns the ring is gone: the ring will never grow again.
 bool ring_owner_alive(const shm::RingReader& reader);
+// The engine_unavailable error for a ring whose owner is gone ("the engine (pid P) is gone; ...").
+Error ring_owner_gone(const shm::RingReader& reader, std::string_view actor);
 
 class RingFollower {
  public:

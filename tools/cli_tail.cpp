@@ -72,10 +72,7 @@ int run_tail(const Places& places, const TailArgs& args) {
       case shm::WaitResult::timeout:
         if (!ring_owner_alive(*reader)) {
           if (auto r = drain(follower); !r) return report(r.error());
-          return report(Error{Errc::engine_unavailable,
-                              "the engine (pid " + std::to_string(reader->header().engine_pid) +
-                                  ") is gone; the ring of '" + args.actor + "' will not grow",
-                              std::nullopt});
+          return report(ring_owner_gone(*reader, args.actor));
         }
         break;
     }

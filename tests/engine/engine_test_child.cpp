@@ -13,11 +13,16 @@
 //   fds
 //       Prints "fd N TARGET" for every fd it inherited (not the one it lists them with), then
 //       "fds done".
+//   queries
+//       Puts the terminal in raw mode, writes terminal queries (DA, DA2, CPR, DECRQM, DECRQSS,
+//       OSC 10/11 colour queries, a title report), then reads its input for 1.5 s and prints
+//       "replies N" with the number of bytes that arrived: no one attached answers them.
 //   scribble SEGMENT
 //       Maps the ring segment read-only as any reader does, reports whether mprotect can make
 //       it writable, then writes to it: the kernel must kill it with SIGSEGV.
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <termios.h>
 #include <unistd.h>
@@ -134,6 +139,27 @@ int run_scribble(int argc, char** argv) {
   return 0;
 }
 
+int run_queries() {
+  termios t{};
+  if (::tcgetattr(0, &t) == 0) {
+    ::cfmakeraw(&t);
+    ::tcsetattr(0, TCSANOW, &t);
+  }
+  static const char kQueries[] =
+      "\x1b[c\x1b[>c\x1b[6n\x1b[?25$p\x1bP$qm\x1b\\\x1b]10;?\x07\x1b]11;?\x1b\\\x1b[21t\r\n";
+  if (!write_all(1, kQueries, sizeof kQueries - 1)) return 71;
+  std::size_t replies = 0;
+  pollfd p{0, POLLIN, 0};
+  while (::poll(&p, 1, 1500) == 1) {
+    char buf[256];
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n <= 0) break;
+    replies += static_cast<std::size_t>(n);
+  }
+  const std::string line = "replies " + std::to_string(replies) + "\r\n";
+  return write_all(1, line.data(), line.size()) ? 0 : 71;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,5 +168,6 @@ int main(int argc, char** argv) {
   if (command == "pattern") return run_pattern(argc, argv);
   if (command == "fds") return run_fds();
   if (command == "scribble") return run_scribble(argc, argv);
+  if (command == "queries") return run_queries();
   return 64;
 }

@@ -138,7 +138,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
   // The mirror as the engine runs it: scanner + libvterm, fed in chunks that cut sequences.
   engine::Mirror composed(Cursor{0}, static_cast<std::uint16_t>(cols),
                           static_cast<std::uint16_t>(rows));
-  for (std::size_t at = 0, step = 1 + cut % 61; at < prefix.size(); at += step, step = step * 7 % 97 + 1)
+  for (std::size_t at = 0, step = 1 + cut % 61; at < prefix.size(); at += step, step = step * 7 % 997 + 1)
     composed.feed(std::string_view(prefix).substr(at, step));
   const MirrorScreen& mirror = composed.screen();
   if (const std::string d = modes_difference(composed.scanner().modes(), modes); !d.empty())

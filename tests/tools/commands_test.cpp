@@ -349,6 +349,43 @@ TEST_F(CliHistory, WritesExactlyTheBytesToStdoutOrToAPrivateFile) {
   EXPECT_FALSE(fs::exists(none));
 }
 
+class CliSnapshot : public CliCommandTest {};
+
+TEST_F(CliSnapshot, WritesTheScreenBytesAndJsonMetadata) {
+  spawn("s", {"sh", "-c", R"(printf "\033]2;my title\007first\nsecond\n"; exec sleep 60)"});
+  engine_.wait_output("s", "second");
+  // The mirror may still be behind the committed cursor: ask until it shows the second line.
+  CliResult bytes;
+  for (int i = 0; i < 100; ++i) {
+    bytes = cli({"snapshot", "s"});
+    if (bytes.out.find("second") != std::string::npos) break;
+  }
+  ASSERT_TRUE(Succeeds(bytes)) << ::testing::PrintToString(bytes);
+  EXPECT_NE(bytes.out.find("\x1b]2;my title\x1b\\"), std::string::npos);
+  EXPECT_NE(bytes.out.find("first"), std::string::npos);
+
+  const fs::path file = scratch_.path() / "s.ans";
+  const CliResult meta =
+      cli({"snapshot", "s", "--scrollback", "0", "--json", "-o", file.string()});
+  ASSERT_TRUE(Succeeds(meta)) << ::testing::PrintToString(meta);
+  const Json j = Json::parse(meta.out);
+  EXPECT_EQ(j.at("format"), "snapshot_v1");
+  EXPECT_EQ(j.at("cols"), 80);
+  EXPECT_EQ(j.at("rows"), 24);
+  EXPECT_EQ(j.at("epoch"), engine_.status("s").at("epoch"));
+  EXPECT_LE(j.at("cursor").get<std::uint64_t>(), committed("s"));
+  EXPECT_EQ(j.at("bytes").get<std::size_t>(), read_text(file).size());
+  EXPECT_EQ(mode_of(file), 0600u);
+
+  // --json without -o: only the metadata on stdout.
+  const CliResult only = cli({"snapshot", "s", "--json"});
+  EXPECT_EQ(only.out.find("second"), std::string::npos);
+  EXPECT_TRUE(Json::accept(only.out)) << only.out;
+
+  EXPECT_TRUE(FailsWithOneLine(cli({"snapshot", "nope"}), 1, "backscroll: no_such_actor: "));
+  EXPECT_EQ(cli({"snapshot", "s", "--scrollback", "10001"}).exit_code(), 2);
+}
+
 // An engine whose rings are as small as they get (64 KiB), to lap them.
 class CliSmallRing : public CliCommandTest {
  protected:

@@ -1,0 +1,235 @@
+// Snapshots and attachments through a real engine (DESIGN sections 4 and 5, docs/protocol.md).
+// - A snapshot of an actor with megabytes of history is small, safe to replay, and exact: a
+//   fresh terminal fed it and then the raw bytes from its cursor shows what one fed every byte
+//   shows (libvterm as the second emulator).
+// - A controller's attach resizes first and gets a snapshot at its size; a replaced controller's
+//   resize is refused (stale_controller), a viewer's too; the controller's connection ending
+//   ends its control.
+// - A reattach with a retained cursor resumes without a snapshot; a cleared or new-session
+//   actor never shows what came before in a snapshot.
+// - A client without snapshot_v1 gets raw_replay from the oldest retained cursor.
+// - The engine never answers a program's terminal queries when no one is attached.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <thread>
+
+#include "engine/snapshot_grammar.hpp"
+#include "tests/engine/engine_process.hpp"
+#include "tests/engine/vterm_reference.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+// Feeds `bytes` in writes of at most 32 KiB ending after a LF, as a terminal reads them.
+void feed(ReferenceTerminal& t, std::string_view bytes) {
+  while (!bytes.empty()) {
+    std::size_t n = std::min<std::size_t>(bytes.size(), 32 * 1024);
+    if (n < bytes.size()) {
+      const std::size_t lf = bytes.substr(0, n).rfind('\n');
+      if (lf != std::string_view::npos) n = lf + 1;
+    }
+    t.feed(bytes.substr(0, n));
+    bytes.remove_prefix(n);
+  }
+}
+
+class Attach : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(engine_.start()); }
+
+  Frame snapshot(const std::string& actor, Json extra = Json::object()) {
+    extra["actor"] = actor;
+    return engine_.call("snapshot", std::move(extra));
+  }
+
+  EngineProcess engine_;
+};
+
+TEST_F(Attach, SnapshotOfMegabytesOfHistoryIsSmallSafeAndExact) {
+  engine_.spawn("log", {"awk", "BEGIN { for (i = 0; i < 60000; i++) printf "
+                               "\"\\033[3%dmline %d of the output\\033[m\\n\", i % 8, i }"});
+  engine_.wait_sealed("log");
+  const std::string all = engine_.history("log");
+  ASSERT_GT(all.size(), 1'500'000u);
+
+  const Frame snap = snapshot("log");
+  ASSERT_EQ(snap.header.value("format", ""), "snapshot_v1") << snap.header.dump();
+  EXPECT_EQ(snap.header.at("cols"), 80);
+  EXPECT_EQ(snap.header.at("rows"), 24);
+  EXPECT_EQ(snap.header.at("bytes"), snap.payload.size());
+  EXPECT_EQ(snap.header.at("scrollback_lines"), 512);
+  EXPECT_LT(snap.payload.size(), 64u * 1024);
+  std::string why;
+  EXPECT_TRUE(engine::is_safe_snapshot(snap.payload, &why)) << why;
+
+  const std::uint64_t cursor = snap.header.at("cursor");
+  ASSERT_LE(cursor, all.size());
+  ReferenceTerminal fresh(80, 24);
+  feed(fresh, snap.payload);
+  feed(fresh, std::string_view(all).substr(cursor));
+  ReferenceTerminal whole(80, 24);
+  feed(whole, all);
+  EXPECT_EQ(first_difference(fresh.model(), whole.model()), "");
+}
+
+TEST_F(Attach, ControllerAttachResizesFirstAndSnapshotsAtItsSize) {
+  engine_.spawn("sh", {"sh", "-c", "printf 'ready\\n'; exec sleep 60"});
+  engine_.wait_output("sh", "ready");
+  const Frame r = engine_.call("attach", {{"actor", "sh"}, {"role", "controller"},
+                                          {"cols", 100}, {"rows", 30}});
+  EXPECT_EQ(r.header.at("role"), "controller");
+  EXPECT_EQ(r.header.at("mode"), "snapshot");
+  EXPECT_EQ(r.header.at("format"), "snapshot_v1");
+  EXPECT_EQ(r.header.at("cols"), 100);
+  EXPECT_EQ(r.header.at("rows"), 30);
+  EXPECT_GT(r.header.at("attachment").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(engine_.status("sh").at("cols"), 100);
+  EXPECT_NE(r.payload.find("ready"), std::string::npos);
+}
+
+TEST_F(Attach, OnlyTheLatestControllerResizes) {
+  engine_.spawn("sh", {"sleep", "60"});
+  auto a = engine_.connect();
+  auto b = engine_.connect();
+  auto c = engine_.connect();
+  const auto first = a.call("attach", {{"actor", "sh"}, {"role", "controller"}});
+  ASSERT_TRUE(first) << first.error().describe();
+  const auto second = b.call("attach", {{"actor", "sh"}, {"role", "controller"}});
+  ASSERT_TRUE(second) << second.error().describe();
+  const auto viewer = c.call("attach", {{"actor", "sh"}, {"role", "viewer"}});
+  ASSERT_TRUE(viewer) << viewer.error().describe();
+  const std::uint64_t a_id = first->header.at("attachment");
+  const std::uint64_t b_id = second->header.at("attachment");
+  const std::uint64_t c_id = viewer->header.at("attachment");
+  EXPECT_NE(a_id, b_id);
+
+  auto resize = [&](control::ControlClient& client, std::optional<std::uint64_t> id) {
+    Json fields{{"actor", "sh"}, {"cols", 90}, {"rows", 20}};
+    if (id) fields["attachment"] = *id;
+    return client.call("resize", std::move(fields));
+  };
+  auto stale = resize(a, a_id);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().code, Errc::stale_controller);
+  auto by_viewer = resize(c, c_id);
+  ASSERT_FALSE(by_viewer);
+  EXPECT_EQ(by_viewer.error().code, Errc::bad_request);
+  auto anonymous = resize(a, std::nullopt);
+  ASSERT_FALSE(anonymous);
+  EXPECT_EQ(anonymous.error().code, Errc::stale_controller);
+  EXPECT_TRUE(resize(b, b_id));
+  EXPECT_EQ(engine_.status("sh").at("cols"), 90);
+
+  // The controller's connection ends: the actor has no controller, anyone may resize again.
+  b = engine_.connect();
+  engine_.call("ping");  // the engine has seen the disconnect once it answers a later request
+  for (int i = 0; i < 100 && !resize(a, std::nullopt); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(resize(a, std::nullopt));
+}
+
+TEST_F(Attach, OfTwoControllersAttachingAtOnceExactlyOneControls) {
+  engine_.spawn("sh", {"sleep", "60"});
+  for (int round = 0; round < 20; ++round) {
+    auto a = engine_.connect();
+    auto b = engine_.connect();
+    auto attach = [](control::ControlClient& client, int cols) {
+      return client.call("attach", {{"actor", "sh"}, {"role", "controller"}, {"cols", cols},
+                                    {"rows", 24}});
+    };
+    auto fa = std::async(std::launch::async, [&] { return attach(a, 70); });
+    auto fb = std::async(std::launch::async, [&] { return attach(b, 71); });
+    const auto ra = fa.get();
+    const auto rb = fb.get();
+    ASSERT_TRUE(ra && rb);
+    const int controls =
+        static_cast<int>(static_cast<bool>(a.call("resize", {{"actor", "sh"}, {"cols", 72}, {"rows", 24},
+                                                              {"attachment", ra->header.at("attachment")}}))) +
+        static_cast<int>(static_cast<bool>(b.call("resize", {{"actor", "sh"}, {"cols", 73}, {"rows", 24},
+                                                              {"attachment", rb->header.at("attachment")}})));
+    EXPECT_EQ(controls, 1) << "round " << round;
+    // Each snapshot is at the size its own attach set (taken after its resize).
+    EXPECT_EQ(ra->header.at("cols"), 70);
+    EXPECT_EQ(rb->header.at("cols"), 71);
+  }
+}
+
+TEST_F(Attach, ReattachWithARetainedCursorResumesAndAfterAClearSnapshots) {
+  engine_.spawn("sh", {"sh", "-c", "printf 'secret output\\n'; exec sleep 60"});
+  engine_.wait_output("sh", "secret");
+  const std::string epoch = engine_.status("sh").at("epoch");
+  const Frame first = engine_.call("attach", {{"actor", "sh"}, {"role", "viewer"}});
+  const std::uint64_t cursor = first.header.at("cursor");
+
+  const Frame again = engine_.call(
+      "attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", cursor}, {"epoch", epoch}});
+  EXPECT_EQ(again.header.at("mode"), "resume");
+  EXPECT_EQ(again.header.at("cursor"), cursor);
+  EXPECT_TRUE(again.payload.empty());
+
+  const Frame other_epoch = engine_.call(
+      "attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", cursor}, {"epoch", "0"}});
+  EXPECT_EQ(other_epoch.header.at("mode"), "snapshot");
+
+  engine_.call("clear", {{"actor", "sh"}});
+  const Frame after = engine_.call(
+      "attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", 0}, {"epoch", epoch}});
+  EXPECT_EQ(after.header.at("mode"), "snapshot");
+  EXPECT_EQ(after.payload.find("secret"), std::string::npos);
+  const Frame snap = snapshot("sh");
+  EXPECT_EQ(snap.payload.find("secret"), std::string::npos);
+  EXPECT_GE(snap.header.at("cursor").get<std::uint64_t>(),
+            engine_.status("sh").at("floor").get<std::uint64_t>());
+}
+
+TEST_F(Attach, ANewSessionStartsAFreshScreen) {
+  engine_.spawn("sh", {"sh", "-c", "printf 'pid:%s\\n' $$; exec sleep 60"});
+  engine_.wait_output("sh", "pid:");
+  const std::string old_pid = std::to_string(engine_.status("sh").at("pid").get<int>());
+  engine_.call("restart", {{"actor", "sh"}, {"grace_ms", 100}});
+  const std::uint64_t start = engine_.status("sh").at("sessions").back().at("start");
+  const Frame snap = snapshot("sh");
+  EXPECT_GE(snap.header.at("cursor").get<std::uint64_t>(), start);
+  EXPECT_EQ(snap.payload.find("pid:" + old_pid), std::string::npos);
+}
+
+TEST_F(Attach, ClientsWithoutSnapshotV1GetARawReplayFromTheOldestCursor) {
+  engine_.spawn("sh", {"sh", "-c", "printf 'a\\n'; exec sleep 60"});
+  engine_.wait_output("sh", "a");
+  const Frame r = snapshot("sh", {{"formats", Json::array({"raw"})}});
+  EXPECT_EQ(r.header.at("format"), "raw_replay");
+  EXPECT_EQ(r.header.at("reason"), "client");
+  EXPECT_EQ(r.header.at("cursor"), engine_.status("sh").at("floor"));
+  EXPECT_TRUE(r.payload.empty());
+}
+
+TEST_F(Attach, BadRequestsGetClearErrors) {
+  engine_.spawn("sh", {"sleep", "60"});
+  auto expect = [&](Json fields, const char* op, Errc code) {
+    const auto r = engine_.try_call(op, std::move(fields));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, code) << r.error().describe();
+  };
+  expect({{"actor", "nobody"}}, "snapshot", Errc::no_such_actor);
+  expect({{"actor", "sh"}, {"scrollback", 10001}}, "snapshot", Errc::too_large);
+  expect({{"actor", "sh"}, {"formats", "snapshot_v1"}}, "snapshot", Errc::bad_request);
+  expect({{"actor", "sh"}, {"role", "owner"}}, "attach", Errc::bad_request);
+  expect({{"actor", "sh"}, {"role", "viewer"}, {"cols", 10}, {"rows", 10}}, "attach",
+         Errc::bad_request);
+  expect({{"actor", "sh"}, {"role", "controller"}, {"cols", 0}, {"rows", 10}}, "attach",
+         Errc::bad_request);
+  expect({{"actor", "sh"}, {"role", "viewer"}, {"since", 1u << 30}}, "attach",
+         Errc::cursor_in_future);
+  expect({{"attachment", 12345}}, "detach", Errc::bad_request);
+}
+
+TEST_F(Attach, NoOneAnswersAProgramsTerminalQueries) {
+  engine_.spawn("q", {child_binary(), "queries"});
+  engine_.wait_sealed("q");
+  const std::string out = engine_.history("q");
+  EXPECT_NE(out.find("replies 0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace backscroll::testing

@@ -1,0 +1,280 @@
+#include "tools/status_rules.hpp"
+
+#include <cerrno>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace backscroll::status {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::size_t kMaxRulesFileBytes = 1 << 20;
+
+// The built-in table, in the rules-file format. docs/status-detector.md explains each rule and
+// where its pattern comes from; keep the two in step. Order matters: the first match decides, so
+// glyph rules (exact, from each program's source) come before the name-and-keyword rules.
+constexpr std::string_view kDefaultRulesJson = R"json({
+  "version": 1,
+  "include_defaults": false,
+  "rules": [
+    {"agent": "gemini-cli", "status": "permission", "title": "^✋",
+     "note": "Gemini CLI: '✋  Action Required (folder)'"},
+    {"agent": "gemini-cli", "status": "working", "title": "^[✦⏲]",
+     "note": "Gemini CLI: '✦  <thought> (folder)', '⏲  Working… (folder)'"},
+    {"agent": "gemini-cli", "status": "idle", "title": "^◇",
+     "note": "Gemini CLI: '◇  Ready (folder)'"},
+    {"agent": "gemini-cli", "status": "unknown", "title": "^Gemini CLI \\(",
+     "note": "Gemini CLI with dynamic titles off: 'Gemini CLI (folder)'"},
+
+    {"agent": "codex", "status": "permission", "title": "^\\[ [!.] \\] Action Required",
+     "note": "Codex CLI: '[ ! ] Action Required | project', blinking with '[ . ]'"},
+    {"agent": "codex", "status": "working", "title": "^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏](\\s|$)",
+     "note": "Codex CLI: a spinner frame before the project name, '⠴ project'"},
+
+    {"agent": "claude-code", "status": "working", "title": "^[⠂⠐](\\s|$)",
+     "note": "Claude Code: '⠂ <task>' and '⠐ <task>' while a turn runs"},
+    {"agent": "claude-code", "status": "idle", "title": "^✳(\\s|$)",
+     "note": "Claude Code: '✳ <task>' while it waits for the user (a permission prompt too)"},
+
+    {"agent": "", "status": "working", "title": "^\\s*[\u2800-\u28ff]",
+     "note": "any other braille spinner frame (OpenCode, Pi and others animate one while busy)"},
+
+    {"agent": "claude-code", "status": "permission", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)claude(?![\\w./-])).*(^|\\s)(action required|permission|waiting)(?![\\w-])",
+     "note": "a title naming the agent and a keyword (Orca's convention for agent titles)"},
+    {"agent": "claude-code", "status": "idle", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)claude(?![\\w./-])).*(^|\\s)(ready|idle|done)(?![\\w-])"},
+    {"agent": "claude-code", "status": "working", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)claude(?![\\w./-])).*(^|\\s)(working|thinking|running)(?![\\w-])"},
+    {"agent": "claude-code", "status": "unknown", "ignore_case": true, "title":
+     "(^|\\s)claude(?![\\w./-])"},
+
+    {"agent": "codex", "status": "permission", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)codex(?![\\w./-])).*(^|\\s)(action required|permission|waiting)(?![\\w-])"},
+    {"agent": "codex", "status": "idle", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)codex(?![\\w./-])).*(^|\\s)(ready|idle|done)(?![\\w-])"},
+    {"agent": "codex", "status": "working", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)codex(?![\\w./-])).*(^|\\s)(working|thinking|running)(?![\\w-])"},
+    {"agent": "codex", "status": "unknown", "ignore_case": true, "title":
+     "(^|\\s)codex(?![\\w./-])"},
+
+    {"agent": "gemini-cli", "status": "permission", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)gemini(?![\\w./-])).*(^|\\s)(action required|permission|waiting)(?![\\w-])"},
+    {"agent": "gemini-cli", "status": "idle", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)gemini(?![\\w./-])).*(^|\\s)(ready|idle|done)(?![\\w-])"},
+    {"agent": "gemini-cli", "status": "working", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)gemini(?![\\w./-])).*(^|\\s)(working|thinking|running)(?![\\w-])"},
+    {"agent": "gemini-cli", "status": "unknown", "ignore_case": true, "title":
+     "(^|\\s)gemini(?![\\w./-])"},
+
+    {"agent": "aider", "status": "permission", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)aider(?![\\w./-])).*(^|\\s)(action required|permission|waiting)(?![\\w-])"},
+    {"agent": "aider", "status": "idle", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)aider(?![\\w./-])).*(^|\\s)(ready|idle|done)(?![\\w-])"},
+    {"agent": "aider", "status": "working", "ignore_case": true, "title":
+     "^(?=.*(^|\\s)aider(?![\\w./-])).*(^|\\s)(working|thinking|running)(?![\\w-])"},
+    {"agent": "aider", "status": "unknown", "ignore_case": true, "title":
+     "(^|\\s)aider(?![\\w./-])"}
+  ]
+})json";
+
+constexpr wchar_t kReplacement = 0xFFFD;
+
+// UTF-8 to code points; a malformed sequence becomes one U+FFFD per bad byte. (Titles come
+// sanitized from VtScanner and rules from a JSON parser that checks UTF-8, so this is a guard.)
+std::wstring code_points(std::string_view text) {
+  std::wstring out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char lead = p[i];
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (lead < 0x80) {
+      len = 1;
+      cp = lead;
+    } else if (lead >= 0xc2 && lead <= 0xdf) {
+      len = 2;
+      cp = lead & 0x1fu;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      len = 3;
+      cp = lead & 0x0fu;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      len = 4;
+      cp = lead & 0x07u;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      ok = (p[i + k] & 0xc0u) == 0x80u;
+      cp = (cp << 6) | (p[i + k] & 0x3fu);
+    }
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+         !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (!ok) {
+      out.push_back(kReplacement);
+      ++i;
+      continue;
+    }
+    out.push_back(static_cast<wchar_t>(cp));
+    i += len;
+  }
+  return out;
+}
+
+tl::unexpected<Error> bad_rules(std::string_view source, const std::string& what) {
+  return fail(Errc::bad_request, std::string(source) + ": " + what);
+}
+
+std::string rule_name(std::size_t index) { return "rule " + std::to_string(index + 1); }
+
+Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_view source) {
+  const std::string where = rule_name(index);
+  if (!item.is_object()) return bad_rules(source, where + ": expected an object");
+  for (const auto& [key, value] : item.items()) {
+    if (key != "agent" && key != "status" && key != "title" && key != "ignore_case" &&
+        key != "note") {
+      return bad_rules(source, where + ": unknown field '" + key +
+                                   "' (expected agent, status, title, ignore_case, note)");
+    }
+  }
+  StatusRule rule;
+  const auto string_field = [&](const char* key, std::string& out,
+                                bool required) -> Result<void> {
+    const auto it = item.find(key);
+    if (it == item.end()) {
+      if (required) return bad_rules(source, where + ": missing '" + key + "'");
+      return {};
+    }
+    if (!it->is_string()) return bad_rules(source, where + ": '" + key + "' must be a string");
+    out = it->get<std::string>();
+    return {};
+  };
+  if (auto r = string_field("agent", rule.agent, true); !r) return tl::unexpected(r.error());
+  std::string status;
+  if (auto r = string_field("status", status, true); !r) return tl::unexpected(r.error());
+  if (auto r = string_field("title", rule.title, true); !r) return tl::unexpected(r.error());
+  if (auto r = string_field("note", rule.note, false); !r) return tl::unexpected(r.error());
+  const auto parsed = parse_agent_status(status);
+  if (!parsed) {
+    return bad_rules(source, where + ": 'status' must be working, idle, permission or unknown, "
+                                     "got '" + status + "'");
+  }
+  rule.status = *parsed;
+  if (const auto it = item.find("ignore_case"); it != item.end()) {
+    if (!it->is_boolean()) {
+      return bad_rules(source, where + ": 'ignore_case' must be true or false");
+    }
+    rule.ignore_case = it->get<bool>();
+  }
+  try {
+    auto flags = std::regex::ECMAScript | std::regex::optimize;
+    if (rule.ignore_case) flags |= std::regex::icase;
+    rule.regex = std::wregex(code_points(rule.title), flags);
+  } catch (const std::regex_error& e) {
+    return bad_rules(source, where + ": 'title' is not a valid regular expression (" + e.what() +
+                                 "): " + rule.title);
+  }
+  return rule;
+}
+
+}  // namespace
+
+std::string_view to_string(AgentStatus status) noexcept {
+  switch (status) {
+    case AgentStatus::working:
+      return "working";
+    case AgentStatus::idle:
+      return "idle";
+    case AgentStatus::permission:
+      return "permission";
+    case AgentStatus::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::optional<AgentStatus> parse_agent_status(std::string_view name) noexcept {
+  for (const AgentStatus s : {AgentStatus::unknown, AgentStatus::working, AgentStatus::idle,
+                              AgentStatus::permission}) {
+    if (to_string(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+const StatusRules& StatusRules::defaults() {
+  // Parsed once; the built-in text is covered by the tests, so a failure here is a bug.
+  static const StatusRules rules = [] {
+    auto parsed = parse(kDefaultRulesJson, "built-in rules");
+    if (!parsed) throw std::logic_error(parsed.error().describe());
+    return std::move(*parsed);
+  }();
+  return rules;
+}
+
+Result<StatusRules> StatusRules::parse(std::string_view json_text, std::string_view source) {
+  Json doc;
+  try {
+    doc = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    return bad_rules(source, std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) return bad_rules(source, "expected a JSON object with a 'rules' array");
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "version" && key != "include_defaults" && key != "rules") {
+      return bad_rules(source, "unknown field '" + key +
+                                   "' (expected version, include_defaults, rules)");
+    }
+  }
+  if (const auto it = doc.find("version"); it != doc.end() && *it != 1) {
+    return bad_rules(source, "'version' must be 1, got " + it->dump());
+  }
+  bool include_defaults = true;
+  if (const auto it = doc.find("include_defaults"); it != doc.end()) {
+    if (!it->is_boolean()) return bad_rules(source, "'include_defaults' must be true or false");
+    include_defaults = it->get<bool>();
+  }
+  const auto list = doc.find("rules");
+  if (list == doc.end() || !list->is_array()) {
+    return bad_rules(source, "expected a 'rules' array");
+  }
+  StatusRules out;
+  out.rules_.reserve(list->size());
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto rule = parse_rule((*list)[i], i, source);
+    if (!rule) return tl::unexpected(rule.error());
+    out.rules_.push_back(std::move(*rule));
+  }
+  if (include_defaults) {
+    const auto& builtin = defaults().rules();
+    out.rules_.insert(out.rules_.end(), builtin.begin(), builtin.end());
+  }
+  return out;
+}
+
+Result<StatusRules> StatusRules::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail_errno("rules file " + path, errno);
+  std::string text;
+  text.resize(kMaxRulesFileBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return fail_errno("read rules file " + path, errno);
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxRulesFileBytes) {
+    return fail(Errc::too_large, "rules file " + path + ": larger than " +
+                                     std::to_string(kMaxRulesFileBytes) + " bytes");
+  }
+  return parse(text, "rules file " + path);
+}
+
+Classification StatusRules::classify(std::string_view title) const {
+  const std::wstring text = code_points(title);
+  for (const StatusRule& rule : rules_) {
+    if (std::regex_search(text, rule.regex)) return {rule.status, rule.agent};
+  }
+  return {};
+}
+
+}  // namespace backscroll::status
