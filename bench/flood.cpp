@@ -1,6 +1,8 @@
 // bench/flood: PTY flood throughput of the engine with one shm reader attached, as a ratio to a
 // plain blocking read() loop draining the same flood on the same kind of PTY, in the same run
-// (DESIGN section 9). Runs the two alternately, `--rounds` times each, and reports medians.
+// (DESIGN section 9): the engine as it runs (its mirror thread parses every byte and holds the
+// PTY back while behind) and the engine with --no-mirror (the drain alone). Runs the three
+// alternately, `--rounds` times each, and reports medians.
 //
 //   flood [--bytes N] [--rounds R] [--ring-bytes N] [--json FILE]
 //
@@ -27,6 +29,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/engine_under_test.hpp"
 #include "shm/control_client.hpp"
 #include "shm/places.hpp"
 #include "shm/ring_reader.hpp"
@@ -36,9 +39,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace backscroll;
 
-std::filesystem::path bin_dir() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path();
-}
+using bench::bin_dir;
+using bench::fail;
+
+std::uint64_t g_checksum = 0;  // keeps the reader's reads from being optimized away
 
 struct Sample {
   double seconds = 0;
@@ -90,95 +94,49 @@ Sample plain_loop(std::uint64_t flood_bytes) {
   return {std::chrono::duration<double>(end - start).count(), total};
 }
 
-class EngineUnderTest {
- public:
-  EngineUnderTest(std::uint64_t ring_bytes) {
-    char tmpl[] = "/tmp/backscroll-flood-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
-    places_ = Places::at(root_ / "rt");
-    const std::string engine = (bin_dir() / "backscrolld").string();
-    const std::string ring = std::to_string(ring_bytes);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setenv("BACKSCROLL_RUNTIME_DIR", places_.runtime_dir.c_str(), 1);
-      const std::string log = (root_ / "engine.log").string();
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(fd, 2);
-      ::execl(engine.c_str(), engine.c_str(), "--ring-bytes", ring.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      if (auto c = control::ControlClient::connect(places_)) {
-        client_.emplace(std::move(*c));
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    std::fprintf(stderr, "flood: the engine did not start (log in %s)\n", root_.c_str());
-    std::exit(1);
-  }
-  ~EngineUnderTest() {
-    if (client_) (void)client_->call("shutdown");
-    ::waitpid(pid_, nullptr, 0);
-    std::filesystem::remove_all(root_);
-  }
-
-  // Spawns the flood in a new actor and drains it through one shm reader in this process.
-  Sample flood(const std::string& actor, std::uint64_t flood_bytes) {
-    const auto start = Clock::now();
-    auto spawned = client_->call(
-        "spawn", {{"actor", actor},
-                  {"argv", {(bin_dir() / "flood_writer").string(), std::to_string(flood_bytes)}}});
-    if (!spawned) fail(spawned.error());
-    auto reader = shm::RingReader::open(places_, actor);
-    if (!reader) fail(reader.error());
-    const std::uint64_t session = spawned->header["session"].get<std::uint64_t>();
-    Cursor cursor{spawned->header["cursor"].get<std::uint64_t>()};
-    const Cursor start_cursor = cursor;
-    std::uint64_t checksum = 0;
-    for (;;) {
-      auto view = reader->read(cursor, 1 << 20);
-      if (!view) fail(view.error());
-      if (!view->empty()) {
-        // Touch every cache line, as a consumer that uses the bytes would.
-        for (const auto span : {view->first, view->second}) {
-          for (std::size_t i = 0; i < span.size(); i += 64) {
-            checksum += static_cast<unsigned char>(span[i]);
-          }
+// Spawns the flood in a new actor of `engine` and drains it through one shm reader here.
+Sample engine_flood(bench::EngineUnderTest& engine, const std::string& actor,
+                    std::uint64_t flood_bytes) {
+  const auto start = Clock::now();
+  const auto spawned = engine.call(
+      "spawn", {{"actor", actor},
+                {"argv", {(bin_dir() / "flood_writer").string(), std::to_string(flood_bytes)}}});
+  auto reader = shm::RingReader::open(engine.places(), actor);
+  if (!reader) fail(reader.error());
+  const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
+  Cursor cursor{spawned.header["cursor"].get<std::uint64_t>()};
+  const Cursor start_cursor = cursor;
+  std::uint64_t checksum = 0;
+  for (;;) {
+    auto view = reader->read(cursor, 1 << 20);
+    if (!view) fail(view.error());
+    if (!view->empty()) {
+      // Touch every cache line, as a consumer that uses the bytes would.
+      for (const auto span : {view->first, view->second}) {
+        for (std::size_t i = 0; i < span.size(); i += 64) {
+          checksum += static_cast<unsigned char>(span[i]);
         }
-        if (!reader->intact(cursor)) fail(Error{Errc::cursor_expired, "reader lapped", {}});
-        cursor = view->to;
-        continue;
       }
-      const auto record = reader->session(session);
-      if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) {
-        if (record->exit_code != 0) {
-          fail(Error{Errc::internal, "flood_writer ended with status " +
-                                         std::to_string(record->exit_code) + ", signal " +
-                                         std::to_string(record->term_signal), {}});
-        }
-        break;
-      }
-      reader->wait(cursor, std::chrono::milliseconds(100));
+      if (!reader->intact(cursor)) fail(Error{Errc::cursor_expired, "reader lapped", {}});
+      cursor = view->to;
+      continue;
     }
-    const auto end = Clock::now();
-    checksum_ += checksum;
-    (void)client_->call("delete", {{"actor", actor}});
-    return {std::chrono::duration<double>(end - start).count(), cursor - start_cursor};
+    const auto record = reader->session(session);
+    if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) {
+      if (record->exit_code != 0) {
+        fail(Error{Errc::internal, "flood_writer ended with status " +
+                                       std::to_string(record->exit_code) + ", signal " +
+                                       std::to_string(record->term_signal), {}});
+      }
+      break;
+    }
+    reader->wait(cursor, std::chrono::milliseconds(100));
   }
-
- private:
-  [[noreturn]] void fail(const Error& e) {
-    std::fprintf(stderr, "flood: %s\n", e.describe().c_str());
-    std::exit(1);
-  }
-
-  std::filesystem::path root_;
-  Places places_;
-  pid_t pid_ = 0;
-  std::optional<control::ControlClient> client_;
-  std::uint64_t checksum_ = 0;
-};
+  const auto end = Clock::now();
+  g_checksum += checksum;
+  (void)engine.call("delete", {{"actor", actor}});
+  return {std::chrono::duration<double>(end - start).count(), cursor - start_cursor};
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -192,45 +150,51 @@ int main(int argc, char** argv) {
   int rounds = 3;
   std::uint64_t ring_bytes = 10'485'760;
   std::string json_path;
-  CLI::App app{"PTY flood: engine + one shm reader vs a plain read() loop, same run"};
+  CLI::App app{"PTY flood: engine (mirror on, and --no-mirror) + one shm reader vs a plain "
+               "read() loop, same run"};
   app.add_option("--bytes", flood_bytes, "bytes the child writes per flood")->capture_default_str();
   app.add_option("--rounds", rounds, "floods per side (alternating)")->capture_default_str();
   app.add_option("--ring-bytes", ring_bytes, "engine ring size")->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
-  EngineUnderTest engine(ring_bytes);
-  std::vector<double> plain, through_engine;
-  std::uint64_t plain_bytes = 0, engine_bytes = 0;
+  bench::EngineUnderTest with_mirror({"--ring-bytes", std::to_string(ring_bytes)});
+  bench::EngineUnderTest without_mirror({"--ring-bytes", std::to_string(ring_bytes), "--no-mirror"});
+  std::vector<double> plain, mirrored, drain_only;
+  std::uint64_t plain_bytes = 0;
   for (int r = 0; r < rounds; ++r) {
     const Sample p = plain_loop(flood_bytes);
-    const Sample e = engine.flood("flood" + std::to_string(r), flood_bytes);
+    const Sample m = engine_flood(with_mirror, "flood" + std::to_string(r), flood_bytes);
+    const Sample d = engine_flood(without_mirror, "flood" + std::to_string(r), flood_bytes);
     plain.push_back(p.mb_per_s());
-    through_engine.push_back(e.mb_per_s());
+    mirrored.push_back(m.mb_per_s());
+    drain_only.push_back(d.mb_per_s());
     plain_bytes = p.bytes;
-    engine_bytes = e.bytes;
-    if (p.bytes != e.bytes) {
-      std::fprintf(stderr, "flood: the engine drained %llu bytes, the plain loop %llu\n",
-                   static_cast<unsigned long long>(e.bytes),
+    if (p.bytes != m.bytes || p.bytes != d.bytes) {
+      std::fprintf(stderr, "flood: drained %llu bytes with the mirror, %llu without, %llu plain\n",
+                   static_cast<unsigned long long>(m.bytes),
+                   static_cast<unsigned long long>(d.bytes),
                    static_cast<unsigned long long>(p.bytes));
       return 1;
     }
-    std::fprintf(stderr, "round %d: plain %.1f MB/s (%llu B), engine %.1f MB/s (%llu B)\n", r,
-                 p.mb_per_s(), static_cast<unsigned long long>(p.bytes), e.mb_per_s(),
-                 static_cast<unsigned long long>(e.bytes));
+    std::fprintf(stderr, "round %d (%llu B): plain %.1f MB/s, engine %.1f MB/s, --no-mirror %.1f MB/s\n",
+                 r, static_cast<unsigned long long>(p.bytes), p.mb_per_s(), m.mb_per_s(),
+                 d.mb_per_s());
   }
-  const double p50 = median(plain), e50 = median(through_engine);
-  std::printf("| drain | MB/s (median of %d) | bytes per flood |\n|---|---|---|\n", rounds);
-  std::printf("| plain blocking read() loop | %.1f | %llu |\n", p50,
-              static_cast<unsigned long long>(plain_bytes));
-  std::printf("| backscrolld + 1 shm reader | %.1f | %llu |\n", e50,
-              static_cast<unsigned long long>(engine_bytes));
-  std::printf("\nratio engine / plain: %.3f\n", e50 / p50);
+  std::fprintf(stderr, "reader checksum %llu\n", static_cast<unsigned long long>(g_checksum));
+  const double p50 = median(plain), m50 = median(mirrored), d50 = median(drain_only);
+  std::printf("| drain (%llu bytes per flood) | MB/s (median of %d) | ratio to plain |\n|---|---|---|\n",
+              static_cast<unsigned long long>(plain_bytes), rounds);
+  std::printf("| plain blocking read() loop | %.1f | 1 |\n", p50);
+  std::printf("| backscrolld + 1 shm reader (mirror on) | %.1f | %.3f |\n", m50, m50 / p50);
+  std::printf("| backscrolld --no-mirror + 1 shm reader | %.1f | %.3f |\n", d50, d50 / p50);
   if (!json_path.empty()) {
     nlohmann::json out = {{"flood_bytes", flood_bytes}, {"rounds", rounds},
-                          {"plain_mb_s", plain},       {"engine_mb_s", through_engine},
-                          {"plain_median", p50},       {"engine_median", e50},
-                          {"ratio", e50 / p50}};
+                          {"plain_mb_s", plain},       {"engine_mb_s", mirrored},
+                          {"no_mirror_mb_s", drain_only},
+                          {"plain_median", p50},       {"engine_median", m50},
+                          {"no_mirror_median", d50},   {"ratio", m50 / p50},
+                          {"no_mirror_ratio", d50 / p50}};
     std::ofstream(json_path) << out.dump(2) << "\n";
   }
   return 0;

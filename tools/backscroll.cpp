@@ -19,6 +19,7 @@
 #include "tools/cli_output.hpp"
 #include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
+#include "tools/cli_verify.hpp"
 
 namespace {
 
@@ -236,6 +237,22 @@ int main(int argc, char** argv) {
       "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
       "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
 
+  // verify
+  VerifyArgs verify;
+  auto* verify_cmd = app.add_subcommand(
+      "verify", "Check that snapshots of an actor reproduce its screen exactly (on its own output)");
+  add_actor(verify_cmd, verify.actor);
+  verify_cmd->add_option("--cuts", verify.cuts, "snapshots to check, at random cursors")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  verify_cmd->add_option("--bytes", verify.window, "check the newest BYTES of the session")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
+  verify_cmd->add_option("--seed", verify.seed, "the cursors' random seed (default: printed)");
+  verify_cmd->footer(
+      "Exit 0: every snapshot plus the raw bytes after it showed what every byte shows; exit 1: "
+      "the first difference is printed (please report it with the seed).");
+
   // attach
   AttachArgs attach;
   std::string detach_key_text = "^]";
@@ -320,6 +337,7 @@ int main(int argc, char** argv) {
     return run_history(engine, history);
   }
   if (*snapshot_cmd) return run_snapshot(engine, snapshot);
+  if (*verify_cmd) return run_verify(engine.places, verify);
   if (*attach_cmd) {
     const DetachKeyChoice key = *parse_detach_key(detach_key_text);
     attach.detach_key = key.none ? std::nullopt : std::optional<unsigned char>(key.key);

@@ -204,6 +204,24 @@ TEST_F(Attach, ClientsWithoutSnapshotV1GetARawReplayFromTheOldestCursor) {
   EXPECT_TRUE(r.payload.empty());
 }
 
+TEST_F(Attach, OutputTheMirrorCannotReproduceGetsARawReplayWithItsReason) {
+  // A sixel image (DCS q ... ST): graphics no snapshot can carry.
+  engine_.spawn("img", {"sh", "-c", "printf '\\033Pq#0;2;0;0;0#0~~@@\\033\\\\done\\n'; exec sleep 60"});
+  engine_.wait_output("img", "done");
+  Frame r;
+  for (int i = 0; i < 200; ++i) {  // until the mirror has parsed the image
+    r = snapshot("img");
+    if (r.header.value("format", "") == "raw_replay") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(r.header.at("format"), "raw_replay");
+  EXPECT_EQ(r.header.at("reason"), "dcs_sixel") << r.header.dump();
+  EXPECT_EQ(r.header.at("cursor"), engine_.status("img").at("floor"));
+  // A clear forgets it: snapshots come back.
+  engine_.call("clear", {{"actor", "img"}});
+  EXPECT_EQ(snapshot("img").header.at("format"), "snapshot_v1");
+}
+
 TEST_F(Attach, BadRequestsGetClearErrors) {
   engine_.spawn("sh", {"sleep", "60"});
   auto expect = [&](Json fields, const char* op, Errc code) {

@@ -1,5 +1,7 @@
 #include "tests/tools/cli_process.hpp"
 
+#include "engine/utf8.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -277,6 +279,7 @@ PtyCli::PtyCli(const std::vector<std::string>& args, const std::filesystem::path
   winsize size{};
   size.ws_col = cols;
   size.ws_row = rows;
+  emulator_ = std::make_unique<engine::MirrorScreen>(cols, rows);
   if (::openpty(&master_, &slave_, nullptr, nullptr, &size) != 0) {
     raise_failure(std::string("openpty: ") + std::strerror(errno));
   }
@@ -327,6 +330,7 @@ bool PtyCli::read_some(int timeout_ms) {
   const ssize_t got = ::read(master_, buf, sizeof buf);
   if (got > 0) {
     transcript_.append(buf, static_cast<std::size_t>(got));
+    emulator_->feed(std::string_view(buf, static_cast<std::size_t>(got)));
     return true;
   }
   // The test holds the slave open, so EIO (every slave closed) does not happen; EAGAIN may.
@@ -342,6 +346,36 @@ void PtyCli::wait_for(std::string_view needle, std::size_t count) {
     }
     if (!read_some(ms_left(deadline))) {
       raise_failure("the terminal closed; it showed '" + printable(transcript_) + "'");
+    }
+  }
+}
+
+std::string PtyCli::screen_text() const {
+  std::string text;
+  for (int r = 0; r < emulator_->rows(); ++r) {
+    if (r > 0) text += '\n';
+    for (int c = 0; c < emulator_->cols(); ++c) {
+      const engine::Cell cell = emulator_->cell(r, c);
+      if (cell.kind == engine::Cell::Kind::continuation) continue;
+      if (cell.kind == engine::Cell::Kind::erased) {
+        text += ' ';
+        continue;
+      }
+      for (int i = 0; i < cell.nchars; ++i) engine::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
+    }
+  }
+  return text;
+}
+
+void PtyCli::wait_for_screen(std::string_view needle, std::size_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + kHangGuard;
+  while (count_of(screen_text(), needle) < count) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      raise_failure("timed out waiting for " + std::to_string(count) + " x '" + printable(needle) +
+                    "' on the screen; it shows\n" + screen_text());
+    }
+    if (!read_some(ms_left(deadline))) {
+      raise_failure("the terminal closed; its screen shows\n" + screen_text());
     }
   }
 }

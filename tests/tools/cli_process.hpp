@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/mirror_screen.hpp"
 #include "tests/engine/engine_process.hpp"
 
 namespace backscroll::testing {
@@ -93,6 +94,12 @@ class PtyCli {
   // Reads the terminal until everything it showed holds `needle` `count` times; throws on the
   // hang guard or when the terminal closed first.
   void wait_for(std::string_view needle, std::size_t count = 1);
+  // Reads the terminal until its rendered screen (an emulator the test keeps, fed everything
+  // shown) holds `needle` `count` times within its rows. For text a snapshot may draw: it
+  // reaches the terminal as cells, not as the bytes the program wrote.
+  void wait_for_screen(std::string_view needle, std::size_t count = 1);
+  // The rendered screen's rows, each `cols` characters, joined with '\n'.
+  std::string screen_text() const;
   // Everything the terminal showed so far.
   const std::string& screen() const noexcept { return transcript_; }
   // Waits for the CLI to end; its wait status (throws on the hang guard).
@@ -110,6 +117,7 @@ class PtyCli {
   int slave_ = -1;
   termios original_{};
   std::string transcript_;
+  std::unique_ptr<engine::MirrorScreen> emulator_;
 };
 
 // How often `needle` occurs in `haystack` (occurrences may not overlap).

@@ -386,6 +386,24 @@ TEST_F(CliSnapshot, WritesTheScreenBytesAndJsonMetadata) {
   EXPECT_EQ(cli({"snapshot", "s", "--scrollback", "10001"}).exit_code(), 2);
 }
 
+TEST_F(CliSnapshot, VerifyChecksTheContractOnTheActorsOutput) {
+  spawn("v", {"sh", "-c", R"(i=0; while [ $i -lt 300 ]; do printf "\033[3%dmline %d\033[m\t\xe4\xb8\xad\n" $((i % 8)) $i; i=$((i+1)); done; printf "\033[2;10r\033[?1h"; exec sleep 60)"});
+  engine_.wait_output("v", "line 299");
+  const CliResult ok = cli({"verify", "v", "--cuts", "8", "--seed", "7"});
+  EXPECT_TRUE(Succeeds(ok)) << ::testing::PrintToString(ok);
+  EXPECT_EQ(ok.out.rfind("verify v: OK, 8 snapshots over ", 0), 0u) << ok.out;
+  EXPECT_NE(ok.out.find("seed 7"), std::string::npos);
+
+  spawn("img", {"sh", "-c", R"(printf "\033Pq#0~~\033\\done\n"; exec sleep 60)"});
+  engine_.wait_output("img", "done");
+  const CliResult img = cli({"verify", "img", "--cuts", "4", "--seed", "1"});
+  EXPECT_TRUE(Succeeds(img)) << ::testing::PrintToString(img);
+  EXPECT_NE(img.out.find("raw_replay (dcs_sixel)"), std::string::npos) << img.out;
+
+  EXPECT_TRUE(FailsWithOneLine(cli({"verify", "nope"}), 1, "backscroll: no_such_actor: "));
+  EXPECT_EQ(cli({"verify", "v", "--cuts", "0"}).exit_code(), 2);
+}
+
 // An engine whose rings are as small as they get (64 KiB), to lap them.
 class CliSmallRing : public CliCommandTest {
  protected:

@@ -1,0 +1,207 @@
+// bench/snapshot_bench: what a newly opened client waits for, and what the mirror costs.
+//
+//   snapshot_bench [--quick] [--json FILE]
+//
+// 1. Mirror parse throughput per workload (in process, 64 KiB feeds): plain log lines, build
+//    output with SGR colours, TUI full-screen redraws with cursor addressing. MB/s.
+// 2. Snapshot build time (in process) for 80x24 + 512 history lines and 200x50 + 10,000 lines,
+//    on a mirror full of history: p50 / p99 / max and the snapshot's size.
+// 3. The `snapshot` op through a real engine (request to reply, client side), 80x24 + 512
+//    lines and 200x50 + 10,000 lines, with the actor idle and while it floods (flood_writer
+//    in a loop); and a quiet actor's snapshot while 8 other actors flood.
+// Timings are printed, never asserted (--quick, for CI, only checks that everything runs).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/engine_under_test.hpp"
+#include "engine/mirror.hpp"
+
+namespace {
+
+using namespace backscroll;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Percentiles {
+  double p50 = 0, p99 = 0, max = 0;  // milliseconds
+};
+
+Percentiles percentiles(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  if (ms.empty()) return {};
+  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
+  return {at(0.50), at(0.99), ms.back()};
+}
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Workloads, about `bytes` long each.
+std::string log_lines(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += "2026-11-30T06:00:00.000Z INFO worker[" + std::to_string(i % 16) +
+           "] processed request " + std::to_string(i) + " in 3 ms, status ok\r\n";
+  }
+  return out;
+}
+std::string build_output(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += "\x1b[1m[" + std::to_string(i % 100) + "%]\x1b[0m \x1b[32mBuilding CXX object\x1b[0m "
+           "engine/CMakeFiles/unit" + std::to_string(i) + ".dir/file.cpp.o\r\n";
+    if (i % 7 == 0) {
+      out += "\x1b[1mfile.cpp:" + std::to_string(i) + ":5: \x1b[35mwarning: \x1b[0munused "
+             "variable \x1b[1m'x'\x1b[0m [\x1b[35m-Wunused\x1b[0m]\r\n";
+    }
+  }
+  return out;
+}
+std::string tui_redraws(std::size_t bytes, int cols, int rows) {
+  std::string out = "\x1b[?1049h";
+  for (std::size_t frame = 0; out.size() < bytes; ++frame) {
+    out += "\x1b[H\x1b[7m top - frame " + std::to_string(frame) + "\x1b[K\x1b[0m";
+    for (int r = 2; r <= rows; ++r) {
+      out += "\x1b[" + std::to_string(r) + ";1H";
+      out += "\x1b[3" + std::to_string(r % 8) + "m" + std::to_string(1000 + r) + " user  20   0 " +
+             std::to_string(frame * 7 % 100000) + " S  1.0  0.3 process-" + std::to_string(r);
+      out += "\x1b[0m\x1b[K";
+    }
+    (void)cols;
+  }
+  return out;
+}
+
+double parse_mb_s(const std::string& workload, int cols, int rows) {
+  engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+  const auto t = Clock::now();
+  for (std::size_t at = 0; at < workload.size(); at += 64 * 1024) {
+    m.feed(std::string_view(workload).substr(at, 64 * 1024));
+  }
+  return static_cast<double>(workload.size()) / (ms_since(t) / 1000.0) / 1e6;
+}
+
+struct SnapshotCost {
+  Percentiles ms;
+  std::size_t bytes = 0;
+};
+
+SnapshotCost snapshot_cost(int cols, int rows, std::size_t history, int samples) {
+  engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+  m.feed(build_output(std::max<std::size_t>(history, 512) * 120 + 200'000));
+  engine::SnapshotOptions options;
+  options.scrollback_lines = history;
+  std::vector<double> ms;
+  SnapshotCost cost;
+  for (int i = 0; i < samples; ++i) {
+    const auto t = Clock::now();
+    const auto s = m.snapshot(options);
+    ms.push_back(ms_since(t));
+    cost.bytes = s.snapshot.bytes.size();
+  }
+  cost.ms = percentiles(ms);
+  return cost;
+}
+
+// Request-to-reply times of the snapshot op for `actor`.
+Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
+                       std::size_t history, int samples) {
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    const auto t = Clock::now();
+    const auto r = engine.call("snapshot", {{"actor", actor}, {"scrollback", history}});
+    ms.push_back(ms_since(t));
+    if (r.header.value("format", "") != "snapshot_v1" && i == 0) {
+      std::fprintf(stderr, "note: %s answered %s (%s)\n", actor.c_str(),
+                   r.header.value("format", "").c_str(), r.header.value("reason", "").c_str());
+    }
+  }
+  return percentiles(ms);
+}
+
+std::vector<std::string> flood_forever() {
+  return {"sh", "-c",
+          "while :; do " + (bench::bin_dir() / "flood_writer").string() + " 67108864; done"};
+}
+
+void row(const char* what, const Percentiles& p, json& out, const std::string& key) {
+  std::printf("| %s | %.3f | %.3f | %.3f |\n", what, p.p50, p.p99, p.max);
+  out[key] = {{"p50_ms", p.p50}, {"p99_ms", p.p99}, {"max_ms", p.max}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string json_path;
+  CLI::App app{"snapshot latency and mirror throughput"};
+  app.add_flag("--quick", quick, "small sizes and few samples (CI smoke run)");
+  app.add_option("--json", json_path, "also write the results as JSON here");
+  CLI11_PARSE(app, argc, argv);
+  const std::size_t workload_bytes = quick ? (1u << 20) : (16u << 20);
+  const int samples = quick ? 10 : 200;
+  json out;
+
+  std::printf("## Mirror parse throughput (in process)\n\n| workload | MB/s |\n|---|---|\n");
+  for (const auto& [name, bytes] :
+       {std::pair<const char*, std::string>{"log lines", log_lines(workload_bytes)},
+        {"build output (SGR)", build_output(workload_bytes)},
+        {"TUI redraws 80x24", tui_redraws(workload_bytes, 80, 24)}}) {
+    const double mb = parse_mb_s(bytes, 80, 24);
+    std::printf("| %s | %.1f |\n", name, mb);
+    out["parse_mb_s"][name] = mb;
+  }
+
+  std::printf("\n## Snapshot build (in process, mirror full of history)\n\n"
+              "| screen + history | p50 ms | p99 ms | max ms | bytes |\n|---|---|---|---|---|\n");
+  for (const auto& [cols, rows, history] :
+       {std::tuple{80, 24, std::size_t{512}}, std::tuple{200, 50, std::size_t{10'000}}}) {
+    const SnapshotCost c = snapshot_cost(cols, rows, history, samples);
+    const std::string key = std::to_string(cols) + "x" + std::to_string(rows) + "+" + std::to_string(history);
+    std::printf("| %s | %.3f | %.3f | %.3f | %zu |\n", key.c_str(), c.ms.p50, c.ms.p99, c.ms.max,
+                c.bytes);
+    out["build"][key] = {{"p50_ms", c.ms.p50}, {"p99_ms", c.ms.p99}, {"max_ms", c.ms.max},
+                         {"bytes", c.bytes}};
+  }
+
+  std::printf("\n## The snapshot op through the engine (request to reply)\n\n"
+              "| case | p50 ms | p99 ms | max ms |\n|---|---|---|---|\n");
+  bench::EngineUnderTest engine({});
+  engine.call("spawn", {{"actor", "small"}, {"cols", 80}, {"rows", 24},
+                        {"argv", {"sh", "-c", "seq 1 3000; exec sleep 1000"}}});
+  engine.call("spawn", {{"actor", "big"}, {"cols", 200}, {"rows", 50},
+                        {"argv", {"sh", "-c", "seq 1 20000; exec sleep 1000"}}});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  row("80x24 + 512, idle", op_latency(engine, "small", 512, samples), out, "op_80x24_idle");
+  row("200x50 + 10000, idle", op_latency(engine, "big", 10'000, samples / 4 + 1), out,
+      "op_200x50_idle");
+  engine.call("delete", {{"actor", "small"}});
+  engine.call("delete", {{"actor", "big"}});
+  engine.call("spawn", {{"actor", "small"}, {"cols", 80}, {"rows", 24}, {"argv", flood_forever()}});
+  row("80x24 + 512, flooding", op_latency(engine, "small", 512, samples), out,
+      "op_80x24_flooding");
+  engine.call("delete", {{"actor", "small"}});
+  engine.call("spawn", {{"actor", "big"}, {"cols", 200}, {"rows", 50}, {"argv", flood_forever()}});
+  row("200x50 + 10000, flooding", op_latency(engine, "big", 10'000, samples / 4 + 1), out,
+      "op_200x50_flooding");
+  engine.call("delete", {{"actor", "big"}});
+  engine.call("spawn", {{"actor", "quiet"}, {"argv", {"sh", "-c", "seq 1 1000; exec sleep 1000"}}});
+  for (int i = 0; i < 8; ++i) {
+    engine.call("spawn", {{"actor", "flood" + std::to_string(i)}, {"argv", flood_forever()}});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  row("quiet 80x24 + 512, 8 others flooding", op_latency(engine, "quiet", 512, samples), out,
+      "op_quiet_8_flooding");
+
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return 0;
+}
