@@ -186,11 +186,15 @@ int main(int argc, char** argv) {
       "op_200x50_idle");
   engine.call("delete", {{"actor", "small"}});
   engine.call("delete", {{"actor", "big"}});
+  // Flooding: measured once the mirror holds a full screen and history of the flood.
+  const auto settle = std::chrono::milliseconds(quick ? 300 : 1500);
   engine.call("spawn", {{"actor", "small"}, {"cols", 80}, {"rows", 24}, {"argv", flood_forever()}});
+  std::this_thread::sleep_for(settle);
   row("80x24 + 512, flooding", op_latency(engine, "small", 512, samples), out,
       "op_80x24_flooding");
   engine.call("delete", {{"actor", "small"}});
   engine.call("spawn", {{"actor", "big"}, {"cols", 200}, {"rows", 50}, {"argv", flood_forever()}});
+  std::this_thread::sleep_for(settle);
   row("200x50 + 10000, flooding", op_latency(engine, "big", 10'000, samples / 4 + 1), out,
       "op_200x50_flooding");
   engine.call("delete", {{"actor", "big"}});
@@ -198,7 +202,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) {
     engine.call("spawn", {{"actor", "flood" + std::to_string(i)}, {"argv", flood_forever()}});
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(settle);
   row("quiet 80x24 + 512, 8 others flooding", op_latency(engine, "quiet", 512, samples), out,
       "op_quiet_8_flooding");
 
