@@ -228,7 +228,8 @@ Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
   auto answered = request_snapshot(connection, request, actor, not_before, std::move(reply));
   if (!answered) {
     attachments_.erase(attachment);
-    if (controllers_[actor.name()] == attachment) controllers_.erase(actor.name());
+    const auto c = controllers_.find(actor.name());
+    if (c != controllers_.end() && c->second == attachment) controllers_.erase(c);
   }
   return answered;
 }

@@ -240,6 +240,9 @@ TEST_F(Attach, BadRequestsGetClearErrors) {
   expect({{"actor", "sh"}, {"role", "viewer"}, {"since", 1u << 30}}, "attach",
          Errc::cursor_in_future);
   expect({{"attachment", 12345}}, "detach", Errc::bad_request);
+  expect({{"actor", "sh"}, {"role", "viewer"}, {"scrollback", 10001}}, "attach", Errc::too_large);
+  // None of the refused attaches left a controller behind: anyone may still resize.
+  EXPECT_TRUE(engine_.try_call("resize", {{"actor", "sh"}, {"cols", 81}, {"rows", 24}}));
 }
 
 TEST_F(Attach, NoOneAnswersAProgramsTerminalQueries) {
