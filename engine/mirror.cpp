@@ -32,12 +32,21 @@ std::string soft_reset_equivalent(const MirrorScreen& screen) {
 }  // namespace
 
 std::string split_mode_sequence(std::string_view seq) {
-  if (seq.size() < 3 || seq[0] != kEsc || seq[1] != '[') return {};
+  if (seq.size() < 3 || seq[0] != kEsc) return {};
   const char final = seq.back();
   if (final != 'h' && final != 'l') return {};
+  // Between ESC and '[' libvterm executes C0 controls and ignores intermediates and bytes from
+  // 0x80 (docs/vt-scanner.md): the scanner's mark spans them.
+  const std::size_t open = seq.find('[', 1);
+  if (open == std::string_view::npos || open + 1 >= seq.size()) return {};
   std::string controls;
+  for (char c : seq.substr(1, open - 1)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20) controls += c;
+    else if (b < 0x80 && b > 0x2f) return {};
+  }
   std::string params;  // the bytes between '[' and the final, controls removed
-  for (char c : seq.substr(2, seq.size() - 3)) {
+  for (char c : seq.substr(open + 1, seq.size() - open - 2)) {
     if (static_cast<unsigned char>(c) < 0x20) controls += c;
     else params += c;
   }
@@ -117,13 +126,17 @@ void Mirror::apply_marks() {
   for (const Mark& mark : scanner_.marks()) {
     const bool whole = mark.begin >= parsed_;
     switch (mark.kind) {
-      case MarkKind::mode_fixup:
+      case MarkKind::mode_fixup: {
         // libvterm applies only the first parameter and ignores ?47: one sequence per mode.
         if (!whole) break;
+        // Invariant: the bytes skipped are fed in another form (controls inside included).
+        const std::string split = split_mode_sequence(unfed(mark.begin, mark.end));
+        if (split.empty()) break;  // not one this recognizes: libvterm reads it as it is
         feed_to(mark.begin);
-        synthesize(split_mode_sequence(unfed(mark.begin, mark.end)));
+        synthesize(split);
         skip_to(mark.end);
         break;
+      }
       case MarkKind::hard_reset:
         // libvterm's RIS keeps the alternate screen; xterm's leaves it (without restoring).
         feed_to(mark.begin);

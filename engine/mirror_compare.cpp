@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <vector>
+#include <optional>
 
 namespace backscroll::engine {
 namespace {
@@ -73,7 +73,16 @@ std::string describe(const Cell& cell) {
   return "glyph " + text + " w" + std::to_string(cell.width) + " " + describe(cell.pen);
 }
 
-std::string first_difference(const Mirror& a, const Mirror& b, std::size_t history_lines) {
+// The saved cursor as DECRC restores it: a shrink can leave the slot off the screen.
+std::optional<SavedCursor> restorable(std::optional<SavedCursor> s, const MirrorScreen& m) {
+  if (s) {
+    s->row = std::min(s->row, m.rows() - 1);
+    s->col = std::min(s->col, m.cols() - 1);
+  }
+  return s;
+}
+
+std::string first_difference(const Mirror& a, const Mirror& b, const CompareOptions& options) {
   const MirrorScreen& sa = a.screen();
   const MirrorScreen& sb = b.screen();
   Diff d;
@@ -101,9 +110,10 @@ std::string first_difference(const Mirror& a, const Mirror& b, std::size_t histo
   if (!d.found() && !(sa.pen() == sb.pen())) {
     d.set("pen: " + describe(sa.pen()) + " vs " + describe(sb.pen()));
   }
-  d.check("saved cursor", sa.saved_cursor(), sb.saved_cursor());
-  d.check("title", a.scanner().title(), b.scanner().title());
+  d.check("saved cursor", restorable(sa.saved_cursor(), sa), restorable(sb.saved_cursor(), sb));
+  if (options.titles) d.check("title", a.scanner().title(), b.scanner().title());
   d.check("autowrap", sa.autowrap(), sb.autowrap());
+  d.check("autowrap (scanner)", a.scanner().modes().autowrap, b.scanner().modes().autowrap);
   d.check("G0 charset", sa.g0() == 'u' ? 'B' : sa.g0(), sb.g0() == 'u' ? 'B' : sb.g0());
   d.check("G1 charset", sa.g1() == 'u' ? 'B' : sa.g1(), sb.g1() == 'u' ? 'B' : sb.g1());
   d.check("shift out", sa.shift_out(), sb.shift_out());
@@ -123,16 +133,15 @@ std::string first_difference(const Mirror& a, const Mirror& b, std::size_t histo
 
   const std::size_t la = sa.scrollback_lines();
   const std::size_t lb = sb.scrollback_lines();
-  const std::size_t lines = std::min({history_lines, la, lb});
-  const int width = std::max({sa.cols(), sb.cols()});
-  std::vector<Cell> ra(static_cast<std::size_t>(width));
-  std::vector<Cell> rb(static_cast<std::size_t>(width));
+  const std::size_t lines = std::min({options.history_lines, la, lb});
   for (std::size_t back = 1; back <= lines && !d.found(); ++back) {
-    sa.scrollback_row(la - back, ra);
-    sb.scrollback_row(lb - back, rb);
-    for (int c = 0; c < width && !d.found(); ++c) {
-      d.cells("history line -" + std::to_string(back) + " column " + std::to_string(c),
-              ra[static_cast<std::size_t>(c)], rb[static_cast<std::size_t>(c)]);
+    const int wa = sa.scrollback_cols(la - back);
+    const int wb = sb.scrollback_cols(lb - back);
+    for (int c = 0; c < wb && !d.found(); ++c) {
+      Cell cell = sa.scrollback_cell(la - back, c);
+      if (wa > wb && c == wb - 1 && cell.width == 2) cell = Cell{};
+      d.cells("history line -" + std::to_string(back) + " column " + std::to_string(c), cell,
+              sb.scrollback_cell(lb - back, c));
     }
   }
   return d.text();

@@ -12,9 +12,19 @@
 
 namespace backscroll::engine {
 
-// "" when `a` and `b` show the same terminal, else the first difference in words. History is
-// compared over the newest min(history_lines, lines a holds, lines b holds) lines.
-std::string first_difference(const Mirror& a, const Mirror& b, std::size_t history_lines = 512);
+struct CompareOptions {
+  // History is compared over the newest min(history_lines, lines a holds, lines b holds) lines.
+  std::size_t history_lines = 512;
+  // Titles pushed with CSI 22 t are not in a snapshot (docs/snapshot.md, "Known limitations"):
+  // after a pop the title differs, so a caller that knows of a push turns this off.
+  bool titles = true;
+};
+
+// "" when `a` (the reference) and `b` show the same terminal, else the first difference in
+// words. A saved cursor counts where DECRC would put it (clamped to the screen). A history line
+// `a` stored wider than `b` is compared over `b`'s width (a snapshot draws history at the
+// screen's width, docs/snapshot.md), a wide glyph cut by that width counting as erased.
+std::string first_difference(const Mirror& a, const Mirror& b, const CompareOptions& options = {});
 
 // A cell in words, for messages: "'x' w1 fg 1 bg default bold", "erased bg 4", "continuation".
 std::string describe(const Cell& cell);

@@ -43,6 +43,9 @@ class MirrorInput {
     kCharsets = 1u << 6,        // G2/G3 designated, or GL shifted to G2/G3 (LS2/LS3)
     kLineSize = 1u << 7,        // DECDWL / DECDHL (ESC # 3/4/6) was used
     kPalette = 1u << 8,         // OSC 4/5/10-19 changed a colour
+    // The mirror had to move libvterm's cursor in a way a snapshot cannot re-create: a pending
+    // wrap lost to a scroll region a resize left degenerate (MirrorScreen::resize)
+    kCursorFixup = 1u << 9,
   };
 
   // A complete CSI sequence as libvterm's parser hands it to its state layer.
@@ -84,16 +87,17 @@ class MirrorInput {
     // open when the buffer ends gets no text_end.
     virtual void text_begin(std::size_t at) = 0;
     virtual void text_end(std::size_t end) = 0;
-    // Bytes [at, at + len) of a text run must not reach libvterm (UTF-8 encoded U+0080-U+009F,
-    // an unfinished character cut by a control).
+    // Bytes [at, at + len) must not reach libvterm: of a text run (UTF-8 encoded
+    // U+0080-U+009F, an unfinished character cut by a control), or the '$' of a DECRQSS.
     virtual void drop_text(std::size_t at, std::size_t len) = 0;
     // Bytes [at, at + len) decode to a value past U+10FFFF (libvterm accepts 5- and 6-byte
     // forms): libvterm gets U+FFFD instead, so every cell holds a Unicode scalar value.
     virtual void replace_text(std::size_t at, std::size_t len) = 0;
     // The 17th argument of a CSI starts at `at`: feed nothing of the sequence from here on.
     virtual void csi_overflow(std::size_t at) = 0;
-    // An overflowed CSI ended without being dispatched (CAN, SUB, ESC or an invalid byte at
-    // `at`): feed bytes again from `at`, which aborts libvterm's truncated copy of it as well.
+    // An overflowed CSI ended without being dispatched: by CAN, SUB or ESC at `at`, or by an
+    // invalid byte just before `at`, which it consumes. Cancel libvterm's truncated copy (the
+    // bytes it has not seen may make the invalid byte valid there) and feed again from `at`.
     virtual void csi_abort(std::size_t at) = 0;
     // A complete CSI / escape sequence; `final_at` is the offset of its final byte. For an
     // overflowed CSI, `all_args` holds every argument (up to 256).
@@ -116,6 +120,11 @@ class MirrorInput {
   bool in_csi() const { return state_ == State::csi_leader || state_ == State::csi_args ||
                                state_ == State::csi_intermed; }
   bool in_string() const { return state_ == State::string || state_ == State::esc_in_string; }
+  // Not inside an escape sequence, CSI or string (libvterm's parser in ground state, unless
+  // it holds part of a UTF-8 character).
+  bool in_ground() const { return state_ == State::ground; }
+  // Inside a UTF-8 character in ground state (nothing else is pending).
+  bool in_character() const { return state_ == State::ground && utf8_remaining_ > 0; }
   bool csi_overflowed() const { return csi_.overflowed; }
   // When !clean(): where the unfinished sequence or character began in the last buffer
   // scanned, or npos if it began in an earlier buffer that the caller did not carry.
@@ -130,9 +139,18 @@ class MirrorInput {
   int gl_set() const { return gl_set_; }
   std::uint32_t unmodelled() const;
 
-  // The screen size, for DECSLRM's clamping (libvterm clamps margins to it).
-  void set_size(int cols, int rows);
+  // The screen size, for DECSTBM's and DECSLRM's clamping (libvterm clamps the bottom and right
+  // edges to it on resize, not the top and left ones). Returns kRegionReset / kMarginsReset when
+  // the resize left the scroll region / margins degenerate (top at or past the bottom): they are
+  // then tracked as the full screen, and the caller must reset libvterm's (CSI r, CSI s).
+  static constexpr int kRegionReset = 1;
+  static constexpr int kMarginsReset = 2;
+  int set_size(int cols, int rows);
 
+  // Bytes that bring a parser in ground state into the state this one is in: the escape, CSI
+  // (leader, arguments, intermediates as libvterm holds them) or string started so far, without
+  // its C0 controls and string contents. Empty in ground state.
+  std::string reenter() const;
   // libvterm's canonical bytes for a CSI: controls_after_overflow is not included.
   static std::string encode(const Csi& csi);
   // An SGR with more than 16 arguments as several SGRs of at most 16, split only between
@@ -164,6 +182,7 @@ class MirrorInput {
   // Strings.
   StringType string_type_ = StringType::osc;
   std::string string_prefix_;  // first bytes of the string, for classification
+  bool fragment_start_ = false;  // only '$' (dropped) seen of the string yet
   // Text.
   int utf8_remaining_ = 0;
   bool utf8_c2_ = false;           // the pending UTF-8 lead byte is 0xC2
@@ -181,6 +200,8 @@ class MirrorInput {
   bool declrmm_ = false;
   int margin_left_ = 0;
   int margin_right_ = -1;
+  int region_top_ = 0;      // DECSTBM as libvterm stores it: top row, bottom (exclusive) or
+  int region_bottom_ = -1;  // -1 for the last row
   int cols_ = 80;
   int rows_ = 24;
   int gl_set_ = 0;

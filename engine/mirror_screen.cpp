@@ -223,34 +223,32 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void flush(std::size_t x) {
     if (text_end_ != kNpos && text_end_ <= fed_) text_end_ = kNpos;
     if (x <= fed_) return;
-    if (text_end_ != kNpos && text_end_ > fed_ && text_end_ < x) {
-      write_range(fed_, text_end_);
+    if (text_end_ != kNpos && text_end_ <= x) {
+      write_text(text_start_, text_end_);
       m_.after_text_write(text_autowrap_);
       text_end_ = kNpos;
     }
-    write_range(fed_, x);
-    if (text_end_ == x) {
-      m_.after_text_write(text_autowrap_);
-      text_end_ = kNpos;
-    } else if (text_open_ && text_open_from_ < x) {
+    if (text_open_ && text_open_from_ < x) {
+      write_text(text_open_from_, x);
       m_.after_text_write(m_.input_.autowrap());
+    } else {
+      write_range(fed_, x);
     }
-    if (clear_at_ != kNpos && clear_at_ <= x) {
+    if (clear_at_ != kNpos && clear_at_ <= x) {  // after the last text written
       m_.pending_wrap_ = false;
-      clear_at_ = kNpos;
+      clear_at_ = clear_last_ > x ? clear_last_ : kNpos;
     }
   }
 
   void text_begin(std::size_t at) override {
     text_open_ = true;
     text_open_from_ = at;
-    clear_at_ = kNpos;  // text after a clear decides the wrap state again
   }
   void text_end(std::size_t end) override {
     text_open_ = false;
+    text_start_ = text_open_from_;
     text_end_ = end;
     text_autowrap_ = m_.input_.autowrap();
-    clear_at_ = kNpos;  // a clear before this text no longer matters
   }
   void drop_text(std::size_t at, std::size_t len) override {
     flush(at);
@@ -260,6 +258,9 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void replace_text(std::size_t at, std::size_t len) override {
     flush(at);
     m_.write("\xef\xbf\xbd", 3);
+    // The replacement is the last glyph for now (a flush at fed_ writes nothing and reads no
+    // damage): its pending wrap and REP glyph count even if the run prints nothing after it.
+    m_.after_text_write(m_.input_.autowrap());
     fed_ = at + len;
     ++m_.rewritten_;
   }
@@ -268,7 +269,12 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     m_.skipping_csi_ = true;
   }
   void csi_abort(std::size_t at) override {
+    // Invariant: libvterm is never left inside the truncated copy of an overflowed CSI. It
+    // has not seen the skipped bytes, so for it the byte that ended the CSI (a digit after an
+    // intermediate, say) may continue the sequence: with "CSI ;x17 # 9 9 b" it would run
+    // "CSI ;x16 9 9 b", a REP the guards below never saw.
     m_.skipping_csi_ = false;
+    m_.write("\x18", 1);
     fed_ = at;
   }
 
@@ -289,7 +295,9 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     if (!c.overflowed) {
       if (ev == Event::none) return;  // fed with the next flush
       if (ev == Event::clear) {
-        clear_at_ = final_at + 1;  // libvterm drops the pending wrap even if the cursor stays
+        // libvterm drops the pending wrap even if the cursor stays.
+        if (clear_at_ == kNpos) clear_at_ = final_at + 1;
+        clear_last_ = final_at + 1;
         return;
       }
       flush(final_at);  // everything but the final byte
@@ -317,14 +325,17 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     }
 
     switch (ev) {
+      // The saved cursor is read before the final byte: libvterm saves the position and then,
+      // at the end of every CSI, clamps the cursor into the scroll region in origin mode (a
+      // cursor outside it, after a DECRC, is saved where it was and then moved).
       case Event::alt_enter:
         if (!m_.alt_active_) m_.capture_main();
-        flush(final_at + 1);
         if (mode == 1049) m_.capture_saved();
+        flush(final_at + 1);
         break;
       case Event::save:
-        flush(final_at + 1);
         m_.capture_saved();
+        flush(final_at + 1);
         break;
       case Event::restore:
         flush(final_at + 1);
@@ -398,6 +409,26 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     m_.pending_wrap_ = m_.input_.autowrap() && end_col + w >= row_width;
   }
 
+  // Writes buf[fed_, end), where a text run starts at `start`. Invariant: after_text_write()
+  // reads the last damage as the last glyph the run printed, so damage from before the run
+  // (an erase, a scroll, a resize or the reset of a new screen) must not count: the write is
+  // split where the run starts (a clean boundary) and the damage flag cleared there. A run that
+  // prints nothing (only dropped bytes) leaves the pending wrap and the last glyph as they
+  // were. Part of a run written before (a U+FFFD replacement) keeps its damage.
+  // A clear of the wrap (a cursor-motion CSI) before the run applies first: the run decides the
+  // wrap again only if it prints a glyph.
+  void write_text(std::size_t start, std::size_t end) {
+    if (start >= fed_) {
+      write_range(fed_, start);
+      if (clear_at_ != kNpos && clear_at_ <= start) {
+        m_.pending_wrap_ = false;
+        clear_at_ = clear_last_ > start ? clear_last_ : kNpos;
+      }
+      m_.glyph_damaged_ = false;
+    }
+    write_range(fed_, end);
+  }
+
   // Writes buf[a, b) in pieces of at most kMaxWrite, never splitting a UTF-8 character when
   // it can avoid it.
   void write_range(std::size_t a, std::size_t b) {
@@ -418,9 +449,11 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   std::size_t fed_ = 0;
   bool text_open_ = false;
   std::size_t text_open_from_ = 0;
+  std::size_t text_start_ = 0;  // where the run that ends at text_end_ started
   std::size_t text_end_ = kNpos;
   bool text_autowrap_ = true;
-  std::size_t clear_at_ = kNpos;
+  std::size_t clear_at_ = kNpos;    // the first wrap clear not applied yet (after its CSI)
+  std::size_t clear_last_ = 0;      // the last one
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -469,17 +502,98 @@ void MirrorScreen::reset() {
   cursor_shape_ = 1;
   pending_wrap_ = false;
   combine_width_ = 0;
+  last_glyph_.reset();
   glyph_damaged_ = false;
   saved_.reset();
+  unmodelled_ = 0;
   title_.clear();
   carry_.clear();
   pending_bytes_ = 0;
   skipping_csi_ = false;
+  vt_state_ = VtState::ground;
   create();
 }
 
+// Every byte reaches libvterm here. Invariant: libvterm never sees a byte between the ESC and
+// the backslash of a string terminator. libvterm 0.1.4 ends an OSC or DCS at ESC \ even with C0
+// controls, NUL or DEL between the two (it executes or ignores them), and then copies the string
+// with as many bytes more than the write holds (strncpy past its end: a read of up to the whole
+// run of them, e.g. ESC ] 2 ; t ESC, 100 KiB of SO, \). So an ESC inside a string that such a
+// byte follows (or that ends the write) is held until the next byte that is not one: the
+// controls go first (they act the same inside the string), NUL and DEL are dropped (ignored
+// anyway), and the ESC follows, in one write with the byte after it (a control anywhere in a
+// string whose ESC and backslash arrive in two writes does the same). Otherwise the write is not
+// split (libvterm keeps only the last write of a split string). A small tracker of libvterm's parser (ground, escape, CSI, string)
+// finds the strings.
 void MirrorScreen::write(const char* bytes, std::size_t len) {
-  if (len > 0) vterm_input_write(impl_->vt, bytes, len);
+  std::size_t from = 0;  // start of the bytes not written yet
+  auto pass = [&](std::size_t to) {
+    if (to > from) vterm_input_write(impl_->vt, bytes + from, to - from);
+    from = to;
+  };
+  auto escape_byte = [&](unsigned char c) {  // c after an ESC
+    if (c == 0x18 || c == 0x1a) vt_state_ = VtState::ground;
+    else if (c == '[') vt_state_ = VtState::csi;
+    else if (c == ']' || c == 'P') vt_state_ = VtState::string;
+    else if (c >= 0x30 && c <= 0x7e) vt_state_ = VtState::ground;
+    else vt_state_ = VtState::escape;  // ESC, intermediates, C0, bytes >= 0x80
+  };
+  for (std::size_t i = 0; i < len; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    switch (vt_state_) {
+      case VtState::ground:
+        if (c == 0x1b) vt_state_ = VtState::escape;
+        break;
+      case VtState::escape:
+        escape_byte(c);
+        break;
+      case VtState::csi:
+        if (c == 0x1b) vt_state_ = VtState::escape;
+        else if (c == 0x18 || c == 0x1a || (c >= 0x40 && c <= 0x7e) || c >= 0x80)
+          vt_state_ = VtState::ground;
+        break;
+      case VtState::string:
+        if (c == 0x1b) {
+          const auto next = i + 1 < len ? static_cast<unsigned char>(bytes[i + 1]) : 0x00;
+          if (next == 0x7f || (next < 0x20 && next != 0x1b && next != 0x18 && next != 0x1a)) {
+            pass(i);
+            from = i + 1;
+            vt_state_ = VtState::string_esc_held;
+          } else {
+            vt_state_ = VtState::string_esc;
+          }
+        } else if (c == 0x07 || c == 0x18 || c == 0x1a) {
+          vt_state_ = VtState::ground;
+        }
+        break;
+      case VtState::string_esc:  // the byte after the ESC is not a control
+        if (c == '\\') vt_state_ = VtState::ground;
+        else escape_byte(c);  // the string is abandoned: ESC c is an escape sequence
+        break;
+      case VtState::string_esc_held:
+        if (c == 0x00 || c == 0x7f) {  // ignored by libvterm: dropped
+          pass(i);
+          from = i + 1;
+        } else if (c < 0x20 && c != 0x1b && c != 0x18 && c != 0x1a) {
+          // executed now, before the held ESC
+        } else {
+          pass(i);
+          if (c == 0x18 || c == 0x1a) {
+            vt_state_ = VtState::ground;  // cancels the string; the ESC is not needed
+          } else {
+            // The ESC and the byte after it in one write: libvterm also misreads a string
+            // whose ESC and backslash arrive in two writes after a control in the string.
+            const char pair[2] = {'\x1b', static_cast<char>(c)};
+            vterm_input_write(impl_->vt, pair, 2);
+            from = i + 1;
+            if (c == '\\') vt_state_ = VtState::ground;
+            else escape_byte(c);
+          }
+        }
+        break;
+    }
+  }
+  pass(len);
 }
 
 void MirrorScreen::feed(std::span<const std::byte> bytes) {
@@ -523,9 +637,22 @@ void MirrorScreen::resize(int cols, int rows) {
   const int c = std::clamp(cols, kMinCols, kMaxCols);
   const int r = std::clamp(rows, 1, kMaxRows);
   size_clamped_ = (c != cols || r != rows);
-  if (!carry_.empty()) {  // bytes before the resize reach libvterm before it
-    write(reinterpret_cast<const char*>(carry_.data()), carry_.size());
-    carry_.clear();
+  // Bytes before the resize reach libvterm before it when that matters: C0 controls inside a
+  // sequence act at once. A held sequence without them acts only when it is complete, after
+  // the resize either way, and part of a UTF-8 character has no effect until it is complete:
+  // those stay held. Invariant: libvterm never holds part of a character (it would complete
+  // it with bytes the tokenizer reads as a new character, or to a value past U+10FFFF).
+  bool in_sequence = !input_.in_ground();  // libvterm is inside the sequence being parsed
+  if (!carry_.empty()) {
+    const bool controls = std::any_of(carry_.begin() + 1, carry_.end(), [](unsigned char b) {
+      return b > 0x00 && b < 0x20 && b != 0x1b;
+    });
+    if (!input_.in_character() && controls) {
+      write(reinterpret_cast<const char*>(carry_.data()), carry_.size());
+      carry_.clear();
+    } else {
+      in_sequence = false;  // the whole unfinished sequence is held
+    }
   }
   if (c == cols_ && r == rows_) return;
   if (alt_active_) {
@@ -550,13 +677,65 @@ void MirrorScreen::resize(int cols, int rows) {
   vterm_set_size(impl_->vt, r, c);
   cols_ = c;
   rows_ = r;
-  input_.set_size(c, r);
+  const int reset = input_.set_size(c, r);
+  if (!in_sequence) {
+    resize_fixup(reset);
+    return;
+  }
+  // libvterm is inside a sequence (one with C0 controls, written above, or one too long to
+  // hold). The fixup cannot wait for its end: the controls inside it, and its final byte (RI,
+  // say), act at once, with the cursor off the screen or in a degenerate region. CAN ends
+  // libvterm's copy, the fixup runs between sequences, and the same parser state is entered
+  // again (its controls have acted; a string's contents are not needed).
+  const bool esc_held = vt_state_ == VtState::string_esc_held;
+  write("\x18", 1);
+  resize_fixup(reset);
+  const std::string again = input_.reenter();
+  write(again.data(), again.size());
+  if (esc_held) vt_state_ = VtState::string_esc_held;
+  ++rewritten_;
+}
+
+void MirrorScreen::resize_fixup(int reset) {
+  // Invariant: libvterm's cursor is on the screen after a resize. libvterm 0.1.4 moves it up
+  // by the lines a shrink pushes into the history (text below the new bottom) and clamps only
+  // its upper bound: the cursor near the top ends above row 0, and the next text reads and
+  // writes outside the line-info array. The same no-op CSI as after a restore clamps it.
+  clamp_cursor_after_restore();
+  if (reset != 0) {
+    // Invariant: libvterm's scroll region and margins are never degenerate. It clamps only
+    // their bottom and right edges on resize, and scrolling a region whose top is past its
+    // bottom moves a negative number of rows (memmove of a negative size: SIGSEGV), e.g.
+    // CSI 3 r, a resize to one row, LF. Such a region is reset to the full screen, as xterm
+    // resets it on every resize (VtScanner::resize does the same); DECSTBM and DECSLRM home
+    // the cursor, so it is put back (a pending wrap there is lost: kCursorFixup).
+    VTermPos pos;
+    vterm_state_get_cursorpos(impl_->state, &pos);
+    std::string seq;
+    if (reset & MirrorInput::kRegionReset) seq += "\x1b[r";
+    if (reset & MirrorInput::kMarginsReset) seq += "\x1b[s";
+    seq += "\x1b[" + std::to_string(pos.row + 1) + ';' + std::to_string(pos.col + 1) + 'H';
+    write(seq.data(), seq.size());
+    ++rewritten_;
+    if (pending_wrap_) unmodelled_ |= MirrorInput::kCursorFixup;
+    pending_wrap_ = false;
+  }
 }
 
 void MirrorScreen::after_text_write(bool autowrap) {
   if (!glyph_damaged_) return;
   glyph_damaged_ = false;
   combine_width_ = last_glyph_width_;
+  LastGlyph g;
+  g.row = last_glyph_row_;
+  g.col = last_glyph_col_;
+  g.width = last_glyph_width_;
+  const Cell c = cell(last_glyph_row_, last_glyph_col_);
+  if (c.kind == Cell::Kind::glyph) {
+    g.nchars = c.nchars;
+    g.chars = c.chars;
+  }
+  last_glyph_ = g;
   const int row_width = impl_->row_width(last_glyph_row_);
   pending_wrap_ = autowrap && last_glyph_width_ > 0 &&
                   last_glyph_col_ + last_glyph_width_ >= row_width;

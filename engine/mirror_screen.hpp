@@ -8,6 +8,7 @@
 // are dropped and only counted.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -53,6 +54,20 @@ struct SavedCursor {
   bool blink = true;
   int shape = 1;
   bool operator==(const SavedCursor&) const = default;
+};
+
+// The glyph libvterm 0.1.4 repeats on REP and joins a combining mark to (state.c combine_chars,
+// combine_width, combine_pos): the last glyph a run of text printed, where it was printed and
+// how wide it was (0 for a lone combining mark). REP, DECALN, erasing, scrolling and resizing
+// leave it alone, so its cell may hold something else by now, or lie off the screen. A mark
+// joins it when the cursor is at (row, col + width).
+struct LastGlyph {
+  int row = 0;
+  int col = 0;
+  int width = 0;
+  int nchars = 0;  // the chars its cell got (a cell keeps at most Cell::kMaxChars)
+  std::array<char32_t, Cell::kMaxChars> chars{};
+  bool operator==(const LastGlyph&) const = default;
 };
 
 class MirrorScreen {
@@ -113,6 +128,8 @@ class MirrorScreen {
   CursorState cursor() const;
   Pen pen() const;
   std::optional<SavedCursor> saved_cursor() const { return saved_; }
+  // libvterm's REP / combining glyph; nullopt until a run of text printed one.
+  std::optional<LastGlyph> last_glyph() const { return last_glyph_; }
   // The last OSC 0/2 title: at most 256 bytes of valid UTF-8 without control characters.
   const std::string& title() const { return title_; }
 
@@ -128,7 +145,7 @@ class MirrorScreen {
   bool shift_out() const { return input_.gl_set() == 1; }
 
   // MirrorInput::Unmodelled flags: state libvterm keeps that a snapshot cannot reproduce.
-  std::uint32_t unmodelled() const { return input_.unmodelled(); }
+  std::uint32_t unmodelled() const { return input_.unmodelled() | unmodelled_; }
 
   // Counters.
   std::uint64_t dropped_reply_bytes() const { return dropped_reply_bytes_; }
@@ -164,6 +181,7 @@ class MirrorScreen {
   void capture_main();
   void capture_saved();
   void clamp_cursor_after_restore();
+  void resize_fixup(int reset);
   std::size_t push_line(int cols, const void* cells);
   bool pop_line(int cols, void* cells);
 
@@ -176,6 +194,9 @@ class MirrorScreen {
   std::vector<unsigned char> carry_;  // held-back unfinished sequence
   std::size_t pending_bytes_ = 0;
   bool skipping_csi_ = false;  // inside a CSI past its 16th argument: its bytes are not fed
+  // libvterm's parser as write() tracks it; in string_esc_held, the string's ESC is held back.
+  enum class VtState : std::uint8_t { ground, escape, csi, string, string_esc, string_esc_held };
+  VtState vt_state_ = VtState::ground;
 
   std::deque<StoredLine> scrollback_;
   std::size_t scrollback_bytes_ = 0;
@@ -192,9 +213,11 @@ class MirrorScreen {
   int last_glyph_width_ = 0;
   bool glyph_damaged_ = false;
   std::optional<SavedCursor> saved_;
+  std::optional<LastGlyph> last_glyph_;
   std::string title_;
   std::uint64_t dropped_reply_bytes_ = 0;
   std::uint64_t rewritten_ = 0;
+  std::uint32_t unmodelled_ = 0;  // MirrorInput::Unmodelled flags the screen itself sets
   mutable std::unordered_map<char32_t, std::uint8_t> width_cache_;
 };
 

@@ -78,7 +78,9 @@ int count_params(const std::string& group) {
 
 class Writer {
  public:
-  Writer(const MirrorScreen& m, const TerminalModes& modes) : m_(m), modes_(modes) {}
+  // `glyph`: libvterm's last glyph as the snapshot re-creates it (reproducible_last_glyph).
+  Writer(const MirrorScreen& m, const TerminalModes& modes, std::optional<LastGlyph> glyph)
+      : m_(m), modes_(modes), glyph_(std::move(glyph)) {}
 
   std::string& out() { return out_; }
   const char* failure() const { return failure_; }
@@ -156,6 +158,10 @@ class Writer {
     last_row_ = row_;
     last_col_ = col_;
     last_width_ = width;
+    printed_ = true;
+    text_end_ = out_.size();
+    printed_glyph_ = LastGlyph{row_, col_, width, std::min(n, Cell::kMaxChars), {}};
+    std::copy(chars, chars + printed_glyph_.nchars, printed_glyph_.chars.begin());
     if (col_ + width >= row_width && width > 0) {
       phantom_ = true;  // the cursor stays on the glyph
     } else {
@@ -168,6 +174,23 @@ class Writer {
     print(&c, 1, 2, row_width);
   }
 
+  // A glyph of `width` printed at the cursor only to set the pending wrap (the cell is then
+  // erased or shifted): libvterm's last glyph when it was printed there, so REP and combining
+  // marks after the cut see the same one; else a space or the wide stand-in. (A REP could set
+  // the wrap without changing libvterm's last glyph, but xterm.js and xterm repeat only a glyph
+  // printed just before it: not after the CUP that gets there.)
+  void print_wrap_glyph(int width) {
+    const std::optional<LastGlyph>& g = glyph_;
+    if (g && g->row == row_ && g->col == col_ && g->width == width && g->nchars > 0) {
+      print(g->chars.data(), g->nchars, width, m_.cols());
+    } else if (width == 1) {
+      const char32_t space = U' ';
+      print(&space, 1, 1, m_.cols());
+    } else {
+      print_stand_in(m_.cols());
+    }
+  }
+
   void erase_chars(int n) {
     std::string s;
     if (n > 1) append_num(s, static_cast<unsigned>(n));
@@ -177,8 +200,10 @@ class Writer {
 
   void newline() {
     if (!(pen_known_ && pen_ == Pen{})) pen(Pen{});  // scrolled-in lines take the pen (BCE)
-    // CR then LF; with one column CR would not cancel a pending wrap, CHA does.
-    out_ += m_.cols() > 1 ? "\r\n" : "\x1b[G\n";
+    // CR then LF. CR does not cancel a pending wrap when it does not move the cursor (a
+    // glyph as wide as the row, in column 0: one column, or a wide one on two): CHA does, and
+    // LF at the bottom would keep it and the next glyph would scroll a blank line in.
+    out_ += phantom_ && col_ == 0 ? "\x1b[G\n" : "\r\n";
     col_ = 0;
     phantom_ = false;
     if (row_ < m_.rows() - 1) ++row_;
@@ -378,7 +403,9 @@ class Writer {
 
   std::size_t history_and_main(std::size_t want) {
     const std::size_t total = m_.scrollback_lines();
-    const std::size_t n = std::min(want, total);
+    // On one row libvterm 0.1.4 erases instead of scrolling a line off: nothing reaches its
+    // history, so none is drawn (a snapshot carries up to N lines).
+    const std::size_t n = m_.rows() > 1 ? std::min(want, total) : 0;
     const std::size_t first = total - n;
     const int rows = m_.rows();
     const int W = m_.cols();
@@ -441,7 +468,15 @@ class Writer {
   }
 
   void saved_cursor(const SavedCursor& s) {
-    cup(std::clamp(s.row, 0, m_.rows() - 1), std::clamp(s.col, 0, m_.cols() - 1));
+    section("saved cursor");
+    if (s.row >= m_.rows() || s.col >= m_.cols()) {
+      // A shrinking resize left libvterm's saved slot off the screen (it never moves it); a
+      // fresh terminal cannot save a position off its screen, and a later grow brings the
+      // slot back into view where the terminal fed everything restores it exactly.
+      fail("unreproducible_cursor", "saved cursor off the screen");
+      return;
+    }
+    cup(s.row, s.col);
     pen(s.pen);
     cursor_style(s.visible, s.blink, s.shape);
     out_ += "\x1b" "7";
@@ -471,17 +506,29 @@ class Writer {
     const int rows = m_.rows();
     const int top = modes_.scroll_top;
     const int bottom = modes_.scroll_bottom == 0 ? rows : modes_.scroll_bottom;
-    if (top >= 0 && top < bottom && bottom <= rows && !(top == 0 && bottom == rows)) {
-      std::string s;
-      append_num(s, static_cast<unsigned>(top + 1));
-      s += ';';
-      append_num(s, static_cast<unsigned>(bottom));
-      s += 'r';
-      csi(s);
-      region_set_ = true;
-      top_ = top;
-      bottom_ = bottom;
+    // libvterm stores exactly "1;rows" as the full screen (no explicit bottom) but keeps a
+    // bottom clamped to rows explicit, and an explicit bottom stays put when the screen grows:
+    // "1;rows+1" sets it.
+    const bool explicit_full = top == 0 && bottom == rows && modes_.scroll_bottom != 0;
+    if (top == 0 && bottom == rows && !explicit_full) return;
+    if (top >= bottom || bottom > rows) {
+      // A shrinking resize clamps the bottom and not the top (libvterm, docs/vt-scanner.md):
+      // DECSTBM cannot set such a region in a fresh terminal.
+      fail("unreproducible_region", "degenerate scroll region");
+      return;
     }
+    // Without a bottom (the last row, whatever the size later) when the stream gave none.
+    std::string s;
+    append_num(s, static_cast<unsigned>(top + 1));
+    if (modes_.scroll_bottom != 0) {
+      s += ';';
+      append_num(s, static_cast<unsigned>(explicit_full ? bottom + 1 : bottom));
+    }
+    s += 'r';
+    csi(s);
+    region_set_ = true;
+    top_ = top;
+    bottom_ = bottom;
   }
 
   // Places the cursor; origin mode is already set, so rows are relative to the region.
@@ -533,15 +580,14 @@ class Writer {
         // A DCH after the wrap pulled the right half here: the same DCH does it again.
         const Cell next = m_.cell(cur.row, c + 1);
         if (next.kind == Cell::Kind::erased) {
-          print_stand_in(W);
+          print_wrap_glyph(2);
           pen(next.pen);
           csi("P");
           return;
         }
       } else if (cell.kind == Cell::Kind::erased) {
         if (c == W - 1) {
-          const char32_t space = U' ';
-          print(&space, 1, 1, W);
+          print_wrap_glyph(1);
           pen(cell.pen);
           erase_chars(1);
           return;
@@ -551,13 +597,13 @@ class Writer {
           // gives both cells back their erased state.
           const Cell next = m_.cell(cur.row, c + 1);
           if (next.kind == Cell::Kind::continuation) {
-            print_stand_in(W);
+            print_wrap_glyph(2);
             pen(cell.pen);
             erase_chars(1);
             return;
           }
           if (next.kind == Cell::Kind::erased) {
-            print_stand_in(W);
+            print_wrap_glyph(2);
             pen(next.pen);
             erase_chars(2);
             if (!(cell.pen == next.pen)) {
@@ -572,38 +618,90 @@ class Writer {
         // The wrap state is the cursor's, not the screen's: set it on the (hidden, erased on
         // every entry) alternate screen and come back.
         csi("?1047h");
-        const char32_t space = U' ';
-        if (c == W - 1) print(&space, 1, 1, W);
-        else print_stand_in(W);
+        print_wrap_glyph(c == W - 1 ? 1 : 2);
         csi("?1047l");
         return;
       }
       fail("unreproducible_cursor", "pending wrap over these cells");
       return;
     }
-    // The glyph a combining mark or REP right after the cut would use: print it last, where
-    // libvterm printed it, when the cell still holds it.
-    reprint_last_glyph(cur, origin);
     cup(rel_row, cur.col);
   }
 
-  void reprint_last_glyph(const CursorState& cur, bool origin) {
-    const int r = cur.row;
-    const int c = cur.col;
-    if (c == 0) return;
-    // Only the common case: the cursor right after a glyph on its row.
-    for (int w = 1; w <= 2 && c - w >= 0; ++w) {
-      const Cell g = m_.cell(r, c - w);
-      if (g.kind != Cell::Kind::glyph) continue;
-      const int w0 = m_.glyph_width(g.chars[0]);
-      if (w0 != w || g.width != w) continue;
-      if (origin && (r < region_top() || r >= region_bottom())) return;
-      cup(origin ? r - region_top() : r, c - w);
-      row_ = r;
-      pen(g.pen);
-      print(g.chars.data(), g.nchars, w0, m_.cols());
+  // libvterm's last glyph (what REP repeats and a combining mark joins, MirrorScreen::
+  // last_glyph) as the stream left it: printed last, where it was printed. Over the cell that
+  // still holds it; else printed and erased again (ECH) when its cells are erased; else on the
+  // hidden alternate screen (its cells are erased on every entry). Called before the scroll
+  // region and origin mode, which limit where CUP goes, when nothing is printed afterwards.
+  void last_glyph() {
+    section("last glyph");
+    const std::optional<LastGlyph>& g = glyph_;
+    if (!g) return;  // checked by check_last_glyph(): nothing printed, or a fallback
+    // With a pending wrap, place_cursor() prints the glyph that sets it last: libvterm's last
+    // glyph when it was printed there, else check_last_glyph() falls back.
+    if (m_.cursor().pending_wrap) return;
+    if (printed_ && printed_glyph_ == *g) return;
+    const int W = m_.cols();
+    const int span = std::max(g->width, 1);
+    if (g->nchars == 0 || g->row >= m_.rows() || g->col + span > W) {
+      fail("unreproducible_cursor", "last glyph off the screen");
       return;
     }
+    // A lone combining mark would join the glyph this terminal printed last.
+    auto joins = [&] {
+      return g->width == 0 && last_row_ == g->row && last_col_ + last_width_ == g->col;
+    };
+    const Cell cell = m_.cell(g->row, g->col);
+    const bool same = cell.kind == Cell::Kind::glyph && cell.nchars == g->nchars &&
+                      std::equal(g->chars.begin(), g->chars.begin() + g->nchars,
+                                 cell.chars.begin()) &&
+                      (g->width == 0 ? m_.glyph_width(cell.chars[0]) == 0 : cell.width == g->width);
+    bool erased = true;
+    for (int k = 0; k < span; ++k) {
+      const Cell e = m_.cell(g->row, g->col + k);
+      erased = erased && e.kind == Cell::Kind::erased && e.width == 1;
+    }
+    if (same || erased) {
+      cup(g->row, g->col);
+      if (joins()) {
+        fail("unreproducible_cursor", "last glyph would join another");
+        return;
+      }
+      pen(cell.pen);
+      print(g->chars.data(), g->nchars, g->width, W);
+      for (int k = 0; erased && k < span; ++k) {
+        move_to(g->col + k);
+        pen(m_.cell(g->row, g->col + k).pen);
+        erase_chars(1);
+      }
+      return;
+    }
+    if (m_.alt_screen()) {
+      fail("unreproducible_cursor", "last glyph's cell changed");
+      return;
+    }
+    csi("?1047h");
+    cup(g->row, g->col);
+    if (joins()) {
+      fail("unreproducible_cursor", "last glyph would join another");
+      return;
+    }
+    print(g->chars.data(), g->nchars, g->width, W);
+    csi("?1047l");
+  }
+
+  // After everything printed: this terminal's last glyph is the mirror's.
+  void check_last_glyph() {
+    const std::optional<LastGlyph>& g = glyph_;
+    if (g ? (printed_ && printed_glyph_ == *g) : !printed_) return;
+    auto where = [](const LastGlyph& x) {
+      return "(" + std::to_string(x.row) + "," + std::to_string(x.col) + ") w" +
+             std::to_string(x.width) + " U+" + std::to_string(static_cast<unsigned>(x.chars[0]));
+    };
+    const std::string what = "last glyph (REP, combining marks): the mirror's " +
+                             (g ? where(*g) : std::string("none")) + ", printed " +
+                             (printed_ ? where(printed_glyph_) : std::string("none"));
+    fail("unreproducible_cursor", what.c_str());
   }
 
   void modes(const CursorState& cur) {
@@ -655,6 +753,9 @@ class Writer {
       if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m_.pen() &&
           m_.autowrap()) {
         for (int i = 0; i < cell.nchars; ++i) append_utf8(out_, cell.chars[static_cast<std::size_t>(i)]);
+        printed_ = true;
+        text_end_ = out_.size();
+        printed_glyph_ = LastGlyph{cur.row, cur.col, w0, cell.nchars, cell.chars};
       } else {
         fail("unreproducible_cursor");
       }
@@ -675,6 +776,11 @@ class Writer {
     designate('(', m_.g0());
     designate(')', m_.g1());
     if (m_.shift_out()) out_ += '\x0e';
+    // Invariant: the snapshot does not end inside a run of text. libvterm joins a combining
+    // mark to the glyph before it in the same run (and decodes the ASCII after a non-ASCII
+    // character as UTF-8, past a DEC graphics GL), and the raw bytes after the cursor always
+    // start a new run in the terminal fed everything. SI ends the run; GL is G0 already here.
+    if (printed_ && text_end_ == out_.size()) out_ += '\x0f';
   }
 
  private:
@@ -696,6 +802,10 @@ class Writer {
   int last_row_ = 0;
   int last_col_ = 0;
   int last_width_ = 0;
+  const std::optional<LastGlyph> glyph_;
+  bool printed_ = false;     // this terminal printed a glyph: printed_glyph_ is its last one
+  LastGlyph printed_glyph_;
+  std::size_t text_end_ = 0;  // out_'s size just after the last glyph printed
   bool visible_ = true;
   bool blink_ = true;
   int shape_ = 1;
@@ -711,6 +821,22 @@ const char* unmodelled_reason(std::uint32_t flags) {
   if (flags & MirrorInput::kGraphics) return "graphics";
   if (flags & MirrorInput::kHiddenString) return "unmodelled_string";
   return "unmodelled_state";
+}
+
+// libvterm's last glyph as a snapshot re-creates it. A shrinking resize can leave it off the
+// screen (libvterm never moves it), where a fresh terminal cannot print. What REP repeats is its
+// text and width only, so it is printed at the right edge instead: a combining mark joins a
+// glyph only with the cursor at its column + width, which is then past the last column, as
+// unreachable at this size as the original position. (After a later grow the two positions
+// differ: docs/snapshot.md, "Known limitations".) A lone combining mark (width 0) has no such
+// place and stays off the screen: the writer falls back.
+std::optional<LastGlyph> reproducible_last_glyph(const MirrorScreen& m) {
+  std::optional<LastGlyph> g = m.last_glyph();
+  if (!g || g->width == 0) return g;
+  if (g->row < m.rows() && g->col + g->width <= m.cols()) return g;
+  g->row = std::min(g->row, m.rows() - 1);
+  g->col = m.cols() - g->width;
+  return g;
 }
 
 }  // namespace
@@ -731,18 +857,20 @@ Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes,
   if (!m.clean()) return fallback("incomplete_sequence");
   if (const std::uint32_t f = m.unmodelled(); f != 0) return fallback(unmodelled_reason(f));
 
-  Writer w(m, modes);
+  Writer w(m, modes, reproducible_last_glyph(m));
   w.title(title);
   if (m.cursor().shape == 0 || (saved && saved->shape == 0)) w.zeroed_restore();
   snap.scrollback_lines = w.history_and_main(options.scrollback_lines);
   if (saved) w.saved_cursor(*saved);
   if (m.alt_screen()) w.alternate_screen();
+  w.last_glyph();
   w.scroll_region();
   if (modes.origin) w.csi("?6h");
   w.place_cursor(saved);
   if (!w.has_tail()) w.pen(m.pen());
   w.modes(m.cursor());
   w.origin_tail();
+  w.check_last_glyph();
   w.charsets();
   if (w.failure()) {
     snap.fallback_detail = w.detail();

@@ -217,9 +217,18 @@ void VtScanner::resize(std::uint16_t cols, std::uint16_t rows) noexcept {
   cols_ = at_least_one(cols);
   rows_ = at_least_one(rows);
   // libvterm 0.1.4 (measured): only an explicit end is clamped; the start is left alone, so a
-  // region can become degenerate (start >= end) and stays so until the next DECSTBM.
+  // region can become degenerate (start >= end). The mirror resets such a region (and such
+  // margins) to the full screen, since libvterm crashes scrolling it (MirrorScreen::resize).
   if (modes_.scroll_bottom != 0) modes_.scroll_bottom = std::min(modes_.scroll_bottom, rows_);
   if (modes_.scroll_right != 0) modes_.scroll_right = std::min(modes_.scroll_right, cols_);
+  if (modes_.scroll_top >= (modes_.scroll_bottom != 0 ? modes_.scroll_bottom : rows_)) {
+    modes_.scroll_top = 0;
+    modes_.scroll_bottom = 0;
+  }
+  if (modes_.scroll_left >= (modes_.scroll_right != 0 ? modes_.scroll_right : cols_)) {
+    modes_.scroll_left = 0;
+    modes_.scroll_right = 0;
+  }
 }
 
 void VtScanner::step(std::uint8_t byte) noexcept {
@@ -355,6 +364,7 @@ void VtScanner::escape_byte(std::uint8_t byte) noexcept {
       intermediate_ = 0;
       intermediate_count_ = 0;
       params_[0] = kMissing;
+      libvterm_params_[0] = 0;
       sub_params_ = 0;
       param_count_ = 1;
       libvterm_overflowed_ = false;
@@ -462,11 +472,14 @@ void VtScanner::csi_byte(std::uint8_t byte) noexcept {
         const std::int32_t old = params_[index] == kMissing ? 0 : params_[index];
         params_[index] = std::min(old * 10 + (byte - '0'), kParamMax);
       }
+      if (index < libvterm_params_.size())
+        libvterm_params_[index] = libvterm_params_[index] * 10 + (byte - '0');  // wraps
       return;
     }
     if (byte == ';' || byte == ':') {
       if (param_count_ != ~std::uint32_t{0}) ++param_count_;
       const std::uint32_t next = param_count_ - 1;
+      if (next < libvterm_params_.size()) libvterm_params_[next] = 0;
       if (next < kMaxParams) {
         params_[next] = kMissing;
         if (byte == ':') sub_params_ |= std::uint32_t{1} << next;
@@ -648,17 +661,26 @@ void VtScanner::set_dec_mode(std::int32_t mode, bool on) noexcept {
   }
 }
 
+// Parameter i (0 or 1) as libvterm 0.1.4 reads it: its long, wrapping, then its 31-bit argument
+// mask (CSI_ARG; all ones reads as missing): 2^32 + 25 is 25 there. DECSTBM and DECSLRM take
+// it, so the region the snapshot restores is the one libvterm draws with.
+std::int32_t VtScanner::libvterm_param(std::uint32_t i) const noexcept {
+  if (i >= param_count_ || params_[i] == kMissing) return kMissing;
+  const auto v = static_cast<std::int32_t>(libvterm_params_[i] & 0x7fffffffu);
+  return v == 0x7fffffff ? kMissing : v;  // CSI_ARG_MISSING
+}
+
 void VtScanner::set_scroll_region() noexcept {
-  const std::int32_t first = params_[0];
-  const std::int32_t second = param_count_ >= 2 ? params_[1] : kMissing;
+  const std::int32_t first = libvterm_param(0);
+  const std::int32_t second = libvterm_param(1);
   const auto [top, bottom] = libvterm_region(first, second, rows_);
   modes_.scroll_top = top;
   modes_.scroll_bottom = bottom;
 }
 
 void VtScanner::set_margins() noexcept {
-  const std::int32_t first = params_[0];
-  const std::int32_t second = param_count_ >= 2 ? params_[1] : kMissing;
+  const std::int32_t first = libvterm_param(0);
+  const std::int32_t second = libvterm_param(1);
   const auto [left, right] = libvterm_region(first, second, cols_);
   modes_.scroll_left = left;
   modes_.scroll_right = right;

@@ -119,6 +119,9 @@ class VtScanner {
   // The window title from OSC 0/2 (and CSI 23 t): valid UTF-8, no control characters, at most
   // kMaxTitleBytes. Kept across RIS.
   std::string_view title() const noexcept { return title_; }
+  // Titles pushed with CSI 22 t and not popped yet (at most kTitleStackDepth). A snapshot does
+  // not carry them (docs/snapshot.md, "Known limitations").
+  std::size_t title_stack_depth() const noexcept { return title_stack_size_; }
   // Counts every title set, also to the same text.
   std::uint64_t title_changes() const noexcept { return title_changes_; }
   // BEL executed as a control (not the BEL that ends an OSC or DCS).
@@ -164,6 +167,7 @@ class VtScanner {
   void set_mode(std::int32_t mode, bool on) noexcept;
   void set_dec_mode(std::int32_t mode, bool on) noexcept;
   void set_scroll_region() noexcept;
+  std::int32_t libvterm_param(std::uint32_t i) const noexcept;
   void set_margins() noexcept;
   void soft_reset() noexcept;
   void hard_reset() noexcept;
@@ -204,6 +208,7 @@ class VtScanner {
   std::uint8_t leader_ = 0;
   std::uint32_t leader_count_ = 0;
   std::array<std::int32_t, kMaxParams> params_{};
+  std::array<std::uint64_t, 2> libvterm_params_{};  // libvterm's value of parameters 0 and 1
   std::uint32_t sub_params_ = 0;      // bit i: parameter i was introduced by ':'
   std::uint32_t param_count_ = 0;     // parameters started, saturating; libvterm's argument count
   bool libvterm_overflowed_ = false;  // this CSI passed libvterm's 16 arguments

@@ -108,7 +108,8 @@ int run_verify(const Places& places, const VerifyArgs& args) {
       Mirror replayed(Cursor{0}, cols, rows);
       replayed.feed(t.snap.snapshot.bytes);
       feed_in_pieces(replayed, std::string_view(*bytes).substr(tag), rng);
-      diff = engine::first_difference(whole, replayed, t.snap.snapshot.scrollback_lines);
+      diff = engine::first_difference(whole, replayed,
+                                      {.history_lines = t.snap.snapshot.scrollback_lines});
     }
     if (!diff.empty()) {
       (void)write_all(STDOUT_FILENO, "verify " + args.actor + ": FAILED at " + at + " over " +
