@@ -73,11 +73,14 @@ std::string describe(const Cell& cell) {
   return "glyph " + text + " w" + std::to_string(cell.width) + " " + describe(cell.pen);
 }
 
-// The saved cursor as DECRC restores it: a shrink can leave the slot off the screen.
+// The saved cursor as libvterm's DECRC restores it: a shrink can leave the slot off the screen,
+// and the charset and screen it was saved on (kept for xterm.js) do not matter to it.
 std::optional<SavedCursor> restorable(std::optional<SavedCursor> s, const MirrorScreen& m) {
   if (s) {
     s->row = std::min(s->row, m.rows() - 1);
     s->col = std::min(s->col, m.cols() - 1);
+    s->gl_charset = SavedCursor{}.gl_charset;
+    s->on_alt = SavedCursor{}.on_alt;
   }
   return s;
 }

@@ -184,6 +184,7 @@ void MirrorInput::control(unsigned char c) {
 void MirrorInput::start_string(StringType type) {
   string_type_ = type;
   string_prefix_.clear();
+  dcs_header_.reset();
   fragment_start_ = true;
   state_ = State::string;
 }
@@ -191,7 +192,7 @@ void MirrorInput::start_string(StringType type) {
 void MirrorInput::end_string(bool dispatched) {
   const bool truncated = string_prefix_.size() >= kStringPrefix;
   if (string_type_ == StringType::dcs) {
-    if (string_prefix_.rfind("$q", 0) != 0) sticky_ |= kGraphics;
+    if (dcs_header_.effect() != DcsEffect::none) sticky_ |= kGraphics;  // even cancelled
   } else if (dispatched && osc_sets_colour(string_prefix_, truncated)) {
     sticky_ |= kPalette;
   }
@@ -564,7 +565,8 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
         } else {
           fragment_start_ = false;
         }
-        if (string_prefix_.size() < kStringPrefix) string_prefix_ += static_cast<char>(c);
+        if (string_type_ == StringType::dcs) dcs_header_.byte(c);
+        else if (string_prefix_.size() < kStringPrefix) string_prefix_ += static_cast<char>(c);
         ++pos;
         if (pos - last_split_ >= kSplitEvery) {
           last_split_ = pos;

@@ -22,6 +22,8 @@
 #include <span>
 #include <string>
 
+#include "engine/dcs_header.hpp"
+
 namespace backscroll::engine {
 
 class MirrorInput {
@@ -34,7 +36,7 @@ class MirrorInput {
   // State libvterm keeps that snapshot_v1 does not reproduce; a snapshot falls back to
   // raw_replay while any is set (docs/snapshot.md lists each).
   enum Unmodelled : std::uint32_t {
-    kGraphics = 1u << 0,        // a DCS string other than DECRQSS ($q): sixel, ReGIS, passthrough
+    kGraphics = 1u << 0,        // a DCS that changes the terminal: sixel, ReGIS, DECUDK, ... (DcsHeader)
     kHiddenString = 1u << 1,    // SOS / PM / APC: libvterm prints their payload as text
     kProtectedCells = 1u << 2,  // DECSCA 1 was used: cells may be protected from DECSED/DECSEL
     kMargins = 1u << 3,         // DECLRMM on, or DECSLRM margins other than the full width
@@ -181,7 +183,8 @@ class MirrorInput {
   int all_argc_ = 0;
   // Strings.
   StringType string_type_ = StringType::osc;
-  std::string string_prefix_;  // first bytes of the string, for classification
+  std::string string_prefix_;  // first bytes of an OSC, for classification
+  DcsHeader dcs_header_;
   bool fragment_start_ = false;  // only '$' (dropped) seen of the string yet
   // Text.
   int utf8_remaining_ = 0;

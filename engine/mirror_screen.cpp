@@ -756,7 +756,9 @@ void MirrorScreen::capture_main() {
 void MirrorScreen::capture_saved() {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
-  saved_ = SavedCursor{pos.row, pos.col, pen(), cursor_visible_, cursor_blink_, cursor_shape_};
+  const char gl = shift_out() ? g1() : g0();
+  saved_ = SavedCursor{pos.row,      pos.col,          pen(),      cursor_visible_,
+                       cursor_blink_, cursor_shape_, gl == 'u' ? 'B' : gl, alt_active_};
 }
 
 void MirrorScreen::clamp_cursor_after_restore() {

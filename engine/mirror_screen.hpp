@@ -53,6 +53,11 @@ struct SavedCursor {
   bool visible = true;
   bool blink = true;
   int shape = 1;
+  // What xterm.js keeps with a save and libvterm does not: the charset GL held ('B' ASCII, '0'
+  // DEC graphics, 'A' UK; its DECRC restores it) and the screen it was saved on (a slot per
+  // screen there; libvterm has one).
+  char gl_charset = 'B';
+  bool on_alt = false;
   bool operator==(const SavedCursor&) const = default;
 };
 

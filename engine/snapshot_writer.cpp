@@ -442,12 +442,22 @@ class Writer {
     row_ = col_ = 0;
   }
 
-  void cursor_style(bool visible, bool blink, int shape) {
+  // `source`: how the stream set the style (TerminalModes::cursor_style_source). Set that way
+  // even when it is libvterm's default, for a terminal with other defaults (xterm.js) and its
+  // reading of later CSI ? 12; else only where it differs from the writer's state.
+  void cursor_style(bool visible, bool blink, int shape,
+                    CursorStyleSource source = CursorStyleSource::none) {
     if (shape == 0 && shape_ != 0) {
       fail("unreproducible_cursor");
       return;
     }
-    if (shape != shape_) {  // DECSCUSR sets shape and blink
+    if (source == CursorStyleSource::blink_mode && shape == shape_) {
+      csi(blink ? "?12h" : "?12l");
+      blink_ = blink;
+    }
+    // DECSCUSR sets shape and blink together, everywhere; CSI ? 12 otherwise only for the
+    // zeroed shape DECSCUSR cannot name.
+    if (shape != 0 && (shape != shape_ || blink != blink_ || source == CursorStyleSource::decscusr)) {
       int n = shape == 2 ? 3 : shape == 3 ? 5 : 1;
       if (!blink) ++n;
       std::string s;
@@ -479,10 +489,18 @@ class Writer {
     cup(s.row, s.col);
     pen(s.pen);
     cursor_style(s.visible, s.blink, s.shape);
+    // GL as it was, for xterm.js's DECRC; G0 back to ASCII for what is drawn next (the
+    // charsets are designated at the end).
+    const bool charset = s.gl_charset != 'B';
+    if (charset) (out_ += "\x1b(") += s.gl_charset;
     out_ += "\x1b" "7";
+    if (charset) out_ += "\x1b(B";
   }
 
-  void alternate_screen() {
+  // After the main screen (and the saved cursor): the alternate screen's cells, and the saved
+  // cursor again when it was saved there (xterm.js keeps a slot per screen; libvterm's one slot
+  // gets the same values twice).
+  void alternate_screen(const std::optional<SavedCursor>& saved) {
     section("alternate screen");
     pen(Pen{});
     csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
@@ -497,6 +515,7 @@ class Writer {
       cup(r, 0);
       draw_line(cells, false);
     }
+    if (saved && saved->on_alt) saved_cursor(*saved);
   }
 
   int region_top() const { return region_set_ ? top_ : 0; }
@@ -585,7 +604,9 @@ class Writer {
           csi("P");
           return;
         }
-      } else if (cell.kind == Cell::Kind::erased) {
+      } else if (cell.kind == Cell::Kind::erased && m_.alt_screen()) {
+        // On the main screen the hidden alternate one serves (below): ECH after the glyph ends
+        // the wrap in xterm.js.
         if (c == W - 1) {
           print_wrap_glyph(1);
           pen(cell.pen);
@@ -725,7 +746,7 @@ class Writer {
       case MouseEncoding::urxvt: csi("?1015h"); break;
     }
     if (m_.reverse_video()) csi("?5h");
-    if (!tail_) cursor_style(cur.visible, cur.blink, cur.shape);
+    if (!tail_) cursor_style(cur.visible, cur.blink, cur.shape, modes_.cursor_style_source);
   }
 
   // After every CSI: DECRC and moves that do not clamp, to a cursor outside the scroll region
@@ -862,7 +883,7 @@ Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes,
   if (m.cursor().shape == 0 || (saved && saved->shape == 0)) w.zeroed_restore();
   snap.scrollback_lines = w.history_and_main(options.scrollback_lines);
   if (saved) w.saved_cursor(*saved);
-  if (m.alt_screen()) w.alternate_screen();
+  if (m.alt_screen()) w.alternate_screen(saved);
   w.last_glyph();
   w.scroll_region();
   if (modes.origin) w.csi("?6h");

@@ -9,6 +9,12 @@
 
 namespace backscroll::engine {
 
+enum class CursorStyleSource : std::uint8_t {
+  none,        // never set, or libvterm's reading (see TerminalModes::cursor_style_source)
+  blink_mode,  // CSI ? 12 h/l, no DECSCUSR style in effect
+  decscusr,    // DECSCUSR 1-6 (CSI n SP q)
+};
+
 enum class MouseTracking : std::uint16_t {
   off = 0,
   x10 = 9,        // ?9
@@ -31,6 +37,12 @@ struct TerminalModes {
   bool autowrap = true;                  // DECAWM  CSI ? 7 h/l
   bool insert = false;                   // IRM     CSI 4 h/l
   bool cursor_visible = true;            // DECTCEM CSI ? 25 h/l
+  // How the stream last set the cursor's style, which a snapshot then sets the same way: the
+  // emulators' defaults differ (libvterm starts blinking, xterm.js steady) and xterm.js ignores
+  // CSI ? 12 while a DECSCUSR style (n >= 1) is in effect. A cursor restore (libvterm brings
+  // back the saved style, xterm.js does not) or DECSCUSR 0 (each its own default) make it
+  // `none`: libvterm's reading, written only where it is not libvterm's default.
+  CursorStyleSource cursor_style_source = CursorStyleSource::none;
   bool bracketed_paste = false;          // CSI ? 2004 h/l
   bool focus_reporting = false;          // CSI ? 1004 h/l
   bool alternate_screen = false;         // CSI ? 47 / 1047 / 1049 h/l

@@ -524,6 +524,11 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
     mark(MarkKind::soft_reset, seq_begin_, end);
     return;
   }
+  if (intermediate == ' ' && leader == 0 && final == 'q') {  // DECSCUSR
+    const bool style = kept > 0 && params_[0] != kMissing && params_[0] >= 1;
+    modes_.cursor_style_source = style ? CursorStyleSource::decscusr : CursorStyleSource::none;
+    return;
+  }
   if (intermediate != 0) return;
 
   if (leader == '?' && (final == 'h' || final == 'l')) {
@@ -617,6 +622,10 @@ void VtScanner::set_dec_mode(std::int32_t mode, bool on) noexcept {
       break;
     case 7:
       modes_.autowrap = on;
+      break;
+    case 12:  // cursor blink; xterm.js ignores it under a DECSCUSR style
+      if (modes_.cursor_style_source == CursorStyleSource::none)
+        modes_.cursor_style_source = CursorStyleSource::blink_mode;
       break;
     case 25:
       modes_.cursor_visible = on;
@@ -738,9 +747,7 @@ void VtScanner::enter_string(StringKind kind) noexcept {
       title_need_ = 0;
       break;
     case StringKind::dcs:
-      dcs_intermediate_ = 0;
-      dcs_intermediate_count_ = 0;
-      dcs_final_ = 0;
+      dcs_header_.reset();
       break;
     case StringKind::sos:
       unmodelled("sos");  // libvterm 0.1.4 prints the payload as text
@@ -777,15 +784,7 @@ void VtScanner::string_byte(std::uint8_t byte) noexcept {
       }
       return;
     case StringKind::dcs:
-      if (dcs_final_ != 0) return;
-      if (byte >= 0x40 && byte <= 0x7e) {
-        dcs_final_ = byte;
-      } else if (byte >= 0x20 && byte <= 0x2f) {
-        if (dcs_intermediate_count_ == 0) dcs_intermediate_ = byte;
-        if (dcs_intermediate_count_ != ~std::uint32_t{0}) ++dcs_intermediate_count_;
-      } else if (byte >= 0x80 || dcs_intermediate_count_ > 0) {
-        dcs_final_ = 0xff;  // DEC's dcs_ignore: not a DCS we would call harmless
-      }
+      dcs_header_.byte(byte);
       return;
     case StringKind::apc:
       if (!string_has_payload_) unmodelled(byte == 'G' ? "apc_graphics" : "apc");
@@ -840,15 +839,11 @@ void VtScanner::osc_dispatch() noexcept {
 }
 
 void VtScanner::dcs_dispatch(Terminator how) noexcept {
-  if (dcs_final_ == 'q' && dcs_intermediate_count_ == 0) {
-    unmodelled("dcs_sixel");
-    return;
-  }
-  // DECRQSS ($q) and XTGETTCAP (+q) only ask; the mirror never answers, and the screen does not
-  // change. Only when ended by ST: xterm.js does not end a DCS at BEL, libvterm does.
-  const bool query = dcs_final_ == 'q' && dcs_intermediate_count_ == 1 &&
-                     (dcs_intermediate_ == '$' || dcs_intermediate_ == '+');
-  if (!query || how != Terminator::st) unmodelled("dcs");
+  const DcsEffect effect = dcs_header_.effect();
+  if (effect == DcsEffect::sixel) unmodelled("dcs_sixel");
+  // Only a DCS ended by ST reads the same everywhere: xterm.js does not end one at BEL,
+  // libvterm does.
+  else if (effect == DcsEffect::stateful || how != Terminator::st) unmodelled("dcs");
 }
 
 void VtScanner::title_byte(std::uint8_t byte) noexcept {
@@ -925,6 +920,11 @@ void VtScanner::unmodelled(const char* reason) noexcept {
 }
 
 void VtScanner::mark(MarkKind kind, Cursor begin, Cursor end) noexcept {
+  // libvterm's cursor restores bring back the saved blink and shape, xterm.js's do not: the
+  // style is libvterm's reading again (TerminalModes::cursor_style_source).
+  if (kind == MarkKind::restore_cursor || kind == MarkKind::restore_cursor_1048 ||
+      kind == MarkKind::leave_alt_1049)
+    modes_.cursor_style_source = CursorStyleSource::none;
   pending_marks_.push_back(Mark{begin, end, kind, modes_});
 }
 

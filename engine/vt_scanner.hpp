@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/dcs_header.hpp"
 #include "engine/terminal_modes.hpp"
 #include "shm/cursor.hpp"
 
@@ -223,10 +224,7 @@ class VtScanner {
   bool osc_semicolon_ = false;
   std::array<char, kOscPrefixBytes> osc_prefix_{};
   std::size_t osc_prefix_len_ = 0;
-  // DCS header (DEC dcs_entry / dcs_param / dcs_intermediate): final byte once seen.
-  std::uint8_t dcs_intermediate_ = 0;
-  std::uint32_t dcs_intermediate_count_ = 0;
-  std::uint8_t dcs_final_ = 0;
+  DcsHeader dcs_header_;
 
   // The title being collected from an OSC 0/2 payload: sanitized UTF-8, decoded on the fly.
   std::array<char, kMaxTitleBytes> title_buf_{};

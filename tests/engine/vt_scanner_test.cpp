@@ -18,6 +18,7 @@
 namespace backscroll::testing {
 namespace {
 
+using engine::CursorStyleSource;
 using engine::Mark;
 using engine::MarkKind;
 using engine::MouseEncoding;
@@ -272,6 +273,20 @@ TEST(VtScanner, ScrollRegionFollowsLibvterm) {
   }
 }
 
+TEST(VtScanner, KnowsHowTheStreamSetTheCursorStyle) {
+  auto source = [](std::string_view s) { return scanned(s).modes().cursor_style_source; };
+  using enum CursorStyleSource;
+  EXPECT_EQ(source("text\x1b[?25l"), none);
+  EXPECT_EQ(source("\x1b[1 q"), decscusr);
+  EXPECT_EQ(source("\x1b[?12l"), blink_mode);
+  EXPECT_EQ(source("\x1b[5 q\x1b[?12l"), decscusr);  // xterm.js ignores ? 12 then
+  EXPECT_EQ(source("\x1b[5 q\x1b[0 q"), none);       // each emulator's default
+  // libvterm's restores bring back the saved style (xterm.js's do not): its reading again.
+  EXPECT_EQ(source("\x1b[5 q\x1b" "8"), none);
+  EXPECT_EQ(source("\x1b[?1049h\x1b[?12l\x1b[?1049l"), none);
+  EXPECT_EQ(source("\x1b" "8\x1b[6 q"), decscusr);
+}
+
 TEST(VtScanner, ResizeClampsAnExplicitScrollRegionLikeLibvterm) {
   VtScanner s = scanned("\x1b[5;10r");
   s.resize(80, 30);
@@ -505,6 +520,10 @@ TEST(VtScanner, PlainOutputHasNoUnmodelledReason) {
 TEST(VtScanner, ReportsDcsApcPmAndSos) {
   EXPECT_EQ(reason_of("\x1bPq#0;2;0;0;0#0~~\x1b\\"), "dcs_sixel");
   EXPECT_EQ(reason_of("\x1bP0;1|17/ab\x1b\\"), "dcs");        // DECUDK
+  EXPECT_EQ(reason_of("\x1bPp\x1b\\"), "dcs");                   // ReGIS
+  EXPECT_EQ(reason_of("\x1bP1;1{ @?\x1b\\"), "dcs");             // DECDLD
+  EXPECT_EQ(reason_of("\x1bP1$t1;1;1;@;@;@;0;2;@;BBBB\x1b\\"), "dcs");  // DECRSPS
+  // Passthrough whose inner ESC ends the DCS (the title is set): not ended by ST.
   EXPECT_EQ(reason_of("\x1bPtmux;\x1b\x1b]0;x\x07\x1b\\"), "dcs");
   EXPECT_EQ(reason_of("\x1b_Gf=100;AAAA\x1b\\"), "apc_graphics");  // kitty graphics
   EXPECT_EQ(reason_of("\x1b_other\x1b\\"), "apc");
@@ -515,9 +534,12 @@ TEST(VtScanner, ReportsDcsApcPmAndSos) {
   EXPECT_EQ(reason_of("\x1b_G"), "apc_graphics");
 }
 
-TEST(VtScanner, DcsQueriesEndedByStAreHarmless) {
+TEST(VtScanner, DcsQueriesAndProbesEndedByStAreHarmless) {
   EXPECT_EQ(reason_of("\x1bP$qm\x1b\\"), "none");                // DECRQSS
   EXPECT_EQ(reason_of("\x1bP+q544e\x1b\\"), "none");             // XTGETTCAP
+  EXPECT_EQ(reason_of("\x1bPzz\x1b\\"), "none");                 // vim's start-up probe
+  EXPECT_EQ(reason_of("\x1bPtmux;text\x1b\\"), "none");          // passthrough, not tmux
+  EXPECT_EQ(reason_of("\x1bP\x1b\\"), "none");                   // empty
   EXPECT_EQ(reason_of("\x1bP$qm\x07"), "dcs");                   // BEL: xterm.js keeps going
   EXPECT_EQ(reason_of("\x1bP$qm\x18"), "none");                  // cancelled: nothing happened
   EXPECT_EQ(reason_of("\x1bP$qm\x1b[m"), "dcs");
