@@ -815,8 +815,7 @@ Pen MirrorScreen::pen() const {
   return p;
 }
 
-int MirrorScreen::glyph_width(char32_t c) const {
-  if (c >= 0x20 && c < 0x7f) return 1;
+int MirrorScreen::non_ascii_width(char32_t c) const {
   if (auto it = width_cache_.find(c); it != width_cache_.end()) return it->second;
   Impl& im = *impl_;
   if (!im.probe) {
@@ -904,11 +903,11 @@ bool MirrorScreen::pop_line(int cols, void* cells_v) {
 }
 
 void MirrorScreen::scrollback_row(std::size_t line, std::span<Cell> out) const {
-  std::fill(out.begin(), out.end(), Cell{});
-  if (line >= scrollback_.size()) return;
+  const std::size_t n = line < scrollback_.size() ? std::min(out.size(), scrollback_[line].cells.size()) : 0;
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), Cell{});
+  if (n == 0) return;
   const StoredLine& l = scrollback_[line];
   std::size_t extra_at = 0;
-  const std::size_t n = std::min(out.size(), l.cells.size());
   for (std::size_t col = 0; col < n; ++col) {
     const PackedCell& p = l.cells[col];
     Cell& c = out[col];
@@ -916,6 +915,7 @@ void MirrorScreen::scrollback_row(std::size_t line, std::span<Cell> out) const {
     c.pen.fg = unpack_color(p.fg);
     c.pen.bg = unpack_color(p.bg);
     c.width = p.width;
+    c.nchars = 0;  // every field is set: `out` holds the previous row's cells
     if (p.ch == 0) {
       c.kind = Cell::Kind::erased;
     } else if (p.ch == kContinuation) {

@@ -139,7 +139,9 @@ class MirrorScreen {
   const std::string& title() const { return title_; }
 
   // libvterm's cell width of a character (0 for combining marks, 1, 2 for wide).
-  int glyph_width(char32_t c) const;
+  int glyph_width(char32_t c) const {
+    return c >= 0x20 && c < 0x7f ? 1 : non_ascii_width(c);  // inline: the snapshot's hot path
+  }
 
   // DECAWM, as the mirror tracks it to know the pending-wrap state.
   bool autowrap() const { return input_.autowrap(); }
@@ -187,6 +189,7 @@ class MirrorScreen {
   void capture_saved();
   void clamp_cursor_after_restore();
   void resize_fixup(int reset);
+  int non_ascii_width(char32_t c) const;
   std::size_t push_line(int cols, const void* cells);
   bool pop_line(int cols, void* cells);
 

@@ -65,6 +65,7 @@ MirrorThread::~MirrorThread() {
 
 void MirrorThread::send(Command command) {
   commands_.enqueue(std::move(command));
+  command_waiting_.store(true, std::memory_order_relaxed);
   wake();
 }
 
@@ -117,6 +118,7 @@ void MirrorThread::run() {
 }
 
 bool MirrorThread::drain_commands() {
+  command_waiting_.store(false, std::memory_order_relaxed);
   Command command;
   while (commands_.try_dequeue(command)) {
     if (std::holds_alternative<std::monostate>(command)) return false;
@@ -156,7 +158,8 @@ bool MirrorThread::drain_commands() {
   return true;
 }
 
-// Feeds the slot's mirror at most `budget` bytes, applying events at their cursors.
+// Feeds the slot's mirror at most `budget` bytes, in slices, applying events at their cursors;
+// stops early when a command is waiting (run() drains it next).
 bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   Mirror& mirror = *slot.mirror;
   bool worked = false;
@@ -165,8 +168,11 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
     if (mirror.position() >= end || budget == 0) break;
+    if (worked && command_waiting_.load(std::memory_order_relaxed)) break;
 
-    auto view = slot.ring->read(mirror.position(), std::min<std::uint64_t>(budget, end - mirror.position()));
+    const std::uint64_t slice = std::min<std::uint64_t>(std::min(budget, kSliceBytes),
+                                                        end - mirror.position());
+    auto view = slot.ring->read(mirror.position(), slice);
     bool lost = !view && view.error().code == Errc::cursor_expired;
     if (view && !view->empty()) {
       mirror.feed(view->first);

@@ -50,9 +50,12 @@ struct MirrorStats {
 
 class MirrorThread {
  public:
-  // Bytes fed to one actor's mirror before the next actor's turn (and the next look at the
-  // commands): libvterm parses ~10-14 MB/s, so a turn takes ~1-2 ms.
+  // Bytes fed to one actor's mirror before the next actor's turn: libvterm parses ~10-14 MB/s,
+  // so a turn takes ~1-2 ms.
   static constexpr std::size_t kBatchBytes = 16 * 1024;
+  // A turn feeds slices of at most this and ends early when a command is waiting: a snapshot
+  // request waits for at most one slice (~0.2 ms), not a whole turn.
+  static constexpr std::size_t kSliceBytes = 2 * 1024;
 
   // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
   explicit MirrorThread(int notify_fd, ScrollbackLimits limits = {});
@@ -121,6 +124,9 @@ class MirrorThread {
   // looks for work; the io thread commits, fences, then exchanges false and writes wake_fd_ if it
   // was true. One of them sees the other, so no commit is left unseen while the thread sleeps.
   std::atomic<bool> sleeping_{false};
+  // A hint that commands_ may hold something: set after an enqueue, cleared before a drain.
+  // Only ends a turn early (relaxed: the queue itself orders the command's contents).
+  std::atomic<bool> command_waiting_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> stat_bytes_{0};
   std::atomic<std::uint64_t> stat_resyncs_{0};

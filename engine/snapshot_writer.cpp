@@ -215,6 +215,48 @@ class Writer {
   // `truncated`: a history line from a wider terminal; a wide character cut in two at the
   // last column is left out.
   // `cells` holds the line (W cells); scratch vectors are reused across lines.
+  // Printable ASCII glyphs and erased cells only, one column each: most lines of most output.
+  static bool is_plain(const std::vector<Cell>& cells) {
+    return std::all_of(cells.begin(), cells.end(), [](const Cell& x) {
+      if (x.width != 1 || x.dwl || x.dhl != 0) return false;
+      if (x.kind == Cell::Kind::erased) return true;
+      return x.kind == Cell::Kind::glyph && x.nchars == 1 && x.chars[0] >= 0x20 && x.chars[0] < 0x7f;
+    });
+  }
+
+  // draw_line() for an is_plain() line, writing the same bytes without its per-cell passes:
+  // runs of glyphs in one pen are copied as they are (only the last one is print()ed, which
+  // keeps the writer's cursor, pending-wrap and last-glyph bookkeeping), runs of erased cells
+  // are erased as draw_line() erases them.
+  void draw_plain_line(const std::vector<Cell>& cells) {
+    const int W = m_.cols();
+    auto at = [&](int c) -> const Cell& { return cells[static_cast<std::size_t>(c)]; };
+    int c = 0;
+    while (c < W) {
+      const Cell& cell = at(c);
+      int end = c + 1;
+      while (end < W && at(end).kind == cell.kind && at(end).pen == cell.pen) ++end;
+      if (cell.kind == Cell::Kind::erased) {
+        if (is_pristine(cell)) {
+          c = end;
+          continue;
+        }
+        move_to(c);
+        pen(cell.pen);
+        if (end == W) csi("K");  // EL: to the end of the row
+        else erase_chars(end - c);
+        c = end;
+        continue;
+      }
+      move_to(c);
+      pen(cell.pen);
+      for (int k = c; k < end - 1; ++k) out_ += static_cast<char>(at(k).chars[0]);
+      col_ = end - 1;
+      print(at(end - 1).chars.data(), 1, 1, W);
+      c = end;
+    }
+  }
+
   void draw_line(std::vector<Cell>& cells, bool truncated) {
     const int W = m_.cols();
     if (truncated && cells[static_cast<std::size_t>(W - 1)].width == 2) {
@@ -229,6 +271,10 @@ class Writer {
     deferred.clear();
     // Nothing to draw on a line of pristine cells.
     if (std::all_of(cells.begin(), cells.end(), [](const Cell& x) { return is_pristine(x); })) return;
+    if (is_plain(cells)) {
+      draw_plain_line(cells);
+      return;
+    }
 
     auto lone_combining = [&](const Cell& cell) {
       return cell.kind == Cell::Kind::glyph && m_.glyph_width(cell.chars[0]) == 0;
@@ -410,6 +456,7 @@ class Writer {
     const int rows = m_.rows();
     const int W = m_.cols();
     std::vector<Cell> cells(static_cast<std::size_t>(W));
+    out_.reserve(out_.size() + (n + static_cast<std::size_t>(rows)) * static_cast<std::size_t>(W + 8));
     row_ = 0;
     col_ = 0;
     section("history");

@@ -26,9 +26,8 @@
 extern char** environ;
 
 namespace backscroll::testing {
-namespace {
 
-[[noreturn]] void raise_failure(const std::string& message) { throw std::runtime_error(message); }
+void raise_failure(const std::string& message) { throw std::runtime_error(message); }
 
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -36,6 +35,8 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   out.push_back(nullptr);
   return out;
 }
+
+namespace {
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -38,6 +38,11 @@ using namespace std::chrono_literals;
 
 inline constexpr std::chrono::milliseconds kHangGuard = 30s;
 
+// A test's failure outside a TEST body (fixtures, helpers): thrown, so gtest reports it.
+[[noreturn]] void raise_failure(const std::string& message);
+// argv/envp for execve: pointers into `strings`, then nullptr.
+std::vector<char*> c_strings(std::vector<std::string>& strings);
+
 // The engine, and the helper program the tests run as actors.
 std::string engine_binary();
 std::string child_binary();  // engine_test_child (see engine_test_child.cpp)

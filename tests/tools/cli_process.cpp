@@ -25,15 +25,6 @@ extern char** environ;
 namespace backscroll::testing {
 namespace {
 
-[[noreturn]] void raise_failure(const std::string& message) { throw std::runtime_error(message); }
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 // The test's environment with BACKSCROLL_RUNTIME_DIR replaced.
 std::vector<std::string> environment_for(const std::filesystem::path& runtime_dir) {
   std::vector<std::string> env;
