@@ -39,6 +39,7 @@ class EngineUnderTest {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setenv("BACKSCROLL_RUNTIME_DIR", places_.runtime_dir.c_str(), 1);
+      ::setenv("BACKSCROLL_HOME", places_.state_dir.c_str(), 1);  // the defaults, not the user's
       const std::string log = (root_ / "engine.log").string();
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(fd, 2);

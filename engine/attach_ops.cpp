@@ -71,7 +71,7 @@ Result<void> Engine::check_resize_owner(const Actor& actor, const Json& request)
 
 Result<Json> Engine::request_snapshot(ConnectionId connection, const Json& request,
                                       const Actor& actor, Cursor not_before, Json reply) {
-  auto scrollback = uint_field(request, "scrollback", 512);
+  auto scrollback = uint_field(request, "scrollback", settings_.snapshot_scrollback);
   if (!scrollback) return tl::unexpected(scrollback.error());
   if (*scrollback > kMaxSnapshotScrollback) {
     return fail(Errc::too_large, "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));

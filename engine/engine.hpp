@@ -30,6 +30,9 @@ struct EngineSettings {
   // snapshots then answer raw_replay with reason "no_mirror".
   bool mirror = true;
   ScrollbackLimits scrollback;
+  // History lines in a snapshot when the request names none (settings.yaml
+  // snapshot.scrollback_lines; at most kMaxSnapshotScrollback).
+  std::uint64_t snapshot_scrollback = 512;
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
 };

@@ -1,5 +1,6 @@
-// backscrolld: parse the command line, build the engine, run it in the foreground.
-// Detaching is the caller's business (the CLI's autostart, or systemd).
+// backscrolld: read settings.yaml, parse the command line (flags win over the file), build the
+// engine, run it in the foreground. Detaching is the caller's business (the CLI's autostart, or
+// systemd).
 #include <cstdio>
 #include <cstdlib>
 
@@ -7,6 +8,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
+#include "engine/settings.hpp"
 
 int main(int argc, char** argv) {
   using namespace backscroll;
@@ -18,9 +20,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"backscrolld: the backscroll engine (one per user; runs in the foreground)"};
   app.add_option("--ring-bytes", ring_bytes,
-                 "ring size per actor (per_actor_bytes); 0 means the default 10485760, "
-                 "capped at 50000000")
-      ->capture_default_str();
+                 "ring size per actor; 0 means the default 10485760, capped at 50000000 "
+                 "(default: settings.yaml terminal_transcript.per_actor_bytes)");
   app.add_option("--grace-ms", grace_ms, "stop: SIGKILL this long after SIGHUP")
       ->capture_default_str();
   app.add_option("--drain-ms", drain_ms,
@@ -33,12 +34,25 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (verbose) engine::set_log_level(engine::LogLevel::debug);
+  const Places places = Places::from_environment();
+  const auto file = engine::load_settings(places.settings_path());
+  if (!file) {
+    std::fprintf(stderr, "backscrolld: %s\n", file.error().message.c_str());
+    return 2;
+  }
+  if (file->persist) {
+    engine::log(engine::LogLevel::warn,
+                "settings: terminal_transcript.persist is not implemented yet; history stays in "
+                "memory (docs/settings.md)");
+  }
+  settings.snapshot_scrollback = std::min(file->snapshot_scrollback_lines, engine::kMaxSnapshotScrollback);
+  if (app.count("--ring-bytes") == 0) ring_bytes = file->per_actor_bytes;
   settings.actor.ring_bytes = ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
 
-  auto engine = engine::Engine::create(Places::from_environment(), settings);
+  auto engine = engine::Engine::create(places, settings);
   if (!engine) {
     std::fprintf(stderr, "backscrolld: %s\n", engine.error().describe().c_str());
     return engine.error().code == Errc::already_running ? 3 : 1;

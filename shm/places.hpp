@@ -1,6 +1,9 @@
 // Places: where one user's engine lives (DESIGN section 8), computed the same way by the engine
 // and by every tool so they meet without configuration.
 //   runtime dir  $BACKSCROLL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/backscroll, else /tmp/backscroll-UID
+//   state dir    $BACKSCROLL_HOME, else $XDG_STATE_HOME/backscroll, else ~/.local/state/backscroll
+//                (settings.yaml, transcripts); Places::at() (tests, benchmarks) puts it beside
+//                the runtime dir, in <runtime dir>/../state
 //   socket       <runtime dir>/engine.sock
 //   lock         <runtime dir>/engine.lock (held by the live engine: one engine per runtime dir)
 //   segments     /dev/shm/bs-<uid>-<8 hex digits of the runtime dir's hash>-<actor>
@@ -15,12 +18,17 @@ namespace backscroll {
 
 struct Places {
   std::filesystem::path runtime_dir;
+  std::filesystem::path state_dir;
 
   static Places from_environment();
-  static Places at(std::filesystem::path runtime_dir) { return Places{std::move(runtime_dir)}; }
+  static Places at(std::filesystem::path runtime_dir) {
+    std::filesystem::path state = runtime_dir.parent_path() / "state";
+    return Places{std::move(runtime_dir), std::move(state)};
+  }
 
   std::filesystem::path socket_path() const { return runtime_dir / "engine.sock"; }
   std::filesystem::path lock_path() const { return runtime_dir / "engine.lock"; }
+  std::filesystem::path settings_path() const { return state_dir / "settings.yaml"; }
   // Every segment of this engine starts with this prefix (used to find a dead engine's leftovers).
   std::string segment_prefix() const;
   std::string segment_name(std::string_view actor) const { return segment_prefix() + std::string(actor); }

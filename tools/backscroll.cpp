@@ -223,8 +223,9 @@ int main(int argc, char** argv) {
   auto* snapshot_cmd = app.add_subcommand(
       "snapshot", "Write the ANSI bytes that redraw an actor's screen and recent history");
   add_actor(snapshot_cmd, snapshot.actor);
-  snapshot_cmd->add_option("--scrollback", snapshot.scrollback, "history lines, 0..10000")
-      ->capture_default_str()
+  snapshot_cmd->add_option("--scrollback", snapshot.scrollback,
+                           "history lines, 0..10000 (default: the engine's "
+                           "snapshot.scrollback_lines, 512)")
       ->check(CLI::Range(0, 10000));
   snapshot_cmd
       ->add_option("-o,--output", snapshot.output,

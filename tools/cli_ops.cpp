@@ -384,10 +384,9 @@ int run_shutdown(const EngineTarget& engine) {
 }
 
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
-  auto r = call(engine, "snapshot",
-                {{"actor", args.actor},
-                 {"scrollback", args.scrollback},
-                 {"formats", Json::array({"snapshot_v1"})}});
+  Json request{{"actor", args.actor}, {"formats", Json::array({"snapshot_v1"})}};
+  if (args.scrollback) request["scrollback"] = *args.scrollback;
+  auto r = call(engine, "snapshot", std::move(request));
   if (!r) return report(r.error());
   const Json& h = r->header;
   // With --json the metadata owns stdout: the bytes go only to --output.

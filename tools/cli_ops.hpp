@@ -47,7 +47,9 @@ struct HistoryArgs {
 
 struct SnapshotArgs {
   std::string actor;
-  std::uint64_t scrollback = 512;  // history lines drawn before the screen
+  // History lines drawn before the screen; nullopt: the engine's default (settings.yaml
+  // snapshot.scrollback_lines, 512).
+  std::optional<std::uint64_t> scrollback;
   std::string output;              // empty or "-": stdout
   bool json = false;               // print the metadata as JSON (bytes only with --output)
 };

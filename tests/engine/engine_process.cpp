@@ -131,9 +131,16 @@ TempDir::~TempDir() {
   args.insert(args.end(), config.args.begin(), config.args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).rfind("BACKSCROLL_RUNTIME_DIR=", 0) != 0) env.emplace_back(*e);
+    const std::string_view v(*e);
+    if (v.rfind("BACKSCROLL_RUNTIME_DIR=", 0) != 0 && v.rfind("BACKSCROLL_HOME=", 0) != 0)
+      env.emplace_back(v);
   }
   env.push_back("BACKSCROLL_RUNTIME_DIR=" + places_.runtime_dir.string());
+  env.push_back("BACKSCROLL_HOME=" + places_.state_dir.string());
+  if (config.settings_yaml) {
+    std::filesystem::create_directories(places_.state_dir);
+    std::ofstream(places_.settings_path()) << *config.settings_yaml;
+  }
   std::vector<char*> argv = c_strings(args);
   std::vector<char*> envp = c_strings(env);
 

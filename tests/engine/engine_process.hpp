@@ -65,6 +65,9 @@ struct EngineConfig {
   std::filesystem::path runtime_dir;  // empty: <the engine's temp dir>/rt
   bool wait_ready = true;             // false: launch only (engines expected to refuse)
   bool ignore_sigchld = false;        // launch with SIGCHLD ignored, as some launchers do
+  // Written to <state dir>/settings.yaml before the start (nullopt: no file). The engine's
+  // BACKSCROLL_HOME is always its own state dir, never the user's.
+  std::optional<std::string> settings_yaml;
 
   // The defaults with these backscrolld arguments instead of the default ones.
   static EngineConfig with(std::vector<std::string> engine_args) {

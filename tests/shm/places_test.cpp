@@ -103,5 +103,31 @@ TEST(Places, PrefersBackscrollRuntimeDirThenXdgRuntimeDirThenTmp) {
   }
 }
 
+TEST(Places, StateDirPrefersBackscrollHomeThenXdgStateHomeThenHome) {
+  {
+    ScopedEnv own("BACKSCROLL_HOME", "/srv/bs");
+    ScopedEnv xdg("XDG_STATE_HOME", "/home/u/.state");
+    EXPECT_EQ(Places::from_environment().state_dir, std::filesystem::path("/srv/bs"));
+    EXPECT_EQ(Places::from_environment().settings_path(),
+              std::filesystem::path("/srv/bs/settings.yaml"));
+  }
+  {
+    ScopedEnv own("BACKSCROLL_HOME", "");
+    ScopedEnv xdg("XDG_STATE_HOME", "/home/u/.state");
+    EXPECT_EQ(Places::from_environment().state_dir, std::filesystem::path("/home/u/.state/backscroll"));
+  }
+  {
+    ScopedEnv own("BACKSCROLL_HOME", nullptr);
+    ScopedEnv xdg("XDG_STATE_HOME", nullptr);
+    ScopedEnv home("HOME", "/home/u");
+    EXPECT_EQ(Places::from_environment().state_dir,
+              std::filesystem::path("/home/u/.local/state/backscroll"));
+  }
+}
+
+TEST(Places, AtPutsTheStateDirBesideTheRuntimeDir) {
+  EXPECT_EQ(Places::at("/tmp/t/rt").state_dir, std::filesystem::path("/tmp/t/state"));
+}
+
 }  // namespace
 }  // namespace backscroll

@@ -25,13 +25,16 @@ extern char** environ;
 namespace backscroll::testing {
 namespace {
 
-// The test's environment with BACKSCROLL_RUNTIME_DIR replaced.
+// The test's environment with BACKSCROLL_RUNTIME_DIR and BACKSCROLL_HOME replaced.
 std::vector<std::string> environment_for(const std::filesystem::path& runtime_dir) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).rfind("BACKSCROLL_RUNTIME_DIR=", 0) != 0) env.emplace_back(*e);
+    const std::string_view v(*e);
+    if (v.rfind("BACKSCROLL_RUNTIME_DIR=", 0) != 0 && v.rfind("BACKSCROLL_HOME=", 0) != 0)
+      env.emplace_back(v);
   }
   env.push_back("BACKSCROLL_RUNTIME_DIR=" + runtime_dir.string());
+  env.push_back("BACKSCROLL_HOME=" + Places::at(runtime_dir).state_dir.string());
   return env;
 }
 

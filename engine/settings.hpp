@@ -1,0 +1,43 @@
+// Settings: the user's settings.yaml (DESIGN section 8), read once when the engine starts.
+//
+//   terminal_transcript:
+//     enabled: true          # history in memory: always on (false is accepted and ignored)
+//     persist: false         # durable transcript on disk
+//     per_actor_bytes: 10485760
+//   snapshot:
+//     scrollback_lines: 512
+//   retention_days: 7
+//
+// Every key is optional. A number of 0 means the key's default; numbers above 50,000,000 are
+// capped there. A file that is not YAML, a key this engine does not know, or a value of the
+// wrong type is an error that names the key (dotted) and its line: a typo must not silently
+// turn persistence off. A missing file means every default. docs/settings.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string_view>
+
+#include "shm/error.hpp"
+
+namespace backscroll::engine {
+
+struct Settings {
+  static constexpr std::uint64_t kMaxNumber = 50'000'000;
+
+  bool transcript_enabled = true;
+  bool persist = false;
+  std::uint64_t per_actor_bytes = 10'485'760;  // the ring per actor; on disk, what retention keeps
+  std::uint64_t snapshot_scrollback_lines = 512;
+  std::uint64_t retention_days = 7;
+
+  bool operator==(const Settings&) const = default;
+};
+
+// Settings from YAML text; `origin` names it in errors ("settings.yaml").
+Result<Settings> parse_settings(std::string_view yaml, std::string_view origin);
+// Settings from a file; every default when it does not exist. Errors: bad_request (the file's
+// content, with key and line), io_error (unreadable).
+Result<Settings> load_settings(const std::filesystem::path& path);
+
+}  // namespace backscroll::engine

@@ -1,0 +1,106 @@
+// settings.yaml (engine/settings.hpp, docs/settings.md): defaults, 0 means the default, the cap,
+// and clear errors naming the key and line for everything malformed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "engine/settings.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using engine::Settings;
+
+Settings parsed(const std::string& yaml) {
+  auto s = engine::parse_settings(yaml, "settings.yaml");
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return s ? *s : Settings{};
+}
+
+std::string error_of(const std::string& yaml) {
+  auto s = engine::parse_settings(yaml, "settings.yaml");
+  EXPECT_FALSE(s) << "accepted: " << yaml;
+  if (s) return "";
+  EXPECT_EQ(s.error().code, Errc::bad_request);
+  return s.error().message;
+}
+
+TEST(Settings, DefaultsAreDesignSectionEight) {
+  const Settings d;
+  EXPECT_TRUE(d.transcript_enabled);
+  EXPECT_FALSE(d.persist);
+  EXPECT_EQ(d.per_actor_bytes, 10'485'760u);
+  EXPECT_EQ(d.snapshot_scrollback_lines, 512u);
+  EXPECT_EQ(d.retention_days, 7u);
+  EXPECT_EQ(parsed(""), d);
+  EXPECT_EQ(parsed("# only a comment\n"), d);
+}
+
+TEST(Settings, ReadsEveryKey) {
+  const Settings s = parsed(
+      "terminal_transcript:\n"
+      "  enabled: true\n"
+      "  persist: true\n"
+      "  per_actor_bytes: 4194304\n"
+      "snapshot:\n"
+      "  scrollback_lines: 2000\n"
+      "retention_days: 30\n");
+  EXPECT_TRUE(s.persist);
+  EXPECT_EQ(s.per_actor_bytes, 4'194'304u);
+  EXPECT_EQ(s.snapshot_scrollback_lines, 2000u);
+  EXPECT_EQ(s.retention_days, 30u);
+}
+
+TEST(Settings, ZeroMeansTheDefaultAndBigNumbersAreCapped) {
+  const Settings s = parsed(
+      "terminal_transcript: {per_actor_bytes: 0}\n"
+      "snapshot: {scrollback_lines: 50000001}\n"
+      "retention_days: 99999999999999999999999\n");
+  EXPECT_EQ(s.per_actor_bytes, Settings{}.per_actor_bytes);
+  EXPECT_EQ(s.snapshot_scrollback_lines, Settings::kMaxNumber);
+  EXPECT_EQ(s.retention_days, Settings::kMaxNumber);
+  EXPECT_EQ(parsed("retention_days: 0000000000000\n").retention_days, 7u);
+  EXPECT_EQ(parsed("retention_days: 50000000\n").retention_days, 50'000'000u);
+}
+
+TEST(Settings, MalformedFilesNameTheKeyAndTheLine) {
+  EXPECT_EQ(error_of("terminal_transcript:\n  persist: maybe\n"),
+            "settings.yaml line 2: terminal_transcript.persist: expected true or false");
+  EXPECT_EQ(error_of("snapshot:\n  scrollback_lines: -5\n"),
+            "settings.yaml line 2: snapshot.scrollback_lines: expected a whole number (0 means "
+            "the default)");
+  EXPECT_EQ(error_of("retention_days: [1, 2]\n"),
+            "settings.yaml line 1: retention_days: expected a whole number (0 means the default)");
+  // A typo must not silently leave persistence off.
+  EXPECT_EQ(error_of("terminal_transcript:\n  persit: true\n"),
+            "settings.yaml line 2: terminal_transcript.persit: not a setting this engine knows");
+  EXPECT_EQ(error_of("snapshot: 5\n"), "settings.yaml line 1: snapshot: expected a mapping");
+  EXPECT_EQ(error_of("- a list\n"), "settings.yaml line 1: the file: expected a mapping");
+  EXPECT_NE(error_of("terminal_transcript:\n  persist: [true\n").find("settings.yaml line "),
+            std::string::npos);
+  EXPECT_NE(error_of("a: b: c\n").find("not valid YAML"), std::string::npos);
+}
+
+TEST(Settings, AMissingFileIsEveryDefaultAndAnUnreadableOneAnError) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("settings_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto missing = engine::load_settings(dir / "settings.yaml");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(*missing, Settings{});
+
+  std::ofstream(dir / "settings.yaml") << "retention_days: 3\n";
+  auto read = engine::load_settings(dir / "settings.yaml");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->retention_days, 3u);
+
+  std::filesystem::create_directories(dir / "dir.yaml");  // exists, cannot be read as a file
+  auto unreadable = engine::load_settings(dir / "dir.yaml");
+  EXPECT_FALSE(unreadable);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
