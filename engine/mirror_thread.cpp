@@ -1,12 +1,10 @@
 #include "engine/mirror_thread.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <deque>
-#include <system_error>
 
 namespace backscroll::engine {
 
@@ -51,8 +49,7 @@ struct MirrorThread::Slot {
 };
 
 MirrorThread::MirrorThread(int notify_fd, ScrollbackLimits limits)
-    : notify_fd_(notify_fd), wake_fd_(::eventfd(0, EFD_CLOEXEC)), limits_(limits) {
-  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+    : notify_fd_(notify_fd), limits_(limits) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -60,7 +57,6 @@ MirrorThread::~MirrorThread() {
   stopping_.store(true, std::memory_order_relaxed);
   send(std::monostate{});
   thread_.join();
-  ::close(wake_fd_);
 }
 
 void MirrorThread::send(Command command) {
@@ -69,14 +65,7 @@ void MirrorThread::send(Command command) {
   wake();
 }
 
-void MirrorThread::wake() noexcept {
-  // Orders the caller's commit (or enqueue) before the load of sleeping_; pairs with sleep().
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
-}
+void MirrorThread::wake() noexcept { wake_.wake(); }
 
 void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
                              std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
@@ -113,7 +102,7 @@ void MirrorThread::run() {
       answer_ready(*slots_[i]);
     }
     if (!drain_commands()) return;
-    if (!worked) sleep();
+    if (!worked) wake_.sleep([this] { return has_work(); });
   }
 }
 
@@ -224,19 +213,6 @@ bool MirrorThread::has_work() {
   for (const auto& slot : slots_)
     if (slot->ring->committed() > slot->mirror->position() || !slot->events.empty()) return true;
   return false;
-}
-
-void MirrorThread::sleep() {
-  sleeping_.store(true, std::memory_order_seq_cst);
-  // Orders the store above before the loads in has_work(); pairs with wake().
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (has_work()) {
-    sleeping_.store(false, std::memory_order_relaxed);
-    return;
-  }
-  std::uint64_t count = 0;
-  [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &count, sizeof count);
-  sleeping_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace backscroll::engine

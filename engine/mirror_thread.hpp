@@ -22,6 +22,7 @@
 
 #include "engine/consumer_gate.hpp"
 #include "engine/mirror.hpp"
+#include "engine/wake_signal.hpp"
 #include "shm/ring_reader.hpp"
 
 namespace backscroll::engine {
@@ -113,17 +114,12 @@ class MirrorThread {
   void answer_ready(Slot& slot);
   void reply(SnapshotReply r);
   bool has_work();
-  void sleep();
 
   int notify_fd_;
-  int wake_fd_;  // the mirror thread sleeps reading it
+  WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
   ScrollbackLimits limits_;
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<SnapshotReply> replies_;
-  // Dekker's pattern with the rings' committed cursors: the thread stores true, fences, then
-  // looks for work; the io thread commits, fences, then exchanges false and writes wake_fd_ if it
-  // was true. One of them sees the other, so no commit is left unseen while the thread sleeps.
-  std::atomic<bool> sleeping_{false};
   // A hint that commands_ may hold something: set after an enqueue, cleared before a drain.
   // Only ends a turn early (relaxed: the queue itself orders the command's contents).
   std::atomic<bool> command_waiting_{false};

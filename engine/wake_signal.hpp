@@ -1,0 +1,59 @@
+// WakeSignal: how a worker thread of the engine (the mirror thread, the writer thread) sleeps
+// while it has nothing to do and how the io thread wakes it, without a lost wake-up and without
+// a syscall per commit while the worker is busy.
+//
+// Dekker's pattern with the state the worker looks at (the rings' committed cursors, its command
+// queue): the worker stores sleeping = true, fences, then looks for work; the waker publishes
+// (commit, enqueue), fences, then exchanges sleeping to false and writes the eventfd if it was
+// true. One of the two sees the other, so no work is left unseen while the worker sleeps.
+#pragma once
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <system_error>
+
+namespace backscroll::engine {
+
+class WakeSignal {
+ public:
+  WakeSignal() : fd_(::eventfd(0, EFD_CLOEXEC)) {
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  }
+  ~WakeSignal() { ::close(fd_); }
+  WakeSignal(const WakeSignal&) = delete;
+  WakeSignal& operator=(const WakeSignal&) = delete;
+
+  // Any thread, after publishing the work.
+  void wake() noexcept {
+    // Orders the caller's publication before the load of sleeping_; pairs with sleep().
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+    }
+  }
+
+  // The worker thread: blocks until wake(), unless `has_work()` (which loads the published
+  // state) finds something first.
+  template <class HasWork>
+  void sleep(HasWork&& has_work) {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    // Orders the store above before the loads in has_work(); pairs with wake().
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!has_work()) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
+    }
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  int fd_;
+  std::atomic<bool> sleeping_{false};
+};
+
+}  // namespace backscroll::engine
