@@ -16,11 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/consumer_gate.hpp"
 #include "engine/mirror_thread.hpp"
-#include "shm/ring_reader.hpp"
-#include "shm/ring_writer.hpp"
-#include "tests/shm/heap_buffer.hpp"
+#include "tests/engine/test_ring.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -28,25 +25,6 @@ namespace {
 using engine::MirrorThread;
 using engine::SnapshotReply;
 using engine::SnapshotRequest;
-
-constexpr std::uint64_t kCapacity = 8u << 20;
-
-// An actor's ring in test memory, with the gate the engine would give it.
-struct TestRing {
-  explicit TestRing(const std::string& name, int notify_fd)
-      : buffer(shm::kHeaderBytes + kCapacity),
-        writer(shm::RingWriter::over(buffer.data(), {name, 7, kCapacity, Cursor{0}})),
-        gate(kCapacity / 2, kCapacity / 4, notify_fd) {}
-
-  shm::RingReader reader() const { return *shm::RingReader::over(buffer.data(), buffer.size()); }
-  void write(std::string_view bytes) {
-    writer.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
-  }
-
-  HeapBuffer buffer;
-  shm::RingWriter writer;
-  engine::ConsumerGate gate;
-};
 
 class MirrorThreadTest : public ::testing::Test {
  protected:

@@ -1,0 +1,205 @@
+#include "engine/transcript_writer.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+
+namespace backscroll::engine {
+
+// One actor's transcript. Writer thread only.
+struct TranscriptWriter::Slot {
+  WriterActorId id = 0;
+  std::unique_ptr<shm::RingReader> ring;
+  std::shared_ptr<InternalConsumer> consumer;
+  std::unique_ptr<TranscriptStore> store;  // null once given up (archive_error)
+  std::uint64_t epoch = 0;
+  std::uint64_t session = 0;
+  Cursor position{0};     // the next byte to append
+  std::deque<Mark> marks;  // in stream order (the io thread's order)
+  // The ring's committed cursor, loaded before this round's commands were drained: every mark
+  // at or before it is in `marks` (MirrorThread's rule, docs/memory-ordering.md).
+  Cursor limit{0};
+};
+
+TranscriptWriter::TranscriptWriter(int notify_fd) : notify_fd_(notify_fd) {
+  thread_ = std::thread([this] { run(); });
+}
+
+TranscriptWriter::~TranscriptWriter() {
+  send(std::monostate{});
+  thread_.join();
+}
+
+void TranscriptWriter::send(Command command) {
+  commands_.enqueue(std::move(command));
+  wake_.wake();
+}
+
+void TranscriptWriter::add_actor(WriterActorId id, shm::RingReader ring,
+                                 std::shared_ptr<InternalConsumer> consumer, TranscriptStore store,
+                                 std::uint64_t epoch, std::uint64_t session) {
+  send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer),
+           std::make_unique<TranscriptStore>(std::move(store)), epoch, session});
+}
+void TranscriptWriter::remove_actor(WriterActorId id) { send(Remove{id}); }
+void TranscriptWriter::new_session(WriterActorId id, Cursor at, std::uint64_t session) {
+  send(Mark{id, Mark::Kind::session, at, session});
+}
+void TranscriptWriter::clear(WriterActorId id, Cursor at) { send(Mark{id, Mark::Kind::clear, at, 0}); }
+void TranscriptWriter::seal(WriterActorId id, Cursor end, std::uint64_t token) {
+  send(Mark{id, Mark::Kind::seal, end, token});
+}
+
+void TranscriptWriter::run() {
+  for (;;) {
+    bool worked = false;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      // Load the committed cursor, then drain: a mark enqueued before a commit this load sees
+      // is then in the slot's marks (the commit's release store follows the enqueue).
+      slots_[i]->limit = slots_[i]->ring->committed();
+      if (!drain_commands()) return;
+      if (i >= slots_.size()) break;  // a remove shifted the slots; a stale limit stays safe
+      worked |= pump(*slots_[i], kBatchBytes);
+    }
+    if (!drain_commands()) return;
+    if (!worked) wake_.sleep([this] { return has_work(); });
+  }
+}
+
+bool TranscriptWriter::drain_commands() {
+  Command command;
+  while (commands_.try_dequeue(command)) {
+    if (std::holds_alternative<std::monostate>(command)) return false;
+    if (auto* add = std::get_if<Add>(&command)) {
+      auto slot = std::make_unique<Slot>();
+      slot->id = add->id;
+      slot->ring = std::move(add->ring);
+      slot->consumer = std::move(add->consumer);
+      slot->store = std::move(add->store);
+      slot->epoch = add->epoch;
+      slot->session = add->session;
+      slot->position = slot->consumer->position();
+      slot->limit = slot->position;  // its committed cursor is loaded next round
+      slots_.push_back(std::move(slot));
+      continue;
+    }
+    const WriterActorId id = std::holds_alternative<Remove>(command) ? std::get<Remove>(command).id
+                                                                      : std::get<Mark>(command).id;
+    auto it = std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
+    if (it == slots_.end()) {
+      // A seal for an actor the writer does not keep (never added, or removed): not durable.
+      if (auto* m = std::get_if<Mark>(&command); m && m->kind == Mark::Kind::seal)
+        emit(WriterEvent{WriterEvent::Kind::sealed, id, m->value, false, {}});
+      continue;
+    }
+    if (std::holds_alternative<Remove>(command)) {
+      (*it)->consumer->detach();
+      slots_.erase(it);
+    } else {
+      (*it)->marks.push_back(std::get<Mark>(command));
+    }
+  }
+  return true;
+}
+
+bool TranscriptWriter::apply_due_marks(Slot& slot) {
+  bool applied = false;
+  // A clear applies as soon as it is next: the bytes before it are gone from the stream.
+  while (!slot.marks.empty() &&
+         (slot.marks.front().kind == Mark::Kind::clear || slot.marks.front().at <= slot.position)) {
+    const Mark m = slot.marks.front();
+    slot.marks.pop_front();
+    applied = true;
+    switch (m.kind) {
+      case Mark::Kind::session:
+        slot.session = m.value;
+        break;
+      case Mark::Kind::clear:
+        slot.position = std::max(slot.position, m.at);
+        if (slot.store) {
+          if (auto r = slot.store->clear(); !r) give_up(slot, r.error().describe());
+        }
+        break;
+      case Mark::Kind::seal: {
+        bool durable = false;
+        if (slot.store) {
+          if (auto r = slot.store->sync(); r) durable = true;
+          else give_up(slot, r.error().describe());
+        }
+        // The gate hears of the appended bytes no later than the io thread of the seal.
+        if (slot.store) slot.consumer->advance_to(slot.position);
+        emit(WriterEvent{WriterEvent::Kind::sealed, slot.id, m.value, durable, {}});
+        break;
+      }
+    }
+  }
+  return applied;
+}
+
+// Appends at most `budget` bytes of the slot's ring, applying marks at their cursors.
+bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
+  bool worked = false;
+  for (;;) {
+    worked |= apply_due_marks(slot);
+    if (!slot.store) {
+      // Given up: nothing is appended any more; marks are answered as they come.
+      while (!slot.marks.empty()) {
+        slot.position = std::max(slot.position, slot.marks.front().at);
+        worked |= apply_due_marks(slot);
+      }
+      return worked;
+    }
+    Cursor end = slot.limit;
+    if (!slot.marks.empty()) end = std::min(end, slot.marks.front().at);
+    if (slot.position >= end || budget == 0) break;
+
+    auto view = slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
+    if (!view) {
+      give_up(slot, "the ring lost bytes before the transcript had them: " + view.error().describe());
+      return true;
+    }
+    if (view->empty()) break;
+    for (auto part : {view->first, view->second}) {
+      if (part.empty()) continue;
+      const auto chars = std::span(reinterpret_cast<const char*>(part.data()), part.size());
+      if (auto r = slot.store->append(slot.position, slot.epoch, slot.session, chars); !r) {
+        give_up(slot, r.error().describe());
+        return true;
+      }
+      slot.position = slot.position + part.size();
+    }
+    if (!slot.ring->intact(view->from)) {
+      give_up(slot, "the ring was overwritten while the transcript copied it");
+      return true;
+    }
+    budget -= std::min(budget, view->size());
+    worked = true;
+  }
+  slot.consumer->advance_to(slot.position);
+  return worked;
+}
+
+void TranscriptWriter::give_up(Slot& slot, const std::string& why) {
+  if (!slot.store) return;
+  slot.store.reset();
+  slot.consumer->detach();  // the actor no longer waits for its transcript
+  emit(WriterEvent{WriterEvent::Kind::archive_error, slot.id, 0, false, why});
+}
+
+void TranscriptWriter::emit(WriterEvent e) {
+  events_.enqueue(std::move(e));
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+}
+
+bool TranscriptWriter::has_work() {
+  if (commands_.size_approx() > 0) return true;
+  for (const auto& slot : slots_) {
+    if (!slot->marks.empty()) return true;
+    if (slot->store && slot->ring->committed() > slot->position) return true;
+  }
+  return false;
+}
+
+}  // namespace backscroll::engine

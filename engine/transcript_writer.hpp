@@ -1,0 +1,111 @@
+// TranscriptWriter: the engine's writer thread (DESIGN section 6). It keeps, per actor, a
+// TranscriptStore fed from the actor's ring in place (a read-only RingReader), in turns of at
+// most kBatchBytes per actor. Each actor's writer is an internal consumer: it never loses a byte
+// while healthy, and the consumer gate pauses the PTY while it is too far behind.
+//
+// Session starts, clears and seals reach it as events at the committed cursor where the io
+// thread handled them (the MirrorThread's rule, docs/memory-ordering.md): every byte before the
+// cursor is appended first. A seal is answered once everything before its cursor is appended
+// and synced (fdatasync + folder fsync): the io thread reports the session sealed only then.
+//
+// On an I/O error (a full disk, a removed folder) the actor's transcript is given up: its
+// consumer detaches (the actor drains at full speed, history stays in memory), an archive_error
+// event says why, and later seals are answered at once, not durable.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include "engine/consumer_gate.hpp"
+#include "engine/transcript_store.hpp"
+#include "engine/wake_signal.hpp"
+#include "shm/ring_reader.hpp"
+
+namespace backscroll::engine {
+
+using WriterActorId = std::uint64_t;
+
+struct WriterEvent {
+  enum class Kind : std::uint8_t { sealed, archive_error };
+  Kind kind = Kind::sealed;
+  WriterActorId id = 0;
+  std::uint64_t token = 0;  // sealed: the seal request's token
+  bool durable = false;     // sealed: every byte before the seal's cursor is on disk, synced
+  std::string error;        // archive_error: what failed
+};
+
+class TranscriptWriter {
+ public:
+  // Bytes appended for one actor before the next actor's turn.
+  static constexpr std::size_t kBatchBytes = 256 * 1024;
+
+  // `notify_fd`: the io thread's eventfd, written after an event is queued. Starts the thread.
+  explicit TranscriptWriter(int notify_fd);
+  ~TranscriptWriter();  // stops and joins the thread (nothing is synced: seal first)
+  TranscriptWriter(const TranscriptWriter&) = delete;
+  TranscriptWriter& operator=(const TranscriptWriter&) = delete;
+
+  // io thread only, in stream order.
+  // Keeps the ring's bytes from the consumer's position on, as `session` of `epoch`.
+  void add_actor(WriterActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
+                 TranscriptStore store, std::uint64_t epoch, std::uint64_t session);
+  void remove_actor(WriterActorId id);
+  // Bytes from `at` on belong to `session`.
+  void new_session(WriterActorId id, Cursor at, std::uint64_t session);
+  // The bytes before `at` were cleared: the transcript is deleted, keeping goes on from `at`.
+  void clear(WriterActorId id, Cursor at);
+  // A `sealed` event with `token` once every byte before `end` is appended and synced.
+  void seal(WriterActorId id, Cursor end, std::uint64_t token);
+  // Wakes the thread after new bytes were committed (once per batch of commits).
+  void wake() noexcept { wake_.wake(); }
+
+  // io thread: the next event, if any.
+  bool next_event(WriterEvent& out) { return events_.try_dequeue(out); }
+
+ private:
+  struct Add {
+    WriterActorId id;
+    std::unique_ptr<shm::RingReader> ring;
+    std::shared_ptr<InternalConsumer> consumer;
+    std::unique_ptr<TranscriptStore> store;
+    std::uint64_t epoch;
+    std::uint64_t session;
+  };
+  struct Remove {
+    WriterActorId id;
+  };
+  struct Mark {  // an event in the stream: at its cursor
+    enum class Kind : std::uint8_t { session, clear, seal };
+    WriterActorId id;
+    Kind kind;
+    Cursor at;
+    std::uint64_t value;  // session: its id; seal: the token
+  };
+  using Command = std::variant<std::monostate /* stop */, Add, Remove, Mark>;
+  struct Slot;
+
+  void send(Command command);
+  void run();
+  bool drain_commands();
+  bool pump(Slot& slot, std::size_t budget);
+  bool apply_due_marks(Slot& slot);
+  void give_up(Slot& slot, const std::string& why);
+  void emit(WriterEvent e);
+  bool has_work();
+
+  int notify_fd_;
+  WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
+  moodycamel::ConcurrentQueue<Command> commands_;
+  moodycamel::ConcurrentQueue<WriterEvent> events_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // writer thread only
+  std::thread thread_;
+};
+
+}  // namespace backscroll::engine

@@ -1,0 +1,35 @@
+// An actor's ring in test memory, with the consumer gate the engine would give it: what the
+// engine's worker threads (mirror, writer) read, without an engine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/consumer_gate.hpp"
+#include "shm/ring_reader.hpp"
+#include "shm/ring_writer.hpp"
+#include "tests/shm/heap_buffer.hpp"
+
+namespace backscroll::testing {
+
+struct TestRing {
+  static constexpr std::uint64_t kCapacity = 8u << 20;
+
+  explicit TestRing(const std::string& name, int notify_fd)
+      : buffer(shm::kHeaderBytes + kCapacity),
+        writer(shm::RingWriter::over(buffer.data(), {name, 7, kCapacity, Cursor{0}})),
+        gate(kCapacity / 2, kCapacity / 4, notify_fd) {}
+
+  shm::RingReader reader() const { return *shm::RingReader::over(buffer.data(), buffer.size()); }
+  void write(std::string_view bytes) {
+    writer.append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  }
+
+  HeapBuffer buffer;
+  shm::RingWriter writer;
+  engine::ConsumerGate gate;
+};
+
+}  // namespace backscroll::testing

@@ -1,0 +1,181 @@
+// TranscriptWriter: the writer thread keeps each actor's ring in its TranscriptStore.
+// - Every byte reaches the transcript; a seal is answered once they are appended and synced.
+// - Session starts and clears apply in stream order: after the bytes committed before them.
+// - The writer is an internal consumer: its gate position follows what it has appended.
+// - An I/O error gives the transcript up: archive_error, the consumer lets go, seals still
+//   answered (not durable). Seals for unknown actors are answered, never left hanging.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/transcript_writer.hpp"
+#include "tests/engine/test_ring.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using engine::TranscriptStore;
+using engine::TranscriptWriter;
+using engine::WriterEvent;
+
+std::string read_all(const TranscriptStore& t) {
+  std::string out;
+  std::vector<char> buf(64 * 1024);
+  for (Cursor at = t.oldest(); at < t.end();) {
+    auto n = t.read(at, buf);
+    if (!n || *n == 0) break;
+    out.append(buf.data(), *n);
+    at = at + *n;
+  }
+  return out;
+}
+
+class TranscriptWriterTest : public ::testing::Test {
+ protected:
+  TranscriptWriterTest() : notify_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), writer_(notify_) {
+    char tmpl[] = "/tmp/bs-writer-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+  }
+  ~TranscriptWriterTest() override {
+    ::close(notify_);
+    std::filesystem::remove_all(root_);
+  }
+
+  std::filesystem::path folder(engine::WriterActorId id) const {
+    return root_ / ("actor" + std::to_string(id));
+  }
+
+  TestRing& add(engine::WriterActorId id, engine::TranscriptOptions options = {}) {
+    rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_));
+    TestRing& ring = *rings_.back();
+    consumers_.push_back(ring.gate.attach(ring.writer.committed()));
+    auto store = TranscriptStore::open(folder(id), options);
+    EXPECT_TRUE(store) << store.error().describe();
+    writer_.add_actor(id, ring.reader(), consumers_.back(), std::move(*store), 0xe0, 1);
+    return ring;
+  }
+
+  // The next event (poll on the notify eventfd, generous timeout).
+  WriterEvent next() {
+    WriterEvent e;
+    for (int i = 0; i < 3000; ++i) {
+      if (writer_.next_event(e)) return e;
+      pollfd p{notify_, POLLIN, 0};
+      ::poll(&p, 1, 10);
+      std::uint64_t drained;
+      [[maybe_unused]] auto n = ::read(notify_, &drained, sizeof drained);
+    }
+    ADD_FAILURE() << "no event from the writer thread";
+    return e;
+  }
+
+  WriterEvent seal(engine::WriterActorId id, TestRing& ring, std::uint64_t token) {
+    writer_.seal(id, ring.writer.committed(), token);
+    const WriterEvent e = next();
+    EXPECT_EQ(e.kind, WriterEvent::Kind::sealed);
+    EXPECT_EQ(e.token, token);
+    return e;
+  }
+
+  TranscriptStore reopened(engine::WriterActorId id) {
+    auto t = TranscriptStore::open(folder(id), {});
+    EXPECT_TRUE(t);
+    return std::move(*t);
+  }
+
+  int notify_;
+  std::filesystem::path root_;
+  std::vector<std::unique_ptr<TestRing>> rings_;
+  std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
+  TranscriptWriter writer_;  // last: stopped before the rings it reads go away
+};
+
+TEST_F(TranscriptWriterTest, KeepsEveryByteAndASealMakesThemDurable) {
+  TestRing& ring = add(1);
+  std::mt19937 gen(5);
+  std::string all;
+  for (int i = 0; i < 300; ++i) {
+    std::string chunk(1 + gen() % 9000, '\0');
+    for (char& c : chunk) c = static_cast<char>(gen());
+    ring.write(chunk);
+    all += chunk;
+    if (i % 50 == 0) writer_.wake();
+  }
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 7).durable);
+  EXPECT_EQ(consumers_[0]->position(), ring.writer.committed());
+  const TranscriptStore t = reopened(1);
+  EXPECT_EQ(t.end(), ring.writer.committed());
+  EXPECT_EQ(read_all(t), all);
+  EXPECT_EQ(t.segments().front().epoch, 0xe0u);
+}
+
+TEST_F(TranscriptWriterTest, SessionsAndClearsApplyAfterTheBytesBeforeThem) {
+  TestRing& ring = add(1);
+  ring.write("first session ");
+  writer_.new_session(1, ring.writer.committed(), 2);
+  ring.write("second session ");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 1).durable);
+  {
+    const TranscriptStore t = reopened(1);
+    ASSERT_EQ(t.segments().size(), 2u);
+    EXPECT_EQ(t.segments()[0].session, 1u);
+    EXPECT_EQ(t.segments()[1].session, 2u);
+    EXPECT_EQ(read_all(t), "first session second session ");
+  }
+  ring.write("cleared ");
+  ring.writer.clear();
+  writer_.clear(1, ring.writer.committed());
+  ring.write("after the clear");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 2).durable);
+  const TranscriptStore t = reopened(1);
+  EXPECT_EQ(read_all(t), "after the clear");
+  EXPECT_EQ(t.oldest(), ring.writer.committed() - 15);
+}
+
+TEST_F(TranscriptWriterTest, AnIoErrorGivesTheTranscriptUpAndLetsTheActorGo) {
+  TestRing& ring = add(1);
+  TestRing& other = add(2);
+  ring.write("kept ");
+  other.write("other actor");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 1).durable);
+  // The folder disappears (a full disk does the same at the next write): the next segment
+  // cannot be created.
+  std::filesystem::remove_all(folder(1));
+  writer_.new_session(1, ring.writer.committed(), 2);
+  ring.write("lost to the disk");
+  writer_.wake();
+  const WriterEvent error = next();
+  EXPECT_EQ(error.kind, WriterEvent::Kind::archive_error);
+  EXPECT_EQ(error.id, 1u);
+  EXPECT_NE(error.error.find("io_error"), std::string::npos) << error.error;
+  EXPECT_TRUE(consumers_[0]->detached());
+  // Seals are still answered, not durable; the other actor is not affected.
+  EXPECT_FALSE(seal(1, ring, 2).durable);
+  EXPECT_TRUE(seal(2, other, 3).durable);
+  EXPECT_EQ(read_all(reopened(2)), "other actor");
+}
+
+TEST_F(TranscriptWriterTest, SealsOfUnknownAndRemovedActorsAreAnsweredNotDurable) {
+  TestRing& ring = add(1);
+  writer_.seal(99, Cursor{0}, 5);
+  const WriterEvent unknown = next();
+  EXPECT_EQ(unknown.token, 5u);
+  EXPECT_FALSE(unknown.durable);
+  writer_.remove_actor(1);
+  EXPECT_FALSE(seal(1, ring, 6).durable);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
