@@ -198,6 +198,14 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
     if (::fdatasync(fd_) != 0) return os_error("fdatasync " + segments_.back().path.string());
     close_fd();
   }
+  if (!empty() && segments_.back().end == segments_.back().start) {
+    // A segment without a record (the engine died right after creating it): replaced, since
+    // the new one may start at the same cursor.
+    std::error_code ec;
+    std::filesystem::remove(segments_.back().path, ec);
+    if (ec) return fail(Errc::io_error, "remove " + segments_.back().path.string() + ": " + ec.message());
+    segments_.pop_back();
+  }
   TranscriptSegment seg{folder_ / segment_name(at), epoch, session, at, at};
   const int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return os_error("create " + seg.path.string());

@@ -156,6 +156,24 @@ TEST(TranscriptStore, ATornTailIsCutAtTheLastWholeRecord) {
             TranscriptStore::kHeaderBytes + 2 * TranscriptStore::kRecordHeaderBytes + 5000);
 }
 
+TEST(TranscriptStore, ASegmentLeftWithoutARecordIsReplaced) {
+  TempFolder dir;
+  std::filesystem::path file;
+  {
+    TranscriptStore t = opened(dir.path());
+    ASSERT_TRUE(t.append(Cursor{40}, 1, 1, std::string_view("x")));
+    file = t.segments().back().path;
+  }
+  // The engine died after writing the header of a segment at cursor 40, before its record.
+  std::filesystem::resize_file(file, TranscriptStore::kHeaderBytes);
+  TranscriptStore t = opened(dir.path());
+  EXPECT_EQ(t.end(), Cursor{40});
+  ASSERT_TRUE(t.append(Cursor{40}, 1, 2, std::string_view("new session")));
+  ASSERT_EQ(t.segments().size(), 1u);
+  EXPECT_EQ(t.segments()[0].session, 2u);
+  EXPECT_EQ(read_all(opened(dir.path())), "new session");
+}
+
 TEST(TranscriptStore, FilesAre0600AndFolders0700WhateverTheUmask) {
   for (mode_t mask : {mode_t{0}, mode_t{022}, mode_t{077}, mode_t{0277}}) {
     TempFolder dir;
