@@ -256,7 +256,8 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
         margin_right_ = static_cast<int>(right);
         break;
       }
-      case 'r': {  // DECSTBM, state.c (the same clamping as DECSLRM, in rows)
+      case 'r': {  // DECSTBM, state.c: DECSLRM's clamping in rows, but a region without a
+                   // bottom is degenerate too when its top is past the last row
         std::int64_t top = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
         std::int64_t bottom = c.arg(1, kArgMissing) == kArgMissing
                                   ? -1

@@ -1,4 +1,5 @@
 #include "engine/mirror_thread.hpp"
+#include "engine/worker_loop.hpp"
 
 #include <unistd.h>
 
@@ -88,22 +89,15 @@ MirrorStats MirrorThread::stats() const noexcept {
 }
 
 void MirrorThread::run() {
-  for (;;) {
-    bool worked = false;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      // Load the ring's committed cursor, then drain: an event enqueued before a commit the load
-      // sees is then in the slot's events (the commit's release store follows the enqueue).
-      // Draining before every slot also answers snapshots of caught-up actors within one batch.
-      slots_[i]->limit = slots_[i]->ring->committed();
-      if (!drain_commands()) return;
-      if (i >= slots_.size()) break;  // a remove shifted the slots; a stale limit stays safe
-      // An actor with a snapshot waiting for its cursor gets a bigger share.
-      worked |= pump(*slots_[i], slots_[i]->waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
-      answer_ready(*slots_[i]);
-    }
-    if (!drain_commands()) return;
-    if (!worked) wake_.sleep([this] { return has_work(); });
-  }
+  run_worker(
+      wake_, slots_, [this] { return drain_commands(); },
+      [this](Slot& slot) {
+        // An actor with a snapshot waiting for its cursor gets a bigger share.
+        const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
+        answer_ready(slot);
+        return worked;
+      },
+      [this] { return has_work(); });
 }
 
 bool MirrorThread::drain_commands() {

@@ -191,6 +191,14 @@ class Writer {
     }
   }
 
+  // Cells [from, end) of the row erased in `p`: ECH, or EL when the run reaches the row's end.
+  void erase_run(int from, int end, const Pen& p) {
+    move_to(from);
+    pen(p);
+    if (end == m_.cols()) csi("K");
+    else erase_chars(end - from);
+  }
+
   void erase_chars(int n) {
     std::string s;
     if (n > 1) append_num(s, static_cast<unsigned>(n));
@@ -241,10 +249,7 @@ class Writer {
           c = end;
           continue;
         }
-        move_to(c);
-        pen(cell.pen);
-        if (end == W) csi("K");  // EL: to the end of the row
-        else erase_chars(end - c);
+        erase_run(c, end, cell.pen);
         c = end;
         continue;
       }
@@ -387,10 +392,7 @@ class Writer {
             if (n.kind != Cell::Kind::erased || n.width != 1 || !(n.pen == cell.pen)) break;
             ++end;
           }
-          move_to(c);
-          pen(cell.pen);
-          if (end == W) csi("K");  // EL: to the end of the row
-          else erase_chars(end - c);
+          erase_run(c, end, cell.pen);
           c = end;
           break;
         }

@@ -1,4 +1,5 @@
 #include "engine/transcript_writer.hpp"
+#include "engine/worker_loop.hpp"
 
 #include <unistd.h>
 
@@ -52,19 +53,9 @@ void TranscriptWriter::seal(WriterActorId id, Cursor end, std::uint64_t token) {
 }
 
 void TranscriptWriter::run() {
-  for (;;) {
-    bool worked = false;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      // Load the committed cursor, then drain: a mark enqueued before a commit this load sees
-      // is then in the slot's marks (the commit's release store follows the enqueue).
-      slots_[i]->limit = slots_[i]->ring->committed();
-      if (!drain_commands()) return;
-      if (i >= slots_.size()) break;  // a remove shifted the slots; a stale limit stays safe
-      worked |= pump(*slots_[i], kBatchBytes);
-    }
-    if (!drain_commands()) return;
-    if (!worked) wake_.sleep([this] { return has_work(); });
-  }
+  run_worker(
+      wake_, slots_, [this] { return drain_commands(); },
+      [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); });
 }
 
 bool TranscriptWriter::drain_commands() {
