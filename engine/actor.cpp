@@ -54,17 +54,27 @@ ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capac
 
 Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& places,
                                              std::string name, const ActorSettings& settings,
-                                             int consumer_notify_fd) {
+                                             int consumer_notify_fd, const ActorPast* past) {
   if (!is_valid_actor_name(name)) {
     return fail(Errc::bad_actor_name,
                 "'" + name + "' is not an actor name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
   }
-  const std::uint64_t epoch = random_epoch();
-  shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes), Cursor{0}};
+  const std::uint64_t epoch = past ? past->epoch : random_epoch();
+  shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes),
+                             past ? past->start : Cursor{0}};
   auto ring = shm::RingWriter::create(places.segment_name(name), identity);
   if (!ring) return tl::unexpected(ring.error());
-  return std::unique_ptr<Actor>(
+  auto actor = std::unique_ptr<Actor>(
       new Actor(host, std::move(name), std::move(*ring), epoch, settings, consumer_notify_fd));
+  if (past) {
+    actor->spec_ = past->spec;
+    const std::size_t keep = std::min(past->sessions.size(), kSessionHistory);
+    actor->sessions_.assign(past->sessions.end() - static_cast<std::ptrdiff_t>(keep),
+                            past->sessions.end());
+    for (const auto& session : actor->sessions_) actor->ring_.publish_session(session);
+    actor->publish_meta();
+  }
+  return actor;
 }
 
 Actor::Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint64_t epoch,

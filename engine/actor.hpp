@@ -54,12 +54,22 @@ struct ActorSettings {
   std::size_t read_chunk = 64 * 1024;
 };
 
+// What a restarted engine knows of an actor from its durable transcript (ActorRecord): the
+// actor comes back idle in the same cursor space.
+struct ActorPast {
+  std::uint64_t epoch = 0;
+  Cursor start{0};  // the ring's first cursor: after the last durable byte
+  SpawnSpec spec;
+  std::vector<shm::SessionRecord> sessions;  // sealed, oldest first
+};
+
 class Actor {
  public:
-  // Creates the ring segment (0600). The actor starts idle.
+  // Creates the ring segment (0600). The actor starts idle; with `past`, in its old cursor space.
   static Result<std::unique_ptr<Actor>> create(ActorHost& host, const Places& places,
                                                std::string name, const ActorSettings& settings,
-                                               int consumer_notify_fd);
+                                               int consumer_notify_fd,
+                                               const ActorPast* past = nullptr);
   ~Actor();
   Actor(const Actor&) = delete;
   Actor& operator=(const Actor&) = delete;

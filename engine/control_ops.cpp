@@ -133,6 +133,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   Actor& a = **actor;
   actors_.emplace(*name, std::move(*actor));
   mirror_add(a);
+  transcript_add(a);
   broadcast({{"event", "spawned"}, {"actor", *name}, {"session", session->id},
              {"pid", session->pid}, {"cursor", session->start}});
   return Json{{"actor", *name}, {"session", session->id}, {"pid", session->pid},
@@ -154,6 +155,11 @@ Json Engine::status_of(const Actor& actor) const {
   }
   const auto current = actor.current_session();
   Json argv = actor.spec().argv;
+  Json archive_error = nullptr;
+  if (const auto t = transcripts_.find(actor.name());
+      t != transcripts_.end() && t->second.archive_error) {
+    archive_error = *t->second.archive_error;
+  }
   return {{"name", actor.name()},
           {"state", state_name(actor.state())},
           {"pid", actor.live() && current ? current->pid : 0},
@@ -169,6 +175,8 @@ Json Engine::status_of(const Actor& actor) const {
           {"cwd", actor.spec().cwd},
           {"input_queued", actor.input_queued()},
           {"paused", actor.paused()},
+          {"persist", transcripts_.count(actor.name()) > 0},
+          {"archive_error", archive_error},
           {"sessions", std::move(sessions)}};
 }
 
@@ -228,6 +236,7 @@ Result<Json> Engine::op_clear(const Json& request) {
   if (!actor) return tl::unexpected(actor.error());
   const Cursor floor = (*actor)->clear();
   mirror_reset(**actor, floor);
+  transcript_clear(**actor, floor);
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};
 }
@@ -242,8 +251,20 @@ Result<Json> Engine::op_history(ConnectionId connection, const Json& request) {
   auto max_bytes = uint_field(request, "max_bytes", control::kMaxPayloadBytes);
   if (!max_bytes) return tl::unexpected(max_bytes.error());
   if (*to < *from) return fail(Errc::bad_request, "\"to\" is before \"from\"");
+  if (const auto epoch = request.find("epoch"); epoch != request.end() && !epoch->is_null()) {
+    if (!epoch->is_string()) return fail(Errc::bad_request, "\"epoch\" must be a string");
+    if (*epoch != Json(hex64((*actor)->epoch()))) {
+      return fail(Errc::wrong_epoch, "cursor " + std::to_string(*from) + " belongs to epoch " +
+                                         epoch->get<std::string>() + "; '" + (*actor)->name() +
+                                         "' is in epoch " + hex64((*actor)->epoch()));
+    }
+  }
   const std::uint64_t cap = std::min<std::uint64_t>(*max_bytes, control::kMaxPayloadBytes);
-  auto bytes = (*actor)->history(Cursor{*from}, Cursor{*to}, cap);
+  // Below the ring's floor, the durable transcript answers (up to the floor; `more` says so).
+  const Cursor floor = (*actor)->ring().floor();
+  auto bytes = Cursor{*from} < floor && transcripts_.count((*actor)->name())
+                   ? transcript_history(**actor, Cursor{*from}, min(Cursor{*to}, floor), cap)
+                   : (*actor)->history(Cursor{*from}, Cursor{*to}, cap);
   if (!bytes) return tl::unexpected(bytes.error());
   const std::uint64_t end = *from + bytes->size();
   const std::uint64_t target = std::min(*to, value((*actor)->ring().committed()));
@@ -280,6 +301,8 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
   if (actor.live()) {
     actor.stop(std::chrono::milliseconds(*grace_ms));
+  } else if (seal_pending(actor.name())) {
+    // Sealed by the io thread, not yet durable: answered with that seal.
   } else {
     // Idle already: settle now as if its last session had just been sealed.
     finish_deferred(actor, actor.current_session().value_or(shm::SessionRecord{}));
@@ -324,6 +347,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
             if (*restarted) {
               const auto& s = **restarted;
               mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
+              transcript_session(actor, s);
               broadcast({{"event", "spawned"}, {"actor", name}, {"session", s.id},
                          {"pid", s.pid}, {"cursor", s.start}});
             }

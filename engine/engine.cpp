@@ -56,6 +56,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
                                                    std::move(*loop), signal_fd, notify_fd));
   engine->server_ =
       std::make_unique<ControlServer>(*engine->loop_, engine->timers_, *engine, *listen_fd);
+  engine->restore_actors();
   return engine;
 }
 
@@ -70,10 +71,13 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
   loop_->read(signal_fd_, signal_buffer_, &signal_op_);
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   if (settings_.mirror) mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
+  if (settings_.persist) writer_ = std::make_unique<TranscriptWriter>(notify_fd_);
 }
 
 Engine::~Engine() {
-  mirror_.reset();  // joins the thread, which writes notify_fd_ and reads the rings
+  // Join the threads, which write notify_fd_ and read the rings.
+  mirror_.reset();
+  writer_.reset();
   // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
   // never sealed before the shutdown deadline), before the buffers those ops name are freed.
   loop_.reset();
@@ -110,13 +114,14 @@ void Engine::on_notify(int) noexcept {
   if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
   for (auto& [name, actor] : actors_) actor->resume_if_possible();
   answer_snapshots();
+  answer_writer();
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
 }
 
 void Engine::on_committed(Actor& actor) noexcept {
-  mirror_wake_owed_ = true;
+  workers_wake_owed_ = true;
   if (!actor.wake_pending()) {
     actor.set_wake_pending(true);
     committed_.push_back(&actor);
@@ -130,17 +135,6 @@ void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept
              {"pid", session.pid},
              {"exit_code", session.exit_code},
              {"term_signal", session.term_signal}});
-}
-
-void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
-  // finish_deferred may retire the actor (delete); the seal already woke its readers.
-  std::erase(committed_, &actor);
-  actor.set_wake_pending(false);
-  broadcast({{"event", "sealed"},
-             {"actor", actor.name()},
-             {"session", session.id},
-             {"end", session.end}});
-  finish_deferred(actor, session);
 }
 
 void Engine::broadcast(const control::Json& event) {
@@ -170,6 +164,7 @@ void Engine::remove_actor(const std::string& name) {
     if (mirror_) mirror_->remove_actor(m->second);
     mirror_ids_.erase(m);
   }
+  transcript_remove(name);
   it->second->close_segment();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);
@@ -187,7 +182,7 @@ void Engine::begin_shutdown() noexcept {
 }
 
 bool Engine::shutdown_complete() const noexcept {
-  if (!shutting_down_) return false;
+  if (!shutting_down_ || !pending_seals_.empty()) return false;
   for (const auto& [name, actor] : actors_) {
     if (actor->live() || actor->busy()) return false;
   }
@@ -206,8 +201,11 @@ int Engine::run() noexcept {
         deadline = shutdown_deadline_;
       }
       loop_->run_once(deadline);
-      if (mirror_wake_owed_ && mirror_) mirror_->wake();  // once per batch of commits
-      mirror_wake_owed_ = false;
+      if (workers_wake_owed_) {  // once per batch of commits
+        if (mirror_) mirror_->wake();
+        if (writer_) writer_->wake();
+      }
+      workers_wake_owed_ = false;
       const auto now = TimerQueue::Clock::now();
       timers_.run_due(now);
       // At most one wake-up per actor per batch, however many reads completed in it.

@@ -19,6 +19,7 @@
 #include "engine/mirror_thread.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/timer_queue.hpp"
+#include "engine/transcript_writer.hpp"
 #include "engine/uring_loop.hpp"
 #include "shm/places.hpp"
 
@@ -33,6 +34,10 @@ struct EngineSettings {
   // History lines in a snapshot when the request names none (settings.yaml
   // snapshot.scrollback_lines; at most kMaxSnapshotScrollback).
   std::uint64_t snapshot_scrollback = 512;
+  // Durable transcripts (settings.yaml terminal_transcript.persist): off, history lives in
+  // memory only and every engine start is a new epoch.
+  bool persist = false;
+  TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
 };
@@ -105,6 +110,25 @@ class Engine final : public ActorHost, public RequestHandler {
   Result<void> resize_actor(Actor& actor, WindowSize size);
   void mirror_add(Actor& actor);
   void mirror_reset(const Actor& actor, Cursor at);
+  // Durable transcripts (transcript_ops.cpp); each does nothing without persistence.
+  // Brings back every actor a transcript folder holds (at creation, before any request).
+  void restore_actors();
+  // Opens a new actor's transcript folder (moving aside one an earlier actor left) and adds it
+  // to the writer thread, keeping the ring from the current session on.
+  void transcript_add(Actor& actor);
+  // Sends the actor record as of the committed cursor (stream order).
+  void transcript_record(const Actor& actor);
+  void transcript_session(const Actor& actor, const shm::SessionRecord& session);
+  void transcript_clear(const Actor& actor, Cursor floor);
+  void transcript_remove(const std::string& actor);
+  // Bytes [from, limit) of `actor`'s transcript, for history below the ring's floor.
+  Result<std::string> transcript_history(const Actor& actor, Cursor from, Cursor limit,
+                                         std::size_t max_bytes) const;
+  // The writer's events: seals become reports, failures archive_error.
+  void answer_writer();
+  bool seal_pending(const std::string& actor) const;
+  // A seal the writer made durable (or could not): events, then the deferred stop/restart/delete.
+  void report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable);
   void drop_attachments(const std::string& actor);
 
   Result<Actor*> find_actor(const control::Json& request) const;
@@ -146,10 +170,24 @@ class Engine final : public ActorHost, public RequestHandler {
     control::Json reply;  // fields the answer carries besides the snapshot's (attach)
   };
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
+  std::unique_ptr<TranscriptWriter> writer_;  // with persistence only
+  struct Transcript {
+    WriterActorId id = 0;          // 0: not kept (the folder could not be opened)
+    std::filesystem::path folder;
+    std::int64_t created_ms = 0;
+    Cursor cleared_at{0};          // history never reads the transcript below the last clear
+    std::optional<std::string> archive_error;
+  };
+  std::map<std::string, Transcript> transcripts_;
+  struct PendingSeal {
+    std::string actor;
+    shm::SessionRecord session;
+  };
+  std::map<std::uint64_t, PendingSeal> pending_seals_;  // by token, until the writer synced
   std::unique_ptr<MirrorThread> mirror_;
   std::map<std::string, MirrorActorId> mirror_ids_;
-  std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
-  bool mirror_wake_owed_ = false;
+  std::uint64_t next_id_ = 1;  // attachment ids, snapshot and seal tokens, mirror and writer ids
+  bool workers_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;

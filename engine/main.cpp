@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   app.add_option("--drain-ms", drain_ms,
                  "after a program exits, read its PTY at most this long for late output")
       ->capture_default_str();
+  bool persist = false;
+  app.add_flag("--persist", persist,
+               "keep durable transcripts (as settings.yaml terminal_transcript.persist: true)");
   bool no_mirror = false;
   app.add_flag("--no-mirror", no_mirror,
                "run without the mirror thread (benchmarks): snapshots answer raw_replay");
@@ -40,11 +43,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "backscrolld: %s\n", file.error().message.c_str());
     return 2;
   }
-  if (file->persist) {
-    engine::log(engine::LogLevel::warn,
-                "settings: terminal_transcript.persist is not implemented yet; history stays in "
-                "memory (docs/settings.md)");
-  }
+  settings.persist = file->persist || persist;
+  settings.transcript.retain_bytes = file->per_actor_bytes;
   settings.snapshot_scrollback = std::min(file->snapshot_scrollback_lines, engine::kMaxSnapshotScrollback);
   if (app.count("--ring-bytes") == 0) ring_bytes = file->per_actor_bytes;
   settings.actor.ring_bytes = ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);

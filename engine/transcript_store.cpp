@@ -7,11 +7,15 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include <boost/crc.hpp>
+
+#include "engine/actor_record.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -107,6 +111,48 @@ Scan scan_records(int fd) {
   }
 }
 
+// The start cursor a segment file's name holds; nullopt for any other file.
+std::optional<Cursor> segment_start(const std::string& name) {
+  if (name.size() != 20 || !name.ends_with(".seg") ||
+      name.find_first_not_of("0123456789abcdef") != 16)
+    return std::nullopt;
+  std::uint64_t v = 0;
+  std::from_chars(name.data(), name.data() + 16, v, 16);
+  return Cursor{v};
+}
+
+// Copies from an open segment whose first byte is `start` the bytes from `from` on, at most
+// out.size() and never past `stop`. Only intact records are served: a short or failing record
+// ends the copy.
+std::size_t copy_records(int fd, Cursor start, Cursor from, Cursor stop, std::span<char> out) {
+  std::size_t copied = 0;
+  Cursor at = start;
+  std::uint64_t offset = TranscriptStore::kHeaderBytes;
+  std::vector<char> record;
+  while (at < stop && copied < out.size()) {
+    char head[TranscriptStore::kRecordHeaderBytes];
+    if (!read_at(fd, head, sizeof head, offset)) break;
+    const std::uint32_t len = get32(head);
+    if (len == 0 || len > TranscriptStore::kMaxRecord) break;
+    const Cursor next = at + len;
+    if (next > from + copied) {
+      record.resize(len);
+      if (!read_at(fd, record.data(), len, offset + sizeof head) ||
+          crc32(record.data(), len) != get32(head + 4))
+        break;
+      const std::uint64_t skip = value(from + copied) - value(at);
+      const std::uint64_t room = value(stop) - value(from + copied);
+      const std::size_t n = static_cast<std::size_t>(
+          std::min<std::uint64_t>({len - skip, out.size() - copied, room}));
+      std::memcpy(out.data() + copied, record.data() + skip, n);
+      copied += n;
+    }
+    at = next;
+    offset += sizeof head + len;
+  }
+  return copied;
+}
+
 }  // namespace
 
 TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions options)
@@ -149,10 +195,7 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
 
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() == 20 && name.ends_with(".seg") &&
-        name.find_first_not_of("0123456789abcdef") == 16)
-      files.push_back(entry.path());
+    if (segment_start(entry.path().filename().string())) files.push_back(entry.path());
   }
   if (ec) return fail(Errc::io_error, "list " + folder.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());  // fixed-width hex: by start cursor
@@ -296,25 +339,66 @@ Result<std::size_t> TranscriptStore::read(Cursor from, std::span<char> out) cons
   const TranscriptSegment& s = *std::prev(seg);
   const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return os_error("open " + s.path.string());
-  std::size_t copied = 0;
-  Cursor at = s.start;
-  std::uint64_t offset = kHeaderBytes;
-  while (at < s.end && copied < out.size()) {
-    char head[kRecordHeaderBytes];
-    if (!read_at(fd, head, sizeof head, offset)) break;
-    const std::uint32_t len = get32(head);
-    const Cursor next = at + len;
-    if (next > from + copied) {
-      const std::uint64_t skip = value(from + copied) - value(at);
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len - skip, out.size() - copied));
-      if (!read_at(fd, out.data() + copied, n, offset + sizeof head + skip)) break;
-      copied += n;
-    }
-    at = next;
-    offset += sizeof head + len;
-  }
+  const std::size_t copied = copy_records(fd, s.start, from, s.end, out);
   ::close(fd);
   return copied;
+}
+
+Result<std::size_t> TranscriptStore::read_folder(const std::filesystem::path& folder, Cursor from,
+                                                 Cursor limit, std::span<char> out) {
+  if (from >= limit) return std::size_t{0};
+  std::error_code ec;
+  std::vector<Cursor> starts;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    if (auto start = segment_start(entry.path().filename().string())) starts.push_back(*start);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return fail(Errc::io_error, "list " + folder.string() + ": " + ec.message());
+  std::sort(starts.begin(), starts.end());
+  const auto next = std::upper_bound(starts.begin(), starts.end(), from);
+  // The oldest cursor still held after `from`'s loss: the next segment, else `limit`.
+  const auto expired = [&](Cursor oldest) {
+    return fail(Errc::cursor_expired, "no longer in the transcript", value(min(oldest, limit)));
+  };
+  if (next == starts.begin()) return expired(starts.empty() ? limit : starts.front());
+  const Cursor start = *std::prev(next);
+  const Cursor stop = next == starts.end() ? limit : min(*next, limit);
+  const auto path = folder / segment_name(start);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return expired(stop);  // retention deleted it meanwhile
+    return os_error("open " + path.string());
+  }
+  const std::size_t copied = copy_records(fd, start, from, stop, out);
+  ::close(fd);
+  // Nothing at `from` although bytes follow: a gap (a clear, or a cut torn tail).
+  if (copied == 0 && !out.empty()) return expired(stop);
+  return copied;
+}
+
+Result<void> TranscriptStore::save_record(std::string_view text) {
+  const auto path = folder_ / std::string(ActorRecord::kFileName);
+  const auto temporary = folder_ / (std::string(ActorRecord::kFileName) + ".tmp");
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return os_error("create " + temporary.string());
+  auto written = write_all(fd, text.data(), text.size(), temporary);
+  if (written && (::fchmod(fd, 0600) != 0 || ::fdatasync(fd) != 0))
+    written = os_error("sync " + temporary.string());
+  ::close(fd);
+  if (written && ::rename(temporary.c_str(), path.c_str()) != 0)
+    written = os_error("rename " + temporary.string());
+  if (!written) {
+    std::error_code ec;
+    std::filesystem::remove(temporary, ec);
+  }
+  return written;
+}
+
+Result<void> TranscriptStore::remove_folder(const std::filesystem::path& folder) {
+  std::error_code ec;
+  std::filesystem::remove_all(folder, ec);
+  if (ec) return fail(Errc::io_error, "remove " + folder.string() + ": " + ec.message());
+  return {};
 }
 
 }  // namespace backscroll::engine

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "shm/cursor.hpp"
@@ -64,6 +65,19 @@ class TranscriptStore {
   // the count copied (0 at end()). cursor_expired (with oldest()) before the oldest retained
   // byte or inside a gap between segments; cursor_in_future past end().
   Result<std::size_t> read(Cursor from, std::span<char> out) const;
+  // The same for a reader that does not own the store (the io thread, while the writer thread
+  // appends): the folder is listed anew and each record's CRC checked, so a segment deleted
+  // meanwhile answers cursor_expired and a record still being written is never served. Reads
+  // stop at `limit` (the caller knows every byte before it was appended). cursor_expired
+  // carries the oldest cursor the folder still holds, or `limit` when it holds none after `from`.
+  static Result<std::size_t> read_folder(const std::filesystem::path& folder, Cursor from,
+                                         Cursor limit, std::span<char> out);
+
+  // Replaces the folder's actor record (ActorRecord::kFileName) with `text`: written to a
+  // temporary file, synced, renamed over the old one; durable with the next sync().
+  Result<void> save_record(std::string_view text);
+  // Deletes a transcript folder with every segment and the record (the actor was deleted).
+  static Result<void> remove_folder(const std::filesystem::path& folder);
 
   const std::vector<TranscriptSegment>& segments() const noexcept { return segments_; }
   bool empty() const noexcept { return segments_.empty(); }

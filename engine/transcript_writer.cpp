@@ -43,11 +43,16 @@ void TranscriptWriter::add_actor(WriterActorId id, shm::RingReader ring,
   send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer),
            std::make_unique<TranscriptStore>(std::move(store)), epoch, session});
 }
-void TranscriptWriter::remove_actor(WriterActorId id) { send(Remove{id}); }
+void TranscriptWriter::remove_actor(WriterActorId id, std::filesystem::path erase) {
+  send(Remove{id, std::move(erase)});
+}
 void TranscriptWriter::new_session(WriterActorId id, Cursor at, std::uint64_t session) {
   send(Mark{id, Mark::Kind::session, at, session});
 }
 void TranscriptWriter::clear(WriterActorId id, Cursor at) { send(Mark{id, Mark::Kind::clear, at, 0}); }
+void TranscriptWriter::save_record(WriterActorId id, Cursor at, std::string text) {
+  send(Mark{id, Mark::Kind::record, at, 0, std::move(text)});
+}
 void TranscriptWriter::seal(WriterActorId id, Cursor end, std::uint64_t token) {
   send(Mark{id, Mark::Kind::seal, end, token});
 }
@@ -84,9 +89,14 @@ bool TranscriptWriter::drain_commands() {
         emit(WriterEvent{WriterEvent::Kind::sealed, id, m->value, false, {}});
       continue;
     }
-    if (std::holds_alternative<Remove>(command)) {
+    if (const auto* remove = std::get_if<Remove>(&command)) {
       (*it)->consumer->detach();
-      slots_.erase(it);
+      slots_.erase(it);  // closes the store's files
+      if (!remove->erase.empty()) {
+        if (auto r = TranscriptStore::remove_folder(remove->erase); !r) {
+          emit(WriterEvent{WriterEvent::Kind::archive_error, id, 0, false, r.error().describe()});
+        }
+      }
     } else {
       (*it)->marks.push_back(std::get<Mark>(command));
     }
@@ -99,7 +109,7 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
   // A clear applies as soon as it is next: the bytes before it are gone from the stream.
   while (!slot.marks.empty() &&
          (slot.marks.front().kind == Mark::Kind::clear || slot.marks.front().at <= slot.position)) {
-    const Mark m = slot.marks.front();
+    const Mark m = std::move(slot.marks.front());
     slot.marks.pop_front();
     applied = true;
     switch (m.kind) {
@@ -110,6 +120,11 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
         slot.position = std::max(slot.position, m.at);
         if (slot.store) {
           if (auto r = slot.store->clear(); !r) give_up(slot, r.error().describe());
+        }
+        break;
+      case Mark::Kind::record:
+        if (slot.store) {
+          if (auto r = slot.store->save_record(m.text); !r) give_up(slot, r.error().describe());
         }
         break;
       case Mark::Kind::seal: {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -56,11 +57,15 @@ class TranscriptWriter {
   // Keeps the ring's bytes from the consumer's position on, as `session` of `epoch`.
   void add_actor(WriterActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
                  TranscriptStore store, std::uint64_t epoch, std::uint64_t session);
-  void remove_actor(WriterActorId id);
+  // Stops keeping the actor; with a non-empty `erase`, then deletes that folder (a delete moves
+  // the actor's folder out of the way first, so a new actor of the same name never meets it).
+  void remove_actor(WriterActorId id, std::filesystem::path erase = {});
   // Bytes from `at` on belong to `session`.
   void new_session(WriterActorId id, Cursor at, std::uint64_t session);
   // The bytes before `at` were cleared: the transcript is deleted, keeping goes on from `at`.
   void clear(WriterActorId id, Cursor at);
+  // Replaces the actor record (actor.json) once every byte before `at` is appended.
+  void save_record(WriterActorId id, Cursor at, std::string text);
   // A `sealed` event with `token` once every byte before `end` is appended and synced.
   void seal(WriterActorId id, Cursor end, std::uint64_t token);
   // Wakes the thread after new bytes were committed (once per batch of commits).
@@ -80,13 +85,15 @@ class TranscriptWriter {
   };
   struct Remove {
     WriterActorId id;
+    std::filesystem::path erase;
   };
   struct Mark {  // an event in the stream: at its cursor
-    enum class Kind : std::uint8_t { session, clear, seal };
+    enum class Kind : std::uint8_t { session, clear, record, seal };
     WriterActorId id;
     Kind kind;
     Cursor at;
-    std::uint64_t value;  // session: its id; seal: the token
+    std::uint64_t value = 0;  // session: its id; seal: the token
+    std::string text{};       // record: the actor record
   };
   using Command = std::variant<std::monostate /* stop */, Add, Remove, Mark>;
   struct Slot;

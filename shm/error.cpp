@@ -7,7 +7,7 @@
 namespace backscroll {
 namespace {
 
-constexpr std::array<std::pair<Errc, std::string_view>, 19> kNames{{
+constexpr std::array<std::pair<Errc, std::string_view>, 20> kNames{{
     {Errc::bad_request, "bad_request"},
     {Errc::unknown_op, "unknown_op"},
     {Errc::no_such_actor, "no_such_actor"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Errc, std::string_view>, 19> kNames{{
     {Errc::not_running, "not_running"},
     {Errc::cursor_expired, "cursor_expired"},
     {Errc::cursor_in_future, "cursor_in_future"},
+    {Errc::wrong_epoch, "wrong_epoch"},
     {Errc::stale_controller, "stale_controller"},
     {Errc::too_large, "too_large"},
     {Errc::spawn_failed, "spawn_failed"},

@@ -21,6 +21,7 @@ enum class Errc : std::uint8_t {
   not_running,         // the actor has no live session (input, resize)
   cursor_expired,      // the cursor is older than the oldest retained byte; `cursor` = that oldest
   cursor_in_future,    // the cursor is past the last committed byte; `cursor` = committed
+  wrong_epoch,         // the cursor belongs to another epoch (an earlier engine's cursor space)
   stale_controller,    // resize from an attachment that is no longer the controller
   too_large,           // frame, payload, size or queue over its bound
   spawn_failed,        // the program could not be started (errno in the message)

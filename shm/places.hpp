@@ -2,7 +2,7 @@
 // and by every tool so they meet without configuration.
 //   runtime dir  $BACKSCROLL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/backscroll, else /tmp/backscroll-UID
 //   state dir    $BACKSCROLL_HOME, else $XDG_STATE_HOME/backscroll, else ~/.local/state/backscroll
-//                (settings.yaml, transcripts); Places::at() (tests, benchmarks) puts it beside
+//                (settings.yaml, transcripts/<actor>/); Places::at() (tests, benchmarks) puts it beside
 //                the runtime dir, in <runtime dir>/../state
 //   socket       <runtime dir>/engine.sock
 //   lock         <runtime dir>/engine.lock (held by the live engine: one engine per runtime dir)
@@ -29,6 +29,8 @@ struct Places {
   std::filesystem::path socket_path() const { return runtime_dir / "engine.sock"; }
   std::filesystem::path lock_path() const { return runtime_dir / "engine.lock"; }
   std::filesystem::path settings_path() const { return state_dir / "settings.yaml"; }
+  // One folder per actor (durable transcripts, docs/transcripts.md).
+  std::filesystem::path transcripts_dir() const { return state_dir / "transcripts"; }
   // Every segment of this engine starts with this prefix (used to find a dead engine's leftovers).
   std::string segment_prefix() const;
   std::string segment_name(std::string_view actor) const { return segment_prefix() + std::string(actor); }

@@ -4,6 +4,7 @@
 // - The writer is an internal consumer: its gate position follows what it has appended.
 // - An I/O error gives the transcript up: archive_error, the consumer lets go, seals still
 //   answered (not durable). Seals for unknown actors are answered, never left hanging.
+// - The actor record is written in stream order, 0600; a removal with erase deletes the folder.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -175,6 +178,38 @@ TEST_F(TranscriptWriterTest, SealsOfUnknownAndRemovedActorsAreAnsweredNotDurable
   EXPECT_FALSE(unknown.durable);
   writer_.remove_actor(1);
   EXPECT_FALSE(seal(1, ring, 6).durable);
+}
+
+TEST_F(TranscriptWriterTest, TheRecordIsWrittenInStreamOrderAndRemovalCanErase) {
+  TestRing& ring = add(1);
+  const auto record = folder(1) / "actor.json";
+  auto read_record = [&] {
+    std::ifstream in(record);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ring.write("before the first record ");
+  writer_.save_record(1, ring.writer.committed(), "{\"first\":1}");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 1).durable);
+  EXPECT_EQ(read_record(), "{\"first\":1}");
+  EXPECT_EQ(std::filesystem::status(record).permissions(), std::filesystem::perms::owner_read |
+                                                               std::filesystem::perms::owner_write);
+  ring.write("more");
+  writer_.save_record(1, ring.writer.committed(), "{\"second\":2}");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 2).durable);
+  EXPECT_EQ(read_record(), "{\"second\":2}");
+  EXPECT_FALSE(std::filesystem::exists(folder(1) / "actor.json.tmp"));
+
+  TestRing& kept = add(2);
+  kept.write("kept after removal");
+  writer_.wake();
+  EXPECT_TRUE(seal(2, kept, 3).durable);
+  writer_.remove_actor(2);
+  writer_.remove_actor(1, folder(1));
+  EXPECT_FALSE(seal(1, ring, 4).durable);  // the removals were applied before this seal
+  EXPECT_FALSE(std::filesystem::exists(folder(1)));
+  EXPECT_EQ(read_all(reopened(2)), "kept after removal");
 }
 
 }  // namespace

@@ -1,0 +1,281 @@
+// The engine's side of durable transcripts (DESIGN section 6, docs/transcripts.md): which
+// actors the writer thread keeps, the marks it gets in stream order (session starts, clears,
+// actor records, seals), the seals it answers, history below the ring's floor, and the actors a
+// restarted engine brings back from their folders. Io thread. Without persistence, nothing.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/actor_record.hpp"
+#include "engine/engine.hpp"
+#include "engine/log.hpp"
+#include "engine/request_fields.hpp"
+#include "shm/actor_name.hpp"
+
+namespace backscroll::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uintmax_t kMaxRecordFileBytes = 1 << 20;
+
+Result<ActorRecord> load_record(const fs::path& folder) {
+  const fs::path file = folder / std::string(ActorRecord::kFileName);
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return fail(Errc::io_error, file.string() + ": " + ec.message());
+  if (size > kMaxRecordFileBytes) return fail(Errc::too_large, file.string() + ": too large");
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return fail(Errc::io_error, file.string() + ": unreadable");
+  const auto json = control::Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return fail(Errc::bad_request, file.string() + ": not JSON");
+  return ActorRecord::from_json(json);
+}
+
+// Owner-only folders, whatever the umask (create_directories follows it).
+Result<void> private_folder(const fs::path& folder) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return fail(Errc::io_error, "create " + folder.string() + ": " + ec.message());
+  if (::chmod(folder.c_str(), 0700) != 0) {
+    return fail(Errc::io_error, "chmod " + folder.string() + ": " + std::strerror(errno));
+  }
+  return {};
+}
+
+}  // namespace
+
+void Engine::restore_actors() {
+  if (!writer_) return;
+  const fs::path root = places_.transcripts_dir();
+  if (auto r = private_folder(root); !r) {
+    log(LogLevel::error, "transcripts: {}; persistence is off", r.error().describe());
+    writer_.reset();
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(root / ".trash", ec);  // deleted actors' folders a crash left half removed
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_valid_actor_name(name) || !entry.is_directory()) continue;
+    auto record = load_record(entry.path());
+    if (record && record->name != name) {
+      record = fail(Errc::bad_request, "its record names actor '" + record->name + "'");
+    }
+    if (!record) {
+      log(LogLevel::warn, "transcript {}: not restored, left as it is ({})", name,
+          record.error().describe());
+      continue;
+    }
+    auto store = TranscriptStore::open(entry.path(), settings_.transcript);
+    if (!store) {
+      log(LogLevel::warn, "transcript {}: not restored, left as it is ({})", name,
+          store.error().describe());
+      continue;
+    }
+    // Cursors continue after the last durable byte, and never below one the record saw.
+    const Cursor end = max(store->end(), record->cursor);
+    ActorPast past{record->epoch, end, record->spec, record->sessions};
+    if (!store->empty() &&
+        (past.sessions.empty() || store->segments().back().session > past.sessions.back().id)) {
+      // A session whose record was lost with the machine: its segments still name it.
+      shm::SessionRecord lost;
+      lost.id = store->segments().back().session;
+      lost.start = value(store->segments().back().start);
+      for (const auto& seg : store->segments()) {
+        if (seg.session == lost.id) lost.start = std::min(lost.start, value(seg.start));
+      }
+      past.sessions.push_back(lost);
+    }
+    for (auto& s : past.sessions) {
+      if ((s.flags & shm::kSessionSealed) != 0) continue;
+      s.end = std::max(s.start, value(end));  // it ended with the engine that ran it
+      s.flags |= shm::kSessionSealed;
+    }
+    auto actor = Actor::create(*this, places_, name, settings_.actor, notify_fd_, &past);
+    if (!actor) {
+      log(LogLevel::error, "transcript {}: not restored ({})", name, actor.error().describe());
+      continue;
+    }
+    Actor& a = **actor;
+    actors_.emplace(name, std::move(*actor));
+    mirror_add(a);
+    const WriterActorId id = next_id_++;
+    auto ring = shm::RingReader::open_segment(a.ring().segment_name());
+    if (!ring) {
+      log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
+      continue;
+    }
+    const std::uint64_t bytes = store->bytes();
+    transcripts_[name] = Transcript{id, entry.path(), record->created_ms, Cursor{0}, std::nullopt};
+    writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
+                       past.sessions.empty() ? 0 : past.sessions.back().id);
+    transcript_record(a);
+    log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes",
+        name, hex64(a.epoch()), value(end), bytes);
+  }
+  if (ec) log(LogLevel::error, "transcripts: list {}: {}", root.string(), ec.message());
+}
+
+void Engine::transcript_add(Actor& actor) {
+  if (!writer_) return;
+  const std::string& name = actor.name();
+  const fs::path folder = places_.transcripts_dir() / name;
+  Transcript t{0, folder, wall_clock_ms(), Cursor{0}, std::nullopt};
+  const auto give_up = [&](const Error& e) {
+    t.archive_error = e.describe();
+    log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
+    broadcast({{"event", "archive_error"}, {"actor", name}, {"message", e.describe()}});
+    transcripts_[name] = std::move(t);
+  };
+  std::error_code ec;
+  if (fs::exists(folder, ec)) {
+    // Left by an actor that could not be restored: kept, out of the way, never appended to.
+    const fs::path aside = places_.transcripts_dir() / ".aside";
+    if (auto r = private_folder(aside); !r) return give_up(r.error());
+    const fs::path to = aside / (name + "-" + std::to_string(t.created_ms));
+    fs::rename(folder, to, ec);
+    if (ec) return give_up(Error{Errc::io_error, "move aside " + folder.string() + ": " + ec.message(), {}});
+    log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to.string());
+  }
+  auto store = TranscriptStore::open(folder, settings_.transcript);
+  if (!store) return give_up(store.error());
+  auto ring = shm::RingReader::open_segment(actor.ring().segment_name());
+  if (!ring) return give_up(ring.error());
+  t.id = next_id_++;
+  const auto session = actor.current_session();
+  writer_->add_actor(t.id, std::move(*ring), actor.attach_consumer(), std::move(*store),
+                     actor.epoch(), session ? session->id : 0);
+  transcripts_[name] = std::move(t);
+  transcript_record(actor);
+}
+
+void Engine::transcript_record(const Actor& actor) {
+  const auto t = transcripts_.find(actor.name());
+  if (!writer_ || t == transcripts_.end() || t->second.id == 0) return;
+  ActorRecord record{actor.name(),     actor.epoch(),         actor.spec(),
+                     actor.ring().committed(), actor.sessions(), t->second.created_ms,
+                     wall_clock_ms()};
+  writer_->save_record(t->second.id, actor.ring().committed(), record.to_json().dump());
+}
+
+void Engine::transcript_session(const Actor& actor, const shm::SessionRecord& session) {
+  const auto t = transcripts_.find(actor.name());
+  if (!writer_ || t == transcripts_.end() || t->second.id == 0) return;
+  writer_->new_session(t->second.id, Cursor{session.start}, session.id);
+  transcript_record(actor);
+}
+
+void Engine::transcript_clear(const Actor& actor, Cursor floor) {
+  const auto t = transcripts_.find(actor.name());
+  if (!writer_ || t == transcripts_.end()) return;
+  t->second.cleared_at = floor;
+  if (t->second.id == 0) return;
+  writer_->clear(t->second.id, floor);
+  transcript_record(actor);
+}
+
+void Engine::transcript_remove(const std::string& actor) {
+  const auto t = transcripts_.find(actor);
+  if (t == transcripts_.end()) return;
+  // Renamed now, deleted by the writer once it let go of the files: a new actor of this name
+  // may be spawned at once and must find no folder.
+  const fs::path trash = places_.transcripts_dir() / ".trash";
+  fs::path doomed = trash / (actor + "-" + std::to_string(next_id_++));
+  std::error_code ec;
+  if (auto r = private_folder(trash); !r) {
+    ec = std::make_error_code(std::errc::io_error);
+  } else {
+    fs::rename(t->second.folder, doomed, ec);
+  }
+  if (ec) {
+    log(LogLevel::error, "actor {}: its transcript could not be moved away: {}", actor, ec.message());
+    doomed = t->second.folder;
+  }
+  if (writer_ && t->second.id != 0) {
+    writer_->remove_actor(t->second.id, doomed);
+  } else if (auto r = TranscriptStore::remove_folder(doomed); !r) {
+    log(LogLevel::error, "actor {}: {}", actor, r.error().describe());
+  }
+  transcripts_.erase(t);
+}
+
+Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, Cursor limit,
+                                               std::size_t max_bytes) const {
+  const auto t = transcripts_.find(actor.name());
+  const Cursor floor = actor.ring().floor();
+  if (t == transcripts_.end()) {
+    return fail(Errc::cursor_expired, "older than the oldest retained byte", value(floor));
+  }
+  // A clear took everything before it, whether or not the writer deleted it yet.
+  if (from < t->second.cleared_at) {
+    return fail(Errc::cursor_expired, "cleared", value(t->second.cleared_at));
+  }
+  std::string out(static_cast<std::size_t>(std::min<std::uint64_t>(limit - from, max_bytes)), '\0');
+  auto n = TranscriptStore::read_folder(t->second.folder, from, limit, std::span(out));
+  if (!n) return tl::unexpected(n.error());
+  out.resize(*n);
+  return out;
+}
+
+void Engine::answer_writer() {
+  if (!writer_) return;
+  WriterEvent e;
+  while (writer_->next_event(e)) {
+    if (e.kind == WriterEvent::Kind::sealed) {
+      const auto p = pending_seals_.find(e.token);
+      if (p == pending_seals_.end()) continue;
+      const PendingSeal seal = std::move(p->second);
+      pending_seals_.erase(p);
+      if (const auto a = actors_.find(seal.actor); a != actors_.end()) {
+        report_sealed(*a->second, seal.session, e.durable);
+      }
+      continue;
+    }
+    const auto t = std::find_if(transcripts_.begin(), transcripts_.end(),
+                                [&](const auto& entry) { return entry.second.id == e.id; });
+    if (t == transcripts_.end()) {
+      log(LogLevel::warn, "transcript of a deleted actor: {}", e.error);
+      continue;
+    }
+    t->second.archive_error = e.error;
+    log(LogLevel::error, "actor {}: transcript given up, history stays in memory: {}", t->first,
+        e.error);
+    broadcast({{"event", "archive_error"}, {"actor", t->first}, {"message", e.error}});
+  }
+}
+
+bool Engine::seal_pending(const std::string& actor) const {
+  return std::any_of(pending_seals_.begin(), pending_seals_.end(),
+                     [&](const auto& p) { return p.second.actor == actor; });
+}
+
+void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
+  // finish_deferred may retire the actor (delete); the seal already woke its readers.
+  std::erase(committed_, &actor);
+  actor.set_wake_pending(false);
+  const auto t = transcripts_.find(actor.name());
+  if (!writer_ || t == transcripts_.end() || t->second.id == 0) {
+    report_sealed(actor, session, false);
+    return;
+  }
+  // Two phases: the session counts as sealed once the writer appended and synced its bytes.
+  transcript_record(actor);
+  const std::uint64_t token = next_id_++;
+  pending_seals_[token] = PendingSeal{actor.name(), session};
+  writer_->seal(t->second.id, Cursor{session.end}, token);
+}
+
+void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
+  broadcast({{"event", "sealed"},
+             {"actor", actor.name()},
+             {"session", session.id},
+             {"end", session.end},
+             {"durable", durable}});
+  finish_deferred(actor, session);
+}
+
+}  // namespace backscroll::engine

@@ -1,0 +1,358 @@
+// Durable transcripts through the real engine (DESIGN section 6, issue 4):
+// - A clean stop: every byte the child wrote is in the transcript, synced before `sealed`
+//   (durable: true) is reported; folders 0700 and files 0600 whatever the umask, unreadable by
+//   another user.
+// - A restarted engine brings the actor back idle in the same epoch; its cursors continue after
+//   the last durable byte and `history` answers from the transcript and the ring seamlessly.
+// - SIGKILL during a flood: the next engine serves an exact prefix of what the child wrote
+//   (the torn tail cut) and continues the cursors from there.
+// - A transcript that fails (folder removed, disk full) detaches: archive_error in status and as
+//   an event, the seal is reported not durable, the ring's history is intact.
+// - A clear empties the transcript and the cursor never goes back, even across a restart.
+// - Delete removes the folder. A memory-only engine is a new epoch: old cursors get wrong_epoch.
+#include <gtest/gtest.h>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "engine/actor_record.hpp"
+#include "engine/request_fields.hpp"
+#include "engine/transcript_store.hpp"
+#include "tests/engine/engine_process.hpp"
+#include "tests/engine/pattern.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kPersist = "terminal_transcript:\n  persist: true\n";
+constexpr std::uint32_t kSeed = 7;
+
+EngineConfig persisting(const fs::path& runtime_dir) {
+  EngineConfig config;
+  config.settings_yaml = kPersist;
+  config.runtime_dir = runtime_dir;
+  return config;
+}
+
+std::vector<std::string> pattern_argv(std::uint64_t bytes, std::string_view then = "") {
+  std::vector<std::string> argv{child_binary(), "pattern", std::to_string(kSeed),
+                                std::to_string(bytes), "raw"};
+  if (!then.empty()) {
+    argv.push_back("0");
+    argv.emplace_back(then);
+  }
+  return argv;
+}
+
+std::string expected(std::uint64_t from, std::uint64_t to) {
+  std::string out(to - from, '\0');
+  Pattern(kSeed, /*crlf=*/false).fill(from, out);
+  return out;
+}
+
+// Everything the folder holds from `from` to `end`, read as the engine's io thread reads it.
+std::string transcript(const fs::path& folder, std::uint64_t from, std::uint64_t end) {
+  std::string out;
+  std::vector<char> buf(1 << 20);
+  while (from < end) {
+    auto n = engine::TranscriptStore::read_folder(folder, Cursor{from}, Cursor{end}, buf);
+    if (!n) raise_failure("transcript read at " + std::to_string(from) + ": " + n.error().describe());
+    out.append(buf.data(), *n);
+    from += *n;
+  }
+  return out;
+}
+
+fs::perms mode_of(const fs::path& p) { return fs::status(p).permissions() & fs::perms::mask; }
+
+// The actor's transcript folder, its files and their modes: folders 0700, files 0600.
+void expect_private(const fs::path& folder) {
+  EXPECT_EQ(mode_of(folder.parent_path()), fs::perms::owner_all);
+  EXPECT_EQ(mode_of(folder), fs::perms::owner_all);
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    ++files;
+    EXPECT_EQ(mode_of(entry.path()), fs::perms::owner_read | fs::perms::owner_write)
+        << entry.path();
+  }
+  EXPECT_GE(files, 2) << "a segment and the actor record";
+}
+
+engine::ActorRecord record_of(const fs::path& folder) {
+  std::ifstream in(folder / "actor.json");
+  const auto json = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  auto record = engine::ActorRecord::from_json(json);
+  if (!record) raise_failure(record.error().describe());
+  return *record;
+}
+
+class Persistence : public ::testing::Test {
+ protected:
+  fs::path runtime_dir() const { return dir_.path() / "rt"; }
+  fs::path folder(const std::string& actor) const {
+    return Places::at(runtime_dir()).transcripts_dir() / actor;
+  }
+  TempDir dir_;
+};
+
+TEST_F(Persistence, ACleanStopMakesEveryByteDurableBeforeSealedIsReported) {
+  for (const mode_t mask : {mode_t{0}, mode_t{077}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    fs::remove_all(dir_.path() / "state");
+    EngineProcess engine;
+    EngineConfig config = persisting(runtime_dir());
+    config.umask = mask;
+    ASSERT_TRUE(engine.start(config));
+    EventStream events(engine.places());
+    constexpr std::uint64_t kBytes = 3'000'000;  // three segments and a bit
+    engine.spawn("log", pattern_argv(kBytes));
+    const Json sealed = events.wait_for("sealed", "log");
+    EXPECT_EQ(sealed.at("end"), kBytes);
+    EXPECT_EQ(sealed.at("durable"), true);
+
+    const Json status = engine.status("log");
+    EXPECT_EQ(status.at("persist"), true);
+    EXPECT_TRUE(status.at("archive_error").is_null());
+    EXPECT_EQ(transcript(folder("log"), 0, kBytes), expected(0, kBytes));
+    expect_private(folder("log"));
+    const engine::ActorRecord record = record_of(folder("log"));
+    EXPECT_EQ(engine::hex64(record.epoch), status.at("epoch"));
+    EXPECT_EQ(record.cursor, Cursor{kBytes});
+    ASSERT_EQ(record.sessions.size(), 1u);
+    EXPECT_EQ(record.sessions[0].end, kBytes);
+    EXPECT_NE(record.sessions[0].flags & shm::kSessionSealed, 0u);
+    engine.stop();
+  }
+}
+
+TEST_F(Persistence, AnotherUserCanNeitherReadTheTranscriptNorConnect) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become another user";
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  engine.spawn("log", pattern_argv(10'000));
+  engine.wait_sealed("log");
+  wait_until([&] { return fs::exists(folder("log") / "actor.json"); }, "the actor record");
+  std::vector<fs::path> targets{folder("log") / "actor.json"};
+  for (const auto& entry : fs::directory_iterator(folder("log"))) targets.push_back(entry.path());
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // nobody: no capabilities, not the owner.
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+    for (const auto& t : targets) {
+      std::ifstream in(t);
+      if (in.is_open()) ::_exit(11);
+    }
+    auto client = control::ControlClient::connect(engine.places());
+    ::_exit(client ? 12 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid failed, 11: a transcript file opened, "
+                                       "12: the control socket accepted another user";
+}
+
+TEST_F(Persistence, ARestartedEngineContinuesTheCursorSpaceFromTheTranscript) {
+  constexpr std::uint64_t kFirst = 300'000;
+  std::string epoch;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("log", pattern_argv(kFirst));
+    engine.wait_sealed("log");
+    epoch = engine.status("log").at("epoch");
+    engine.stop();
+  }
+  EngineProcess engine;
+  // A ring smaller than the history: most of it comes from the transcript.
+  EngineConfig config = persisting(runtime_dir());
+  config.args = {"--grace-ms", "500", "--drain-ms", "300", "--ring-bytes", "65536"};
+  ASSERT_TRUE(engine.start(config));
+  Json status = engine.status("log");
+  EXPECT_EQ(status.at("state"), "idle");
+  EXPECT_EQ(status.at("epoch"), epoch);
+  EXPECT_EQ(status.at("committed"), kFirst);
+  EXPECT_EQ(status.at("floor"), kFirst);
+  ASSERT_EQ(status.at("sessions").size(), 1u);
+  EXPECT_EQ(status.at("sessions")[0].at("end"), kFirst);
+  EXPECT_EQ(engine.history("log"), expected(0, kFirst));
+  EXPECT_EQ(engine.history("log", 123'456), expected(123'456, kFirst));
+
+  // The same program again: its bytes follow the old ones in the same cursor space.
+  const Frame restarted = engine.call("restart", {{"actor", "log"}});
+  EXPECT_EQ(restarted.header.at("cursor"), kFirst);
+  EXPECT_EQ(restarted.header.at("session"), 2);
+  EXPECT_EQ(restarted.header.at("epoch"), epoch);
+  engine.wait_sealed("log");
+  std::string both = expected(0, kFirst) + expected(0, kFirst);
+  EXPECT_EQ(engine.history("log"), both);
+  status = engine.status("log");
+  EXPECT_GT(status.at("floor").get<std::uint64_t>(), kFirst) << "the ring alone no longer has it";
+
+  // Another epoch's cursor is refused, never read as this one's.
+  const Error wrong = expect_error(
+      engine.try_call("history", {{"actor", "log"}, {"from", 0}, {"epoch", "00000000000000aa"}}),
+      "history with another epoch");
+  EXPECT_EQ(wrong.code, Errc::wrong_epoch);
+  const Frame same = engine.call("history", {{"actor", "log"}, {"from", 0}, {"epoch", epoch}});
+  EXPECT_GT(same.payload.size(), 0u);
+}
+
+TEST_F(Persistence, AKilledEngineLeavesAnExactPrefixAndCursorsContinueFromIt) {
+  std::string epoch;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("flood", pattern_argv(1ULL << 30));
+    epoch = engine.status("flood").at("epoch");
+    wait_until([&] { return engine.status("flood").at("committed").get<std::uint64_t>() > 4'000'000; },
+               "4 MB of flood");
+    engine.kill_hard();  // mid-flood, mid-record
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  const Json status = engine.status("flood");
+  EXPECT_EQ(status.at("epoch"), epoch);
+  const std::uint64_t end = status.at("committed");
+  EXPECT_GT(end, 0u);
+  const std::string kept = engine.history("flood");
+  ASSERT_EQ(kept.size(), end);
+  const auto mismatch = Pattern(kSeed, false).first_mismatch(0, std::as_bytes(std::span(kept)));
+  EXPECT_FALSE(mismatch) << "byte " << *mismatch << " is not what the child wrote";
+  ASSERT_EQ(status.at("sessions").size(), 1u);
+  EXPECT_EQ(status.at("sessions")[0].at("sealed"), true);
+  EXPECT_EQ(status.at("sessions")[0].at("end"), end);
+  // The next session continues after the last durable byte.
+  engine.call("restart", {{"actor", "flood"}, {"grace_ms", 0}});
+  EXPECT_EQ(engine.status("flood").at("sessions")[1].at("start"), end);
+  engine.call("stop", {{"actor", "flood"}, {"grace_ms", 0}});
+}
+
+TEST_F(Persistence, AFailedTranscriptDetachesAndTheRingKeepsTheHistory) {
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  EventStream events(engine.places());
+  engine.spawn("log", {child_binary(), "pattern", std::to_string(kSeed), "20000", "raw", "10000"});
+  engine.wait_output("log", expected(9936, 10000));
+  fs::remove_all(folder("log"));  // the next sync cannot reach the folder
+  engine.call("input", {{"actor", "log"}}, "x");
+  engine.wait_output("log", expected(19936, 20000));
+  const Json error = events.wait_for("archive_error", "log");
+  EXPECT_NE(error.at("message").get<std::string>().find("io_error"), std::string::npos) << error;
+  EXPECT_EQ(events.wait_for("sealed", "log").at("durable"), false);
+  EXPECT_FALSE(engine.status("log").at("archive_error").is_null());
+  EXPECT_EQ(engine.history("log"), expected(0, 20000));
+}
+
+TEST_F(Persistence, AFullDiskDetachesTheTranscriptAndTheEngineKeepsDraining) {
+  const fs::path transcripts = Places::at(runtime_dir()).transcripts_dir();
+  fs::create_directories(transcripts);
+  if (::mount("tmpfs", transcripts.c_str(), "tmpfs", 0, "size=256k,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno)
+                 << "): the full-disk case is not exercised";
+  }
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{transcripts};
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  EventStream events(engine.places());
+  constexpr std::uint64_t kBytes = 2'000'000;  // eight times the disk
+  engine.spawn("log", pattern_argv(kBytes));
+  const Json error = events.wait_for("archive_error", "log");
+  EXPECT_NE(error.at("message").get<std::string>().find("No space left"), std::string::npos)
+      << error;
+  EXPECT_EQ(events.wait_for("sealed", "log").at("durable"), false);
+  EXPECT_EQ(engine.history("log"), expected(0, kBytes)) << "the ring lost nothing";
+}
+
+TEST_F(Persistence, AClearEmptiesTheTranscriptAndCursorsNeverGoBack) {
+  std::uint64_t floor = 0;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("log", pattern_argv(50'000));
+    engine.wait_sealed("log");
+    floor = engine.call("clear", {{"actor", "log"}}).header.at("floor");
+    EXPECT_EQ(floor, 50'000u);
+    const Error gone = expect_error(engine.try_call("history", {{"actor", "log"}, {"from", 0}}),
+                                    "history before the clear");
+    EXPECT_EQ(gone.code, Errc::cursor_expired);
+    EXPECT_EQ(gone.cursor, floor);
+    engine.stop();
+  }
+  for (const auto& entry : fs::directory_iterator(folder("log"))) {
+    EXPECT_NE(entry.path().extension(), ".seg") << "a cleared segment is still there";
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  EXPECT_EQ(engine.status("log").at("committed"), floor);
+  const Error gone = expect_error(engine.try_call("history", {{"actor", "log"}, {"from", 0}}),
+                                  "history before the clear, after a restart");
+  EXPECT_EQ(gone.code, Errc::cursor_expired);
+}
+
+TEST_F(Persistence, DeleteRemovesTheTranscript) {
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  engine.spawn("log", pattern_argv(10'000));
+  engine.wait_sealed("log");
+  wait_until([&] { return fs::exists(folder("log") / "actor.json"); }, "the actor record");
+  engine.call("delete", {{"actor", "log"}});
+  EXPECT_FALSE(fs::exists(folder("log")));
+  const fs::path trash = folder("log").parent_path() / ".trash";
+  wait_until([&] { return fs::is_empty(trash); }, "the writer to delete the folder");
+  // A new actor of the same name starts afresh, its transcript healthy.
+  engine.spawn("log", pattern_argv(2000));
+  engine.wait_sealed("log");
+  EXPECT_TRUE(engine.status("log").at("archive_error").is_null());
+  EXPECT_EQ(transcript(folder("log"), 0, 2000), expected(0, 2000));
+  engine.call("delete", {{"actor", "log"}});
+  engine.stop();
+  EngineProcess next;
+  ASSERT_TRUE(next.start(persisting(runtime_dir())));
+  EXPECT_EQ(next.call("list").header.at("actors").size(), 0u);
+}
+
+TEST_F(Persistence, AMemoryOnlyEngineIsANewEpochEachStart) {
+  std::string epoch;
+  {
+    EngineProcess engine;
+    EngineConfig config;
+    config.runtime_dir = runtime_dir();
+    ASSERT_TRUE(engine.start(config));
+    engine.spawn("log", pattern_argv(1000));
+    engine.wait_sealed("log");
+    epoch = engine.status("log").at("epoch");
+    engine.stop();
+  }
+  EXPECT_FALSE(fs::exists(Places::at(runtime_dir()).transcripts_dir()));
+  EngineProcess engine;
+  EngineConfig config;
+  config.runtime_dir = runtime_dir();
+  ASSERT_TRUE(engine.start(config));
+  EXPECT_EQ(engine.call("list").header.at("actors").size(), 0u);
+  engine.spawn("log", pattern_argv(1000));
+  engine.wait_sealed("log");
+  EXPECT_NE(engine.status("log").at("epoch"), epoch);
+  const Error wrong = expect_error(
+      engine.try_call("history", {{"actor", "log"}, {"from", 0}, {"epoch", epoch}}),
+      "an old epoch's cursor");
+  EXPECT_EQ(wrong.code, Errc::wrong_epoch);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
