@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/actor_record.hpp"
 #include "engine/log.hpp"
 #include "shm/ring_reader.hpp"
 
@@ -67,6 +68,7 @@ Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& plac
   auto actor = std::unique_ptr<Actor>(
       new Actor(host, std::move(name), std::move(*ring), epoch, settings, consumer_notify_fd));
   if (past) {
+    actor->created_ms_ = past->created_ms;
     actor->spec_ = past->spec;
     const std::size_t keep = std::min(past->sessions.size(), kSessionHistory);
     actor->sessions_.assign(past->sessions.end() - static_cast<std::ptrdiff_t>(keep),
@@ -83,6 +85,7 @@ Actor::Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint6
       name_(std::move(name)),
       ring_(std::move(ring)),
       epoch_(epoch),
+      created_ms_(wall_clock_ms()),
       settings_(with_read_chunk_within(settings, ring_.capacity())),
       // A read never exceeds read_chunk (at most a quarter of the capacity), so a consumer held
       // at the high-water mark plus one read stays within the capacity: it is never lapped.
@@ -408,6 +411,14 @@ Cursor Actor::clear() {
   ring_.clear();
   ring_.wake_readers();
   return ring_.floor();
+}
+
+bool Actor::release_ring() noexcept {
+  if (live_ || busy() || gate_.behind(ring_.committed()) > 0) return false;
+  ring_.release_pages();
+  ring_.wake_readers();
+  log(LogLevel::debug, "actor {}: idle ring released at cursor {}", name_, value(ring_.committed()));
+  return true;
 }
 
 Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes) const {

@@ -61,6 +61,7 @@ struct ActorPast {
   Cursor start{0};  // the ring's first cursor: after the last durable byte
   SpawnSpec spec;
   std::vector<shm::SessionRecord> sessions;  // sealed, oldest first
+  std::int64_t created_ms = 0;
 };
 
 class Actor {
@@ -91,6 +92,9 @@ class Actor {
   Result<void> resize(WindowSize size);
   // Empties the readable range; returns the new floor (= committed).
   Cursor clear();
+  // An idle actor's ring memory goes back to the system once every internal consumer has its
+  // bytes (false while one is behind, or while a session runs): the floor rises to committed.
+  bool release_ring() noexcept;
   // Bytes [from, min(to, committed)), at most max_bytes, from the ring.
   Result<std::string> history(Cursor from, Cursor to, std::size_t max_bytes) const;
   // Marks the segment closed, wakes its readers and unlinks it (delete, shutdown).
@@ -117,6 +121,8 @@ class Actor {
 
   const shm::RingWriter& ring() const noexcept { return ring_; }
   std::uint64_t epoch() const noexcept { return epoch_; }
+  // When the actor was first created (wall clock, ms since the Unix epoch; kept across restarts).
+  std::int64_t created_ms() const noexcept { return created_ms_; }
   const SpawnSpec& spec() const noexcept { return spec_; }
   WindowSize size() const noexcept { return spec_.size; }
   std::size_t input_queued() const noexcept { return input_.queued_bytes(); }
@@ -149,6 +155,7 @@ class Actor {
   std::string name_;
   shm::RingWriter ring_;
   std::uint64_t epoch_;
+  std::int64_t created_ms_;
   ActorSettings settings_;
   ConsumerGate gate_;
   InputQueue input_;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "engine/actor.hpp"
 #include "engine/request_fields.hpp"
 
 namespace backscroll::engine {
@@ -35,6 +36,12 @@ std::int64_t wall_clock_ms() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+ActorRecord ActorRecord::of(const Actor& actor) {
+  return ActorRecord{actor.name(),     actor.epoch(),      actor.spec(),
+                     actor.ring().committed(), actor.sessions(), actor.created_ms(),
+                     wall_clock_ms()};
 }
 
 Json ActorRecord::to_json() const {

@@ -18,6 +18,8 @@
 
 namespace backscroll::engine {
 
+class Actor;
+
 struct ActorRecord {
   static constexpr std::string_view kFormat = "backscroll-actor/1";
   static constexpr std::string_view kFileName = "actor.json";
@@ -31,6 +33,9 @@ struct ActorRecord {
   std::vector<shm::SessionRecord> sessions;  // oldest first
   std::int64_t created_ms = 0;               // wall clock, ms since the Unix epoch
   std::int64_t updated_ms = 0;
+
+  // What `actor` is now (its stream's end as the cursor).
+  static ActorRecord of(const Actor& actor);
 
   control::Json to_json() const;
   // Errors: bad_request naming the field that does not check out.

@@ -56,6 +56,8 @@ class ConsumerGate {
   // water mark; a paused gate stays paused until the slowest consumer is under the low mark.
   bool hold(Cursor committed) noexcept;
   bool paused() const noexcept;
+  // Bytes the slowest attached consumer is behind `committed` (0 without consumers).
+  std::uint64_t behind(Cursor committed) noexcept { return lag(committed); }
   std::size_t consumers() const noexcept { return consumers_.size(); }
   std::uint64_t high_water() const noexcept { return high_water_; }
   std::uint64_t low_water() const noexcept { return low_water_; }

@@ -237,42 +237,9 @@ Result<Json> Engine::op_clear(const Json& request) {
   const Cursor floor = (*actor)->clear();
   mirror_reset(**actor, floor);
   transcript_clear(**actor, floor);
+  cache_.erase((*actor)->name());  // cleared output is never served again
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};
-}
-
-Result<Json> Engine::op_history(ConnectionId connection, const Json& request) {
-  auto actor = find_actor(request);
-  if (!actor) return tl::unexpected(actor.error());
-  auto from = uint_field(request, "from");
-  if (!from) return tl::unexpected(from.error());
-  auto to = uint_field(request, "to", std::numeric_limits<std::uint64_t>::max());
-  if (!to) return tl::unexpected(to.error());
-  auto max_bytes = uint_field(request, "max_bytes", control::kMaxPayloadBytes);
-  if (!max_bytes) return tl::unexpected(max_bytes.error());
-  if (*to < *from) return fail(Errc::bad_request, "\"to\" is before \"from\"");
-  if (const auto epoch = request.find("epoch"); epoch != request.end() && !epoch->is_null()) {
-    if (!epoch->is_string()) return fail(Errc::bad_request, "\"epoch\" must be a string");
-    if (*epoch != Json(hex64((*actor)->epoch()))) {
-      return fail(Errc::wrong_epoch, "cursor " + std::to_string(*from) + " belongs to epoch " +
-                                         epoch->get<std::string>() + "; '" + (*actor)->name() +
-                                         "' is in epoch " + hex64((*actor)->epoch()));
-    }
-  }
-  const std::uint64_t cap = std::min<std::uint64_t>(*max_bytes, control::kMaxPayloadBytes);
-  // Below the ring's floor, the durable transcript answers (up to the floor; `more` says so).
-  const Cursor floor = (*actor)->ring().floor();
-  auto bytes = Cursor{*from} < floor && transcripts_.count((*actor)->name())
-                   ? transcript_history(**actor, Cursor{*from}, min(Cursor{*to}, floor), cap)
-                   : (*actor)->history(Cursor{*from}, Cursor{*to}, cap);
-  if (!bytes) return tl::unexpected(bytes.error());
-  const std::uint64_t end = *from + bytes->size();
-  const std::uint64_t target = std::min(*to, value((*actor)->ring().committed()));
-  const Json id = request.contains("id") ? request["id"] : Json(nullptr);
-  server_->reply(connection,
-                 control::ok_response(id, {{"from", *from}, {"to", end}, {"more", end < target}}),
-                 *bytes);
-  return Json(nullptr);
 }
 
 Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,

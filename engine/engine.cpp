@@ -137,6 +137,16 @@ void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept
              {"term_signal", session.term_signal}});
 }
 
+void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
+  broadcast({{"event", "sealed"},
+             {"actor", actor.name()},
+             {"session", session.id},
+             {"end", session.end},
+             {"durable", durable}});
+  keep_sealed_tail(actor, session);
+  finish_deferred(actor, session);
+}
+
 void Engine::broadcast(const control::Json& event) {
   for (const ConnectionId c : subscribers_) server_->send_event(c, event);
 }
@@ -165,6 +175,7 @@ void Engine::remove_actor(const std::string& name) {
     mirror_ids_.erase(m);
   }
   transcript_remove(name);
+  cache_.erase(name);
   it->second->close_segment();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);

@@ -18,6 +18,7 @@
 #include "engine/control_server.hpp"
 #include "engine/mirror_thread.hpp"
 #include "engine/runtime_dir.hpp"
+#include "engine/session_cache.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/transcript_writer.hpp"
 #include "engine/uring_loop.hpp"
@@ -38,6 +39,9 @@ struct EngineSettings {
   // memory only and every engine start is a new epoch.
   bool persist = false;
   TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
+  // A stopped actor's ring is released this long after its seal (its tail stays in the
+  // completed-session cache, everything retained in its transcript).
+  std::chrono::milliseconds release_idle_ring{60'000};
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
 };
@@ -106,6 +110,12 @@ class Engine final : public ActorHost, public RequestHandler {
   Result<control::Json> request_snapshot(ConnectionId connection, const control::Json& request,
                                          const Actor& actor, Cursor not_before, control::Json reply);
   void answer_snapshots();
+  // History below the ring's floor: the completed-session cache, then the transcript.
+  Result<std::string> older_history(const Actor& actor, Cursor from, Cursor to,
+                                    std::size_t max_bytes);
+  // At a seal: the session's tail into the cache, the ring's release scheduled.
+  void keep_sealed_tail(Actor& actor, const shm::SessionRecord& session);
+  void release_idle_ring(const std::string& actor);
   // Resizes the PTY, then tells the mirror at the committed cursor (stream order).
   Result<void> resize_actor(Actor& actor, WindowSize size);
   void mirror_add(Actor& actor);
@@ -170,11 +180,11 @@ class Engine final : public ActorHost, public RequestHandler {
     control::Json reply;  // fields the answer carries besides the snapshot's (attach)
   };
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
+  SessionCache cache_;  // stopped actors' tails
   std::unique_ptr<TranscriptWriter> writer_;  // with persistence only
   struct Transcript {
     WriterActorId id = 0;          // 0: not kept (the folder could not be opened)
     std::filesystem::path folder;
-    std::int64_t created_ms = 0;
     Cursor cleared_at{0};          // history never reads the transcript below the last clear
     std::optional<std::string> archive_error;
   };

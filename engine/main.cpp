@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   app.add_option("--drain-ms", drain_ms,
                  "after a program exits, read its PTY at most this long for late output")
       ->capture_default_str();
+  std::uint64_t release_ms = static_cast<std::uint64_t>(settings.release_idle_ring.count());
+  app.add_option("--release-ms", release_ms,
+                 "release a stopped actor's ring this long after its seal (its last 256 KiB stay "
+                 "in the completed-session cache)")
+      ->capture_default_str();
   bool persist = false;
   app.add_flag("--persist", persist,
                "keep durable transcripts (as settings.yaml terminal_transcript.persist: true)");
@@ -51,6 +56,7 @@ int main(int argc, char** argv) {
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
+  settings.release_idle_ring = std::chrono::milliseconds(release_ms);
 
   auto engine = engine::Engine::create(places, settings);
   if (!engine) {

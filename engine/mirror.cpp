@@ -1,4 +1,5 @@
 #include "engine/mirror.hpp"
+#include "engine/plain_text.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -167,11 +168,25 @@ void Mirror::apply_marks() {
   }
 }
 
-void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
+void Mirror::settle() {
   feed_to(scanner_.position());
   parsed_clean_ = parsed_ == scanner_.split_position();
   unfed_.clear();
   unfed_base_ = parsed_;
+}
+
+MirrorSnapshot Mirror::final_text() {
+  settle();
+  MirrorSnapshot out;
+  out.cursor = parsed_;
+  out.snapshot.cols = screen_.cols();
+  out.snapshot.rows = screen_.rows();
+  out.snapshot.bytes = plain_text(screen_);
+  return out;
+}
+
+void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
+  settle();
   scanner_.resize(cols, rows);
   screen_.resize(cols, rows);
   cols_ = cols;
@@ -190,6 +205,7 @@ void Mirror::reset(Cursor at) {
 MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
   MirrorSnapshot out;
   out.cursor = parsed_;
+
   std::optional<std::string_view> reason = scanner_.unmodelled_reason();
   // libvterm inside a sequence (or text run) longer than the mirror holds back.
   if (!parsed_clean_ || !screen_.clean()) reason = "incomplete_sequence";

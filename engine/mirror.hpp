@@ -44,6 +44,11 @@ class Mirror {
   // The PTY was resized after the bytes fed so far. A sequence still incomplete is handed to
   // libvterm first (a real terminal would have parsed its start before the resize too).
   void resize(std::uint16_t cols, std::uint16_t rows);
+  // Hands every byte fed so far to libvterm, a held text run or an incomplete sequence too.
+  void settle();
+  // The terminal's plain text (plain_text.hpp) once every byte fed is parsed: for an ended
+  // stream (a deleted actor), since it settles the mirror.
+  MirrorSnapshot final_text();
   // A fresh terminal whose stream starts at `at` (a clear, or a new session).
   void reset(Cursor at);
 

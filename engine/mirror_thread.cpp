@@ -190,7 +190,8 @@ void MirrorThread::answer_ready(Slot& slot) {
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
-    reply(SnapshotReply{r.token, true, slot.mirror->snapshot(r.options)});
+    reply(SnapshotReply{r.token, true,
+                        r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
     return true;
   });

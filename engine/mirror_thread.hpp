@@ -35,6 +35,8 @@ struct SnapshotRequest {
   // Answer only once the mirror has applied everything before this cursor (an attach that
   // resized first wants a snapshot at its size). Cursor{0}: answer from the parsed state now.
   Cursor not_before{0};
+  // Instead of a snapshot: the terminal's final plain text (Mirror::final_text; deletion).
+  bool plain_text = false;
 };
 
 struct SnapshotReply {

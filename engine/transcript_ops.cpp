@@ -78,7 +78,7 @@ void Engine::restore_actors() {
     }
     // Cursors continue after the last durable byte, and never below one the record saw.
     const Cursor end = max(store->end(), record->cursor);
-    ActorPast past{record->epoch, end, record->spec, record->sessions};
+    ActorPast past{record->epoch, end, record->spec, record->sessions, record->created_ms};
     if (!store->empty() &&
         (past.sessions.empty() || store->segments().back().session > past.sessions.back().id)) {
       // A session whose record was lost with the machine: its segments still name it.
@@ -110,7 +110,7 @@ void Engine::restore_actors() {
       continue;
     }
     const std::uint64_t bytes = store->bytes();
-    transcripts_[name] = Transcript{id, entry.path(), record->created_ms, Cursor{0}, std::nullopt};
+    transcripts_[name] = Transcript{id, entry.path(), Cursor{0}, std::nullopt};
     writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
                        past.sessions.empty() ? 0 : past.sessions.back().id);
     transcript_record(a);
@@ -124,7 +124,7 @@ void Engine::transcript_add(Actor& actor) {
   if (!writer_) return;
   const std::string& name = actor.name();
   const fs::path folder = places_.transcripts_dir() / name;
-  Transcript t{0, folder, wall_clock_ms(), Cursor{0}, std::nullopt};
+  Transcript t{0, folder, Cursor{0}, std::nullopt};
   const auto give_up = [&](const Error& e) {
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
@@ -136,7 +136,7 @@ void Engine::transcript_add(Actor& actor) {
     // Left by an actor that could not be restored: kept, out of the way, never appended to.
     const fs::path aside = places_.transcripts_dir() / ".aside";
     if (auto r = private_folder(aside); !r) return give_up(r.error());
-    const fs::path to = aside / (name + "-" + std::to_string(t.created_ms));
+    const fs::path to = aside / (name + "-" + std::to_string(wall_clock_ms()));
     fs::rename(folder, to, ec);
     if (ec) return give_up(Error{Errc::io_error, "move aside " + folder.string() + ": " + ec.message(), {}});
     log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to.string());
@@ -156,10 +156,8 @@ void Engine::transcript_add(Actor& actor) {
 void Engine::transcript_record(const Actor& actor) {
   const auto t = transcripts_.find(actor.name());
   if (!writer_ || t == transcripts_.end() || t->second.id == 0) return;
-  ActorRecord record{actor.name(),     actor.epoch(),         actor.spec(),
-                     actor.ring().committed(), actor.sessions(), t->second.created_ms,
-                     wall_clock_ms()};
-  writer_->save_record(t->second.id, actor.ring().committed(), record.to_json().dump());
+  writer_->save_record(t->second.id, actor.ring().committed(),
+                       ActorRecord::of(actor).to_json().dump());
 }
 
 void Engine::transcript_session(const Actor& actor, const shm::SessionRecord& session) {
@@ -267,15 +265,6 @@ void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept
   const std::uint64_t token = next_id_++;
   pending_seals_[token] = PendingSeal{actor.name(), session};
   writer_->seal(t->second.id, Cursor{session.end}, token);
-}
-
-void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
-  broadcast({{"event", "sealed"},
-             {"actor", actor.name()},
-             {"session", session.id},
-             {"end", session.end},
-             {"durable", durable}});
-  finish_deferred(actor, session);
 }
 
 }  // namespace backscroll::engine

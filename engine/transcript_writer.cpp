@@ -61,6 +61,18 @@ void TranscriptWriter::run() {
   run_worker(
       wake_, slots_, [this] { return drain_commands(); },
       [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); });
+  finish();
+}
+
+void TranscriptWriter::finish() {
+  for (auto& slot : slots_) {
+    slot->limit = slot->ring->committed();
+    while (pump(*slot, kBatchBytes)) {
+    }
+    if (slot->store) {
+      if (auto r = slot->store->sync(); !r) give_up(*slot, r.error().describe());
+    }
+  }
 }
 
 bool TranscriptWriter::drain_commands() {

@@ -49,7 +49,8 @@ class TranscriptWriter {
 
   // `notify_fd`: the io thread's eventfd, written after an event is queued. Starts the thread.
   explicit TranscriptWriter(int notify_fd);
-  ~TranscriptWriter();  // stops and joins the thread (nothing is synced: seal first)
+  // Stops and joins the thread once everything committed and every mark sent is on disk, synced.
+  ~TranscriptWriter();
   TranscriptWriter(const TranscriptWriter&) = delete;
   TranscriptWriter& operator=(const TranscriptWriter&) = delete;
 
@@ -100,6 +101,8 @@ class TranscriptWriter {
 
   void send(Command command);
   void run();
+  // After the stop command: every committed byte appended, every mark applied, stores synced.
+  void finish();
   bool drain_commands();
   bool pump(Slot& slot, std::size_t budget);
   bool apply_due_marks(Slot& slot);

@@ -31,6 +31,8 @@ struct Places {
   std::filesystem::path settings_path() const { return state_dir / "settings.yaml"; }
   // One folder per actor (durable transcripts, docs/transcripts.md).
   std::filesystem::path transcripts_dir() const { return state_dir / "transcripts"; }
+  // What deleted actors left (<actor>.scrollback, <actor>.snapshot.json), for `restore`.
+  std::filesystem::path deleted_dir() const { return state_dir / "deleted"; }
   // Every segment of this engine starts with this prefix (used to find a dead engine's leftovers).
   std::string segment_prefix() const;
   std::string segment_name(std::string_view actor) const { return segment_prefix() + std::string(actor); }

@@ -1,6 +1,7 @@
 #include "shm/ring_writer.hpp"
 
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,6 +111,16 @@ void RingWriter::clear() noexcept {
   floor_ = committed_;
   // release: pairs with the reader's acquire load of floor; bytes below are no longer served.
   store_release(header_->floor, floor_);
+}
+
+bool RingWriter::release_pages() noexcept {
+  // reserved = committed + capacity: "the engine may be writing every byte", so a reader still
+  // copying [c, committed) finds reserved - capacity > c when it validates and drops what it
+  // read. Published (release) before the pages are zeroed; the kernel's TLB shootdown for
+  // MADV_REMOVE orders the zeroing after it, as for the kernel's own writes into reservations.
+  // reserve() never lowers reserved, so the mark stands until the ring really passes it.
+  publish_reserved(committed_ + capacity_);
+  return ::madvise(data_, capacity_, MADV_REMOVE) == 0;
 }
 
 void RingWriter::wake_readers() noexcept {

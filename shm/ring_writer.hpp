@@ -44,6 +44,10 @@ class RingWriter {
   void append(std::span<const std::byte> bytes) noexcept;
   // Empties the readable range: floor = committed. The cursor space only moves forward.
   void clear() noexcept;
+  // Gives the data area's memory back to the system (an idle actor's ring): floor rises to
+  // committed and the pages are punched out; the next bytes fault fresh pages in. False when
+  // the memory is not a shared segment (it is then only cleared).
+  bool release_pages() noexcept;
   // Bumps the futex word and wakes every sleeping reader; call once per batch of commits.
   void wake_readers() noexcept;
   // Wakes readers only when something was committed since the last wake.

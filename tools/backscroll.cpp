@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
   }
   if (*tail_cmd) {
     tail.from = cursor_value(tail_from);
-    return run_tail(engine.places, tail);
+    return run_tail(engine, tail);
   }
   if (*send_cmd) {
     if (send.text.size() > 1 &&

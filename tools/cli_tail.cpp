@@ -38,18 +38,49 @@ bool session_done(const shm::RingReader& reader, std::uint64_t& watched, Cursor 
   return (record->flags & shm::kSessionSealed) != 0 && written >= Cursor{record->end};
 }
 
+// Writes the bytes [from, floor) that only the engine's history still has; returns the cursor
+// where the ring takes over. A cursor no longer retained goes on at the oldest one
+// (cursor_expired says which), with a warning when the user named it.
+Result<Cursor> write_older(const EngineTarget& engine, const TailArgs& args, Cursor from,
+                           Cursor floor) {
+  auto client = engine.connect_existing();
+  if (!client) return tl::unexpected(client.error());
+  while (from < floor) {
+    auto r = client->call("history", {{"actor", args.actor}, {"from", value(from)},
+                                      {"to", value(floor)}});
+    if (!r && r.error().code == Errc::cursor_expired && r.error().cursor &&
+        Cursor{*r.error().cursor} > from) {
+      const Cursor oldest{*r.error().cursor};
+      if (args.from) warn("tail: lapped, skipped " + std::to_string(oldest - from) + " bytes");
+      from = oldest;
+      continue;
+    }
+    if (!r) return tl::unexpected(r.error());
+    if (auto w = write_all(STDOUT_FILENO, r->payload); !w) return tl::unexpected(w.error());
+    const Cursor to{r->header.value("to", value(from))};
+    if (to <= from) break;  // nothing more below the floor
+    from = to;
+  }
+  return from;
+}
+
 }  // namespace
 
-int run_tail(const Places& places, const TailArgs& args) {
-  auto reader = open_ring(places, args.actor);
+int run_tail(const EngineTarget& engine, const TailArgs& args) {
+  auto reader = open_ring(engine.places, args.actor);
   if (!reader) return report(reader.error());
-  const Cursor start = args.from.value_or(reader->oldest());
+  Cursor start = args.from.value_or(Cursor{0});
   if (start > reader->committed()) {
     return report(Error{Errc::cursor_in_future,
                         "cursor " + std::to_string(value(start)) +
                             " is past the committed cursor " +
                             std::to_string(value(reader->committed())),
                         value(reader->committed())});
+  }
+  if (const Cursor floor = reader->oldest(); start < floor) {
+    auto older = write_older(engine, args, start, floor);
+    if (!older) return report(older.error());
+    start = *older;
   }
   RingFollower follower(*reader, start);
   if (!args.follow && !args.until_exit) {

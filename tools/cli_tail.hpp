@@ -9,16 +9,19 @@
 
 #include "shm/cursor.hpp"
 #include "shm/places.hpp"
+#include "tools/cli_engine.hpp"
 
 namespace backscroll::cli {
 
 struct TailArgs {
   std::string actor;
-  std::optional<Cursor> from;  // default: the oldest readable cursor
+  std::optional<Cursor> from;  // default: the oldest retained cursor (ring, cache, transcript)
   bool follow = false;
   bool until_exit = false;  // implies follow
 };
 
-int run_tail(const Places& places, const TailArgs& args);
+// Bytes older than the ring's floor (a stopped actor's released ring, a small ring) come first
+// from the engine's `history` (completed-session cache, transcript); the ring follows.
+int run_tail(const EngineTarget& engine, const TailArgs& args);
 
 }  // namespace backscroll::cli

@@ -5,6 +5,7 @@
 // - An I/O error gives the transcript up: archive_error, the consumer lets go, seals still
 //   answered (not durable). Seals for unknown actors are answered, never left hanging.
 // - The actor record is written in stream order, 0600; a removal with erase deletes the folder.
+// - Stopping the thread first appends, applies and syncs everything sent before (shutdown).
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -210,6 +211,27 @@ TEST_F(TranscriptWriterTest, TheRecordIsWrittenInStreamOrderAndRemovalCanErase) 
   EXPECT_FALSE(seal(1, ring, 4).durable);  // the removals were applied before this seal
   EXPECT_FALSE(std::filesystem::exists(folder(1)));
   EXPECT_EQ(read_all(reopened(2)), "kept after removal");
+}
+
+TEST_F(TranscriptWriterTest, StoppingFirstAppliesAndSyncsEverythingSentBefore) {
+  rings_.push_back(std::make_unique<TestRing>("late", notify_));
+  TestRing& ring = *rings_.back();
+  auto consumer = ring.gate.attach(ring.writer.committed());
+  {
+    TranscriptWriter local(notify_);
+    auto store = TranscriptStore::open(folder(9), {});
+    ASSERT_TRUE(store);
+    local.add_actor(9, ring.reader(), consumer, std::move(*store), 0xe0, 1);
+    ring.write("cleared before the stop ");
+    ring.writer.clear();
+    local.clear(9, ring.writer.committed());
+    ring.write("kept");
+    local.save_record(9, ring.writer.committed(), "{}");
+  }  // no wake, no seal: the destructor's stop
+  const TranscriptStore t = reopened(9);
+  EXPECT_EQ(read_all(t), "kept");
+  EXPECT_TRUE(std::filesystem::exists(folder(9) / "actor.json"));
+  EXPECT_EQ(consumer->position(), ring.writer.committed());
 }
 
 }  // namespace

@@ -453,6 +453,24 @@ TEST_F(CliSmallRing, TailFromAnOverwrittenCursorWarnsOnceAndGoesOnAtTheOldest) {
   EXPECT_EQ(plain.out, r.out);
 }
 
+// An engine that releases a stopped actor's ring at once (its tail stays in the cache).
+class CliReleasedRing : public CliCommandTest {
+ protected:
+  EngineConfig engine_config() override {
+    return EngineConfig::with({"--release-ms", "1", "--grace-ms", "500", "--drain-ms", "300"});
+  }
+};
+
+TEST_F(CliReleasedRing, TailAndHistoryOfAStoppedActorComeFromTheCache) {
+  spawn("done", {"sh", "-c", "printf 'all of it'"});
+  engine_.wait_sealed("done");
+  wait_until([&] { return engine_.status("done").at("floor") == committed("done"); },
+             "the ring to be released");
+  EXPECT_EQ(cli({"tail", "done"}).out, "all of it");
+  EXPECT_EQ(cli({"tail", "done", "--from", "4"}).out, "of it");
+  EXPECT_EQ(cli({"history", "done", "--from", "0"}).out, "all of it");
+}
+
 // ---- stop, restart, delete, clear, resize ----------------------------------------------------
 
 class CliLifecycle : public CliCommandTest {};

@@ -1,0 +1,16 @@
+// The plain text of a mirror's terminal: every history line, then the main screen's rows, as
+// UTF-8 lines ending in "\n", without attributes, trailing blanks or trailing empty rows. What a
+// deleted actor leaves in <actor>.scrollback (DESIGN section 6) and `restore` shows again.
+// With the alternate screen active (a full-screen program), the main screen underneath is the
+// one written: it holds the shell's history, the alternate screen only the program's frame.
+#pragma once
+
+#include <string>
+
+#include "engine/mirror_screen.hpp"
+
+namespace backscroll::engine {
+
+std::string plain_text(const MirrorScreen& screen);
+
+}  // namespace backscroll::engine
