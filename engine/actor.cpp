@@ -433,10 +433,15 @@ Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes
   return out;
 }
 
-void Actor::close_segment() noexcept {
+void Actor::mark_closing() noexcept {
+  if (closed_) return;
   closed_ = true;
   publish_meta();
   ring_.wake_readers();
+}
+
+void Actor::close_segment() noexcept {
+  mark_closing();
   shm::Segment::remove(ring_.segment_name());
 }
 

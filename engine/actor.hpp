@@ -97,7 +97,10 @@ class Actor {
   bool release_ring() noexcept;
   // Bytes [from, min(to, committed)), at most max_bytes, from the ring.
   Result<std::string> history(Cursor from, Cursor to, std::size_t max_bytes) const;
-  // Marks the segment closed, wakes its readers and unlinks it (delete, shutdown).
+  // Marks the segment closed (meta.closed) and wakes its readers: the actor is being deleted.
+  // Published before the session's seal, so a reader that sees the seal sees this too.
+  void mark_closing() noexcept;
+  // mark_closing(), then unlinks the segment (delete, shutdown).
   void close_segment() noexcept;
 
   std::shared_ptr<InternalConsumer> attach_consumer() { return gate_.attach(ring_.committed()); }

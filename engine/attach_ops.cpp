@@ -122,6 +122,7 @@ void Engine::answer_snapshots() {
   if (!mirror_) return;
   SnapshotReply r;
   while (mirror_->next_reply(r)) {
+    if (answer_deletion(r)) continue;
     const auto p = pending_snapshots_.find(r.token);
     if (p == pending_snapshots_.end()) continue;  // its connection went away
     PendingSnapshot pending = std::move(p->second);

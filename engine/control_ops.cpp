@@ -247,6 +247,14 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   auto found = find_actor(request);
   if (!found) return tl::unexpected(found.error());
   Actor& actor = **found;
+  if (const auto d = deletions_.find(actor.name()); d != deletions_.end()) {
+    if (kind != Deferred::Kind::remove) {
+      return fail(Errc::no_such_actor, "actor '" + actor.name() + "' is being deleted");
+    }
+    const Json id = request.contains("id") ? request["id"] : Json(nullptr);
+    d->second.waiters.push_back(Deferred{kind, connection, id});
+    return Json(nullptr);
+  }
   if (kind == Deferred::Kind::restart && shutting_down_) {
     return fail(Errc::shutting_down, "the engine is shutting down");
   }
@@ -266,6 +274,7 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
                                      " stop/restart/delete answers");
   }
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
+  if (kind == Deferred::Kind::remove) actor.mark_closing();  // its readers end as deleted
   if (actor.live()) {
     actor.stop(std::chrono::milliseconds(*grace_ms));
   } else if (seal_pending(actor.name())) {
@@ -295,13 +304,14 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
     return d.kind == Deferred::Kind::remove;
   });
   std::optional<Result<shm::SessionRecord>> restarted;
+  std::vector<Deferred> removers;
   for (const Deferred& d : waiting) {
     switch (d.kind) {
       case Deferred::Kind::stop:
         server_->reply(d.connection, control::ok_response(d.id, sealed));
         break;
       case Deferred::Kind::remove:
-        server_->reply(d.connection, control::ok_response(d.id, {{"actor", name}}));
+        removers.push_back(d);  // answered once the deletion snapshot is written
         break;
       case Deferred::Kind::restart:
         if (!restarted) {
@@ -332,7 +342,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
         break;
     }
   }
-  if (remove) remove_actor(name);
+  if (remove) begin_deletion(actor, std::move(removers));
 }
 
 }  // namespace backscroll::engine

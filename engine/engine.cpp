@@ -57,6 +57,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   engine->server_ =
       std::make_unique<ControlServer>(*engine->loop_, engine->timers_, *engine, *listen_fd);
   engine->restore_actors();
+  engine->purge_deleted();
   return engine;
 }
 
@@ -193,7 +194,7 @@ void Engine::begin_shutdown() noexcept {
 }
 
 bool Engine::shutdown_complete() const noexcept {
-  if (!shutting_down_ || !pending_seals_.empty()) return false;
+  if (!shutting_down_ || !pending_seals_.empty() || !deletions_.empty()) return false;
   for (const auto& [name, actor] : actors_) {
     if (actor->live() || actor->busy()) return false;
   }
@@ -243,6 +244,13 @@ int Engine::run() noexcept {
         d.id, Error{Errc::shutting_down, "the engine stopped before '" + name + "' sealed", {}}));
   }
   deferred_.clear();
+  for (const auto& [name, deletion] : deletions_) {
+    for (const Deferred& d : deletion.waiters) {
+      server_->reply(d.connection, control::error_response(d.id, Error{
+          Errc::shutting_down, "the engine stopped before '" + name + "' was deleted", {}}));
+    }
+  }
+  deletions_.clear();
   server_->close_all();
   stopping_loop_ = true;
   for (auto& [name, actor] : actors_) actor->close_segment();

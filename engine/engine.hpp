@@ -39,6 +39,8 @@ struct EngineSettings {
   // memory only and every engine start is a new epoch.
   bool persist = false;
   TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
+  // Deletion snapshots older than this are purged (settings.yaml retention_days).
+  std::chrono::hours retention{24 * 7};
   // A stopped actor's ring is released this long after its seal (its tail stays in the
   // completed-session cache, everything retained in its transcript).
   std::chrono::milliseconds release_idle_ring{60'000};
@@ -116,6 +118,14 @@ class Engine final : public ActorHost, public RequestHandler {
   // At a seal: the session's tail into the cache, the ring's release scheduled.
   void keep_sealed_tail(Actor& actor, const shm::SessionRecord& session);
   void release_idle_ring(const std::string& actor);
+  // Deletion (deletion_ops.cpp): the mirror's final plain text first, then the deletion
+  // snapshot files, the answers and the removal.
+  void begin_deletion(Actor& actor, std::vector<Deferred> waiters);
+  // True when the reply answers a deletion's text request (and finishes that deletion).
+  bool answer_deletion(SnapshotReply& reply);
+  void finish_deletion(const std::string& actor, std::optional<std::string> scrollback);
+  // Purges deletion snapshots older than the retention, now and every hour.
+  void purge_deleted();
   // Resizes the PTY, then tells the mirror at the committed cursor (stream order).
   Result<void> resize_actor(Actor& actor, WindowSize size);
   void mirror_add(Actor& actor);
@@ -163,6 +173,11 @@ class Engine final : public ActorHost, public RequestHandler {
   // Deleted actors whose ops are still in flight; destroyed once idle.
   std::vector<std::unique_ptr<Actor>> graveyard_;
   std::multimap<std::string, Deferred> deferred_;
+  struct PendingDeletion {
+    std::vector<Deferred> waiters;  // delete requests, answered once the files are written
+    std::uint64_t token = 0;        // the mirror's text request
+  };
+  std::map<std::string, PendingDeletion> deletions_;
   // Attachments (DESIGN section 5). Ids are never reused; an actor's controller is its latest
   // controller attachment, and an older one's resize is refused (stale_controller).
   struct Attachment {

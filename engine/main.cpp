@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
+  settings.retention = std::chrono::hours(24 * file->retention_days);
 
   auto engine = engine::Engine::create(places, settings);
   if (!engine) {

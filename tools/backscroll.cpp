@@ -18,6 +18,7 @@
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_status_follow.hpp"
+#include "tools/cli_restore.hpp"
 #include "tools/cli_tail.hpp"
 #include "tools/cli_verify.hpp"
 
@@ -200,6 +201,15 @@ int main(int argc, char** argv) {
   auto* delete_cmd = app.add_subcommand("delete", "Stop an actor and remove it with its ring");
   add_actor(delete_cmd, delete_actor);
 
+  // restore
+  RestoreArgs restore;
+  std::string restore_as;
+  auto* restore_cmd = app.add_subcommand(
+      "restore", "Open a shell actor where a deleted actor worked, showing its saved scrollback");
+  add_actor(restore_cmd, restore.actor);
+  restore_cmd->add_option("--as", restore_as, "name of the new actor (default: NAME)")
+      ->type_name("NAME");
+
   // history
   HistoryArgs history;
   std::string history_from, history_to;
@@ -311,6 +321,10 @@ int main(int argc, char** argv) {
     return run_status(engine,
                       status_actors.empty() ? std::nullopt : std::optional(status_actors.front()),
                       status_json);
+  }
+  if (*restore_cmd) {
+    if (!restore_as.empty()) restore.as = restore_as;
+    return run_restore(engine, restore);
   }
   if (*tail_cmd) {
     tail.from = cursor_value(tail_from);

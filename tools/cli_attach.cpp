@@ -128,7 +128,12 @@ void output_loop(const shm::RingReader& reader, Cursor start, const std::atomic<
           watched = meta->session;
           continue;
         }
-        finish({End::exited, {}, 0, record});
+        // A delete marks the ring closed before the seal: read the meta again, after the seal.
+        if (const auto now = reader.meta(); now && now->closed) {
+          finish({End::deleted, {}, 0, std::nullopt});
+        } else {
+          finish({End::exited, {}, 0, record});
+        }
         break;
       }
       if (!record && meta->session > watched) watched = meta->session;

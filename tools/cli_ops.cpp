@@ -308,6 +308,9 @@ int run_restart(const EngineTarget& engine, const std::string& actor) {
 int run_delete(const EngineTarget& engine, const std::string& actor) {
   auto r = call(engine, "delete", {{"actor", actor}});
   if (!r) return report(r.error());
+  if (const auto e = r->header.find("snapshot_error"); e != r->header.end() && e->is_string()) {
+    warn("delete: " + actor + ": scrollback not saved: " + e->get<std::string>());
+  }
   return print(actor + " deleted");
 }
 

@@ -539,6 +539,25 @@ TEST_F(CliLifecycle, DeleteRemovesTheActorAndItsRing) {
   EXPECT_TRUE(FailsWithOneLine(cli({"status", "d"}), 1, "backscroll: no_such_actor: "));
 }
 
+TEST_F(CliLifecycle, RestoreOpensAShellWhereTheDeletedActorWorkedShowingItsScrollback) {
+  const fs::path cwd = scratch_.path() / "project";
+  fs::create_directories(cwd);
+  spawn("gone", {"sh", "-c", "printf 'built 42 targets\\n'"}, {"--cwd", cwd.string()});
+  engine_.wait_sealed("gone");
+  ASSERT_TRUE(Succeeds(cli({"delete", "gone"})));
+  const CliResult r = cli({"restore", "gone"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out.rfind("gone session 1 pid ", 0), 0u) << r.out;
+  engine_.wait_output("gone", "built 42 targets\r\n");
+  const Json status = engine_.status("gone");
+  EXPECT_EQ(status.at("cwd"), cwd.string());
+  EXPECT_EQ(status.at("state"), "running") << "a shell waits after the scrollback";
+  // Under another name, and a name without a deletion snapshot.
+  ASSERT_TRUE(Succeeds(cli({"restore", "gone", "--as", "again"})));
+  engine_.wait_output("again", "built 42 targets");
+  EXPECT_TRUE(FailsWithOneLine(cli({"restore", "never"}), 1, "backscroll: no_such_actor: "));
+}
+
 TEST_F(CliLifecycle, ClearPrintsTheNewFloorAndDropsTheOutput) {
   spawn("c", print_then_wait("abc"));
   engine_.wait_output("c", "abc");

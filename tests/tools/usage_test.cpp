@@ -15,7 +15,7 @@ namespace {
 // Every command of docs/cli.md ("Commands"), ping included.
 const std::vector<std::string> kCommands = {"spawn",   "list",   "status",   "tail",    "send",
                                             "resize",  "clear",  "stop",     "restart", "delete",
-                                            "history", "attach", "shutdown", "ping"};
+                                            "history", "attach", "shutdown", "restore", "ping"};
 
 // A runtime directory that does not exist: a command that tried to reach (or start) an engine
 // would fail on it, or create it.

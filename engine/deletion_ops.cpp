@@ -1,0 +1,70 @@
+// Deleting an actor (DESIGN section 6): once its session is sealed, the mirror settles and
+// gives its final plain text, the deletion snapshot (<actor>.scrollback, <actor>.snapshot.json)
+// is written, best effort, and only then are the delete requests answered and the actor
+// removed. A failed write is reported in the answer (`snapshot_error`) and the log; the
+// deletion goes on. Io thread.
+#include "engine/deletion_snapshot.hpp"
+#include "engine/engine.hpp"
+#include "engine/log.hpp"
+
+namespace backscroll::engine {
+
+using control::Json;
+
+void Engine::begin_deletion(Actor& actor, std::vector<Deferred> waiters) {
+  const std::string name = actor.name();
+  PendingDeletion& deletion = deletions_[name];
+  deletion.waiters = std::move(waiters);
+  const auto m = mirror_ids_.find(name);
+  if (!mirror_ || m == mirror_ids_.end()) return finish_deletion(name, std::nullopt);
+  SnapshotRequest request;
+  request.token = deletion.token = next_id_++;
+  request.not_before = actor.ring().committed();  // every byte the session printed
+  request.plain_text = true;
+  mirror_->request_snapshot(m->second, request);
+}
+
+bool Engine::answer_deletion(SnapshotReply& reply) {
+  const auto d = std::find_if(deletions_.begin(), deletions_.end(), [&](const auto& entry) {
+    return entry.second.token == reply.token;
+  });
+  if (d == deletions_.end()) return false;
+  finish_deletion(d->first, reply.found ? std::optional(std::move(reply.taken.snapshot.bytes))
+                                        : std::nullopt);
+  return true;
+}
+
+void Engine::finish_deletion(const std::string& name, std::optional<std::string> scrollback) {
+  auto node = deletions_.extract(name);
+  if (node.empty()) return;
+  Json answer{{"actor", name}};
+  if (const auto a = actors_.find(name); a != actors_.end()) {
+    const Actor& actor = *a->second;
+    DeletionSnapshot snapshot{ActorRecord::of(actor), actor.ring().floor(), std::move(scrollback),
+                              wall_clock_ms()};
+    if (const auto cached = cache_.range(name); cached && cached->first < snapshot.floor) {
+      snapshot.floor = cached->first;
+    }
+    const auto written = write_deletion_snapshot(places_.deleted_dir(), snapshot);
+    if (written) {
+      answer["snapshot"] = (places_.deleted_dir() / (name + ".snapshot.json")).string();
+    } else {
+      answer["snapshot_error"] = written.error().describe();
+      log(LogLevel::warn, "actor {}: deletion snapshot not written: {}", name,
+          written.error().describe());
+    }
+  }
+  for (const Deferred& d : node.mapped().waiters) {
+    server_->reply(d.connection, control::ok_response(d.id, answer));
+  }
+  remove_actor(name);
+}
+
+void Engine::purge_deleted() {
+  const std::size_t purged = purge_deletion_snapshots(
+      places_.deleted_dir(), settings_.retention, std::chrono::system_clock::now());
+  if (purged > 0) log(LogLevel::info, "purged {} deletion snapshot files", purged);
+  timers_.schedule(TimerQueue::Clock::now() + std::chrono::hours(1), [this] { purge_deleted(); });
+}
+
+}  // namespace backscroll::engine
