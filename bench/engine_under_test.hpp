@@ -31,9 +31,15 @@ inline std::filesystem::path bin_dir() {
 
 class EngineUnderTest {
  public:
-  explicit EngineUnderTest(std::vector<std::string> flags) {
-    char tmpl[] = "/tmp/backscroll-bench-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
+  // A fresh folder of its own (removed at the end), or `root` (kept: a later engine may reuse
+  // its state dir, root/state).
+  explicit EngineUnderTest(std::vector<std::string> flags, std::filesystem::path root = {})
+      : owns_root_(root.empty()) {
+    if (owns_root_) {
+      char tmpl[] = "/tmp/backscroll-bench-XXXXXX";
+      root = ::mkdtemp(tmpl);
+    }
+    root_ = root;
     places_ = Places::at(root_ / "rt");
     const std::string engine = (bin_dir() / "backscrolld").string();
     pid_ = ::fork();
@@ -49,12 +55,12 @@ class EngineUnderTest {
       ::execv(engine.c_str(), argv.data());
       ::_exit(127);
     }
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 10'000; ++i) {
       if (auto c = control::ControlClient::connect(places_)) {
         client_.emplace(std::move(*c));
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::fprintf(stderr, "bench: the engine did not start (log in %s)\n", root_.c_str());
     std::exit(1);
@@ -64,7 +70,7 @@ class EngineUnderTest {
   ~EngineUnderTest() {
     if (client_) (void)client_->call("shutdown");
     ::waitpid(pid_, nullptr, 0);
-    std::filesystem::remove_all(root_);
+    if (owns_root_) std::filesystem::remove_all(root_);
   }
 
   const Places& places() const { return places_; }
@@ -77,6 +83,7 @@ class EngineUnderTest {
   }
 
  private:
+  bool owns_root_;
   std::filesystem::path root_;
   Places places_;
   pid_t pid_ = 0;

@@ -13,24 +13,20 @@
 #include <cstring>
 #include <string>
 
-#include <boost/crc.hpp>
-
 #include "engine/actor_record.hpp"
+#include "engine/crc32c.hpp"
 
 namespace backscroll::engine {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'S', 'T', 'X', '0', '0', '0', '1'};
+// Version 2: records carry CRC-32C (version 1, never released, had CRC-32).
+constexpr char kMagic[8] = {'B', 'S', 'T', 'X', '0', '0', '0', '2'};
 
 tl::unexpected<Error> os_error(const std::string& what, int err = errno) {
   return fail(Errc::io_error, what + ": " + std::strerror(err));
 }
 
-std::uint32_t crc32(const char* data, std::size_t n) {
-  boost::crc_32_type crc;
-  crc.process_bytes(data, n);
-  return crc.checksum();
-}
+std::uint32_t crc32(const char* data, std::size_t n) { return crc32c(data, n); }
 
 void put64(char* at, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<char>(v >> (8 * i));
@@ -160,7 +156,9 @@ TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions
 
 TranscriptStore::TranscriptStore(TranscriptStore&& o) noexcept
     : folder_(std::move(o.folder_)), options_(o.options_), segments_(std::move(o.segments_)),
-      fd_(std::exchange(o.fd_, -1)) {}
+      fd_(std::exchange(o.fd_, -1)), unsynced_(std::move(o.unsynced_)) {
+  o.unsynced_.clear();
+}
 
 TranscriptStore& TranscriptStore::operator=(TranscriptStore&& o) noexcept {
   if (this != &o) {
@@ -169,6 +167,8 @@ TranscriptStore& TranscriptStore::operator=(TranscriptStore&& o) noexcept {
     options_ = o.options_;
     segments_ = std::move(o.segments_);
     fd_ = std::exchange(o.fd_, -1);
+    unsynced_ = std::move(o.unsynced_);
+    o.unsynced_.clear();
   }
   return *this;
 }
@@ -178,6 +178,8 @@ TranscriptStore::~TranscriptStore() { close_fd(); }
 void TranscriptStore::close_fd() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  for (const auto& [start, fd] : unsynced_) ::close(fd);
+  unsynced_.clear();
 }
 
 std::uint64_t TranscriptStore::bytes() const noexcept {
@@ -238,8 +240,11 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
 
 Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session) {
   if (fd_ >= 0) {
-    if (::fdatasync(fd_) != 0) return os_error("fdatasync " + segments_.back().path.string());
-    close_fd();
+    // Not synced here (DESIGN: fsync at seal, not per chunk): its writeback starts now, and the
+    // next sync() waits for it. Retention closes it if it goes first.
+    ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+    unsynced_.emplace_back(segments_.back().start, fd_);
+    fd_ = -1;
   }
   if (!empty() && segments_.back().end == segments_.back().start) {
     // A segment without a record (the engine died right after creating it): replaced, since
@@ -307,6 +312,11 @@ Result<void> TranscriptStore::enforce_retention() {
     std::error_code ec;
     std::filesystem::remove(segments_.front().path, ec);
     if (ec) return fail(Errc::io_error, "remove " + segments_.front().path.string() + ": " + ec.message());
+    std::erase_if(unsynced_, [&](const auto& u) {
+      if (u.first != segments_.front().start) return false;
+      ::close(u.second);  // deleted: nothing of it needs to reach the disk
+      return true;
+    });
     total -= oldest;
     segments_.erase(segments_.begin());
   }
@@ -314,6 +324,14 @@ Result<void> TranscriptStore::enforce_retention() {
 }
 
 Result<void> TranscriptStore::sync() {
+  while (!unsynced_.empty()) {
+    const auto [start, fd] = unsynced_.front();
+    const int r = ::fdatasync(fd);
+    const int err = errno;
+    if (r != 0) return os_error("fdatasync segment " + segment_name(start), err);
+    ::close(fd);
+    unsynced_.erase(unsynced_.begin());
+  }
   if (fd_ >= 0 && ::fdatasync(fd_) != 0) return os_error("fdatasync " + segments_.back().path.string());
   return sync_folder(folder_);
 }

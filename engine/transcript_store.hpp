@@ -3,8 +3,8 @@
 // bytes of one session from a start cursor on:
 //
 //   <folder>/<start cursor: 16 hex digits>.seg
-//     header   "BSTX0001", epoch (u64 LE), session (u64 LE), start cursor (u64 LE)   32 bytes
-//     records  length (u32 LE, 1..kMaxRecord), CRC-32 of the bytes (u32 LE), the bytes
+//     header   "BSTX0002", epoch (u64 LE), session (u64 LE), start cursor (u64 LE)   32 bytes
+//     records  length (u32 LE, 1..kMaxRecord), CRC-32C of the bytes (u32 LE), the bytes
 //
 // A segment's name and header map cursors to files without an index. Records make a torn tail
 // detectable: open() keeps every record whose length and CRC check out and cuts the newest
@@ -56,7 +56,8 @@ class TranscriptStore {
   // bytes between were cleared or never seen). `at` must not be before end().
   Result<void> append(Cursor at, std::uint64_t epoch, std::uint64_t session,
                       std::span<const char> bytes);
-  // Makes everything appended durable: fdatasync of the open segment, fsync of the folder.
+  // Makes everything appended durable: fdatasync of every segment written since the last sync
+  // (closed ones had their writeback started when they closed), fsync of the folder.
   Result<void> sync();
   // Deletes every segment (the actor was cleared); the next append starts a new one.
   Result<void> clear();
@@ -95,6 +96,9 @@ class TranscriptStore {
   TranscriptOptions options_;
   std::vector<TranscriptSegment> segments_;  // oldest first, contiguous within a session
   int fd_ = -1;                              // the newest segment, open for appending
+  // Closed segments written since the last sync(), with their start cursors: sync() waits for
+  // their writeback too, so a seal makes every byte durable, not just the newest segment's.
+  std::vector<std::pair<Cursor, int>> unsynced_;
 };
 
 }  // namespace backscroll::engine

@@ -224,6 +224,11 @@ int main(int argc, char** argv) {
       ->type_name("CURSOR")
       ->check(u64_value());
   history_cmd
+      ->add_option("--epoch", history.epoch,
+                   "the epoch the cursors belong to (16 hex digits, from status or snapshot): "
+                   "refused with wrong_epoch when the actor's cursor space is another")
+      ->type_name("EPOCH");
+  history_cmd
       ->add_option("-o,--output", history.output,
                    "write to FILE (created 0600, truncated) instead of stdout")
       ->type_name("FILE");

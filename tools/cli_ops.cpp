@@ -341,6 +341,7 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
   for (;;) {
     Json fields = {{"actor", args.actor}, {"from", value(from)}};
     if (args.to) fields["to"] = value(*args.to);
+    if (!args.epoch.empty()) fields["epoch"] = args.epoch;
     auto r = client->call("history", std::move(fields));
     if (!r) return report(r.error());
     if (auto w = out.write(r->payload); !w) return report(w.error());

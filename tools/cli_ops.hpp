@@ -42,6 +42,7 @@ struct HistoryArgs {
   std::string actor;
   Cursor from{0};
   std::optional<Cursor> to;  // default: the committed cursor
+  std::string epoch;         // empty: not checked
   std::string output;        // empty or "-": stdout
 };
 

@@ -471,6 +471,15 @@ TEST_F(CliReleasedRing, TailAndHistoryOfAStoppedActorComeFromTheCache) {
   EXPECT_EQ(cli({"history", "done", "--from", "0"}).out, "all of it");
 }
 
+TEST_F(CliCommandTest, HistoryWithAnotherEpochIsRefused) {
+  spawn("e", {"sh", "-c", "printf epoch-check"});
+  engine_.wait_sealed("e");
+  const std::string epoch = engine_.status("e").at("epoch");
+  EXPECT_EQ(cli({"history", "e", "--from", "0", "--epoch", epoch}).out, "epoch-check");
+  EXPECT_TRUE(FailsWithOneLine(cli({"history", "e", "--from", "0", "--epoch", "00000000000000aa"}),
+                               1, "backscroll: wrong_epoch: "));
+}
+
 // ---- stop, restart, delete, clear, resize ----------------------------------------------------
 
 class CliLifecycle : public CliCommandTest {};

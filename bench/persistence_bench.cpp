@@ -1,0 +1,200 @@
+// bench/persistence_bench: what durable transcripts cost (issue 4), each figure measured in one
+// run against the same engine without persistence:
+//   1. flood throughput with persistence on, as a ratio to persistence off: without the mirror
+//      (the drain alone, where the writer thread could show) and with it (the default engine);
+//   2. seal latency: `stop` of an actor whose last `--seal-bytes` are written but not synced,
+//      until the answer (the session sealed, with persistence: its transcript fsynced);
+//   3. restart: a persisting engine with `--actors` actors of `--history-bytes` retained history
+//      each, from exec until it answers, with its page cache warm, and with --drop-caches
+//      (root only; it empties the whole machine's page cache) cold.
+//
+//   persistence_bench [--bytes N] [--rounds R] [--seal-bytes N] [--actors N]
+//                     [--history-bytes N] [--drop-caches] [--json FILE]
+//
+// The state dirs are under /tmp (the disk the engine would use by default is the user's home;
+// the machine line in docs/performance.md says which disk that was).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/engine_under_test.hpp"
+#include "bench/flood_drain.hpp"
+
+namespace {
+
+using namespace backscroll;
+using bench::bin_dir;
+using bench::Clock;
+using bench::EngineUnderTest;
+using bench::median;
+using Json = nlohmann::json;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::uint64_t committed(EngineUnderTest& engine, const std::string& actor) {
+  const auto status = engine.call("status", {{"actor", actor}});
+  return status.header["actors"][0]["committed"].get<std::uint64_t>();
+}
+
+// Polls until the actor's committed cursor has not moved for `quiet`.
+void wait_quiet(EngineUnderTest& engine, const std::string& actor, std::chrono::milliseconds quiet) {
+  std::uint64_t last = committed(engine, actor);
+  auto since = Clock::now();
+  while (Clock::now() - since < quiet) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::uint64_t now = committed(engine, actor);
+    if (now != last) {
+      last = now;
+      since = Clock::now();
+    }
+  }
+}
+
+// Writes `bytes` of text, then waits (its output stays unsynced until the stop seals it); the
+// time from `stop` to its answer.
+double seal_latency_ms(EngineUnderTest& engine, const std::string& actor, std::uint64_t bytes) {
+  const std::string writer = (bin_dir() / "flood_writer").string();
+  engine.call("spawn", {{"actor", actor},
+                        {"argv", {"sh", "-c", "\"$0\" \"$1\"; exec sleep 1000", writer,
+                                  std::to_string(bytes)}}});
+  wait_quiet(engine, actor, std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  engine.call("stop", {{"actor", actor}, {"grace_ms", 0}});
+  const double ms = ms_since(start);
+  engine.call("delete", {{"actor", actor}});
+  return ms;
+}
+
+// Empties the page cache (after a sync); false when not permitted.
+bool drop_caches() {
+  ::sync();
+  std::ofstream out("/proc/sys/vm/drop_caches");
+  out << "3\n";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t flood_bytes = 256ull << 20;
+  int rounds = 3;
+  std::uint64_t seal_bytes = 10ull << 20;
+  int actors = 64;
+  std::uint64_t history_bytes = 4ull << 20;
+  std::string json_path;
+  bool cold_restart = false;
+  CLI::App app{"what durable transcripts cost: flood ratio, seal latency, restart time"};
+  app.add_option("--bytes", flood_bytes, "bytes the child writes per flood")->capture_default_str();
+  app.add_option("--rounds", rounds, "floods and seals per configuration")->capture_default_str();
+  app.add_option("--seal-bytes", seal_bytes, "unsynced bytes before the stop")->capture_default_str();
+  app.add_option("--actors", actors, "actors of the restart")->capture_default_str();
+  app.add_option("--history-bytes", history_bytes, "retained history per actor at the restart")
+      ->capture_default_str();
+  app.add_flag("--drop-caches", cold_restart,
+               "also restart with the page cache dropped (root; affects the whole machine)");
+  app.add_option("--json", json_path, "also write the results as JSON here");
+  CLI11_PARSE(app, argc, argv);
+  Json out = {{"flood_bytes", flood_bytes}, {"rounds", rounds}, {"seal_bytes", seal_bytes},
+              {"actors", actors}, {"history_bytes", history_bytes}};
+
+  // 1 and 2: four engines, floods alternating between them.
+  {
+    struct Config {
+      const char* name;
+      std::vector<std::string> flags;
+      std::unique_ptr<EngineUnderTest> engine;
+      std::vector<double> mb_s, seal_ms;
+    };
+    std::vector<Config> configs;
+    configs.push_back({"--no-mirror", {"--no-mirror"}, nullptr, {}, {}});
+    configs.push_back({"--no-mirror --persist", {"--no-mirror", "--persist"}, nullptr, {}, {}});
+    configs.push_back({"mirror", {}, nullptr, {}, {}});
+    configs.push_back({"mirror --persist", {"--persist"}, nullptr, {}, {}});
+    for (auto& c : configs) c.engine = std::make_unique<EngineUnderTest>(c.flags);
+    for (int r = 0; r < rounds; ++r) {
+      for (auto& c : configs) {
+        const auto s = bench::engine_flood(*c.engine, "flood" + std::to_string(r), flood_bytes);
+        c.mb_s.push_back(s.mb_per_s());
+        c.seal_ms.push_back(seal_latency_ms(*c.engine, "seal" + std::to_string(r), seal_bytes));
+        std::fprintf(stderr, "round %d %-22s %.1f MB/s, stop->sealed %.1f ms\n", r, c.name,
+                     s.mb_per_s(), c.seal_ms.back());
+      }
+    }
+    const double base_nm = median(configs[0].mb_s), persist_nm = median(configs[1].mb_s);
+    const double base_m = median(configs[2].mb_s), persist_m = median(configs[3].mb_s);
+    std::printf("| flood, %llu bytes per run (median of %d) | MB/s | ratio persist/off |\n|---|---|---|\n",
+                static_cast<unsigned long long>(flood_bytes), rounds);
+    std::printf("| --no-mirror, persistence off | %.1f | |\n", base_nm);
+    std::printf("| --no-mirror, persistence on | %.1f | %.3f |\n", persist_nm, persist_nm / base_nm);
+    std::printf("| mirror on, persistence off | %.1f | |\n", base_m);
+    std::printf("| mirror on, persistence on | %.1f | %.3f |\n\n", persist_m, persist_m / base_m);
+    std::printf("| stop -> sealed, %llu unsynced bytes (median of %d) | ms |\n|---|---|\n",
+                static_cast<unsigned long long>(seal_bytes), rounds);
+    for (const auto& c : configs) std::printf("| %s | %.1f |\n", c.name, median(c.seal_ms));
+    std::printf("\n");
+    for (const auto& c : configs) {
+      out["configs"][c.name] = {{"mb_s", c.mb_s}, {"seal_ms", c.seal_ms}};
+    }
+    out["ratio_no_mirror"] = persist_nm / base_nm;
+    out["ratio_mirror"] = persist_m / base_m;
+  }
+
+  // 3: restart with retained history.
+  {
+    char tmpl[] = "/tmp/backscroll-restart-XXXXXX";
+    const std::filesystem::path root = ::mkdtemp(tmpl);
+    const std::string writer = (bin_dir() / "flood_writer").string();
+    {
+      EngineUnderTest first({"--persist", "--no-mirror"}, root);
+      for (int i = 0; i < actors; ++i) {
+        first.call("spawn", {{"actor", "a" + std::to_string(i)},
+                             {"argv", {writer, std::to_string(history_bytes)}}});
+      }
+      for (int i = 0; i < actors; ++i) wait_quiet(first, "a" + std::to_string(i), std::chrono::milliseconds(50));
+    }  // shutdown: every transcript sealed
+    std::uintmax_t disk = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / "state"))
+      if (e.is_regular_file()) disk += e.file_size();
+    const auto restart = [&](const char* label) {
+      const auto start = Clock::now();
+      EngineUnderTest engine({"--persist"}, root);
+      const double ms = ms_since(start);
+      const auto list = engine.call("list");
+      if (list.header["actors"].size() != static_cast<std::size_t>(actors)) {
+        std::fprintf(stderr, "restart: %zu actors came back, not %d\n", list.header["actors"].size(),
+                     actors);
+        std::exit(1);
+      }
+      std::fprintf(stderr, "restart (%s): %.1f ms\n", label, ms);
+      return ms;
+    };
+    const double warm = restart("warm page cache");
+    std::optional<double> cold;
+    if (cold_restart && drop_caches()) cold = restart("caches dropped");
+    std::printf("| restart, %d actors x %llu bytes of history (%.0f MiB on disk) | ms to answer |\n|---|---|\n",
+                actors, static_cast<unsigned long long>(history_bytes),
+                static_cast<double>(disk) / (1 << 20));
+    std::printf("| page cache warm | %.1f |\n", warm);
+    if (cold) std::printf("| page cache dropped | %.1f |\n", *cold);
+    else std::printf("| page cache dropped | not measured (--drop-caches, root) |\n");
+    out["restart_warm_ms"] = warm;
+    out["restart_cold_ms"] = cold ? Json(*cold) : Json(nullptr);
+    out["restart_disk_bytes"] = disk;
+    std::filesystem::remove_all(root);
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return 0;
+}
