@@ -377,6 +377,10 @@ void Actor::maybe_seal() noexcept {
   shm::SessionRecord& record = session_record();
   record.end = value(ring_.committed());
   record.flags |= shm::kSessionSealed;
+  if (close_at_seal_) {
+    closed_ = true;  // published before the sealed record is (publish_session, next)
+    publish_meta();
+  }
   publish_session();
   state_ = shm::ActorState::idle;
   publish_meta();
@@ -435,13 +439,19 @@ Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes
 
 void Actor::mark_closing() noexcept {
   if (closed_) return;
+  if (live_) {
+    close_at_seal_ = true;
+    return;
+  }
   closed_ = true;
   publish_meta();
   ring_.wake_readers();
 }
 
 void Actor::close_segment() noexcept {
-  mark_closing();
+  closed_ = true;
+  publish_meta();
+  ring_.wake_readers();
   shm::Segment::remove(ring_.segment_name());
 }
 

@@ -98,9 +98,10 @@ class Actor {
   // Bytes [from, min(to, committed)), at most max_bytes, from the ring.
   Result<std::string> history(Cursor from, Cursor to, std::size_t max_bytes) const;
   // Marks the segment closed (meta.closed) and wakes its readers: the actor is being deleted.
-  // Published before the session's seal, so a reader that sees the seal sees this too.
+  // While a session runs, only at its seal (readers still get everything it prints), and then
+  // before the seal itself is published, so a reader that sees the seal sees this too.
   void mark_closing() noexcept;
-  // mark_closing(), then unlinks the segment (delete, shutdown).
+  // Marks the segment closed now, wakes its readers and unlinks it (delete, shutdown).
   void close_segment() noexcept;
 
   std::shared_ptr<InternalConsumer> attach_consumer() { return gate_.attach(ring_.committed()); }
@@ -167,7 +168,8 @@ class Actor {
   std::vector<shm::SessionRecord> sessions_;
   std::chrono::steady_clock::time_point last_wake_{};
   bool wake_pending_ = false;
-  bool closed_ = false;  // the segment is being removed (meta.closed)
+  bool closed_ = false;        // the segment is being removed (meta.closed)
+  bool close_at_seal_ = false;  // mark_closing() while a session ran: closed_ set at its seal
   std::unique_ptr<Live> live_;  // the running (or draining) session's fds and timers
   // Ops in flight; each refers to this object, which must outlive them (busy()).
   bool reading_ = false;

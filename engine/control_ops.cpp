@@ -143,8 +143,12 @@ Result<Json> Engine::op_spawn(const Json& request) {
 Json Engine::status_of(const Actor& actor) const {
   const auto& ring = actor.ring();
   Json sessions = Json::array();
+  const bool syncing = seal_pending(actor.name());
   for (const auto& s : actor.sessions()) {
-    const bool sealed = (s.flags & shm::kSessionSealed) != 0;
+    // With persistence, sealed once the writer synced it (the last session; the ring's own flag
+    // says the bytes are final, this says they are durable too).
+    const bool sealed = (s.flags & shm::kSessionSealed) != 0 &&
+                        !(syncing && s.id == actor.sessions().back().id);
     sessions.push_back({{"id", s.id},
                         {"start", s.start},
                         {"end", sealed ? s.end : value(ring.committed())},
@@ -247,13 +251,9 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   auto found = find_actor(request);
   if (!found) return tl::unexpected(found.error());
   Actor& actor = **found;
-  if (const auto d = deletions_.find(actor.name()); d != deletions_.end()) {
-    if (kind != Deferred::Kind::remove) {
-      return fail(Errc::no_such_actor, "actor '" + actor.name() + "' is being deleted");
-    }
-    const Json id = request.contains("id") ? request["id"] : Json(nullptr);
-    d->second.waiters.push_back(Deferred{kind, connection, id});
-    return Json(nullptr);
+  const auto deleting = deletions_.find(actor.name());
+  if (deleting != deletions_.end() && kind != Deferred::Kind::remove) {
+    return fail(Errc::no_such_actor, "actor '" + actor.name() + "' is being deleted");
   }
   if (kind == Deferred::Kind::restart && shutting_down_) {
     return fail(Errc::shutting_down, "the engine is shutting down");
@@ -265,13 +265,21 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
     return fail(Errc::too_large, "\"grace_ms\" exceeds " + std::to_string(kMaxGraceMs));
   }
   const Json id = request.contains("id") ? request["id"] : Json(nullptr);
-  const auto waiting = std::count_if(deferred_.begin(), deferred_.end(), [connection](const auto& d) {
+  auto waiting = std::count_if(deferred_.begin(), deferred_.end(), [connection](const auto& d) {
     return d.second.connection == connection;
   });
+  for (const auto& [name, deletion] : deletions_) {
+    waiting += std::count_if(deletion.waiters.begin(), deletion.waiters.end(),
+                             [connection](const Deferred& d) { return d.connection == connection; });
+  }
   if (waiting >= static_cast<std::ptrdiff_t>(kMaxDeferredPerConnection)) {
     return fail(Errc::too_large, "this connection already waits for " +
                                      std::to_string(kMaxDeferredPerConnection) +
                                      " stop/restart/delete answers");
+  }
+  if (deleting != deletions_.end()) {  // answered with the deletion under way
+    deleting->second.waiters.push_back(Deferred{kind, connection, id});
+    return Json(nullptr);
   }
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
   if (kind == Deferred::Kind::remove) actor.mark_closing();  // its readers end as deleted

@@ -50,11 +50,15 @@ Result<std::string> Engine::older_history(const Actor& actor, Cursor from, Curso
   const Cursor floor = actor.ring().floor();
   const Cursor limit = min(to, floor);
   if (auto cached = cache_.get(actor.name(), from, limit, max_bytes)) return std::move(*cached);
-  if (transcripts_.count(actor.name())) return transcript_history(actor, from, limit, max_bytes);
   const auto cached = cache_.range(actor.name());
-  // The cache's tail reaches the ring: its first byte is the oldest retained.
-  const Cursor oldest =
-      cached && cached->first < floor && cached->second >= floor ? cached->first : floor;
+  Cursor oldest = floor;
+  if (transcripts_.count(actor.name())) {
+    auto bytes = transcript_history(actor, from, limit, max_bytes);
+    if (bytes || bytes.error().code != Errc::cursor_expired || !bytes.error().cursor) return bytes;
+    oldest = min(oldest, Cursor{*bytes.error().cursor});
+  }
+  // Not held from `from`: the next cursor above it that the cache, transcript or ring holds.
+  if (cached && cached->first > from && cached->first < oldest) oldest = cached->first;
   return fail(Errc::cursor_expired, "older than the oldest retained byte", value(oldest));
 }
 

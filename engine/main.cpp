@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
-  settings.retention = std::chrono::hours(24 * file->retention_days);
+  // At most a century: longer ages overflow the clocks' nanoseconds (and mean "forever").
+  settings.retention = std::chrono::hours(24 * std::min<std::uint64_t>(file->retention_days, 36'500));
 
   auto engine = engine::Engine::create(places, settings);
   if (!engine) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/actor_record.hpp"
+#include "engine/durable_file.hpp"
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
@@ -46,6 +47,30 @@ Result<void> private_folder(const fs::path& folder) {
   return {};
 }
 
+// Moves an actor's folder to .aside/<actor>-<ms>: kept, never restored, appended to or deleted
+// by a later engine. The new path.
+Result<fs::path> move_aside(const fs::path& root, const fs::path& folder, const std::string& actor) {
+  const fs::path aside = root / ".aside";
+  if (auto r = private_folder(aside); !r) return tl::unexpected(r.error());
+  const fs::path to = aside / (actor + "-" + std::to_string(wall_clock_ms()));
+  std::error_code ec;
+  fs::rename(folder, to, ec);
+  if (ec) return fail(Errc::io_error, "move aside " + folder.string() + ": " + ec.message());
+  return to;
+}
+
+// The floor of the actor's latest clear, kept in <folder>/cleared (written by the io thread
+// before the clear is answered): the transcript never serves bytes below it, even when a crash
+// came before the writer thread deleted them. 0 when never cleared.
+constexpr const char* kClearedFile = "cleared";
+
+Cursor load_cleared(const fs::path& folder) {
+  std::ifstream in(folder / kClearedFile);
+  std::uint64_t floor = 0;
+  in >> floor;
+  return Cursor{in ? floor : 0};
+}
+
 }  // namespace
 
 void Engine::restore_actors() {
@@ -76,8 +101,10 @@ void Engine::restore_actors() {
           store.error().describe());
       continue;
     }
-    // Cursors continue after the last durable byte, and never below one the record saw.
-    const Cursor end = max(store->end(), record->cursor);
+    // Cursors continue after the last durable byte, and never below one the record or the
+    // latest clear saw.
+    const Cursor cleared = load_cleared(entry.path());
+    const Cursor end = max(max(store->end(), record->cursor), cleared);
     ActorPast past{record->epoch, end, record->spec, record->sessions, record->created_ms};
     if (!store->empty() &&
         (past.sessions.empty() || store->segments().back().session > past.sessions.back().id)) {
@@ -110,7 +137,7 @@ void Engine::restore_actors() {
       continue;
     }
     const std::uint64_t bytes = store->bytes();
-    transcripts_[name] = Transcript{id, entry.path(), Cursor{0}, std::nullopt};
+    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt};
     writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
                        past.sessions.empty() ? 0 : past.sessions.back().id);
     transcript_record(a);
@@ -126,6 +153,7 @@ void Engine::transcript_add(Actor& actor) {
   const fs::path folder = places_.transcripts_dir() / name;
   Transcript t{0, folder, Cursor{0}, std::nullopt};
   const auto give_up = [&](const Error& e) {
+    t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
     broadcast({{"event", "archive_error"}, {"actor", name}, {"message", e.describe()}});
@@ -134,12 +162,9 @@ void Engine::transcript_add(Actor& actor) {
   std::error_code ec;
   if (fs::exists(folder, ec)) {
     // Left by an actor that could not be restored: kept, out of the way, never appended to.
-    const fs::path aside = places_.transcripts_dir() / ".aside";
-    if (auto r = private_folder(aside); !r) return give_up(r.error());
-    const fs::path to = aside / (name + "-" + std::to_string(wall_clock_ms()));
-    fs::rename(folder, to, ec);
-    if (ec) return give_up(Error{Errc::io_error, "move aside " + folder.string() + ": " + ec.message(), {}});
-    log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to.string());
+    auto to = move_aside(places_.transcripts_dir(), folder, name);
+    if (!to) return give_up(to.error());
+    log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to->string());
   }
   auto store = TranscriptStore::open(folder, settings_.transcript);
   if (!store) return give_up(store.error());
@@ -171,32 +196,45 @@ void Engine::transcript_clear(const Actor& actor, Cursor floor) {
   const auto t = transcripts_.find(actor.name());
   if (!writer_ || t == transcripts_.end()) return;
   t->second.cleared_at = floor;
-  if (t->second.id == 0) return;
-  writer_->clear(t->second.id, floor);
-  transcript_record(actor);
+  if (t->second.id != 0) {
+    writer_->clear(t->second.id, floor);  // first: the writer waits for it past the new floor
+    transcript_record(actor);
+  }
+  if (!t->second.folder.empty()) {
+    // Durable before the clear is answered: a crash cannot bring the cleared bytes back.
+    auto r = write_file_durably(t->second.folder / kClearedFile, std::to_string(value(floor)));
+    if (r) r = sync_folder(t->second.folder);
+    if (!r) log(LogLevel::error, "actor {}: clear floor not saved: {}", actor.name(), r.error().describe());
+  }
 }
 
 void Engine::transcript_remove(const std::string& actor) {
   const auto t = transcripts_.find(actor);
   if (t == transcripts_.end()) return;
   // Renamed now, deleted by the writer once it let go of the files: a new actor of this name
-  // may be spawned at once and must find no folder.
-  const fs::path trash = places_.transcripts_dir() / ".trash";
-  fs::path doomed = trash / (actor + "-" + std::to_string(next_id_++));
-  std::error_code ec;
-  if (auto r = private_folder(trash); !r) {
-    ec = std::make_error_code(std::errc::io_error);
-  } else {
-    fs::rename(t->second.folder, doomed, ec);
-  }
-  if (ec) {
-    log(LogLevel::error, "actor {}: its transcript could not be moved away: {}", actor, ec.message());
-    doomed = t->second.folder;
+  // may be spawned at once and must find no folder. Only a folder moved to .trash is deleted
+  // (never the live path, which a new actor may own by the time the writer gets there).
+  fs::path doomed;
+  if (!t->second.folder.empty()) {
+    const fs::path trash = places_.transcripts_dir() / ".trash";
+    const fs::path to = trash / (actor + "-" + std::to_string(next_id_++));
+    std::error_code ec;
+    if (auto r = private_folder(trash); !r) {
+      log(LogLevel::error, "actor {}: its transcript stays: {}", actor, r.error().describe());
+    } else if (fs::rename(t->second.folder, to, ec); ec) {
+      if (ec != std::errc::no_such_file_or_directory) {
+        log(LogLevel::error, "actor {}: its transcript stays: {}", actor, ec.message());
+      }
+    } else {
+      doomed = to;
+    }
   }
   if (writer_ && t->second.id != 0) {
     writer_->remove_actor(t->second.id, doomed);
-  } else if (auto r = TranscriptStore::remove_folder(doomed); !r) {
-    log(LogLevel::error, "actor {}: {}", actor, r.error().describe());
+  } else if (!doomed.empty()) {
+    if (auto r = TranscriptStore::remove_folder(doomed); !r) {
+      log(LogLevel::error, "actor {}: {}", actor, r.error().describe());
+    }
   }
   transcripts_.erase(t);
 }
@@ -205,7 +243,7 @@ Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, 
                                                std::size_t max_bytes) const {
   const auto t = transcripts_.find(actor.name());
   const Cursor floor = actor.ring().floor();
-  if (t == transcripts_.end()) {
+  if (t == transcripts_.end() || t->second.folder.empty()) {
     return fail(Errc::cursor_expired, "older than the oldest retained byte", value(floor));
   }
   // A clear took everything before it, whether or not the writer deleted it yet.
@@ -242,6 +280,16 @@ void Engine::answer_writer() {
     t->second.archive_error = e.error;
     log(LogLevel::error, "actor {}: transcript given up, history stays in memory: {}", t->first,
         e.error);
+    // Its record and cursors stop here while the actor goes on: a later engine must not restore
+    // it into the same epoch. Moved aside (a rename needs no space); this engine still reads
+    // the intact bytes there.
+    if (!t->second.folder.empty()) {
+      if (auto to = move_aside(places_.transcripts_dir(), t->second.folder, t->first)) {
+        t->second.folder = *to;
+      } else {
+        log(LogLevel::error, "actor {}: {}", t->first, to.error().describe());
+      }
+    }
     broadcast({{"event", "archive_error"}, {"actor", t->first}, {"message", e.error}});
   }
 }

@@ -15,6 +15,7 @@
 
 #include "engine/actor_record.hpp"
 #include "engine/crc32c.hpp"
+#include "engine/durable_file.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -69,15 +70,6 @@ bool read_at(int fd, char* out, std::size_t n, std::uint64_t offset) {
   return true;
 }
 
-Result<void> sync_folder(const std::filesystem::path& folder) {
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return os_error("open " + folder.string());
-  const int r = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (r != 0) return os_error("fsync " + folder.string(), err);
-  return {};
-}
 
 std::string segment_name(Cursor start) {
   char name[32];
@@ -190,9 +182,13 @@ std::uint64_t TranscriptStore::bytes() const noexcept {
 
 Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, TranscriptOptions options) {
   std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
+  const bool created = std::filesystem::create_directories(folder, ec);
   if (ec) return fail(Errc::io_error, "create " + folder.string() + ": " + ec.message());
   if (::chmod(folder.c_str(), 0700) != 0) return os_error("chmod " + folder.string());
+  // A new folder's own name must be durable before a seal can say its bytes are.
+  if (created) {
+    if (auto r = sync_folder(folder.parent_path()); !r) return tl::unexpected(r.error());
+  }
   TranscriptStore store(folder, options);
 
   std::vector<std::filesystem::path> files;
@@ -395,21 +391,7 @@ Result<std::size_t> TranscriptStore::read_folder(const std::filesystem::path& fo
 }
 
 Result<void> TranscriptStore::save_record(std::string_view text) {
-  const auto path = folder_ / std::string(ActorRecord::kFileName);
-  const auto temporary = folder_ / (std::string(ActorRecord::kFileName) + ".tmp");
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return os_error("create " + temporary.string());
-  auto written = write_all(fd, text.data(), text.size(), temporary);
-  if (written && (::fchmod(fd, 0600) != 0 || ::fdatasync(fd) != 0))
-    written = os_error("sync " + temporary.string());
-  ::close(fd);
-  if (written && ::rename(temporary.c_str(), path.c_str()) != 0)
-    written = os_error("rename " + temporary.string());
-  if (!written) {
-    std::error_code ec;
-    std::filesystem::remove(temporary, ec);
-  }
-  return written;
+  return write_file_durably(folder_ / std::string(ActorRecord::kFileName), text);
 }
 
 Result<void> TranscriptStore::remove_folder(const std::filesystem::path& folder) {

@@ -173,6 +173,11 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
     if (slot.position >= end || budget == 0) break;
 
     auto view = slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
+    if (!view && view.error().code == Errc::cursor_expired && slot.ring->intact(slot.position)) {
+      // Not overwritten, only below a new floor: a clear, whose mark (sent right after the
+      // clear) skips these bytes. Wait for it.
+      break;
+    }
     if (!view) {
       give_up(slot, "the ring lost bytes before the transcript had them: " + view.error().describe());
       return true;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "shm/actor_name.hpp"
 #include "shm/control_frame.hpp"
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
@@ -36,6 +37,10 @@ Result<Json> read_snapshot(const fs::path& path, const std::string& actor) {
 }  // namespace
 
 int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
+  // A name, never a path: the files are looked up in the deleted folder only.
+  if (!is_valid_actor_name(args.actor)) {
+    return report(Error{Errc::bad_actor_name, "'" + args.actor + "' is not an actor name", {}});
+  }
   const fs::path dir = engine.places.deleted_dir();
   auto snapshot = read_snapshot(dir / (args.actor + ".snapshot.json"), args.actor);
   if (!snapshot) return report(snapshot.error());
@@ -44,17 +49,19 @@ int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
   spawn.actor = args.as.value_or(args.actor);
   const char* shell = std::getenv("SHELL");
   const std::string program = shell && *shell ? shell : "/bin/sh";
-  const Json& scrollback = (*snapshot)["scrollback"];
+  // Only the scrollback file the deletion wrote, whatever the JSON names.
+  const fs::path scrollback = dir / (args.actor + ".scrollback");
   std::error_code ec;
-  if (scrollback.is_string() && fs::is_regular_file(dir / scrollback.get<std::string>(), ec)) {
+  if ((*snapshot)["scrollback"].is_string() && fs::is_regular_file(scrollback, ec)) {
     // The saved text first (the PTY turns its "\n" into "\r\n"), then the user's shell.
     spawn.argv = {"/bin/sh", "-c", "cat -- \"$1\"; exec \"$2\"", "backscroll-restore",
-                  (dir / scrollback.get<std::string>()).string(), program};
+                  scrollback.string(), program};
   } else {
     warn("restore: no saved scrollback for '" + args.actor + "'; opening a shell only");
     spawn.argv = {program};
   }
-  const std::string cwd = (*snapshot).value("cwd", std::string());
+  const Json& cwd_field = (*snapshot)["cwd"];
+  const std::string cwd = cwd_field.is_string() ? cwd_field.get<std::string>() : std::string();
   if (!cwd.empty() && fs::is_directory(cwd, ec)) {
     spawn.cwd = cwd;
   } else if (!cwd.empty()) {

@@ -277,6 +277,12 @@ TEST_F(Persistence, AFullDiskDetachesTheTranscriptAndTheEngineKeepsDraining) {
       << error;
   EXPECT_EQ(events.wait_for("sealed", "log").at("durable"), false);
   EXPECT_EQ(engine.history("log"), expected(0, kBytes)) << "the ring lost nothing";
+  engine.stop();
+  // Its cursors went on without the transcript: moved aside, never restored into that epoch.
+  EXPECT_FALSE(fs::exists(transcripts / "log"));
+  EngineProcess next;
+  ASSERT_TRUE(next.start(persisting(runtime_dir())));
+  EXPECT_EQ(next.call("list").header.at("actors").size(), 0u);
 }
 
 TEST_F(Persistence, AClearEmptiesTheTranscriptAndCursorsNeverGoBack) {
@@ -303,6 +309,25 @@ TEST_F(Persistence, AClearEmptiesTheTranscriptAndCursorsNeverGoBack) {
   const Error gone = expect_error(engine.try_call("history", {{"actor", "log"}, {"from", 0}}),
                                   "history before the clear, after a restart");
   EXPECT_EQ(gone.code, Errc::cursor_expired);
+}
+
+TEST_F(Persistence, AClearSurvivesACrashRightAfterItsAnswer) {
+  std::uint64_t floor = 0;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("log", pattern_argv(50'000, "wait"));
+    engine.wait_output("log", expected(49'900, 50'000));
+    floor = engine.call("clear", {{"actor", "log"}}).header.at("floor");
+    engine.kill_hard();  // maybe before the writer deleted anything
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  EXPECT_GE(engine.status("log").at("committed").get<std::uint64_t>(), floor);
+  const Error gone = expect_error(engine.try_call("history", {{"actor", "log"}, {"from", 0}}),
+                                  "history before the clear, after a crash");
+  EXPECT_EQ(gone.code, Errc::cursor_expired);
+  EXPECT_GE(gone.cursor.value_or(0), floor);
 }
 
 TEST_F(Persistence, DeleteRemovesTheTranscript) {

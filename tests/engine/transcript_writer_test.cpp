@@ -1,6 +1,7 @@
 // TranscriptWriter: the writer thread keeps each actor's ring in its TranscriptStore.
 // - Every byte reaches the transcript; a seal is answered once they are appended and synced.
-// - Session starts and clears apply in stream order: after the bytes committed before them.
+// - Session starts and clears apply in stream order: after the bytes committed before them; a
+//   clear whose floor the writer meets before its mark is waited for, not taken for a loss.
 // - The writer is an internal consumer: its gate position follows what it has appended.
 // - An I/O error gives the transcript up: archive_error, the consumer lets go, seals still
 //   answered (not durable). Seals for unknown actors are answered, never left hanging.
@@ -18,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/transcript_writer.hpp"
@@ -145,6 +147,19 @@ TEST_F(TranscriptWriterTest, SessionsAndClearsApplyAfterTheBytesBeforeThem) {
   const TranscriptStore t = reopened(1);
   EXPECT_EQ(read_all(t), "after the clear");
   EXPECT_EQ(t.oldest(), ring.writer.committed() - 15);
+}
+
+TEST_F(TranscriptWriterTest, AClearAheadOfTheWriterIsWaitedForNotAFailure) {
+  TestRing& ring = add(1);
+  ring.write(std::string(100'000, 'c'));  // not yet appended: the writer was not woken
+  ring.writer.clear();                    // the floor jumps over them
+  writer_.wake();                         // the writer finds them below the floor
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  writer_.clear(1, ring.writer.committed());  // the mark arrives after
+  ring.write("after");
+  writer_.wake();
+  EXPECT_TRUE(seal(1, ring, 1).durable) << "the transcript was given up";
+  EXPECT_EQ(read_all(reopened(1)), "after");
 }
 
 TEST_F(TranscriptWriterTest, AnIoErrorGivesTheTranscriptUpAndLetsTheActorGo) {

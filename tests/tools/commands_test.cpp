@@ -276,6 +276,19 @@ TEST_F(CliTail, FollowWritesNewOutputAndEndsWithExitZeroWhenTheActorIsDeleted) {
   EXPECT_EQ(r.out, "first\r\nfirst\r\nsecond\r\nsecond\r\n");
 }
 
+TEST_F(CliTail, FollowGetsWhatTheProgramPrintsWhileADeleteStopsIt) {
+  spawn("h", {"sh", "-c", "trap 'echo goodbye; exit 0' HUP; echo ready; while :; do sleep 1; done"});
+  const auto tail = start({"tail", "h", "-f"});
+  tail->wait_stdout("ready\r\n");
+  ASSERT_TRUE(Succeeds(cli({"delete", "h"})));
+  const CliResult r = tail->finish();
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  // (sh may report its sleep's "Hangup" in between.)
+  EXPECT_EQ(r.out.rfind("ready\r\n", 0), 0u) << r.out;
+  EXPECT_TRUE(r.out.ends_with("goodbye\r\n")) << "the output after SIGHUP is part of the stream: "
+                                                << r.out;
+}
+
 // ---- send ----------------------------------------------------------------------------------
 
 class CliSend : public CliCommandTest {};
@@ -565,6 +578,7 @@ TEST_F(CliLifecycle, RestoreOpensAShellWhereTheDeletedActorWorkedShowingItsScrol
   ASSERT_TRUE(Succeeds(cli({"restore", "gone", "--as", "again"})));
   engine_.wait_output("again", "built 42 targets");
   EXPECT_TRUE(FailsWithOneLine(cli({"restore", "never"}), 1, "backscroll: no_such_actor: "));
+  EXPECT_TRUE(FailsWithOneLine(cli({"restore", "../gone"}), 1, "backscroll: bad_actor_name: "));
 }
 
 TEST_F(CliLifecycle, ClearPrintsTheNewFloorAndDropsTheOutput) {

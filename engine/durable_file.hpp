@@ -1,0 +1,18 @@
+// Small files that must never be seen half written and must survive a crash once written: the
+// actor record, a clear's floor, deletion snapshots. Written to "<path>.tmp" (0600 whatever the
+// umask), fdatasync'ed, renamed over `path`; the folder's fsync (sync_folder) makes the rename
+// itself durable. On an error the temporary file is removed and `path` is untouched.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "shm/error.hpp"
+
+namespace backscroll::engine {
+
+Result<void> write_file_durably(const std::filesystem::path& path, std::string_view text);
+// fsync of a folder: the names created, renamed or removed in it are durable.
+Result<void> sync_folder(const std::filesystem::path& folder);
+
+}  // namespace backscroll::engine
