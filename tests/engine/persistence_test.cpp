@@ -10,6 +10,7 @@
 //   an event, the seal is reported not durable, the ring's history is intact.
 // - A clear empties the transcript and the cursor never goes back, even across a restart.
 // - Delete removes the folder. A memory-only engine is a new epoch: old cursors get wrong_epoch.
+// - Turning persistence off stops writing and deletes nothing; turned on again, actors return.
 #include <gtest/gtest.h>
 
 #include <sys/mount.h>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -350,6 +352,41 @@ TEST_F(Persistence, DeleteRemovesTheTranscript) {
   EngineProcess next;
   ASSERT_TRUE(next.start(persisting(runtime_dir())));
   EXPECT_EQ(next.call("list").header.at("actors").size(), 0u);
+}
+
+TEST_F(Persistence, TurningPersistenceOffStopsWritingAndDeletesNothing) {
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("log", pattern_argv(20'000));
+    engine.wait_sealed("log");
+    engine.stop();
+  }
+  const auto files_of = [&] {
+    std::map<std::string, std::uintmax_t> files;
+    for (const auto& e : fs::recursive_directory_iterator(folder("log").parent_path()))
+      if (e.is_regular_file()) files[e.path().string()] = e.file_size();
+    return files;
+  };
+  const auto before = files_of();
+  ASSERT_FALSE(before.empty());
+  {
+    EngineProcess engine;
+    EngineConfig config;
+    config.runtime_dir = runtime_dir();
+    config.settings_yaml = "terminal_transcript:\n  persist: false\n";
+    ASSERT_TRUE(engine.start(config));
+    EXPECT_EQ(engine.call("list").header.at("actors").size(), 0u) << "nothing restored";
+    engine.spawn("log", pattern_argv(5'000));  // the same name, in memory only
+    engine.wait_sealed("log");
+    engine.call("delete", {{"actor", "log"}});
+    engine.stop();
+  }
+  EXPECT_EQ(files_of(), before) << "a memory-only engine touched the transcripts";
+  // Turned on again: the actor comes back as it was.
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  EXPECT_EQ(engine.history("log"), expected(0, 20'000));
 }
 
 TEST_F(Persistence, AMemoryOnlyEngineIsANewEpochEachStart) {
