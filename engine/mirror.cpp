@@ -168,12 +168,14 @@ void Mirror::apply_marks() {
   }
 }
 
-void Mirror::settle() {
-  feed_to(scanner_.position());
+void Mirror::settle_to(Cursor end) {
+  feed_to(end);
   parsed_clean_ = parsed_ == scanner_.split_position();
-  unfed_.clear();
+  unfed_.erase(0, parsed_ - unfed_base_);
   unfed_base_ = parsed_;
 }
+
+void Mirror::settle() { settle_to(scanner_.position()); }
 
 MirrorSnapshot Mirror::final_text() {
   settle();
@@ -186,7 +188,21 @@ MirrorSnapshot Mirror::final_text() {
 }
 
 void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
-  settle();
+  // What follows the last clean boundary is an unfinished sequence (or character). Without
+  // controls inside it stays held across the resize: it takes effect at its final byte, after
+  // the resize in any terminal, and fed whole it keeps the rewriting libvterm needs (a mode
+  // sequence cut by a resize used to reach libvterm raw: only its first mode applied). One
+  // with controls inside is fed now (xterm runs them at once), and so is one libvterm already
+  // started to parse (an oversized sequence).
+  const Cursor clean = scanner_.clean_position();
+  bool hold = parsed_ <= clean;
+  if (hold) {
+    const std::string_view rest = unfed(clean, scanner_.position());
+    hold = std::none_of(rest.begin() + (rest.empty() ? 0 : 1), rest.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  }
+  settle_to(hold ? clean : scanner_.position());
+  resized_at_ = scanner_.position();
   scanner_.resize(cols, rows);
   screen_.resize(cols, rows);
   cols_ = cols;
@@ -200,6 +216,7 @@ void Mirror::reset(Cursor at) {
   unfed_base_ = at;
   parsed_ = at;
   parsed_clean_ = true;
+  resized_at_ = at;
 }
 
 MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
@@ -207,8 +224,9 @@ MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
   out.cursor = parsed_;
 
   std::optional<std::string_view> reason = scanner_.unmodelled_reason();
-  // libvterm inside a sequence (or text run) longer than the mirror holds back.
-  if (!parsed_clean_ || !screen_.clean()) reason = "incomplete_sequence";
+  // libvterm inside a sequence (or text run) longer than the mirror holds back; or a sequence
+  // held across a resize: the snapshot would be tagged before the resize it shows.
+  if (!parsed_clean_ || !screen_.clean() || parsed_ < resized_at_) reason = "incomplete_sequence";
   if (reason) {
     out.snapshot.cols = screen_.cols();
     out.snapshot.rows = screen_.rows();

@@ -41,8 +41,8 @@ class Mirror {
   void feed(std::span<const std::byte> bytes) {
     feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
-  // The PTY was resized after the bytes fed so far. A sequence still incomplete is handed to
-  // libvterm first (a real terminal would have parsed its start before the resize too).
+  // The PTY was resized after the bytes fed so far. Text is laid out at the old size first; an
+  // unfinished sequence stays held unless controls inside it already acted (mirror.cpp).
   void resize(std::uint16_t cols, std::uint16_t rows);
   // Hands every byte fed so far to libvterm, a held text run or an incomplete sequence too.
   void settle();
@@ -65,6 +65,8 @@ class Mirror {
 
  private:
   void feed_to(Cursor end);
+  // Feeds libvterm up to `end` (at most position()) and drops what it parsed from unfed_.
+  void settle_to(Cursor end);
   void skip_to(Cursor end);
   void synthesize(std::string_view bytes);
   std::string_view unfed(Cursor begin, Cursor end) const;
@@ -78,6 +80,7 @@ class Mirror {
   Cursor unfed_base_;
   Cursor parsed_;
   bool parsed_clean_ = true;  // parsed_ is a split position (see the invariant)
+  Cursor resized_at_{0};      // where the latest resize came in the stream
   std::uint64_t synthesized_ = 0;
   std::uint16_t cols_;  // the PTY's size (the screen may be clamped)
   std::uint16_t rows_;

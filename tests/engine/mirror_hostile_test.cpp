@@ -598,5 +598,21 @@ TEST(MirrorFuzzFindings, SavedCursorOffTheScreenFallsBack) {
   EXPECT_FALSE(m.snapshot().snapshot.fallback_reason);
 }
 
+
+// A mode sequence cut by a resize reached libvterm raw (the resize fed the unfinished part),
+// and libvterm 0.1.4 applies only an SM's first parameter: "CSI ; 4 h" left insert mode off in
+// libvterm while the mirror's modes, and so the snapshot, had it on. The unfinished sequence
+// now stays held across the resize and is fed whole, split per mode.
+TEST(MirrorFuzzFindings, ModeSequenceCutByAResize) {
+  EXPECT_EQ(round_trip("\x1b[;4h", 5, 20, 60, {{0, 32, 12}, {1, 2, 12}, {1, 32, 12}}), "");
+  Mirror m(Cursor{0}, 20, 5);
+  m.feed("\x1b[");
+  m.resize(30, 5);
+  m.feed(";4hab\x1b[1Gc");
+  m.feed("\x18");
+  EXPECT_EQ(m.screen().cell(0, 0).chars[0], U'c');
+  EXPECT_EQ(m.screen().cell(0, 1).chars[0], U'a') << "insert mode shifted the line";
+}
+
 }  // namespace
 }  // namespace backscroll::testing
