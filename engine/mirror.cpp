@@ -32,7 +32,7 @@ std::string soft_reset_equivalent(const MirrorScreen& screen) {
 
 }  // namespace
 
-std::string split_mode_sequence(std::string_view seq) {
+std::string split_mode_sequence(std::string_view seq, bool with_controls) {
   if (seq.size() < 3 || seq[0] != kEsc) return {};
   const char final = seq.back();
   if (final != 'h' && final != 'l') return {};
@@ -46,16 +46,16 @@ std::string split_mode_sequence(std::string_view seq) {
     if (b < 0x20) controls += c;
     else if (b < 0x80 && b > 0x2f) return {};
   }
-  std::string params;  // the bytes between '[' and the final, controls removed
+  std::string params;  // the bytes between '[' and the final, controls and DEL removed
   for (char c : seq.substr(open + 1, seq.size() - open - 2)) {
     if (static_cast<unsigned char>(c) < 0x20) controls += c;
-    else params += c;
+    else if (c != '\x7f') params += c;  // DEL is ignored inside a sequence, as the scanner does
   }
   const bool dec = !params.empty() && params[0] == '?';
   if (dec) params.erase(0, 1);
   if (params.find_first_not_of("0123456789;:") != std::string::npos) return {};
 
-  std::string out = std::move(controls);
+  std::string out = with_controls ? std::move(controls) : std::string();
   std::size_t at = 0;
   bool sub = false;  // the parameter was introduced by ':' (a sub-parameter, not a mode)
   while (at <= params.size()) {
@@ -129,7 +129,18 @@ void Mirror::apply_marks() {
     switch (mark.kind) {
       case MarkKind::mode_fixup: {
         // libvterm applies only the first parameter and ignores ?47: one sequence per mode.
-        if (!whole) break;
+        if (!whole) {
+          // A resize fed its start raw (controls inside had to act before it): libvterm reads
+          // the whole sequence as it is, then every mode again, one by one (setting a mode
+          // twice is setting it once). Its start is kept in cut_sequence_.
+          if (mark.begin < cut_sequence_at_ || cut_sequence_at_ + cut_sequence_.size() != parsed_) break;
+          const std::string whole_sequence = cut_sequence_.substr(mark.begin - cut_sequence_at_) +
+                                             std::string(unfed(parsed_, mark.end));
+          const std::string split = split_mode_sequence(whole_sequence, /*with_controls=*/false);
+          feed_to(mark.end);
+          if (!split.empty()) synthesize(split);
+          break;
+        }
         // Invariant: the bytes skipped are fed in another form (controls inside included).
         const std::string split = split_mode_sequence(unfed(mark.begin, mark.end));
         if (split.empty()) break;  // not one this recognizes: libvterm reads it as it is
@@ -189,7 +200,7 @@ MirrorSnapshot Mirror::final_text() {
 
 void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
   // What follows the last clean boundary is an unfinished sequence (or character). Without
-  // controls inside it stays held across the resize: it takes effect at its final byte, after
+  // controls that act on the screen inside, it stays held across the resize: it takes effect at its final byte, after
   // the resize in any terminal, and fed whole it keeps the rewriting libvterm needs (a mode
   // sequence cut by a resize used to reach libvterm raw: only its first mode applied). One
   // with controls inside is fed now (xterm runs them at once), and so is one libvterm already
@@ -197,9 +208,15 @@ void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
   const Cursor clean = scanner_.clean_position();
   bool hold = parsed_ <= clean;
   if (hold) {
+    // The controls that act on the screen: BS, HT, LF, VT, FF, CR, SO, SI.
     const std::string_view rest = unfed(clean, scanner_.position());
-    hold = std::none_of(rest.begin() + (rest.empty() ? 0 : 1), rest.end(),
-                        [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+    hold = std::none_of(rest.begin(), rest.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x08 && static_cast<unsigned char>(c) <= 0x0f;
+    });
+  }
+  if (!hold && parsed_ <= clean) {
+    cut_sequence_ = std::string(unfed(clean, scanner_.position()));
+    cut_sequence_at_ = clean;
   }
   settle_to(hold ? clean : scanner_.position());
   resized_at_ = scanner_.position();
@@ -217,6 +234,7 @@ void Mirror::reset(Cursor at) {
   parsed_ = at;
   parsed_clean_ = true;
   resized_at_ = at;
+  cut_sequence_.clear();
 }
 
 MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {

@@ -81,14 +81,19 @@ class Mirror {
   Cursor parsed_;
   bool parsed_clean_ = true;  // parsed_ is a split position (see the invariant)
   Cursor resized_at_{0};      // where the latest resize came in the stream
+  // The start of an unfinished sequence a resize fed to libvterm (controls inside), from
+  // cut_sequence_at_: a mode sequence among them is completed per mode when it ends.
+  std::string cut_sequence_;
+  Cursor cut_sequence_at_{0};
   std::uint64_t synthesized_ = 0;
   std::uint16_t cols_;  // the PTY's size (the screen may be clamped)
   std::uint16_t rows_;
 };
 
 // The SM/RM/DECSET/DECRST `sequence` (ESC [ [?] p1 ; p2 ... h|l, possibly with C0 controls inside)
-// as one sequence per parameter, in order, with the controls first; ?47 becomes ?1047. Empty if
+// as one sequence per parameter, in order, with the controls first (unless !with_controls);
+// ?47 becomes ?1047. Empty if
 // `sequence` is not such a sequence.
-std::string split_mode_sequence(std::string_view sequence);
+std::string split_mode_sequence(std::string_view sequence, bool with_controls = true);
 
 }  // namespace backscroll::engine

@@ -605,6 +605,12 @@ TEST(MirrorFuzzFindings, SavedCursorOffTheScreenFallsBack) {
 // now stays held across the resize and is fed whole, split per mode.
 TEST(MirrorFuzzFindings, ModeSequenceCutByAResize) {
   EXPECT_EQ(round_trip("\x1b[;4h", 5, 20, 60, {{0, 32, 12}, {1, 2, 12}, {1, 32, 12}}), "");
+  // With a control inside, the start is fed before the resize (the control acts at once); the
+  // modes after the first are applied one by one when the sequence ends.
+  EXPECT_EQ(round_trip("\x1b[\x05" "1;4hab", 8, 20, 5, {{3, 30, 5}}), "");
+  EXPECT_EQ(round_trip("\x1b[\r?25;47hab", 11, 20, 5, {{3, 30, 5}}), "");
+  // DEL inside a mode sequence is ignored: the sequence is still split per mode.
+  EXPECT_EQ(round_trip("\x1b[\x7f;4h", 6, 10, 4), "");
   Mirror m(Cursor{0}, 20, 5);
   m.feed("\x1b[");
   m.resize(30, 5);
