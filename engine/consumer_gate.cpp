@@ -1,4 +1,5 @@
 #include "engine/consumer_gate.hpp"
+#include "engine/eventfd_signal.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -21,16 +22,14 @@ void InternalConsumer::advance_to(Cursor cursor) noexcept {
   if (shared_->paused.load(std::memory_order_seq_cst) &&
       shared_->committed_at_pause.load(std::memory_order_seq_cst) - value(cursor) <=
           shared_->low_water) {
-    const std::uint64_t one = 1;
     // The io loop drains the eventfd and re-checks every paused gate; spurious wakes are harmless.
-    [[maybe_unused]] const ssize_t n = ::write(shared_->notify_fd, &one, sizeof one);
+    signal_eventfd(shared_->notify_fd);
   }
 }
 
 void InternalConsumer::detach() noexcept {
   detached_.store(true, std::memory_order_seq_cst);
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(shared_->notify_fd, &one, sizeof one);
+  signal_eventfd(shared_->notify_fd);
 }
 
 ConsumerGate::ConsumerGate(std::uint64_t high_water, std::uint64_t low_water, int notify_fd)

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/eventfd_signal.hpp"
 #include "engine/log.hpp"
 
 namespace backscroll::engine {
@@ -92,8 +93,7 @@ Engine::~Engine() {
 
 void Engine::request_shutdown() noexcept {
   shutdown_requested_.store(true, std::memory_order_release);  // pairs with on_notify's acquire
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+  signal_eventfd(notify_fd_);
 }
 
 std::shared_ptr<InternalConsumer> Engine::attach_consumer(const std::string& actor) {
@@ -254,8 +254,7 @@ int Engine::run() noexcept {
   server_->close_all();
   stopping_loop_ = true;
   for (auto& [name, actor] : actors_) actor->close_segment();
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+  signal_eventfd(notify_fd_);
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while ((server_->busy() || std::any_of(actors_.begin(), actors_.end(),
                                          [](const auto& a) { return a.second->busy(); })) &&

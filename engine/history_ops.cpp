@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "engine/engine.hpp"
-#include "engine/log.hpp"
 #include "engine/request_fields.hpp"
 
 namespace backscroll::engine {

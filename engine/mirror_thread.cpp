@@ -1,4 +1,5 @@
 #include "engine/mirror_thread.hpp"
+#include "engine/eventfd_signal.hpp"
 #include "engine/worker_loop.hpp"
 
 #include <unistd.h>
@@ -199,8 +200,7 @@ void MirrorThread::answer_ready(Slot& slot) {
 
 void MirrorThread::reply(SnapshotReply r) {
   replies_.enqueue(std::move(r));
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+  signal_eventfd(notify_fd_);
 }
 
 bool MirrorThread::has_work() {

@@ -1,4 +1,5 @@
 #include "engine/transcript_writer.hpp"
+#include "engine/eventfd_signal.hpp"
 #include "engine/worker_loop.hpp"
 
 #include <unistd.h>
@@ -212,8 +213,7 @@ void TranscriptWriter::give_up(Slot& slot, const std::string& why) {
 
 void TranscriptWriter::emit(WriterEvent e) {
   events_.enqueue(std::move(e));
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(notify_fd_, &one, sizeof one);
+  signal_eventfd(notify_fd_);
 }
 
 bool TranscriptWriter::has_work() {

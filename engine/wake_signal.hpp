@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <system_error>
 
+#include "engine/eventfd_signal.hpp"
+
 namespace backscroll::engine {
 
 class WakeSignal {
@@ -32,8 +34,7 @@ class WakeSignal {
     // Orders the caller's publication before the load of sleeping_; pairs with sleep().
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
-      const std::uint64_t one = 1;
-      [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+      signal_eventfd(fd_);
     }
   }
 
