@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/engine_under_test.hpp"
+#include "bench/workloads.hpp"
 #include "engine/mirror.hpp"
 
 namespace {
@@ -45,42 +46,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Workloads, about `bytes` long each.
-std::string log_lines(std::size_t bytes) {
-  std::string out;
-  for (std::size_t i = 0; out.size() < bytes; ++i) {
-    out += "2026-11-30T06:00:00.000Z INFO worker[" + std::to_string(i % 16) +
-           "] processed request " + std::to_string(i) + " in 3 ms, status ok\r\n";
-  }
-  return out;
-}
-std::string build_output(std::size_t bytes) {
-  std::string out;
-  for (std::size_t i = 0; out.size() < bytes; ++i) {
-    out += "\x1b[1m[" + std::to_string(i % 100) + "%]\x1b[0m \x1b[32mBuilding CXX object\x1b[0m "
-           "engine/CMakeFiles/unit" + std::to_string(i) + ".dir/file.cpp.o\r\n";
-    if (i % 7 == 0) {
-      out += "\x1b[1mfile.cpp:" + std::to_string(i) + ":5: \x1b[35mwarning: \x1b[0munused "
-             "variable \x1b[1m'x'\x1b[0m [\x1b[35m-Wunused\x1b[0m]\r\n";
-    }
-  }
-  return out;
-}
-std::string tui_redraws(std::size_t bytes, int cols, int rows) {
-  std::string out = "\x1b[?1049h";
-  for (std::size_t frame = 0; out.size() < bytes; ++frame) {
-    out += "\x1b[H\x1b[7m top - frame " + std::to_string(frame) + "\x1b[K\x1b[0m";
-    for (int r = 2; r <= rows; ++r) {
-      out += "\x1b[" + std::to_string(r) + ";1H";
-      out += "\x1b[3" + std::to_string(r % 8) + "m" + std::to_string(1000 + r) + " user  20   0 " +
-             std::to_string(frame * 7 % 100000) + " S  1.0  0.3 process-" + std::to_string(r);
-      out += "\x1b[0m\x1b[K";
-    }
-    (void)cols;
-  }
-  return out;
-}
-
 double parse_mb_s(const std::string& workload, int cols, int rows) {
   engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
   const auto t = Clock::now();
@@ -97,7 +62,7 @@ struct SnapshotCost {
 
 SnapshotCost snapshot_cost(int cols, int rows, std::size_t history, int samples) {
   engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
-  m.feed(build_output(std::max<std::size_t>(history, 512) * 120 + 200'000));
+  m.feed(bench::build_output(std::max<std::size_t>(history, 512) * 120 + 200'000));
   engine::SnapshotOptions options;
   options.scrollback_lines = history;
   std::vector<double> ms;
@@ -153,9 +118,10 @@ int main(int argc, char** argv) {
 
   std::printf("## Mirror parse throughput (in process)\n\n| workload | MB/s |\n|---|---|\n");
   for (const auto& [name, bytes] :
-       {std::pair<const char*, std::string>{"log lines", log_lines(workload_bytes)},
-        {"build output (SGR)", build_output(workload_bytes)},
-        {"TUI redraws 80x24", tui_redraws(workload_bytes, 80, 24)}}) {
+       {std::pair<const char*, std::string>{"log lines", bench::log_lines(workload_bytes)},
+        {"build output (SGR)", bench::build_output(workload_bytes)},
+        {"TUI redraws 80x24", bench::tui_redraws(workload_bytes, 24)},
+        {"UTF-8 text (wide, accents)", bench::utf8_lines(workload_bytes)}}) {
     const double mb = parse_mb_s(bytes, 80, 24);
     std::printf("| %s | %.1f |\n", name, mb);
     out["parse_mb_s"][name] = mb;

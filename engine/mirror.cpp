@@ -75,11 +75,15 @@ std::string split_mode_sequence(std::string_view seq, bool with_controls) {
   return out;
 }
 
-Mirror::Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits)
+Mirror::Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits,
+               LookAheadOptions look_ahead)
     : scanner_(start, cols, rows),
       screen_(cols, rows, limits),
       unfed_base_(start),
       parsed_(start),
+      scan_(look_ahead.target_spacing),
+      look_ahead_options_(look_ahead),
+      history_lines_(limits.max_lines),
       cols_(cols),
       rows_(rows) {}
 
@@ -119,6 +123,7 @@ void Mirror::feed(std::string_view bytes) {
   // Drop what libvterm has parsed; what is left is a held sequence (at most ~4 KiB).
   unfed_.erase(0, parsed_ - unfed_base_);
   unfed_base_ = parsed_;
+  if (jump_pushes_ && exact_history_lines() >= screen_.scrollback_lines()) jump_pushes_.reset();
 }
 
 // Marks end at or before feed_limit(). A mark whose sequence libvterm already started to parse
@@ -194,7 +199,7 @@ MirrorSnapshot Mirror::final_text() {
   out.cursor = parsed_;
   out.snapshot.cols = screen_.cols();
   out.snapshot.rows = screen_.rows();
-  out.snapshot.bytes = plain_text(screen_);
+  out.snapshot.bytes = plain_text(screen_, exact_history_lines());
   return out;
 }
 
@@ -224,6 +229,7 @@ void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
   screen_.resize(cols, rows);
   cols_ = cols;
   rows_ = rows;
+  scan_stale_ = true;
 }
 
 void Mirror::reset(Cursor at) {
@@ -235,6 +241,79 @@ void Mirror::reset(Cursor at) {
   parsed_clean_ = true;
   resized_at_ = at;
   cut_sequence_.clear();
+  scan_stale_ = true;
+  jump_pushes_.reset();
+}
+
+bool Mirror::screen_exact() const noexcept {
+  return !jump_pushes_ || screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);
+}
+
+std::size_t Mirror::exact_history_lines() const noexcept {
+  const std::size_t held = screen_.scrollback_lines();
+  if (!jump_pushes_) return held;
+  const std::uint64_t pushed = screen_.pushed_lines() - *jump_pushes_;
+  const auto above = static_cast<std::uint64_t>(jump_rows_ - 1);  // rows above the landing line
+  return pushed <= above ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
+}
+
+std::optional<Cursor> Mirror::look_ahead_from() {
+  if (scan_stale_ || scan_.scanned() < parsed_) {
+    // A run starts only where libvterm stands at a clean boundary (its state is the run's).
+    if (!parsed_clean_ || !screen_.clean()) return std::nullopt;
+    scan_.restart(parsed_);
+    scan_stale_ = false;
+  }
+  if (scan_.scanned() < position()) scan_.scan(unfed(scan_.scanned(), position()));
+  if (scan_.broken()) return std::nullopt;
+  return scan_.scanned();
+}
+
+// Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
+// holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title
+// and saved cursor are untouched; on the main screen with a full-screen scroll region, the
+// cursor is on the bottom row at the target's line start L (at least `rows` LFs before it) and
+// the `history_lines_ + rows + 1` LFs after L scroll everything printed before L out of the
+// screen and out of the history. What is left to rebuild is the pen at L (the run's reduced
+// SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
+// (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
+// last glyph (REP, combining marks) at the same cell.
+bool Mirror::skip_ahead() {
+  if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
+      parsed_ < scan_.run_start())
+    return false;
+  const TerminalModes& modes = scanner_.modes();
+  const int rows = screen_.rows();
+  const bool plain = !screen_.alt_screen() && !screen_.size_clamped() &&
+                     !modes.alternate_screen && !modes.origin && !modes.left_right_margin_mode &&
+                     modes.scroll_top == 0 &&
+                     (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
+  if (!plain) return false;
+  scan_.forget_before(parsed_);
+  const PlainScrollScan::Target* target =
+      scan_.best(parsed_, history_lines_ + static_cast<std::uint64_t>(rows) + 1,
+                 static_cast<std::uint64_t>(rows));
+  if (target == nullptr || target->end <= position() ||
+      target->line_start - parsed_ < look_ahead_options_.min_skip_bytes)
+    return false;
+
+  std::string equivalent;
+  for (std::uint8_t sgr : target->pen) equivalent += scan_.sgr(sgr);
+  equivalent += '\r';
+  equivalent.append(static_cast<std::size_t>(rows), '\n');
+  equivalent += target->prefix;
+  const Cursor end = target->end;
+  screen_.feed(equivalent);
+  jump_pushes_ = screen_.pushed_lines();
+  jump_rows_ = rows;
+  skipped_bytes_ += end - parsed_;
+  ++skips_;
+  scanner_.skip_plain(end);
+  parsed_ = end;
+  unfed_.clear();
+  unfed_base_ = end;
+  scan_.forget_before(end);
+  return true;
 }
 
 MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
@@ -245,14 +324,19 @@ MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
   // libvterm inside a sequence (or text run) longer than the mirror holds back; or a sequence
   // held across a resize: the snapshot would be tagged before the resize it shows.
   if (!parsed_clean_ || !screen_.clean() || parsed_ < resized_at_) reason = "incomplete_sequence";
+  // Rows above the line a jump landed in are not the stream's yet (the mirror thread does not
+  // ask then).
+  if (!screen_exact()) reason = "catching_up";
   if (reason) {
     out.snapshot.cols = screen_.cols();
     out.snapshot.rows = screen_.rows();
     out.snapshot.fallback_reason = std::string(*reason);
     return out;
   }
+  SnapshotOptions exact = options;
+  exact.scrollback_lines = std::min(options.scrollback_lines, exact_history_lines());
   out.snapshot = build_snapshot(screen_, scanner_.modes(), scanner_.title(),
-                                screen_.saved_cursor(), options);
+                                screen_.saved_cursor(), exact);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "engine/mirror_screen.hpp"
+#include "engine/plain_scroll_scan.hpp"
 #include "engine/snapshot_writer.hpp"
 #include "engine/vt_scanner.hpp"
 #include "shm/cursor.hpp"
@@ -28,13 +29,21 @@ struct MirrorSnapshot {
   Cursor cursor;      // the raw cursor the snapshot represents (valid without a fallback)
 };
 
+// How far the mirror looks ahead and when it jumps (docs/plain-scroll-skip.md); tests shrink
+// them to see jumps in short streams.
+struct LookAheadOptions {
+  std::uint64_t min_skip_bytes = 64 * 1024;  // a shorter jump is not worth its replacement
+  std::uint64_t target_spacing = 16 * 1024;  // PlainScrollScan: one jump target per this
+};
+
 class Mirror {
  public:
   // A text run without a split position is held back up to this size, then fed anyway.
   static constexpr std::uint64_t kMaxTextHold = 64 * 1024;
 
   // A fresh terminal of `cols` x `rows` whose stream starts at `start`.
-  Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits = {});
+  Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits = {},
+         LookAheadOptions look_ahead = {});
 
   // The next bytes of the stream, [position(), position() + bytes.size()).
   void feed(std::string_view bytes);
@@ -51,6 +60,31 @@ class Mirror {
   MirrorSnapshot final_text();
   // A fresh terminal whose stream starts at `at` (a clear, or a new session).
   void reset(Cursor at);
+
+  // Look ahead (docs/plain-scroll-skip.md). The mirror thread hands over the bytes after the
+  // ones fed, from look_ahead_from() on (nullopt: none wanted now; the scan stopped at a byte
+  // that is not plain text), without feeding them; then skip_ahead() replaces a stretch of
+  // scrolling text that can never be seen again by a short equivalent and moves position()
+  // past it. Exact: screen, history, pen, cursor and last glyph are what feeding every byte
+  // gives (tests/engine/plain_scroll_skip_test.cpp).
+  std::optional<Cursor> look_ahead_from();
+  void look_ahead(std::string_view bytes) { scan_.scan(bytes); }
+  void look_ahead(std::span<const std::byte> bytes) {
+    look_ahead(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+  // The bytes handed over may have been torn (overwritten in the ring): scan them again.
+  void drop_look_ahead() noexcept { scan_stale_ = true; }
+  // True when it jumped.
+  bool skip_ahead();
+  // After a jump the rows above the landing line and the history before it are not the
+  // stream's, until libvterm has pushed them all out: the screen is exact once it pushed
+  // rows - 1 lines, and the history lines pushed after that are (snapshots and final_text()
+  // draw only those). The look ahead jumps only where the stream goes on long enough for the
+  // whole history to be exact again before the bytes it scanned end.
+  bool screen_exact() const noexcept;
+  std::size_t exact_history_lines() const noexcept;
+  std::uint64_t skipped_bytes() const noexcept { return skipped_bytes_; }
+  std::uint64_t skips() const noexcept { return skips_; }
 
   // End of the bytes fed.
   Cursor position() const noexcept { return scanner_.position(); }
@@ -86,6 +120,17 @@ class Mirror {
   std::string cut_sequence_;
   Cursor cut_sequence_at_{0};
   std::uint64_t synthesized_ = 0;
+  // Look ahead: the scan runs from a clean point at or after parsed_ (scan_stale_: restart it).
+  PlainScrollScan scan_;
+  bool scan_stale_ = true;
+  LookAheadOptions look_ahead_options_;
+  std::size_t history_lines_;  // the history's line limit
+  // screen_.pushed_lines() right after the latest jump's equivalent, until the history is
+  // exact again; the screen's rows then.
+  std::optional<std::uint64_t> jump_pushes_;
+  int jump_rows_ = 0;
+  std::uint64_t skipped_bytes_ = 0;
+  std::uint64_t skips_ = 0;
   std::uint16_t cols_;  // the PTY's size (the screen may be clamped)
   std::uint16_t rows_;
 };

@@ -494,6 +494,7 @@ void MirrorScreen::reset() {
   impl_.reset();
   scrollback_.clear();
   scrollback_bytes_ = 0;
+  pushed_lines_ = 0;
   main_copy_.clear();
   alt_active_ = false;
   reverse_video_ = false;
@@ -864,6 +865,7 @@ std::size_t MirrorScreen::push_line(int cols, const void* cells_v) {
   line.extra.shrink_to_fit();
   scrollback_bytes_ += line.bytes();
   scrollback_.push_back(std::move(line));
+  ++pushed_lines_;
   while (!scrollback_.empty() &&
          (scrollback_.size() > limits_.max_lines || scrollback_bytes_ > limits_.max_bytes)) {
     scrollback_bytes_ -= scrollback_.front().bytes();

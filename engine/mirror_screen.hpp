@@ -123,6 +123,8 @@ class MirrorScreen {
   bool reverse_video() const { return reverse_video_; }
 
   std::size_t scrollback_lines() const { return scrollback_.size(); }
+  // Lines libvterm has pushed into the history since the terminal was created or reset.
+  std::uint64_t pushed_lines() const { return pushed_lines_; }
   std::size_t scrollback_bytes() const { return scrollback_bytes_; }
   // Width the line had when it scrolled off; columns past it read as pristine cells.
   int scrollback_cols(std::size_t line) const;
@@ -208,6 +210,7 @@ class MirrorScreen {
 
   std::deque<StoredLine> scrollback_;
   std::size_t scrollback_bytes_ = 0;
+  std::uint64_t pushed_lines_ = 0;
   std::vector<Cell> main_copy_;  // rows_ x cols_, valid while alt_active_
   bool alt_active_ = false;
   bool reverse_video_ = false;

@@ -85,6 +85,7 @@ void MirrorThread::request_snapshot(MirrorActorId id, SnapshotRequest request) {
 
 MirrorStats MirrorThread::stats() const noexcept {
   return MirrorStats{stat_bytes_.load(std::memory_order_relaxed),
+                     stat_skipped_.load(std::memory_order_relaxed),
                      stat_resyncs_.load(std::memory_order_relaxed),
                      stat_snapshots_.load(std::memory_order_relaxed)};
 }
@@ -147,12 +148,18 @@ bool MirrorThread::drain_commands() {
 bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   Mirror& mirror = *slot.mirror;
   bool worked = false;
+  std::size_t look_ahead_budget = budget * kLookAheadPerFedByte;
   for (;;) {
     worked |= slot.apply_due_events();
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
+    if (mirror.position() < end && look_ahead(slot, end, look_ahead_budget)) {
+      worked = true;
+      continue;  // an event may be due at the new position
+    }
     if (mirror.position() >= end || budget == 0) break;
-    if (worked && command_waiting_.load(std::memory_order_relaxed)) break;
+    // After a jump, the rows above the landing line are fed before a command is served.
+    if (worked && command_waiting_.load(std::memory_order_relaxed) && mirror.screen_exact()) break;
 
     const std::uint64_t slice = std::min<std::uint64_t>(std::min(budget, kSliceBytes),
                                                         end - mirror.position());
@@ -186,9 +193,35 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   return worked;
 }
 
+// Hands the mirror up to `budget` bytes past what it has fed (never past `end`: the next event
+// or the committed cursor), then lets it jump over scrolling text that can never be seen again.
+bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget) {
+  Mirror& mirror = *slot.mirror;
+  while (budget > 0) {
+    const std::optional<Cursor> from = mirror.look_ahead_from();
+    if (!from || *from >= end) break;
+    const auto view =
+        slot.ring->read(*from, std::min<std::uint64_t>(std::min(budget, kLookAheadPiece), end - *from));
+    if (!view || view->empty()) break;
+    mirror.look_ahead(view->first);
+    mirror.look_ahead(view->second);
+    if (!slot.ring->intact(view->from)) {
+      mirror.drop_look_ahead();
+      break;
+    }
+    budget -= std::min(budget, view->size());
+    if (command_waiting_.load(std::memory_order_relaxed)) break;
+  }
+  const Cursor before = mirror.position();
+  if (!mirror.skip_ahead()) return false;
+  stat_skipped_.fetch_add(mirror.position() - before, std::memory_order_relaxed);
+  return true;
+}
+
 void MirrorThread::answer_ready(Slot& slot) {
   if (slot.waiting.empty()) return;
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
+  if (!slot.mirror->screen_exact()) return;  // a jump's landing: pump() feeds on first
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
     reply(SnapshotReply{r.token, true,

@@ -1,5 +1,6 @@
 #include "engine/plain_text.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/utf8.hpp"
@@ -27,10 +28,11 @@ void append_row(std::string& out, const std::vector<Cell>& cells) {
 
 }  // namespace
 
-std::string plain_text(const MirrorScreen& screen) {
+std::string plain_text(const MirrorScreen& screen, std::size_t history_lines) {
   std::string out;
   std::vector<Cell> cells;
-  for (std::size_t line = 0; line < screen.scrollback_lines(); ++line) {
+  const std::size_t held = screen.scrollback_lines();
+  for (std::size_t line = held - std::min(held, history_lines); line < held; ++line) {
     cells.assign(static_cast<std::size_t>(screen.scrollback_cols(line)), Cell{});
     screen.scrollback_row(line, cells);
     append_row(out, cells);

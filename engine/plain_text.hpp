@@ -5,12 +5,14 @@
 // one written: it holds the shell's history, the alternate screen only the program's frame.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "engine/mirror_screen.hpp"
 
 namespace backscroll::engine {
 
-std::string plain_text(const MirrorScreen& screen);
+// `history_lines`: at most the newest this many history lines (Mirror::exact_history_lines).
+std::string plain_text(const MirrorScreen& screen, std::size_t history_lines = SIZE_MAX);
 
 }  // namespace backscroll::engine

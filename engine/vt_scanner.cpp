@@ -915,6 +915,19 @@ void VtScanner::set_title(std::string_view title) noexcept {
 
 void VtScanner::to_ground() noexcept { state_ = State::ground; }
 
+void VtScanner::skip_plain(Cursor to) noexcept {
+  marks_.clear();
+  pending_marks_.clear();  // none: a plain run has no sequence that marks
+  state_ = State::ground;
+  utf8_remaining_ = 0;
+  position_ = to;
+  clean_position_ = to;
+  split_position_ = to;
+  seq_begin_ = to;
+  skip_from_ = to;
+  text_run_ = TextRun::ascii;  // the run's last byte is a printable ASCII character
+}
+
 void VtScanner::unmodelled(const char* reason) noexcept {
   if (unmodelled_ == nullptr) unmodelled_ = reason;
 }

@@ -89,6 +89,11 @@ class VtScanner {
   // region or margin is clamped to the new size; a full-screen one stays full-screen).
   void resize(std::uint16_t cols, std::uint16_t rows) noexcept;
 
+  // Moves to `to` as if it had scanned [position(), to): bytes of a plain run that ends just
+  // after a printable ASCII character (PlainScrollScan), which change nothing the scanner
+  // tracks. A sequence of the run left unfinished at position() ends inside those bytes.
+  void skip_plain(Cursor to) noexcept;
+
   // Forgets the unmodelled reason (the engine cleared the actor's history).
   void clear_unmodelled() noexcept { unmodelled_ = nullptr; }
 

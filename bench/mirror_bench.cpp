@@ -1,0 +1,94 @@
+// bench/mirror_bench: what the mirror costs per byte, per workload (Google Benchmark, in
+// process), beside libvterm 0.1.4's own layers as reference points: its state layer alone (the
+// parser and the cursor/pen logic, no cells) and its screen layer alone. The profile in
+// docs/performance.md was taken on this binary (`perf record -g build/bin/mirror_bench ...`).
+#include <string>
+#include <string_view>
+
+#include <benchmark/benchmark.h>
+#include <vterm.h>
+
+#include "bench/workloads.hpp"
+#include "engine/mirror.hpp"
+
+namespace {
+
+using namespace backscroll;
+
+constexpr std::size_t kWorkloadBytes = 4u << 20;
+constexpr std::size_t kFeedBytes = 64 * 1024;  // what the mirror thread hands over at most
+
+const std::string& workload(int which) {
+  static const std::string kinds[] = {bench::log_lines(kWorkloadBytes),
+                                      bench::build_output(kWorkloadBytes),
+                                      bench::utf8_lines(kWorkloadBytes),
+                                      bench::tui_redraws(kWorkloadBytes, 24)};
+  return kinds[which];
+}
+const char* workload_name(int which) {
+  static const char* names[] = {"log", "build_sgr", "utf8", "tui"};
+  return names[which];
+}
+
+template <typename Feed>
+void feed_in_chunks(std::string_view bytes, Feed&& feed) {
+  for (std::size_t at = 0; at < bytes.size(); at += kFeedBytes) feed(bytes.substr(at, kFeedBytes));
+}
+
+void BM_Mirror(benchmark::State& state) {
+  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    engine::Mirror mirror(Cursor{0}, 80, 24);
+    feed_in_chunks(bytes, [&](std::string_view chunk) { mirror.feed(chunk); });
+    benchmark::DoNotOptimize(mirror.parsed());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+  state.SetLabel(workload_name(static_cast<int>(state.range(0))));
+}
+
+// libvterm with only the state layer's default behaviour (no callbacks: no cells are kept).
+void BM_LibvtermStateOnly(benchmark::State& state) {
+  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    VTerm* vt = vterm_new(24, 80);
+    vterm_set_utf8(vt, 1);
+    VTermState* vts = vterm_obtain_state(vt);
+    vterm_state_reset(vts, 1);
+    feed_in_chunks(bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
+    vterm_free(vt);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+  state.SetLabel(workload_name(static_cast<int>(state.range(0))));
+}
+
+// libvterm's screen layer with a scrollback callback that only counts lines.
+void BM_LibvtermScreen(benchmark::State& state) {
+  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  static VTermScreenCallbacks callbacks{};
+  callbacks.sb_pushline = [](int, const VTermScreenCell*, void* user) {
+    ++*static_cast<std::size_t*>(user);
+    return 1;
+  };
+  for (auto _ : state) {
+    std::size_t pushed = 0;
+    VTerm* vt = vterm_new(24, 80);
+    vterm_set_utf8(vt, 1);
+    VTermScreen* screen = vterm_obtain_screen(vt);
+    vterm_screen_set_callbacks(screen, &callbacks, &pushed);
+    vterm_screen_enable_altscreen(screen, 1);
+    vterm_screen_reset(screen, 1);
+    feed_in_chunks(bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
+    benchmark::DoNotOptimize(pushed);
+    vterm_free(vt);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+  state.SetLabel(workload_name(static_cast<int>(state.range(0))));
+}
+
+BENCHMARK(BM_Mirror)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LibvtermStateOnly)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LibvtermScreen)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

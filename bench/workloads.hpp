@@ -1,0 +1,57 @@
+// Terminal output workloads shared by the benchmarks: what coding agents, builds and TUIs print.
+// Each generator returns about `bytes` bytes (whole lines or frames).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace backscroll::bench {
+
+// A service log: ~75-column plain ASCII lines, CR LF as a cooked PTY delivers them.
+inline std::string log_lines(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += "2026-11-30T06:00:00.000Z INFO worker[" + std::to_string(i % 16) +
+           "] processed request " + std::to_string(i) + " in 3 ms, status ok\r\n";
+  }
+  return out;
+}
+// Build output with SGR colours (bold, green, magenta warnings), as ninja and g++ print it.
+inline std::string build_output(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += "\x1b[1m[" + std::to_string(i % 100) + "%]\x1b[0m \x1b[32mBuilding CXX object\x1b[0m "
+           "engine/CMakeFiles/unit" + std::to_string(i) + ".dir/file.cpp.o\r\n";
+    if (i % 7 == 0) {
+      out += "\x1b[1mfile.cpp:" + std::to_string(i) + ":5: \x1b[35mwarning: \x1b[0munused "
+             "variable \x1b[1m'x'\x1b[0m [\x1b[35m-Wunused\x1b[0m]\r\n";
+    }
+  }
+  return out;
+}
+// A top-like TUI on the alternate screen: full redraws with cursor addressing, no scrolling.
+inline std::string tui_redraws(std::size_t bytes, int rows) {
+  std::string out = "\x1b[?1049h";
+  for (std::size_t frame = 0; out.size() < bytes; ++frame) {
+    out += "\x1b[H\x1b[7m top - frame " + std::to_string(frame) + "\x1b[K\x1b[0m";
+    for (int r = 2; r <= rows; ++r) {
+      out += "\x1b[" + std::to_string(r) + ";1H";
+      out += "\x1b[3" + std::to_string(r % 8) + "m" + std::to_string(1000 + r) + " user  20   0 " +
+             std::to_string(frame * 7 % 100000) + " S  1.0  0.3 process-" + std::to_string(r);
+      out += "\x1b[0m\x1b[K";
+    }
+  }
+  return out;
+}
+
+// Log lines with non-ASCII text: accented letters, CJK (wide) and an emoji per line.
+inline std::string utf8_lines(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += "r\u00e9sum\u00e9 " + std::to_string(i) + " \u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 "
+           "na\u00efve caf\u00e9 \u00fcber \u2713 \U0001f680 \u03b1\u03b2\u03b3 done\r\n";
+  }
+  return out;
+}
+
+}  // namespace backscroll::bench

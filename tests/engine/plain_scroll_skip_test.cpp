@@ -1,0 +1,422 @@
+// The mirror's look ahead (docs/plain-scroll-skip.md): PlainScrollScan finds where scrolling
+// text can no longer be seen, and Mirror::skip_ahead() jumps there.
+// - The scan: targets only at line starts whose column is known to be 0 and whose first glyph
+//   is printable ASCII that no combining mark can follow; the run ends at any byte that is not
+//   plain (cursor motion, modes, other controls, SGR forms it does not reduce); the pen list is
+//   the run's SGRs reduced (a reset drops what came before, a repeat moves to the end).
+// - Exactness: a mirror that jumps ends in the observable state of one that parsed every byte
+//   (screen, history, pen, cursor, pending wrap, last glyph, modes; first_difference() and the
+//   snapshot bytes), with the jump at every kind of boundary: wide characters, wrapping at the
+//   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
+//   EL (background colour erase), and probes after the stream that show the pen and last glyph.
+// - No jump where it would not be exact: the alternate screen, a scroll region, origin mode.
+// - The mirror thread jumps through a flood in its ring and answers with the same snapshot.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/mirror.hpp"
+#include "engine/mirror_compare.hpp"
+#include "engine/mirror_thread.hpp"
+#include "engine/plain_scroll_scan.hpp"
+#include "tests/engine/test_ring.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using engine::LookAheadOptions;
+using engine::Mirror;
+using engine::PlainScrollScan;
+using engine::ScrollbackLimits;
+
+// --- the scan --------------------------------------------------------------------------------
+
+PlainScrollScan scanned(std::string_view bytes, Cursor start = Cursor{0}) {
+  PlainScrollScan scan(0);  // a target at every line
+  scan.restart(start);
+  scan.scan(bytes);
+  return scan;
+}
+
+std::string lines(int n, std::string_view prefix = "line ") {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += std::string(prefix) + std::to_string(i) + "\r\n";
+  return out;
+}
+
+TEST(PlainScrollScan, FindsTheLatestLineStartWithEnoughLineFeedsAfterIt) {
+  const std::string stream = lines(20);
+  const PlainScrollScan scan = scanned(stream);
+  EXPECT_FALSE(scan.broken());
+  EXPECT_EQ(scan.lfs(), 20u);
+  const PlainScrollScan::Target* t = scan.best(Cursor{0}, /*keep=*/5, /*rows_before=*/3);
+  ASSERT_NE(t, nullptr);
+  // Line 15 starts after 15 LFs; 5 LFs follow it.
+  EXPECT_EQ(t->lfs, 15u);
+  EXPECT_EQ(value(t->line_start), stream.find("line 15"));
+  EXPECT_EQ(t->prefix, "l");
+  EXPECT_EQ(value(t->end), stream.find("line 15") + 1);
+  EXPECT_EQ(scan.best(Cursor{0}, 21, 0), nullptr);     // not enough LFs anywhere
+  EXPECT_EQ(scan.best(Cursor{0}, 5, 16), nullptr);     // the cursor may not be at the bottom yet
+}
+
+TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
+  // A bare LF keeps the column; TAB, UTF-8 first, or a combining mark after the glyph.
+  const PlainScrollScan scan = scanned("a\r\nx\nbare\r\n\tx\r\n\xc3\xa9t\r\ne\xcc\x81\r\nok\r\n");
+  std::vector<std::string> starts;
+  for (int keep = 0; keep <= 6; ++keep) {
+    if (const auto* t = scan.best(Cursor{0}, static_cast<std::uint64_t>(keep), 0))
+      starts.push_back(t->prefix);
+  }
+  // Only "x" (after a\r\n) and "ok" qualify; "bare" follows a bare LF.
+  for (const std::string& s : starts) EXPECT_TRUE(s == "x" || s == "o") << s;
+  EXPECT_EQ(scan.best(Cursor{0}, 1, 0)->prefix, "o");
+  EXPECT_EQ(scan.best(Cursor{0}, 2, 0)->prefix, "x");
+}
+
+TEST(PlainScrollScan, KeepsTheSgrAndElBytesBeforeTheGlyph) {
+  const PlainScrollScan scan = scanned("a\r\n\x1b[1m\x1b[K\r\x1b[32mx\r\nb\r\n");
+  const auto* t = scan.best(Cursor{0}, 2, 0);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->prefix, "\x1b[1m\x1b[K\r\x1b[32mx");
+}
+
+TEST(PlainScrollScan, ReducesThePenToTheSgrsThatStillMatter) {
+  PlainScrollScan scan(0);
+  scan.restart(Cursor{0});
+  scan.scan("\x1b[1m\x1b[31m\x1b[1mq\r\n\x1b[0;4m\x1b[44mz\r\nw\r\nv\r\n");
+  auto pen = [&](std::uint64_t keep) {
+    std::string out;
+    for (std::uint8_t i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
+    return out;
+  };
+  EXPECT_EQ(pen(3), "\x1b[31m\x1b[1m");    // the repeated bold moved to the end
+  EXPECT_EQ(pen(1), "\x1b[0;4m\x1b[44m");  // a reset dropped what came before
+}
+
+TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
+  for (std::string_view breaker :
+       {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K", "\x1b" "7", "\x1b]0;t\x07",
+        "\x07", "\x08", "\x0b", "\x0e", "\x7f", "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
+    const std::string stream = lines(5) + std::string(breaker) + lines(5);
+    const PlainScrollScan scan = scanned(stream);
+    EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(breaker));
+    EXPECT_EQ(value(scan.scanned()), lines(5).size());
+    EXPECT_EQ(scan.lfs(), 5u);
+  }
+  std::string many;
+  for (int i = 0; i <= static_cast<int>(PlainScrollScan::kMaxDistinctSgrs); ++i)
+    many += "\x1b[38;5;" + std::to_string(i) + "mx\r\n";
+  EXPECT_TRUE(scanned(many).broken());
+}
+
+TEST(PlainScrollScan, KeepsOneTargetPerSpacing) {
+  PlainScrollScan scan(1000);
+  scan.restart(Cursor{0});
+  const std::string stream = lines(400);
+  scan.scan(stream);
+  Cursor last{0};
+  int targets = 0;
+  for (std::uint64_t keep = 0; keep < 400; ++keep) {
+    const auto* t = scan.best(Cursor{0}, keep, 0);
+    if (t == nullptr || t->line_start == last) continue;
+    if (targets > 0) {
+      EXPECT_GE(last - t->line_start, 1000u);
+    }
+    last = t->line_start;
+    ++targets;
+  }
+  EXPECT_GT(targets, 3);
+  EXPECT_LE(targets, static_cast<int>(stream.size() / 1000) + 1);
+}
+
+// --- exactness ---------------------------------------------------------------------------------
+
+constexpr ScrollbackLimits kLimits{40, 1u << 20};
+constexpr LookAheadOptions kJumpAnywhere{1, 0};
+
+std::unique_ptr<Mirror> fresh(int cols, int rows, LookAheadOptions look_ahead = {}) {
+  return std::make_unique<Mirror>(Cursor{0}, static_cast<std::uint16_t>(cols),
+                                  static_cast<std::uint16_t>(rows), kLimits, look_ahead);
+}
+
+std::unique_ptr<Mirror> parsed(std::string_view stream, int cols, int rows) {
+  auto m = fresh(cols, rows);
+  m->feed(stream);
+  return m;
+}
+
+// "" when `b` (which may have jumped) shows what `a` shows: the screen, the history lines `b`
+// holds as exact (all of them once a jump is far enough behind), modes, snapshots.
+std::string difference(const Mirror& a, const Mirror& b) {
+  if (!b.screen_exact()) return "the screen is not exact yet";
+  const std::size_t exact = b.exact_history_lines();
+  engine::CompareOptions options;
+  options.history_lines = exact;
+  if (std::string d = engine::first_difference(a, b, options); !d.empty()) return d;
+  if (a.scanner().modes() != b.scanner().modes()) return "modes differ";
+  engine::SnapshotOptions drawn;
+  drawn.scrollback_lines = exact;
+  const auto sa = a.snapshot(drawn), sb = b.snapshot(drawn);
+  if (sa.cursor != sb.cursor) return "snapshots tagged differently";
+  if (sa.snapshot.bytes != sb.snapshot.bytes) return "snapshot bytes differ";
+  return "";
+}
+
+// At the end of a stream: the whole history exact again, as long as the other's.
+std::string final_difference(const Mirror& a, const Mirror& b) {
+  if (b.exact_history_lines() != b.screen().scrollback_lines()) return "history not exact at the end";
+  if (a.screen().scrollback_lines() != b.screen().scrollback_lines()) return "history length differs";
+  return difference(a, b);
+}
+
+// Feeds `stream` to a mirror that jumps, in the given pieces, the way the mirror thread does:
+// before each piece the look ahead gets everything after the bytes fed, then the mirror may
+// jump; the piece is fed from position() on. After each jump, whole lines are fed until the
+// screen is exact, and the mirror is compared with one that parsed every byte up to there (the
+// landing line, the pen and the last glyph the jump rebuilt are on the screen then); at the
+// end, again. "" when they never differ; `skipped`: bytes jumped over.
+std::string jump_difference(std::string_view stream, const std::vector<std::size_t>& pieces,
+                            int cols, int rows, std::uint64_t* skipped = nullptr) {
+  const auto a = fresh(cols, rows);
+  const auto b = fresh(cols, rows, kJumpAnywhere);
+  auto catch_up = [&] { a->feed(stream.substr(value(a->position()), b->position() - a->position())); };
+  auto line_end = [&](std::size_t at) { return std::min(stream.find('\n', at), stream.size() - 1) + 1; };
+  std::size_t piece = 0;
+  while (value(b->position()) < stream.size()) {
+    if (auto from = b->look_ahead_from()) b->look_ahead(stream.substr(value(*from)));
+    const std::size_t jumped_to = value(b->position());
+    if (b->skip_ahead()) {
+      do {
+        const std::size_t at = value(b->position());
+        b->feed(stream.substr(at, line_end(at) - at));
+      } while (!b->screen_exact() && value(b->position()) < stream.size());
+      catch_up();
+      if (std::string d = difference(*a, *b); !d.empty())
+        return d + " (after the jump from " + std::to_string(jumped_to) + ")";
+      continue;
+    }
+    const std::size_t len = pieces.empty() ? 4096 : std::max<std::size_t>(1, pieces[piece++ % pieces.size()]);
+    b->feed(stream.substr(value(b->position()), len));
+  }
+  if (skipped) *skipped = b->skipped_bytes();
+  catch_up();
+  return final_difference(*a, *b);
+}
+
+// Probes after a stream: text in the current pen, REP of the last glyph, a combining mark at
+// the cursor, an erase in the current pen.
+const std::string kProbes = "P\x1b[3b\xcc\x81\x1b[K\r\nQ\x1b[2b";
+
+struct Case {
+  const char* name;
+  std::string body;  // repeated until the stream is long enough to jump
+  int cols = 20;
+  int rows = 5;
+};
+
+std::vector<Case> boundary_cases() {
+  std::vector<Case> cases;
+  cases.push_back({"plain lines", lines(1, "log line ")});
+  cases.push_back({"wide characters", "w \xe4\xb8\xad\xe6\x96\x87 \xe4\xb8\xad\xe6\x96\x87\xe4\xb8\xad\r\n"});
+  cases.push_back({"wide character cut by the last column", "abcdefghijklmnopqrs\xe4\xb8\xad!\r\n"});
+  cases.push_back({"exactly the width (pending wrap)", "abcdefghijklmnopqrst\r\n"});
+  cases.push_back({"wrapping lines", "abcdefghijklmnopqrstuvwxyz0123456789abcdefghij\r\n"});
+  cases.push_back({"tabs", "t\tab\tx\r\n\tlead\r\n"});
+  cases.push_back({"CR without LF", "overwritten line\rX\r\n"});
+  cases.push_back({"bare LF", "a\nb\nc\r\n"});
+  cases.push_back({"SGR prefixes and resets", "\x1b[1m[1%]\x1b[0m \x1b[32mBuilding\x1b[0m x\r\n"});
+  cases.push_back({"SGR without resets", "\x1b[31mred\x1b[39m \x1b[4mu\x1b[24m\r\n\x1b[1mb\r\n"});
+  cases.push_back({"background colour erase", "\x1b[44m\r\nblue\x1b[K\r\n\x1b[0mplain\r\n\x1b[41m"});
+  cases.push_back({"EL before the glyph", "\x1b[2K\x1b[45mz\x1b[K\r\n\x1b[m"});
+  cases.push_back({"empty lines", "x\r\n\r\n\r\n"});
+  cases.push_back({"combining marks", "x e\xcc\x81t\xcc\x83 a\r\n"});
+  cases.push_back({"UTF-8 first", "\xc3\xa9t\xc3\xa9\r\nok\r\n"});
+  cases.push_back({"a cursor move now and then", "x\r\n\x1b[A\x1b[Bup\r\n" + lines(30)});
+  cases.push_back({"wide screen", lines(1, "log line "), 200, 50});
+  cases.push_back({"one row", lines(1, "r "), 10, 1});
+  return cases;
+}
+
+std::string repeated(const std::string& body, std::size_t at_least) {
+  std::string out;
+  while (out.size() < at_least) out += body;
+  return out;
+}
+
+TEST(PlainScrollSkip, JumpsAreExactAtEveryKindOfBoundary) {
+  for (const Case& c : boundary_cases()) {
+    const std::string stream = repeated(c.body, 60'000) + kProbes;
+    for (const std::vector<std::size_t>& pieces :
+         std::vector<std::vector<std::size_t>>{{}, {1}, {3, 7, 1}, {101, 13}, {2048}}) {
+      std::uint64_t skipped = 0;
+      EXPECT_EQ(jump_difference(stream, pieces, c.cols, c.rows, &skipped), "")
+          << c.name << ", pieces of " << (pieces.empty() ? 4096 : pieces[0]);
+      if (std::string_view(c.name) != "a cursor move now and then") {
+        EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
+      }
+    }
+  }
+}
+
+TEST(PlainScrollSkip, EveryJumpTargetGivesTheSameState) {
+  // One jump, from each point of the stream in turn, to the latest target.
+  const std::string body = "\x1b[1m[" "x" "]\x1b[0m \x1b[33mw\xe4\xb8\xad\x1b[m\tend\r\n";
+  const std::string stream = repeated(body, 6000) + kProbes;
+  int jumps = 0;
+  for (std::size_t cut = 0; cut < 3000; cut += 37) {
+    auto b = fresh(20, 5, kJumpAnywhere);
+    b->feed(std::string_view(stream).substr(0, cut));
+    if (auto from = b->look_ahead_from()) b->look_ahead(std::string_view(stream).substr(value(*from)));
+    if (!b->skip_ahead()) continue;
+    ++jumps;
+    while (!b->screen_exact()) {
+      const std::size_t at = value(b->position());
+      b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
+    }
+    EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << "cut " << cut;
+    b->feed(std::string_view(stream).substr(value(b->position())));
+    EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "") << "cut " << cut;
+  }
+  EXPECT_GT(jumps, 50);
+}
+
+TEST(PlainScrollSkip, ThePenAtTheTargetIsRebuilt) {
+  // The jump starts with one pen (bold, red background) and lands where another is in effect.
+  const std::string stream = "\x1b[1;41mx\r\n\x1b[0;32;44m" + lines(200) + kProbes;
+  EXPECT_EQ(jump_difference(stream, {12}, 20, 5), "");
+}
+
+TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
+  const std::string stream = lines(400);
+  auto b = fresh(20, 5, kJumpAnywhere);
+  ASSERT_TRUE(b->look_ahead_from());
+  b->look_ahead(stream);
+  ASSERT_TRUE(b->skip_ahead());
+  EXPECT_FALSE(b->screen_exact());
+  EXPECT_EQ(b->snapshot().snapshot.fallback_reason, "catching_up");
+  std::size_t lfs = 0;
+  while (value(b->position()) < stream.size()) {
+    const std::size_t at = value(b->position());
+    b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
+    ++lfs;
+    // Rows above the landing line: 4; then one exact history line per line fed.
+    EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
+    EXPECT_EQ(b->exact_history_lines(), std::min<std::size_t>(lfs < 4 ? 0 : lfs - 4, kLimits.max_lines)) << lfs;
+    if (b->screen_exact()) {
+      const auto s = b->snapshot();
+      EXPECT_EQ(s.snapshot.scrollback_lines, b->exact_history_lines());
+      EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << lfs;
+    }
+  }
+  EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
+}
+
+TEST(PlainScrollSkip, NoJumpOnTheAlternateScreenInARegionOrInOriginMode) {
+  for (std::string_view setup : {"\x1b[?1049h", "\x1b[2;4r", "\x1b[?6h", "\x1b[?69h"}) {
+    const std::string stream = std::string(setup) + repeated(lines(1, "text "), 20'000);
+    std::uint64_t skipped = 1;
+    EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
+    EXPECT_EQ(skipped, 0u) << ::testing::PrintToString(std::string(setup));
+  }
+}
+
+TEST(PlainScrollSkip, WaitsForEnoughLinesAfterTheTarget) {
+  // Fewer lines than the history keeps plus the screen: nothing may be skipped.
+  const std::string stream = lines(static_cast<int>(kLimits.max_lines) + 5);
+  std::uint64_t skipped = 1;
+  EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
+  EXPECT_EQ(skipped, 0u);
+}
+
+TEST(PlainScrollSkip, LandsOnlyWhereTheCursorIsOnTheBottomRow) {
+  // From a fresh screen the cursor walks down for rows - 1 LFs before anything scrolls: a
+  // target among the first lines is no landing (the jump puts the cursor on the bottom row).
+  for (int extra = 0; extra < 8; ++extra) {
+    const std::string stream = lines(static_cast<int>(kLimits.max_lines) + 6 + extra) + kProbes;
+    std::uint64_t skipped = 0;
+    EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "") << extra;
+    EXPECT_EQ(skipped > 0, extra >= 5) << extra;  // line 5 is the first landing
+  }
+}
+
+// Streams of plain pieces with now and then something that is not plain.
+rc::Gen<std::string> plain_piece() {
+  return rc::gen::weightedOneOf<std::string>({{40,
+      rc::gen::element<std::string>("word ", "x", "\r\n", "\r\n", "\r\n", "\n", "\r", "\t",
+                                    "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m", "\x1b[0m",
+                                    "\x1b[m", "\x1b[31m", "\x1b[44m", "\x1b[38;5;200m",
+                                    "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K", "\x1b[2K",
+                                    "abcdefghijklmnopqrstuvwxy")},
+      {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h", "\x1b" "7",
+                                    "\x1b" "8", "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l",
+                                    "\x1b[2;4r", "\x1b[r")}});
+}
+
+RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
+  const auto pieces = *rc::gen::container<std::vector<std::string>>(
+      *rc::gen::inRange(50, 400),
+      plain_piece());
+  std::string body;
+  for (const std::string& p : pieces) body += p;
+  const int copies = *rc::gen::inRange(1, 8);
+  std::string stream;
+  for (int i = 0; i < copies; ++i) stream += body + lines(60);
+  stream += kProbes;
+  const auto cols = *rc::gen::inRange(2, 30);
+  const auto rows = *rc::gen::inRange(1, 8);
+  const auto feed = *rc::gen::container<std::vector<std::size_t>>(
+      3, rc::gen::inRange<std::size_t>(1, 3000));
+  std::uint64_t skipped = 0;
+  RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped) == "");
+  RC_CLASSIFY(skipped > 0, "jumped");
+}
+
+// --- the mirror thread -----------------------------------------------------------------------
+
+TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  {
+    TestRing ring("flood", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    engine::MirrorThread thread(notify, kLimits);
+    std::string flood;
+    for (int i = 0; flood.size() < (3u << 20); ++i)
+      flood += "\x1b[32m" + std::to_string(i) + "\x1b[0m log line of a flood, padded to width\r\n";
+    ring.write(flood);  // before the thread is woken: it finds 3 MiB to look through
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    thread.wake();
+    engine::SnapshotRequest request;
+    request.token = 7;
+    request.not_before = ring.writer.committed();
+    thread.request_snapshot(1, request);
+    engine::SnapshotReply reply;
+    for (int i = 0; i < 600 && !thread.next_reply(reply); ++i) {
+      pollfd p{notify, POLLIN, 0};
+      ::poll(&p, 1, 100);
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
+    }
+    ASSERT_EQ(reply.token, 7u);
+    ASSERT_TRUE(reply.found);
+    Mirror reference(Cursor{0}, 80, 24, kLimits);
+    reference.feed(flood);
+    const auto expected = reference.snapshot();
+    EXPECT_EQ(reply.taken.cursor, expected.cursor);
+    EXPECT_EQ(reply.taken.snapshot.bytes, expected.snapshot.bytes);
+    EXPECT_GT(thread.stats().skipped, 2u << 20);
+    EXPECT_LT(thread.stats().bytes, 1u << 20);
+  }
+  ::close(notify);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
