@@ -284,7 +284,9 @@ bool Mirror::skip_ahead() {
     return false;
   const TerminalModes& modes = scanner_.modes();
   const int rows = screen_.rows();
-  const bool plain = !screen_.alt_screen() && !screen_.size_clamped() &&
+  // One row: libvterm keeps no history there, so the lines before a jump would never be pushed
+  // out of it.
+  const bool plain = rows >= 2 && !screen_.alt_screen() && !screen_.size_clamped() &&
                      !modes.alternate_screen && !modes.origin && !modes.left_right_margin_mode &&
                      modes.scroll_top == 0 &&
                      (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);

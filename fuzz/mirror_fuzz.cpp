@@ -20,6 +20,9 @@
 //   - both again after a probe suffix fed to each (text in the current pen and charset, REP,
 //     scrolling in the region, origin addressing, DECRC, leaving the alternate screen), which
 //     exposes state that shows only in how later bytes are drawn.
+// And on every input, before that: a mirror with a short history that looks ahead and jumps over
+// scrolled-off text (docs/plain-scroll-skip.md) ends in the state of one that parses every byte
+// (history exact again, first_difference() finds nothing, also after the probe suffix).
 // Memory stays bounded: scrollback lines and bytes within the limits, the scanner's buffers
 // within kMaxBufferedBytes, libvterm behind the scanner by at most the mirror's hold bounds.
 // A difference prints a description and traps.
@@ -45,6 +48,7 @@ using backscroll::Cursor;
 using backscroll::engine::Cell;
 using backscroll::engine::CompareOptions;
 using backscroll::engine::CursorState;
+using backscroll::engine::LookAheadOptions;
 using backscroll::engine::Mirror;
 using backscroll::engine::MirrorScreen;
 using backscroll::engine::MirrorSnapshot;
@@ -56,6 +60,9 @@ using backscroll::engine::VtScanner;
 constexpr std::size_t kHeader = 15;
 constexpr std::uint64_t kStart = 1000;  // A's stream starts at this ring cursor
 constexpr ScrollbackLimits kLimits{1000, 1u << 20};
+// The look-ahead check: a short history, so a jump needs only history + rows + 1 LFs after it.
+constexpr ScrollbackLimits kJumpLimits{8, 1u << 20};
+constexpr LookAheadOptions kJumpAnywhere{1, 0};
 
 struct Resize {
   std::size_t at;  // after stream bytes [0, at)
@@ -73,11 +80,13 @@ std::uint16_t decode_rows(std::uint8_t b) {
 struct Stats {
   std::uint64_t inputs = 0;
   std::uint64_t checked = 0;
+  std::uint64_t jumped = 0;  // inputs where the look-ahead check jumped
   std::map<std::string, std::uint64_t> fallbacks;
   ~Stats() {
     if (std::getenv("BACKSCROLL_FUZZ_STATS") == nullptr) return;
-    std::fprintf(stderr, "mirror_fuzz: %llu inputs, %llu round trips checked\n",
-                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(checked));
+    std::fprintf(stderr, "mirror_fuzz: %llu inputs, %llu round trips checked, %llu jumped\n",
+                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(checked),
+                 static_cast<unsigned long long>(jumped));
     for (const auto& [reason, n] : fallbacks)
       std::fprintf(stderr, "  fallback %s: %llu\n", reason.c_str(), static_cast<unsigned long long>(n));
   }
@@ -209,6 +218,68 @@ std::string probe_suffix(int rows) {
   return p;
 }
 
+// Like feed_range over the whole stream, for a mirror that looks ahead and jumps (as the mirror
+// thread drives it: never past the next resize).
+void feed_jumping(Mirror& m, std::string_view stream, const std::vector<Resize>& resizes,
+                  std::uint32_t seed) {
+  std::size_t next = 0;  // the next resize to apply
+  auto apply_due = [&] {
+    while (next < resizes.size() && resizes[next].at <= backscroll::value(m.position()) - kStart) {
+      m.resize(resizes[next].cols, resizes[next].rows);
+      ++next;
+    }
+  };
+  apply_due();
+  for (;;) {
+    const std::size_t at = backscroll::value(m.position()) - kStart;
+    const std::size_t limit = next < resizes.size() ? resizes[next].at : stream.size();
+    if (auto from = m.look_ahead_from(); from && backscroll::value(*from) - kStart < limit) {
+      const std::size_t f = backscroll::value(*from) - kStart;
+      m.look_ahead(stream.substr(f, limit - f));
+    }
+    if (m.skip_ahead()) {
+      check(backscroll::value(m.position()) - kStart <= limit, "a jump past a resize");
+      apply_due();
+      continue;
+    }
+    if (at >= stream.size()) break;
+    seed = seed * 1103515245u + 12345u;
+    const std::size_t end = std::min(limit, at + 1 + ((seed >> 16) & 255));  // limit > at
+    m.feed(stream.substr(at, end - at));
+    check_bounds(m);
+    apply_due();
+  }
+}
+
+// A mirror that jumps ends where one that parses every byte ends: the screen, the whole history
+// (exact again by the end of the bytes the look ahead scanned), and after the probe.
+void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows,
+                 const std::vector<Resize>& resizes, std::uint32_t seed) {
+  Mirror parsed(Cursor{kStart}, cols, rows, kJumpLimits);
+  std::uint32_t seed_p = seed;
+  feed_range(parsed, stream, 0, stream.size(), resizes, true, seed_p);
+  Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, kJumpAnywhere);
+  feed_jumping(jumped, stream, resizes, seed ^ 0x9e3779b9u);
+  if (jumped.skips() > 0) ++stats.jumped;
+  parsed.feed("\x18");
+  jumped.feed("\x18");
+  check(jumped.screen_exact() &&
+            jumped.exact_history_lines() == jumped.screen().scrollback_lines(),
+        "the history is not exact again at the end of the stream");
+  const CompareOptions all{.history_lines = kJumpLimits.max_lines,
+                           .titles = parsed.scanner().title_stack_depth() == 0};
+  ctx_a = &parsed;
+  ctx_b = &jumped;
+  if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
+    fail("a mirror that jumped, after the stream: " + d);
+  const std::string probe = probe_suffix(parsed.screen().rows());
+  parsed.feed(probe);
+  jumped.feed(probe);
+  if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
+    fail("a mirror that jumped, after the probe: " + d);
+  ctx_a = ctx_b = nullptr;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -234,6 +305,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    [](const Resize& p, const Resize& q) { return p.at < q.at; });
   ctx = Context{stream, cols, rows, cut, 0, resizes, {}};
   ctx_a = ctx_b = nullptr;
+  check_jumps(stream, cols, rows, resizes, seed);
 
   // A: the prefix, then the snapshot (resizes at offsets <= cut come before it).
   Mirror a(Cursor{kStart}, cols, rows, kLimits);

@@ -241,7 +241,7 @@ std::vector<Case> boundary_cases() {
   cases.push_back({"UTF-8 first", "\xc3\xa9t\xc3\xa9\r\nok\r\n"});
   cases.push_back({"a cursor move now and then", "x\r\n\x1b[A\x1b[Bup\r\n" + lines(30)});
   cases.push_back({"wide screen", lines(1, "log line "), 200, 50});
-  cases.push_back({"one row", lines(1, "r "), 10, 1});
+  cases.push_back({"two rows", lines(1, "r "), 10, 2});
   return cases;
 }
 
@@ -326,6 +326,15 @@ TEST(PlainScrollSkip, NoJumpOnTheAlternateScreenInARegionOrInOriginMode) {
     EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
     EXPECT_EQ(skipped, 0u) << ::testing::PrintToString(std::string(setup));
   }
+}
+
+TEST(PlainScrollSkip, NoJumpOnOneRow) {
+  // libvterm keeps no history on one row: what a jump leaves in it would never be pushed out.
+  auto b = fresh(20, 5, kJumpAnywhere);
+  b->feed(lines(10));  // history lines before the resize to one row
+  b->resize(20, 1);
+  if (auto from = b->look_ahead_from()) b->look_ahead(repeated(lines(1, "r "), 20'000));
+  EXPECT_FALSE(b->skip_ahead());
 }
 
 TEST(PlainScrollSkip, WaitsForEnoughLinesAfterTheTarget) {
