@@ -9,21 +9,9 @@
 // The child (flood_writer) writes N bytes of text lines through a cooked PTY (a shell's default
 // termios, so ONLCR turns each \n into \r\n and the drained byte count is larger than N). Both
 // sides time from "spawn" to "every byte of the session drained".
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -31,67 +19,12 @@
 
 #include "bench/engine_under_test.hpp"
 #include "bench/flood_drain.hpp"
-#include "shm/control_client.hpp"
-#include "shm/places.hpp"
-#include "shm/ring_reader.hpp"
-
-namespace {
 
 using namespace backscroll;
-
-using bench::bin_dir;
-using bench::Clock;
 using bench::engine_flood;
-using bench::fail;
 using bench::g_checksum;
 using bench::median;
 using bench::Sample;
-
-// The limit: the flood_writer on a fresh PTY, drained by blocking read() of 64 KiB.
-Sample plain_loop(std::uint64_t flood_bytes) {
-  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  ::grantpt(master);
-  ::unlockpt(master);
-  char slave_path[128];
-  ::ptsname_r(master, slave_path, sizeof slave_path);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, slave_path, O_RDWR, 0);
-  posix_spawn_file_actions_adddup2(&actions, 0, 1);
-  posix_spawn_file_actions_adddup2(&actions, 0, 2);
-  const std::string writer = (bin_dir() / "flood_writer").string();
-  const std::string count = std::to_string(flood_bytes);
-  char* argv[] = {const_cast<char*>(writer.c_str()), const_cast<char*>(count.c_str()), nullptr};
-  const auto start = Clock::now();
-  pid_t pid = 0;
-  if (::posix_spawn(&pid, writer.c_str(), &actions, &attr, argv, environ) != 0) {
-    std::perror("posix_spawn flood_writer");
-    std::exit(1);
-  }
-  std::vector<char> buffer(65536);
-  std::uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(master, buffer.data(), buffer.size());
-    if (n > 0) {
-      total += static_cast<std::uint64_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;  // EIO: the slave side is closed and drained
-    }
-  }
-  const auto end = Clock::now();
-  ::waitpid(pid, nullptr, 0);
-  ::close(master);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  return {std::chrono::duration<double>(end - start).count(), total};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::uint64_t flood_bytes = 1ull << 30;
@@ -111,9 +44,10 @@ int main(int argc, char** argv) {
   std::vector<double> plain, mirrored, drain_only;
   std::uint64_t plain_bytes = 0;
   for (int r = 0; r < rounds; ++r) {
-    const Sample p = plain_loop(flood_bytes);
-    const Sample m = engine_flood(with_mirror, "flood" + std::to_string(r), flood_bytes);
-    const Sample d = engine_flood(without_mirror, "flood" + std::to_string(r), flood_bytes);
+    const auto child = bench::flood_writer_argv(flood_bytes);
+    const Sample p = bench::plain_loop(child);
+    const Sample m = engine_flood(with_mirror, "flood" + std::to_string(r), child);
+    const Sample d = engine_flood(without_mirror, "flood" + std::to_string(r), child);
     plain.push_back(p.mb_per_s());
     mirrored.push_back(m.mb_per_s());
     drain_only.push_back(d.mb_per_s());

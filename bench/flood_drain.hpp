@@ -1,10 +1,19 @@
-// What the flood benchmarks share: a drain rate sample, an engine flood drained by one shm
-// reader (the consumer every benchmark compares against a plain read() loop), and medians.
+// What the flood benchmarks share: a drain rate sample, the plain read() loop every benchmark
+// compares against, an engine flood drained by shm readers, and medians.
 #pragma once
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/engine_under_test.hpp"
@@ -22,24 +31,69 @@ struct Sample {
   double mb_per_s() const { return static_cast<double>(bytes) / seconds / 1e6; }
 };
 
-// Spawns the flood in a new actor of `engine` and drains it through one shm reader here.
-inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& actor,
-                    std::uint64_t flood_bytes) {
+// The flood_writer child (bench/flood_writer.cpp) writing `bytes` of text lines.
+inline std::vector<std::string> flood_writer_argv(std::uint64_t bytes) {
+  return {(bin_dir() / "flood_writer").string(), std::to_string(bytes)};
+}
+
+// The limit: `argv` on a fresh cooked PTY (a shell's default termios), drained by blocking
+// read() of 64 KiB until EIO (the child exited and every byte was read).
+inline Sample plain_loop(const std::vector<std::string>& argv) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ::grantpt(master);
+  ::unlockpt(master);
+  char slave_path[128];
+  ::ptsname_r(master, slave_path, sizeof slave_path);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, slave_path, O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&actions, 0, 1);
+  posix_spawn_file_actions_adddup2(&actions, 0, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const auto start = Clock::now();
-  const auto spawned = engine.call(
-      "spawn", {{"actor", actor},
-                {"argv", {(bin_dir() / "flood_writer").string(), std::to_string(flood_bytes)}}});
-  auto reader = shm::RingReader::open(engine.places(), actor);
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ) != 0) {
+    std::perror("posix_spawn");
+    std::exit(1);
+  }
+  std::vector<char> buffer(65536);
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(master, buffer.data(), buffer.size());
+    if (n > 0) {
+      total += static_cast<std::uint64_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // EIO: the slave side is closed and drained
+    }
+  }
+  const auto end = Clock::now();
+  ::waitpid(pid, nullptr, 0);
+  ::close(master);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return {std::chrono::duration<double>(end - start).count(), total};
+}
+
+// One shm reader draining `session` of `actor` in place from `from` until the session is
+// sealed and read to its end; returns the end cursor. Touches every cache line, as a consumer
+// that uses the bytes would.
+inline Cursor drain_session(const Places& places, const std::string& actor, std::uint64_t session,
+                            Cursor from) {
+  auto reader = shm::RingReader::open(places, actor);
   if (!reader) fail(reader.error());
-  const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
-  Cursor cursor{spawned.header["cursor"].get<std::uint64_t>()};
-  const Cursor start_cursor = cursor;
+  Cursor cursor = from;
   std::uint64_t checksum = 0;
   for (;;) {
     auto view = reader->read(cursor, 1 << 20);
     if (!view) fail(view.error());
     if (!view->empty()) {
-      // Touch every cache line, as a consumer that uses the bytes would.
       for (const auto span : {view->first, view->second}) {
         for (std::size_t i = 0; i < span.size(); i += 64) {
           checksum += static_cast<unsigned char>(span[i]);
@@ -52,7 +106,7 @@ inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& ac
     const auto record = reader->session(session);
     if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) {
       if (record->exit_code != 0) {
-        fail(Error{Errc::internal, "flood_writer ended with status " +
+        fail(Error{Errc::internal, "the flood's child ended with status " +
                                        std::to_string(record->exit_code) + ", signal " +
                                        std::to_string(record->term_signal), {}});
       }
@@ -60,12 +114,30 @@ inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& ac
     }
     reader->wait(cursor, std::chrono::milliseconds(100));
   }
-  const auto end = Clock::now();
+  static std::mutex checksum_mutex;
+  const std::lock_guard lock(checksum_mutex);
   g_checksum += checksum;
-  (void)engine.call("delete", {{"actor", actor}});
-  return {std::chrono::duration<double>(end - start).count(), cursor - start_cursor};
+  return cursor;
 }
 
+// Spawns `argv` in a new actor of `engine` and drains it through `readers` shm readers here
+// (one thread each), timed from the spawn request until every reader has read the sealed
+// session to its end. The actor is deleted afterwards.
+inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& actor,
+                           const std::vector<std::string>& argv, int readers = 1) {
+  const auto start = Clock::now();
+  const auto spawned = engine.call("spawn", {{"actor", actor}, {"argv", argv}});
+  const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
+  const Cursor from{spawned.header["cursor"].get<std::uint64_t>()};
+  std::vector<std::thread> others;
+  for (int i = 1; i < readers; ++i)
+    others.emplace_back([&] { drain_session(engine.places(), actor, session, from); });
+  const Cursor end = drain_session(engine.places(), actor, session, from);
+  for (std::thread& t : others) t.join();
+  const auto stop = Clock::now();
+  (void)engine.call("delete", {{"actor", actor}});
+  return {std::chrono::duration<double>(stop - start).count(), end - from};
+}
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

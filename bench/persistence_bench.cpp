@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
     for (auto& c : configs) c.engine = std::make_unique<EngineUnderTest>(c.flags);
     for (int r = 0; r < rounds; ++r) {
       for (auto& c : configs) {
-        const auto s = bench::engine_flood(*c.engine, "flood" + std::to_string(r), flood_bytes);
+        const auto s = bench::engine_flood(*c.engine, "flood" + std::to_string(r),
+                                            bench::flood_writer_argv(flood_bytes));
         c.mb_s.push_back(s.mb_per_s());
         c.seal_ms.push_back(seal_latency_ms(*c.engine, "seal" + std::to_string(r), seal_bytes));
         std::fprintf(stderr, "round %d %-22s %.1f MB/s, stop->sealed %.1f ms\n", r, c.name,

@@ -33,13 +33,15 @@ using nlohmann::json;
 
 struct Percentiles {
   double p50 = 0, p99 = 0, max = 0;  // milliseconds
+  std::vector<double> samples;       // every sample, for the report's distribution plots
+  std::size_t fewest_lines = 0;      // the fewest history lines a snapshot op drew
 };
 
 Percentiles percentiles(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   if (ms.empty()) return {};
   auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
-  return {at(0.50), at(0.99), ms.back()};
+  return {at(0.50), at(0.99), ms.back(), ms, 0};
 }
 
 double ms_since(Clock::time_point t) {
@@ -81,16 +83,20 @@ SnapshotCost snapshot_cost(int cols, int rows, std::size_t history, int samples)
 Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
                        std::size_t history, int samples) {
   std::vector<double> ms;
+  std::size_t fewest = history;
   for (int i = 0; i < samples; ++i) {
     const auto t = Clock::now();
     const auto r = engine.call("snapshot", {{"actor", actor}, {"scrollback", history}});
     ms.push_back(ms_since(t));
+    fewest = std::min<std::size_t>(fewest, r.header.value("scrollback_lines", std::size_t{0}));
     if (r.header.value("format", "") != "snapshot_v1" && i == 0) {
       std::fprintf(stderr, "note: %s answered %s (%s)\n", actor.c_str(),
                    r.header.value("format", "").c_str(), r.header.value("reason", "").c_str());
     }
   }
-  return percentiles(ms);
+  Percentiles p = percentiles(ms);
+  p.fewest_lines = fewest;
+  return p;
 }
 
 std::vector<std::string> flood_forever() {
@@ -100,7 +106,8 @@ std::vector<std::string> flood_forever() {
 
 void row(const char* what, const Percentiles& p, json& out, const std::string& key) {
   std::printf("| %s | %.3f | %.3f | %.3f |\n", what, p.p50, p.p99, p.max);
-  out[key] = {{"p50_ms", p.p50}, {"p99_ms", p.p99}, {"max_ms", p.max}};
+  out[key] = {{"p50_ms", p.p50}, {"p99_ms", p.p99}, {"max_ms", p.max}, {"samples_ms", p.samples},
+              {"fewest_history_lines", p.fewest_lines}};
 }
 
 }  // namespace

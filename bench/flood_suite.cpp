@@ -1,0 +1,185 @@
+// bench/flood_suite: the end-to-end flood comparison of issue 5, every configuration in one run.
+//
+//   flood_suite [--bytes N] [--rounds R] [--workloads log,build,tui] [--json FILE]
+//
+// For each workload, a file of N bytes (bench/workloads.hpp, with "\n" line ends) is printed by
+// `cat` on a cooked 80x24 PTY (a shell's default termios) and drained by:
+//   plain      a blocking read() loop of 64 KiB: the limit
+//   backscroll backscrolld as shipped plus a durable transcript (--persist) and two shm readers
+//              reading in place (threads here, each with its own mapping)
+//   no_mirror  backscrolld --no-mirror and one shm reader: the drain alone
+//   tmux       tmux (-f /dev/null, a detached 80x24 session) running the same `cat`, until the
+//              pane's shell reports `cat` done through a FIFO
+// Configurations alternate within each round; the figures are medians over rounds, in MB/s of
+// the bytes the PTY delivered (ONLCR turns "\n" into "\r\n"). The run fails if a backscroll
+// drain did not deliver exactly the plain loop's bytes. Timings are reported, never asserted.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/engine_under_test.hpp"
+#include "bench/flood_drain.hpp"
+#include "bench/workloads.hpp"
+
+namespace {
+
+using namespace backscroll;
+using bench::Clock;
+using bench::Sample;
+namespace fs = std::filesystem;
+
+// A workload as a file `cat` prints: "\r\n" line ends become "\n" (the PTY adds the CR back).
+std::string file_text(const std::string& name, std::size_t bytes) {
+  std::string text = name == "log"     ? bench::log_lines(bytes)
+                     : name == "build" ? bench::build_output(bytes)
+                     : name == "utf8"  ? bench::utf8_lines(bytes)
+                                       : bench::tui_redraws(bytes, 24);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  return out;
+}
+
+int run(const std::vector<std::string>& argv, bool quiet = false) {
+  std::string line;
+  for (const auto& a : argv) line += "'" + a + "' ";
+  if (quiet) line += ">/dev/null 2>&1";
+  return std::system(line.c_str());
+}
+
+// tmux in a detached 80x24 session on its own server, until `cat` is done.
+Sample tmux_flood(const fs::path& dir, const fs::path& file, int round) {
+  const std::string socket = "backscroll-bench-" + std::to_string(::getpid()) + "-" + std::to_string(round);
+  const fs::path fifo = dir / ("tmux-done-" + std::to_string(round));
+  ::mkfifo(fifo.c_str(), 0600);
+  const std::string pane = "cat '" + file.string() + "'; echo done > '" + fifo.string() + "'";
+  const auto start = Clock::now();
+  if (run({"tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24",
+           "sh", "-c", pane}) != 0) {
+    std::fprintf(stderr, "flood_suite: tmux did not start\n");
+    std::exit(1);
+  }
+  const int fd = ::open(fifo.c_str(), O_RDONLY);  // until the pane's shell opens it
+  char buf[16];
+  while (::read(fd, buf, sizeof buf) > 0) {
+  }
+  const auto end = Clock::now();
+  ::close(fd);
+  run({"tmux", "-L", socket, "kill-server"}, /*quiet=*/true);  // exited with its session
+  fs::remove(fifo);
+  return {std::chrono::duration<double>(end - start).count(), 0};
+}
+
+int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
+          const std::vector<std::string>& workloads, bool with_tmux, const std::string& json_path);
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t bytes = 128ull << 20;
+  int rounds = 3;
+  std::string workload_list = "log,build,tui";
+  std::string json_path;
+  bool with_tmux = true;
+  CLI::App app{"end-to-end flood: plain read() loop, backscroll, tmux, same run"};
+  app.add_option("--bytes", bytes, "size of each workload file")->capture_default_str();
+  app.add_option("--rounds", rounds, "floods per configuration (alternating)")->capture_default_str();
+  app.add_option("--workloads", workload_list, "log, build, utf8, tui")->capture_default_str();
+  app.add_option("--json", json_path, "also write the results as JSON here");
+  app.add_flag("!--no-tmux", with_tmux, "leave tmux out");
+  CLI11_PARSE(app, argc, argv);
+  if (with_tmux && std::system("tmux -V >/dev/null 2>&1") != 0) {
+    std::fprintf(stderr, "flood_suite: tmux is not installed (.ci/setup installs it; --no-tmux)\n");
+    return 1;
+  }
+
+  char tmpl[] = "/tmp/backscroll-flood-suite-XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const int status = suite(dir, bytes, rounds, split(workload_list), with_tmux, json_path);
+  fs::remove_all(dir);
+  return status;
+}
+
+namespace {
+
+int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
+          const std::vector<std::string>& workloads, bool with_tmux, const std::string& json_path) {
+  fs::create_directories(dir / "shipped");
+  fs::create_directories(dir / "no-mirror");
+  bench::EngineUnderTest shipped({"--persist"}, dir / "shipped");
+  bench::EngineUnderTest no_mirror({"--no-mirror"}, dir / "no-mirror");
+
+  nlohmann::json out = {{"bytes", bytes}, {"rounds", rounds}, {"workloads", nlohmann::json::object()}};
+  std::printf("| workload | configuration | MB/s (median of %d) | ratio to plain | ratio to tmux |\n"
+              "|---|---|---|---|---|\n", rounds);
+  for (const std::string& workload : workloads) {
+    const fs::path file = dir / (workload + ".txt");
+    std::ofstream(file, std::ios::binary) << file_text(workload, bytes);
+    const std::vector<std::string> cat = {"cat", file.string()};
+    std::map<std::string, std::vector<double>> mb;
+    std::uint64_t delivered = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const Sample p = bench::plain_loop(cat);
+      delivered = p.bytes;
+      const std::string actor = workload + std::to_string(r);
+      const Sample b = bench::engine_flood(shipped, actor, cat, 2);
+      const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
+      if (b.bytes != p.bytes || d.bytes != p.bytes) {
+        std::fprintf(stderr, "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
+                     "without the mirror\n", workload.c_str(), static_cast<unsigned long long>(p.bytes),
+                     static_cast<unsigned long long>(b.bytes), static_cast<unsigned long long>(d.bytes));
+        return 1;
+      }
+      mb["plain"].push_back(p.mb_per_s());
+      mb["backscroll"].push_back(b.mb_per_s());
+      mb["no_mirror"].push_back(d.mb_per_s());
+      std::fprintf(stderr, "%s round %d: plain %.1f, backscroll %.1f, --no-mirror %.1f", workload.c_str(),
+                   r, p.mb_per_s(), b.mb_per_s(), d.mb_per_s());
+      if (with_tmux) {
+        Sample t = tmux_flood(dir, file, r);
+        t.bytes = p.bytes;  // the same file through the same kind of PTY
+        mb["tmux"].push_back(t.mb_per_s());
+        std::fprintf(stderr, ", tmux %.1f", t.mb_per_s());
+      }
+      std::fprintf(stderr, " MB/s\n");
+    }
+    const double plain = bench::median(mb["plain"]);
+    const double tmux = with_tmux ? bench::median(mb["tmux"]) : 0;
+    nlohmann::json w = {{"delivered_bytes", delivered}};
+    for (const auto& [config, samples] : mb) {
+      const double m = bench::median(samples);
+      w[config] = {{"mb_s", samples}, {"median", m}, {"ratio_to_plain", m / plain}};
+      if (with_tmux) w[config]["ratio_to_tmux"] = m / tmux;
+      std::printf("| %s | %s | %.1f | %.3f | %s |\n", workload.c_str(), config.c_str(), m, m / plain,
+                  with_tmux ? std::to_string(m / tmux).substr(0, 5).c_str() : "-");
+    }
+    out["workloads"][workload] = w;
+    fs::remove(file);
+  }
+  std::fprintf(stderr, "reader checksum %llu\n", static_cast<unsigned long long>(bench::g_checksum));
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+# The benchmark report (issue 5): runs the end-to-end suite and writes, into --out,
+#   report.md       the machine, the tables, each goal of issue 5 beside what was measured
+#   results.json    everything measured (each benchmark's own JSON, merged)
+#   flood.png       drain throughput per workload and configuration
+#   snapshot.png    snapshot latency distributions
+# Benchmarks run one after another, never two at once; each compares its configurations in the
+# same run (bench/flood_suite.cpp: plain read() loop, backscroll, tmux). Nothing is asserted:
+# --quick (the ctest smoke test) only checks that every part runs and the files are written.
+#
+#   bench/report.py [--build DIR] [--out DIR] [--quick]
+#
+# Debian's python3 with python3-matplotlib (.ci/setup installs both, and tmux).
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Issue 5's goals that these benchmarks measure: (key in the report, words, check).
+FLOOD_GOAL = 0.9          # backscroll / plain loop, plain-text floods
+TMUX_GOAL = 3.0           # backscroll / tmux, plain-text floods
+SNAPSHOT_GOALS_MS = {     # p99
+    "op_80x24_flooding": 1.0,
+    "op_200x50_flooding": 20.0,
+    "op_quiet_8_flooding": 2.0,
+}
+
+
+def run_json(argv, label):
+    """Runs one benchmark that writes --json, echoing its table; returns the JSON."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    try:
+        print(f"== {label}: {' '.join(argv)}", flush=True)
+        subprocess.run(argv + ["--json", path], check=True)
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        os.unlink(path)
+
+
+def command_output(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine():
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 2**20, 1),
+        "compiler": command_output(["c++", "--version"]).splitlines()[0],
+        "libvterm": command_output(["pkg-config", "--modversion", "vterm"]),
+        "tmux": command_output(["tmux", "-V"]),
+        "load_before": os.getloadavg()[0],
+    }
+
+
+def mark(ok):
+    return "met" if ok else "**not met**"
+
+
+def flood_table(flood):
+    rows = ["| workload | configuration | MB/s (median) | rounds | ratio to plain | ratio to tmux |",
+            "|---|---|---|---|---|---|"]
+    order = ["plain", "backscroll", "no_mirror", "tmux"]
+    for workload, w in flood["workloads"].items():
+        for config in order:
+            if config not in w:
+                continue
+            c = w[config]
+            rounds = ", ".join(f"{x:.1f}" for x in c["mb_s"])
+            tmux = f"{c['ratio_to_tmux']:.2f}" if "ratio_to_tmux" in c else "-"
+            rows.append(f"| {workload} | {config} | {c['median']:.1f} | {rounds} | "
+                        f"{c['ratio_to_plain']:.3f} | {tmux} |")
+    return "\n".join(rows)
+
+
+def snapshot_table(snap):
+    rows = ["| case | p50 ms | p99 ms | max ms | fewest history lines drawn |", "|---|---|---|---|---|"]
+    for key, v in snap.items():
+        if not key.startswith("op_"):
+            continue
+        rows.append(f"| {key[3:]} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} | {v['max_ms']:.3f} | "
+                    f"{v.get('fewest_history_lines', '-')} |")
+    for key, v in snap.get("build", {}).items():
+        rows.append(f"| build in process, {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} | "
+                    f"{v['max_ms']:.3f} | {key.split('+')[1]} |")
+    return "\n".join(rows)
+
+
+def goals_table(flood, snap):
+    rows = ["| goal (issue 5) | measured | |", "|---|---|---|"]
+    for workload in ("log", "build"):
+        w = flood["workloads"].get(workload)
+        if not w:
+            continue
+        ratio = w["backscroll"]["ratio_to_plain"]
+        rows.append(f"| flood, {workload}: backscroll >= {FLOOD_GOAL} x plain loop | {ratio:.3f} | "
+                    f"{mark(ratio >= FLOOD_GOAL)} |")
+        if "ratio_to_tmux" in w["backscroll"]:
+            t = w["backscroll"]["ratio_to_tmux"]
+            rows.append(f"| flood, {workload}: backscroll >= {TMUX_GOAL} x tmux | {t:.2f} | "
+                        f"{mark(t >= TMUX_GOAL)} |")
+    tui = flood["workloads"].get("tui")
+    if tui and "ratio_to_tmux" in tui["backscroll"]:
+        t = tui["backscroll"]["ratio_to_tmux"]
+        rows.append(f"| flood, TUI redraws: backscroll >= tmux | {t:.2f} | {mark(t >= 1.0)} |")
+    for key, limit in SNAPSHOT_GOALS_MS.items():
+        if key in snap:
+            p99 = snap[key]["p99_ms"]
+            rows.append(f"| snapshot {key[3:]}: p99 <= {limit:g} ms | {p99:.3f} ms | {mark(p99 <= limit)} |")
+    return "\n".join(rows)
+
+
+def plot_flood(flood, path):
+    order = ["plain", "backscroll", "no_mirror", "tmux"]
+    workloads = list(flood["workloads"])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(order)
+    for i, config in enumerate(order):
+        values = [flood["workloads"][w].get(config, {}).get("median", 0) for w in workloads]
+        xs = [x + (i - (len(order) - 1) / 2) * width for x in range(len(workloads))]
+        bars = ax.bar(xs, values, width, label=config)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("MB/s drained (median)")
+    ax.set_title(f"PTY flood, {flood['bytes'] >> 20} MiB per workload, cooked 80x24 PTY")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_snapshots(snap, path):
+    cases = [k for k in snap if k.startswith("op_") and snap[k].get("samples_ms")]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key in cases:
+        xs = sorted(snap[key]["samples_ms"])
+        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+        ax.step(xs, ys, where="post", label=key[3:])
+    ax.set_xscale("log")
+    ax.set_xlabel("snapshot op, request to reply (ms, log scale)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title("Snapshot latency distribution")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="backscroll benchmark report")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default="bench-report")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one round (CI smoke)")
+    args = parser.parse_args()
+    bin_dir = os.path.join(args.build, "bin")
+    os.makedirs(args.out, exist_ok=True)
+
+    results = {"machine": machine(), "quick": args.quick}
+    flood_args = ["--bytes", str(4 << 20), "--rounds", "1"] if args.quick else \
+                 ["--bytes", str(128 << 20), "--rounds", "3"]
+    results["flood"] = run_json([os.path.join(bin_dir, "flood_suite")] + flood_args, "flood suite")
+    snap_args = ["--quick"] if args.quick else []
+    results["snapshot"] = run_json([os.path.join(bin_dir, "snapshot_bench")] + snap_args,
+                                   "snapshot latency")
+
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    plot_flood(results["flood"], os.path.join(args.out, "flood.png"))
+    plot_snapshots(results["snapshot"], os.path.join(args.out, "snapshot.png"))
+
+    m = results["machine"]
+    report = f"""# backscroll benchmark report{' (quick mode: sizes too small to mean anything)' if args.quick else ''}
+
+Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, Linux {m['kernel']}, {m['compiler']},
+libvterm {m['libvterm']}, {m['tmux']}; {m['date']}, load average {m['load_before']:.2f} before the run.
+
+## Goals
+
+{goals_table(results['flood'], results['snapshot'])}
+
+## Flood
+
+Each workload is a file `cat` prints on a cooked 80x24 PTY; configurations alternate within a
+round: `plain` (blocking read() loop), `backscroll` (as shipped, durable transcript on, two shm
+readers), `no_mirror` (--no-mirror, one reader), `tmux` (detached session).
+
+{flood_table(results['flood'])}
+
+![flood](flood.png)
+
+## Snapshots
+
+{snapshot_table(results['snapshot'])}
+
+![snapshot latency](snapshot.png)
+"""
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(report)
+    print(f"report written to {os.path.abspath(args.out)}/report.md")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
