@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/engine_under_test.hpp"
+#include "bench/stats.hpp"
 #include "shm/ring_reader.hpp"
 
 namespace backscroll::bench {
@@ -137,11 +138,6 @@ inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& ac
   const auto stop = Clock::now();
   (void)engine.call("delete", {{"actor", actor}});
   return {std::chrono::duration<double>(stop - start).count(), end - from};
-}
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace backscroll::bench

@@ -4,9 +4,10 @@
 #   results.json    everything measured (each benchmark's own JSON, merged)
 #   flood.png       drain throughput per workload and configuration
 #   snapshot.png    snapshot latency distributions
-# Benchmarks run one after another, never two at once; each compares its configurations in the
-# same run (bench/flood_suite.cpp: plain read() loop, backscroll, tmux). Nothing is asserted:
-# --quick (the ctest smoke test) only checks that every part runs and the files are written.
+# It runs flood_suite (plain read() loop, backscroll, tmux on the same files), snapshot_bench and
+# reader_bench, one after another, never two at once; each compares its configurations within
+# the same run. Nothing is asserted: --quick (the ctest smoke test) only checks that every part
+# runs and the files are written.
 #
 #   bench/report.py [--build DIR] [--out DIR] [--quick]
 #
@@ -112,7 +113,19 @@ def snapshot_table(snap):
     return "\n".join(rows)
 
 
-def goals_table(flood, snap):
+def readers_table(readers):
+    w = readers["wake_up_us"]
+    cost = readers["readers_cost"]
+    return "\n".join([
+        "| reader | figure |", "|---|---|",
+        f"| catch-up on a full 16 MiB ring, in place | {readers['catch_up_gb_s']['median']:.1f} GB/s |",
+        f"| wake-up, commit to a sleeping reader process: p50 / p99 / max | "
+        f"{w['p50']:.1f} / {w['p99']:.1f} / {w['max']:.1f} us |",
+        f"| drain, 16 readers (8 stopped) / 1 reader, --no-mirror | {cost['ratio']:.3f} |",
+    ])
+
+
+def goals_table(flood, snap, readers):
     rows = ["| goal (issue 5) | measured | |", "|---|---|---|"]
     for workload in ("log", "build"):
         w = flood["workloads"].get(workload)
@@ -133,6 +146,12 @@ def goals_table(flood, snap):
         if key in snap:
             p99 = snap[key]["p99_ms"]
             rows.append(f"| snapshot {key[3:]}: p99 <= {limit:g} ms | {p99:.3f} ms | {mark(p99 <= limit)} |")
+    gbps = readers["catch_up_gb_s"]["median"]
+    rows.append(f"| reader catch-up >= 5 GB/s | {gbps:.1f} GB/s | {mark(gbps >= 5)} |")
+    p99 = readers["wake_up_us"]["p99"]
+    rows.append(f"| reader wake-up p99 <= 20 us | {p99:.1f} us | {mark(p99 <= 20)} |")
+    ratio = readers["readers_cost"]["ratio"]
+    rows.append(f"| 16 readers cost the drain <= 5% | ratio {ratio:.3f} | {mark(ratio >= 0.95)} |")
     return "\n".join(rows)
 
 
@@ -189,6 +208,7 @@ def main():
     snap_args = ["--quick"] if args.quick else []
     results["snapshot"] = run_json([os.path.join(bin_dir, "snapshot_bench")] + snap_args,
                                    "snapshot latency")
+    results["readers"] = run_json([os.path.join(bin_dir, "reader_bench")] + snap_args, "readers")
 
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
@@ -203,7 +223,7 @@ libvterm {m['libvterm']}, {m['tmux']}; {m['date']}, load average {m['load_before
 
 ## Goals
 
-{goals_table(results['flood'], results['snapshot'])}
+{goals_table(results['flood'], results['snapshot'], results['readers'])}
 
 ## Flood
 
@@ -220,6 +240,10 @@ readers), `no_mirror` (--no-mirror, one reader), `tmux` (detached session).
 {snapshot_table(results['snapshot'])}
 
 ![snapshot latency](snapshot.png)
+
+## Readers
+
+{readers_table(results['readers'])}
 """
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(report)

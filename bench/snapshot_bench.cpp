@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/engine_under_test.hpp"
+#include "bench/stats.hpp"
 #include "bench/workloads.hpp"
 #include "engine/mirror.hpp"
 
@@ -31,18 +32,14 @@ using namespace backscroll;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-struct Percentiles {
-  double p50 = 0, p99 = 0, max = 0;  // milliseconds
-  std::vector<double> samples;       // every sample, for the report's distribution plots
-  std::size_t fewest_lines = 0;      // the fewest history lines a snapshot op drew
+// Percentiles of snapshot latencies, with every sample (the report's distribution plots) and
+// the fewest history lines a snapshot op drew.
+struct Percentiles : bench::Percentiles {
+  std::vector<double> samples;
+  std::size_t fewest_lines = 0;
 };
 
-Percentiles percentiles(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  if (ms.empty()) return {};
-  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
-  return {at(0.50), at(0.99), ms.back(), ms, 0};
-}
+Percentiles percentiles(const std::vector<double>& ms) { return {bench::percentiles(ms), ms, 0}; }
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
