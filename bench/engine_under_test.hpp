@@ -74,6 +74,7 @@ class EngineUnderTest {
   }
 
   const Places& places() const { return places_; }
+  pid_t pid() const { return pid_; }
   control::ControlClient& client() { return *client_; }
   // One request; exits the benchmark on an error.
   control::Frame call(std::string_view op, control::Json fields = control::Json::object()) {

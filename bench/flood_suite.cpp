@@ -12,7 +12,9 @@
 //              pane's shell reports `cat` done through a FIFO
 // Configurations alternate within each round; the figures are medians over rounds, in MB/s of
 // the bytes the PTY delivered (ONLCR turns "\n" into "\r\n"). The run fails if a backscroll
-// drain did not deliver exactly the plain loop's bytes. Timings are reported, never asserted.
+// drain did not deliver exactly the plain loop's bytes. Also: the engines' CPU time per MB by
+// thread (io thread, bs-mirror, bs-writer), steadier than rates on a shared machine. Timings are
+// reported, never asserted.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 
 #include "bench/engine_under_test.hpp"
 #include "bench/flood_drain.hpp"
+#include "bench/thread_cpu.hpp"
 #include "bench/workloads.hpp"
 
 namespace {
@@ -138,13 +141,28 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     std::ofstream(file, std::ios::binary) << file_text(workload, bytes);
     const std::vector<std::string> cat = {"cat", file.string()};
     std::map<std::string, std::vector<double>> mb;
+    std::map<std::string, std::vector<double>> cpu;  // engine CPU ms per MB, by thread
     std::uint64_t delivered = 0;
     for (int r = 0; r < rounds; ++r) {
       const Sample p = bench::plain_loop(cat);
       delivered = p.bytes;
       const std::string actor = workload + std::to_string(r);
+      const auto cpu_before = bench::thread_cpu_seconds(shipped.pid());
+      const auto mirror_before = shipped.call("status").header["mirror"];
       const Sample b = bench::engine_flood(shipped, actor, cat, 2);
+      const auto mirror_after = shipped.call("status").header["mirror"];
+      const double fed = mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
+      mb["mirror fed fraction"].push_back(fed / static_cast<double>(b.bytes));
+      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(shipped.pid())) {
+        const double ms_per_mb = (seconds - cpu_before.at(thread)) * 1e3 / (static_cast<double>(b.bytes) / 1e6);
+        cpu["backscroll " + thread].push_back(ms_per_mb);
+      }
+      const auto cpu_before_d = bench::thread_cpu_seconds(no_mirror.pid());
       const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
+      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_mirror.pid())) {
+        const double ms_per_mb = (seconds - cpu_before_d.at(thread)) * 1e3 / (static_cast<double>(d.bytes) / 1e6);
+        cpu["no_mirror " + thread].push_back(ms_per_mb);
+      }
       if (b.bytes != p.bytes || d.bytes != p.bytes) {
         std::fprintf(stderr, "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
                      "without the mirror\n", workload.c_str(), static_cast<unsigned long long>(p.bytes),
@@ -167,12 +185,22 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     const double plain = bench::median(mb["plain"]);
     const double tmux = with_tmux ? bench::median(mb["tmux"]) : 0;
     nlohmann::json w = {{"delivered_bytes", delivered}};
+    const std::vector<double> fed_fraction = mb["mirror fed fraction"];
+    mb.erase("mirror fed fraction");
+    w["mirror_fed_fraction"] = bench::median(fed_fraction);
+    std::printf("| %s | the mirror parsed | %.1f%% of the bytes | | |\n", workload.c_str(),
+                100 * bench::median(fed_fraction));
     for (const auto& [config, samples] : mb) {
       const double m = bench::median(samples);
       w[config] = {{"mb_s", samples}, {"median", m}, {"ratio_to_plain", m / plain}};
       if (with_tmux) w[config]["ratio_to_tmux"] = m / tmux;
       std::printf("| %s | %s | %.1f | %.3f | %s |\n", workload.c_str(), config.c_str(), m, m / plain,
                   with_tmux ? std::to_string(m / tmux).substr(0, 5).c_str() : "-");
+    }
+    for (const auto& [thread, samples] : cpu) {
+      w["engine_cpu_ms_per_mb"][thread] = bench::median(samples);
+      std::printf("| %s | engine CPU, %s | %.2f ms/MB | | |\n", workload.c_str(), thread.c_str(),
+                  bench::median(samples));
     }
     out["workloads"][workload] = w;
     fs::remove(file);

@@ -193,7 +193,13 @@ Result<Json> Engine::op_status(const Json& request) const {
   } else {
     for (const auto& [name, actor] : actors_) actors.push_back(status_of(*actor));
   }
-  return Json{{"actors", std::move(actors)}};
+  Json out{{"actors", std::move(actors)}};
+  if (mirror_) {
+    const MirrorStats m = mirror_->stats();
+    out["mirror"] = {{"fed_bytes", m.bytes}, {"skipped_bytes", m.skipped},
+                     {"resyncs", m.resyncs}, {"snapshots", m.snapshots}};
+  }
+  return out;
 }
 
 Result<Json> Engine::op_list() const {

@@ -278,7 +278,12 @@ std::optional<Cursor> Mirror::look_ahead_from() {
 // SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
 // (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
 // last glyph (REP, combining marks) at the same cell.
-bool Mirror::skip_ahead() {
+bool Mirror::may_coast(std::size_t history_lines) const noexcept {
+  return jump_pushes_ && screen_exact() && !scan_stale_ && !scan_.broken() &&
+         exact_history_lines() >= std::min(history_lines, history_lines_);
+}
+
+bool Mirror::skip_ahead(std::uint64_t at_least) {
   if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
       parsed_ < scan_.run_start())
     return false;
@@ -296,7 +301,7 @@ bool Mirror::skip_ahead() {
       scan_.best(parsed_, history_lines_ + static_cast<std::uint64_t>(rows) + 1,
                  static_cast<std::uint64_t>(rows));
   if (target == nullptr || target->end <= position() ||
-      target->line_start - parsed_ < look_ahead_options_.min_skip_bytes)
+      target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
     return false;
 
   std::string equivalent;

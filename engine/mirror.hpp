@@ -74,8 +74,13 @@ class Mirror {
   }
   // The bytes handed over may have been torn (overwritten in the ring): scan them again.
   void drop_look_ahead() noexcept { scan_stale_ = true; }
-  // True when it jumped.
-  bool skip_ahead();
+  // True when it jumped. `at_least`: a jump shorter than this is not taken (besides
+  // LookAheadOptions::min_skip_bytes).
+  bool skip_ahead(std::uint64_t at_least = 0);
+  // Whether the mirror thread may stop feeding this mirror while the stream keeps coming (a
+  // flood): it jumped, its screen and the newest `history_lines` history lines (or all it
+  // holds) are exact, and the bytes after are plain so far, so a later jump passes them.
+  bool may_coast(std::size_t history_lines) const noexcept;
   // After a jump the rows above the landing line and the history before it are not the
   // stream's, until libvterm has pushed them all out: the screen is exact once it pushed
   // rows - 1 lines, and the history lines pushed after that are (snapshots and final_text()

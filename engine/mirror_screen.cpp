@@ -93,13 +93,8 @@ Color unpack_color(std::uint32_t v) {
   return Color{static_cast<Color::Kind>(v >> 24), static_cast<std::uint8_t>(v >> 16),
                static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
 }
-std::uint16_t pack_attrs(const Cell& c) {
-  const Pen& p = c.pen;
-  return static_cast<std::uint16_t>(
-      p.bold | p.italic << 1 | p.blink << 2 | p.reverse << 3 | p.strike << 4 |
-      static_cast<unsigned>(p.underline) << 5 | (p.font & 0xfu) << 7 | c.dwl << 11 |
-      (c.dhl & 3u) << 12);
-}
+// Stored attribute bits: bold, italic, blink, reverse, strike (bits 0-4), underline (5-6), font
+// (7-10), dwl (11), dhl (12-13); push_line() packs them.
 void unpack_attrs(std::uint16_t a, Cell& c) {
   Pen& p = c.pen;
   p.bold = a & 1;
@@ -836,31 +831,41 @@ int MirrorScreen::non_ascii_width(char32_t c) const {
 
 // --- scrollback ----------------------------------------------------------------------------
 
+// Invariant: a stored line is what from_vterm() makes of libvterm's cells, packed, up to its
+// last cell that is not pristine. Packed straight from libvterm's cells: the hot path of a
+// scrolling flood (one call per line scrolled off).
 std::size_t MirrorScreen::push_line(int cols, const void* cells_v) {
   const auto* cells = static_cast<const VTermScreenCell*>(cells_v);
-  StoredLine line;
-  line.cols = cols;
-  int used = cols;
-  std::vector<Cell> decoded(static_cast<std::size_t>(cols));
-  for (int c = 0; c < cols; ++c) decoded[static_cast<std::size_t>(c)] = from_vterm(cells[c], false);
   // pushline cells come from vterm_screen_get_cell (reverse already XOR DECSCNM): stored as
   // shown, which is how libvterm gives them back on sb_popline.
-  while (used > 0 && is_pristine(decoded[static_cast<std::size_t>(used - 1)])) --used;
-  line.cells.reserve(static_cast<std::size_t>(used));
+  auto pristine = [](const VTermScreenCell& v) {
+    const VTermScreenCellAttrs& a = v.attrs;
+    return v.chars[0] == 0 && !a.bold && !a.underline && !a.italic && !a.blink && !a.reverse &&
+           !a.strike && !a.font && !a.dwl && !a.dhl && VTERM_COLOR_IS_DEFAULT_FG(&v.fg) &&
+           VTERM_COLOR_IS_DEFAULT_BG(&v.bg);
+  };
+  int used = cols;
+  while (used > 0 && pristine(cells[used - 1])) --used;
+  StoredLine line;
+  line.cols = cols;
+  line.cells.resize(static_cast<std::size_t>(used));
   for (int c = 0; c < used; ++c) {
-    const Cell& d = decoded[static_cast<std::size_t>(c)];
-    PackedCell p{};
-    p.ch = d.kind == Cell::Kind::erased ? 0 : d.kind == Cell::Kind::continuation ? kContinuation
-                                                                                   : d.chars[0];
-    p.attrs = pack_attrs(d);
-    p.width = d.width;
-    p.fg = pack_color(d.pen.fg);
-    p.bg = pack_color(d.pen.bg);
-    if (d.kind == Cell::Kind::glyph && d.nchars > 1) {
-      p.nextra = static_cast<std::uint8_t>(d.nchars - 1);
-      line.extra.insert(line.extra.end(), d.chars.begin() + 1, d.chars.begin() + d.nchars);
+    const VTermScreenCell& v = cells[c];
+    const VTermScreenCellAttrs& a = v.attrs;
+    PackedCell& p = line.cells[static_cast<std::size_t>(c)];
+    p.ch = v.chars[0];  // 0 erased, kContinuation, or the first character
+    p.attrs = static_cast<std::uint16_t>(a.bold | a.italic << 1 | a.blink << 2 | a.reverse << 3 |
+                                         a.strike << 4 | (a.underline & 3u) << 5 |
+                                         (a.font & 0xfu) << 7 | a.dwl << 11 | (a.dhl & 3u) << 12);
+    p.width = static_cast<std::uint8_t>(v.width == 2 ? 2 : 1);
+    p.fg = pack_color(from_vterm(v.fg, true));
+    p.bg = pack_color(from_vterm(v.bg, false));
+    p.nextra = 0;
+    if (p.ch != 0 && p.ch != kContinuation) {
+      int n = 1;
+      while (n < Cell::kMaxChars && v.chars[n] != 0) line.extra.push_back(v.chars[n++]);
+      p.nextra = static_cast<std::uint8_t>(n - 1);
     }
-    line.cells.push_back(p);
   }
   line.extra.shrink_to_fit();
   scrollback_bytes_ += line.bytes();

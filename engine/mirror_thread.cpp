@@ -2,6 +2,7 @@
 #include "engine/eventfd_signal.hpp"
 #include "engine/worker_loop.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,10 @@ struct MirrorThread::Slot {
   // The ring's committed cursor, loaded before the commands of this round were drained: every
   // event at or before it is in `events` (see the class comment).
   Cursor limit;
+  // The largest limit seen and when it last grew: the stream is flooding while that is recent.
+  Cursor seen{0};
+  std::chrono::steady_clock::time_point grew;
+  bool coasting = false;  // the last turn stopped feeding while the stream went on
 
   void apply(const Event& e) {
     if (e.reset) mirror->reset(std::max(e.at, mirror->position()));
@@ -64,10 +69,10 @@ MirrorThread::~MirrorThread() {
 void MirrorThread::send(Command command) {
   commands_.enqueue(std::move(command));
   command_waiting_.store(true, std::memory_order_relaxed);
-  wake();
+  wake_.wake();
 }
 
-void MirrorThread::wake() noexcept { wake_.wake(); }
+void MirrorThread::wake() noexcept { wake_.wake_for_data(); }
 
 void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
                              std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
@@ -91,6 +96,7 @@ MirrorStats MirrorThread::stats() const noexcept {
 }
 
 void MirrorThread::run() {
+  ::pthread_setname_np(::pthread_self(), "bs-mirror");  // for top, perf and the benchmarks
   run_worker(
       wake_, slots_, [this] { return drain_commands(); },
       [this](Slot& slot) {
@@ -99,7 +105,12 @@ void MirrorThread::run() {
         answer_ready(slot);
         return worked;
       },
-      [this] { return has_work(); });
+      [this] { return has_work(); },
+      [this] {
+        const bool coasting = std::any_of(slots_.begin(), slots_.end(),
+                                          [](const auto& s) { return s->coasting; });
+        return coasting ? kCoastTickMs : -1;
+      });
 }
 
 bool MirrorThread::drain_commands() {
@@ -149,13 +160,27 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   Mirror& mirror = *slot.mirror;
   bool worked = false;
   std::size_t look_ahead_budget = budget * kLookAheadPerFedByte;
+  const auto now = std::chrono::steady_clock::now();
+  if (slot.limit > slot.seen) {
+    slot.seen = slot.limit;
+    slot.grew = now;
+  }
+  const bool flooding = now - slot.grew < kCoastQuiet && slot.waiting.empty();
+  slot.coasting = false;
   for (;;) {
     worked |= slot.apply_due_events();
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
-    if (mirror.position() < end && look_ahead(slot, end, look_ahead_budget)) {
+    const bool coast = flooding && mirror.position() < end && mirror.may_coast(kCoastHistoryLines);
+    if (mirror.position() < end &&
+        look_ahead(slot, end, look_ahead_budget,
+                   coast ? std::min(kCoastJumpBytes, slot.ring->capacity() / 4) : 0)) {
       worked = true;
       continue;  // an event may be due at the new position
+    }
+    if (coast) {
+      slot.coasting = true;  // the next jump passes what is left to parse
+      break;
     }
     if (mirror.position() >= end || budget == 0) break;
     // After a jump, the rows above the landing line are fed before a command is served.
@@ -195,7 +220,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
 
 // Hands the mirror up to `budget` bytes past what it has fed (never past `end`: the next event
 // or the committed cursor), then lets it jump over scrolling text that can never be seen again.
-bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget) {
+bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
+                              std::uint64_t jump_at_least) {
   Mirror& mirror = *slot.mirror;
   while (budget > 0) {
     const std::optional<Cursor> from = mirror.look_ahead_from();
@@ -213,7 +239,7 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget) {
     if (command_waiting_.load(std::memory_order_relaxed)) break;
   }
   const Cursor before = mirror.position();
-  if (!mirror.skip_ahead()) return false;
+  if (!mirror.skip_ahead(jump_at_least)) return false;
   stat_skipped_.fetch_add(mirror.position() - before, std::memory_order_relaxed);
   return true;
 }
@@ -238,8 +264,11 @@ void MirrorThread::reply(SnapshotReply r) {
 
 bool MirrorThread::has_work() {
   if (commands_.size_approx() > 0) return true;
-  for (const auto& slot : slots_)
-    if (slot->ring->committed() > slot->mirror->position() || !slot->events.empty()) return true;
+  for (const auto& slot : slots_) {
+    if (!slot->events.empty()) return true;
+    // A coasting mirror looks at new bytes every kCoastTick, not at every commit.
+    if (!slot->coasting && slot->ring->committed() > slot->mirror->position()) return true;
+  }
   return false;
 }
 

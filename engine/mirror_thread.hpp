@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -67,6 +68,16 @@ class MirrorThread {
   // lines that can still be seen are parsed, not the whole backlog.
   static constexpr std::size_t kLookAheadPerFedByte = 32;
   static constexpr std::size_t kLookAheadPiece = 64 * 1024;
+  // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror has jumped and parsed
+  // the screen and kCoastHistoryLines history lines after the landing (a default snapshot's
+  // 512 and then some), it is not fed while its actor's committed cursor keeps moving (within
+  // kCoastQuiet); it only looks ahead every kCoastTick and jumps again once the landing would
+  // be kCoastJumpBytes (at most a quarter of the ring, well under the consumer gate's high
+  // water) ahead. When the stream pauses, it parses the rest.
+  static constexpr std::size_t kCoastHistoryLines = 600;
+  static constexpr std::uint64_t kCoastJumpBytes = 2u << 20;
+  static constexpr std::chrono::milliseconds kCoastQuiet{20};
+  static constexpr int kCoastTickMs = 2;
 
   // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
   explicit MirrorThread(int notify_fd, ScrollbackLimits limits = {});
@@ -82,7 +93,8 @@ class MirrorThread {
   // A fresh terminal from `at` on (a clear, a new session); bytes before it are skipped.
   void reset(MirrorActorId id, Cursor at);
   void request_snapshot(MirrorActorId id, SnapshotRequest request);
-  // New bytes were committed; costs an atomic exchange unless the thread sleeps.
+  // New bytes were committed; costs an atomic exchange unless the thread sleeps (and nothing
+  // when it sleeps coasting through a flood).
   void wake() noexcept;
   // Io thread, after the notify eventfd fired: the next reply, if any.
   bool next_reply(SnapshotReply& out) { return replies_.try_dequeue(out); }
@@ -121,7 +133,7 @@ class MirrorThread {
   void run();
   bool drain_commands();
   bool pump(Slot& slot, std::size_t budget);
-  bool look_ahead(Slot& slot, Cursor end, std::size_t& budget);
+  bool look_ahead(Slot& slot, Cursor end, std::size_t& budget, std::uint64_t jump_at_least);
   void answer_ready(Slot& slot);
   void reply(SnapshotReply r);
   bool has_work();

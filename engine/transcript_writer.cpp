@@ -2,6 +2,7 @@
 #include "engine/eventfd_signal.hpp"
 #include "engine/worker_loop.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,9 +60,11 @@ void TranscriptWriter::seal(WriterActorId id, Cursor end, std::uint64_t token) {
 }
 
 void TranscriptWriter::run() {
+  ::pthread_setname_np(::pthread_self(), "bs-writer");  // for top, perf and the benchmarks
   run_worker(
       wake_, slots_, [this] { return drain_commands(); },
-      [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); });
+      [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); },
+      [] { return -1; });
   finish();
 }
 

@@ -17,9 +17,12 @@
 namespace backscroll::engine {
 
 // `drain()`: false once the stop command was drained (run_worker returns). `turn(slot)`: whether
-// it did anything. `has_work()`: for WakeSignal::sleep.
-template <class Slots, class Drain, class Turn, class HasWork>
-void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork has_work) {
+// it did anything. `has_work()`: for WakeSignal::sleep. `sleep_ms()`: how long a round without
+// work may sleep at most (-1: until woken); while it is not -1, new bytes do not wake the
+// worker (WakeSignal::wake_for_data), commands do.
+template <class Slots, class Drain, class Turn, class HasWork, class SleepMs>
+void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork has_work,
+                SleepMs sleep_ms) {
   for (;;) {
     bool worked = false;
     for (std::size_t i = 0; i < slots.size(); ++i) {
@@ -29,7 +32,10 @@ void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork 
       worked |= turn(*slots[i]);
     }
     if (!drain()) return;
-    if (!worked) wake.sleep(has_work);
+    if (!worked) {
+      const int ms = sleep_ms();
+      wake.sleep(has_work, ms, /*wants_data=*/ms < 0);
+    }
   }
 }
 
