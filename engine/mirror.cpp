@@ -278,9 +278,12 @@ std::optional<Cursor> Mirror::look_ahead_from() {
 // SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
 // (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
 // last glyph (REP, combining marks) at the same cell.
+bool Mirror::history_ready(std::size_t lines) const noexcept {
+  return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
+}
+
 bool Mirror::may_coast(std::size_t history_lines) const noexcept {
-  return jump_pushes_ && screen_exact() && !scan_stale_ && !scan_.broken() &&
-         exact_history_lines() >= std::min(history_lines, history_lines_);
+  return jump_pushes_ && !scan_stale_ && !scan_.broken() && history_ready(history_lines);
 }
 
 bool Mirror::skip_ahead(std::uint64_t at_least) {

@@ -78,8 +78,8 @@ class Mirror {
   // LookAheadOptions::min_skip_bytes).
   bool skip_ahead(std::uint64_t at_least = 0);
   // Whether the mirror thread may stop feeding this mirror while the stream keeps coming (a
-  // flood): it jumped, its screen and the newest `history_lines` history lines (or all it
-  // holds) are exact, and the bytes after are plain so far, so a later jump passes them.
+  // flood): it jumped, history_ready(history_lines), and the bytes after are plain so far, so
+  // a later jump passes them.
   bool may_coast(std::size_t history_lines) const noexcept;
   // After a jump the rows above the landing line and the history before it are not the
   // stream's, until libvterm has pushed them all out: the screen is exact once it pushed
@@ -88,6 +88,9 @@ class Mirror {
   // whole history to be exact again before the bytes it scanned end.
   bool screen_exact() const noexcept;
   std::size_t exact_history_lines() const noexcept;
+  // The screen is exact and so are the newest `lines` history lines (or all it holds): what
+  // the mirror thread waits for after a jump before it answers a snapshot.
+  bool history_ready(std::size_t lines) const noexcept;
   std::uint64_t skipped_bytes() const noexcept { return skipped_bytes_; }
   std::uint64_t skips() const noexcept { return skips_; }
 

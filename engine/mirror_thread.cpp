@@ -171,7 +171,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     worked |= slot.apply_due_events();
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
-    const bool coast = flooding && mirror.position() < end && mirror.may_coast(kCoastHistoryLines);
+    const bool coast = flooding && mirror.position() < end && mirror.may_coast(kReadyHistoryLines);
     if (mirror.position() < end &&
         look_ahead(slot, end, look_ahead_budget,
                    coast ? std::min(kCoastJumpBytes, slot.ring->capacity() / 4) : 0)) {
@@ -183,8 +183,10 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
       break;
     }
     if (mirror.position() >= end || budget == 0) break;
-    // After a jump, the rows above the landing line are fed before a command is served.
-    if (worked && command_waiting_.load(std::memory_order_relaxed) && mirror.screen_exact()) break;
+    // After a jump, the lines a snapshot draws are fed before a command is served.
+    if (worked && command_waiting_.load(std::memory_order_relaxed) &&
+        mirror.history_ready(kReadyHistoryLines))
+      break;
 
     const std::uint64_t slice = std::min<std::uint64_t>(std::min(budget, kSliceBytes),
                                                         end - mirror.position());
@@ -247,7 +249,7 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
 void MirrorThread::answer_ready(Slot& slot) {
   if (slot.waiting.empty()) return;
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
-  if (!slot.mirror->screen_exact()) return;  // a jump's landing: pump() feeds on first
+  if (!slot.mirror->history_ready(kReadyHistoryLines)) return;  // a jump's landing: pump() feeds on first
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
     reply(SnapshotReply{r.token, true,

@@ -68,13 +68,14 @@ class MirrorThread {
   // lines that can still be seen are parsed, not the whole backlog.
   static constexpr std::size_t kLookAheadPerFedByte = 32;
   static constexpr std::size_t kLookAheadPiece = 64 * 1024;
-  // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror has jumped and parsed
-  // the screen and kCoastHistoryLines history lines after the landing (a default snapshot's
-  // 512 and then some), it is not fed while its actor's committed cursor keeps moving (within
+  // After a look-ahead jump, snapshots wait until the screen and the newest kReadyHistoryLines
+  // history lines are exact (a default snapshot draws 512): the turn feeds on until then.
+  static constexpr std::size_t kReadyHistoryLines = 600;
+  // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror that jumped is ready
+  // (kReadyHistoryLines), it is not fed while its actor's committed cursor keeps moving (within
   // kCoastQuiet); it only looks ahead every kCoastTick and jumps again once the landing would
   // be kCoastJumpBytes (at most a quarter of the ring, well under the consumer gate's high
   // water) ahead. When the stream pauses, it parses the rest.
-  static constexpr std::size_t kCoastHistoryLines = 600;
   static constexpr std::uint64_t kCoastJumpBytes = 2u << 20;
   static constexpr std::chrono::milliseconds kCoastQuiet{20};
   static constexpr int kCoastTickMs = 2;

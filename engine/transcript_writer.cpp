@@ -64,7 +64,10 @@ void TranscriptWriter::run() {
   run_worker(
       wake_, slots_, [this] { return drain_commands(); },
       [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); },
-      [] { return -1; });
+      [this] {
+        const bool streaming = std::chrono::steady_clock::now() - last_append_ < kStreamingWindow;
+        return streaming ? kStreamingTickMs : -1;
+      });
   finish();
 }
 
@@ -202,6 +205,7 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
     }
     budget -= std::min(budget, view->size());
     worked = true;
+    last_append_ = std::chrono::steady_clock::now();
   }
   slot.consumer->advance_to(slot.position);
   return worked;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -46,6 +47,12 @@ class TranscriptWriter {
  public:
   // Bytes appended for one actor before the next actor's turn.
   static constexpr std::size_t kBatchBytes = 256 * 1024;
+  // While bytes keep coming (some were appended within kStreamingWindow), the thread looks for
+  // new ones every kStreamingTickMs instead of being woken by each commit (one per PTY read,
+  // ~4 KiB): appends are larger and the io thread spares a wake-up per read. Marks (sessions,
+  // clears, seals) still wake it at once.
+  static constexpr std::chrono::milliseconds kStreamingWindow{20};
+  static constexpr int kStreamingTickMs = 2;
 
   // `notify_fd`: the io thread's eventfd, written after an event is queued. Starts the thread.
   explicit TranscriptWriter(int notify_fd);
@@ -69,8 +76,9 @@ class TranscriptWriter {
   void save_record(WriterActorId id, Cursor at, std::string text);
   // A `sealed` event with `token` once every byte before `end` is appended and synced.
   void seal(WriterActorId id, Cursor end, std::uint64_t token);
-  // Wakes the thread after new bytes were committed (once per batch of commits).
-  void wake() noexcept { wake_.wake(); }
+  // Wakes the thread after new bytes were committed (once per batch of commits), unless it is
+  // streaming (kStreamingTickMs).
+  void wake() noexcept { wake_.wake_for_data(); }
 
   // io thread: the next event, if any.
   bool next_event(WriterEvent& out) { return events_.try_dequeue(out); }
@@ -115,6 +123,7 @@ class TranscriptWriter {
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<WriterEvent> events_;
   std::vector<std::unique_ptr<Slot>> slots_;  // writer thread only
+  std::chrono::steady_clock::time_point last_append_;  // writer thread only
   std::thread thread_;
 };
 

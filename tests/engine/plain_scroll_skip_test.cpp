@@ -427,5 +427,63 @@ TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
   ::close(notify);
 }
 
+TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
+  // The ring gets a flood in 64 KiB writes while snapshots are asked for (answered from what is
+  // parsed, at once): every answer, jumps and coasting included, is what a mirror that parsed
+  // every byte up to its cursor gives, history lines included.
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  std::string flood;
+  for (int i = 0; flood.size() < (6u << 20); ++i)
+    flood += "\x1b[3" + std::to_string(i % 8) + "m" + std::to_string(i) + "\x1b[0m flood line\r\n";
+  std::vector<engine::SnapshotReply> replies;
+  {
+    TestRing ring("flood", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    engine::MirrorThread thread(notify, kLimits);
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    std::uint64_t token = 0;
+    auto collect = [&] {
+      engine::SnapshotReply r;
+      while (thread.next_reply(r)) replies.push_back(r);
+    };
+    for (std::size_t at = 0; at < flood.size(); at += 64 * 1024) {
+      // Never past the consumer gate's high water: the mirror would be lapped.
+      while (ring.writer.committed() - consumer->position() > TestRing::kCapacity / 2) collect();
+      ring.write(std::string_view(flood).substr(at, 64 * 1024));
+      thread.wake();
+      engine::SnapshotRequest request;
+      request.token = ++token;
+      thread.request_snapshot(1, request);
+      collect();
+    }
+    for (int i = 0; i < 600 && replies.size() < token; ++i) {
+      pollfd p{notify, POLLIN, 0};
+      ::poll(&p, 1, 100);
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
+      collect();
+    }
+    EXPECT_GT(thread.stats().skipped, 0u);
+  }
+  ::close(notify);
+  ASSERT_GE(replies.size(), 50u);
+  int compared = 0;
+  Mirror reference(Cursor{0}, 80, 24, kLimits);  // fed up to each reply's cursor in turn
+  for (const engine::SnapshotReply& r : replies) {
+    ASSERT_TRUE(r.found);
+    if (r.taken.snapshot.fallback_reason) continue;
+    ASSERT_GE(r.taken.cursor, reference.position());  // the mirror thread never goes back
+    reference.feed(std::string_view(flood).substr(value(reference.position()),
+                                                  r.taken.cursor - reference.position()));
+    const auto expected = reference.snapshot();
+    if (expected.cursor != r.taken.cursor) continue;  // the reference holds back a last glyph
+    ++compared;
+    EXPECT_EQ(r.taken.snapshot.scrollback_lines, expected.snapshot.scrollback_lines) << value(r.taken.cursor);
+    EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
+  }
+  EXPECT_GT(compared, static_cast<int>(replies.size()) / 2);
+}
+
 }  // namespace
 }  // namespace backscroll::testing
