@@ -183,10 +183,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
       break;
     }
     if (mirror.position() >= end || budget == 0) break;
-    // After a jump, the lines a snapshot draws are fed before a command is served.
-    if (worked && command_waiting_.load(std::memory_order_relaxed) &&
-        mirror.history_ready(kReadyHistoryLines))
-      break;
+    // After a jump, the rows above the landing line are fed before a command is served.
+    if (worked && command_waiting_.load(std::memory_order_relaxed) && mirror.screen_exact()) break;
 
     const std::uint64_t slice = std::min<std::uint64_t>(std::min(budget, kSliceBytes),
                                                         end - mirror.position());
@@ -249,9 +247,11 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
 void MirrorThread::answer_ready(Slot& slot) {
   if (slot.waiting.empty()) return;
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
-  if (!slot.mirror->history_ready(kReadyHistoryLines)) return;  // a jump's landing: pump() feeds on first
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
+    // After a jump, the history lines it draws (up to kReadyHistoryLines) are parsed first.
+    const std::size_t lines = r.plain_text ? kReadyHistoryLines : r.options.scrollback_lines;
+    if (!slot.mirror->history_ready(std::min(lines, kReadyHistoryLines))) return false;
     reply(SnapshotReply{r.token, true,
                         r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);

@@ -68,8 +68,9 @@ class MirrorThread {
   // lines that can still be seen are parsed, not the whole backlog.
   static constexpr std::size_t kLookAheadPerFedByte = 32;
   static constexpr std::size_t kLookAheadPiece = 64 * 1024;
-  // After a look-ahead jump, snapshots wait until the screen and the newest kReadyHistoryLines
-  // history lines are exact (a default snapshot draws 512): the turn feeds on until then.
+  // After a look-ahead jump, a snapshot waits until the screen and the history lines it draws,
+  // up to kReadyHistoryLines, are exact (a default snapshot draws 512): the slot is fed on
+  // (not coasting) while a request waits.
   static constexpr std::size_t kReadyHistoryLines = 600;
   // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror that jumped is ready
   // (kReadyHistoryLines), it is not fed while its actor's committed cursor keeps moving (within
