@@ -165,7 +165,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     slot.seen = slot.limit;
     slot.grew = now;
   }
-  const bool flooding = now - slot.grew < kCoastQuiet && slot.waiting.empty();
+  // Not with a request or a resize/reset waiting: those need the mirror to reach a cursor.
+  const bool flooding = now - slot.grew < kCoastQuiet && slot.waiting.empty() && slot.events.empty();
   slot.coasting = false;
   for (;;) {
     worked |= slot.apply_due_events();
