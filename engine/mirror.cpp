@@ -123,7 +123,9 @@ void Mirror::feed(std::string_view bytes) {
   // Drop what libvterm has parsed; what is left is a held sequence (at most ~4 KiB).
   unfed_.erase(0, parsed_ - unfed_base_);
   unfed_base_ = parsed_;
-  if (jump_pushes_ && exact_history_lines() >= screen_.scrollback_lines()) jump_pushes_.reset();
+  // The landing window closes once the screen and every history line held are exact.
+  if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
+    jump_pushes_.reset();
 }
 
 // Marks end at or before feed_limit(). A mark whose sequence libvterm already started to parse
@@ -269,6 +271,14 @@ std::optional<Cursor> Mirror::look_ahead_from() {
   return scan_.scanned();
 }
 
+bool Mirror::history_ready(std::size_t lines) const noexcept {
+  return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
+}
+
+bool Mirror::may_coast(std::size_t history_lines) const noexcept {
+  return jump_pushes_ && !scan_stale_ && !scan_.broken() && history_ready(history_lines);
+}
+
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
 // holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title
 // and saved cursor are untouched; on the main screen with a full-screen scroll region, the
@@ -278,14 +288,6 @@ std::optional<Cursor> Mirror::look_ahead_from() {
 // SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
 // (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
 // last glyph (REP, combining marks) at the same cell.
-bool Mirror::history_ready(std::size_t lines) const noexcept {
-  return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
-}
-
-bool Mirror::may_coast(std::size_t history_lines) const noexcept {
-  return jump_pushes_ && !scan_stale_ && !scan_.broken() && history_ready(history_lines);
-}
-
 bool Mirror::skip_ahead(std::uint64_t at_least) {
   if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
       parsed_ < scan_.run_start())

@@ -10,7 +10,10 @@
 //   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
 //   EL (background colour erase), and probes after the stream that show the pen and last glyph.
 // - No jump where it would not be exact: the alternate screen, a scroll region, origin mode.
-// - The mirror thread jumps through a flood in its ring and answers with the same snapshot.
+// - After a jump, snapshots draw only exact history lines; the mirror thread waits for the lines
+//   a snapshot draws, and every snapshot it gives during a flood is a full parse's.
+// - The mirror thread jumps through a flood in its ring and answers with the same snapshot; after
+//   a flood (coasting or not) it catches up to a full parse with its whole history.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -18,8 +21,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/mirror.hpp"
@@ -483,6 +488,51 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
     EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
   }
   EXPECT_GT(compared, static_cast<int>(replies.size()) / 2);
+}
+
+TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {
+  // No request during the flood: the mirror may coast (not fed while bytes keep coming). Once
+  // the stream stops, it parses the rest: the state is a full parse's, whole history included.
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  std::string flood;
+  for (int i = 0; flood.size() < (8u << 20); ++i) flood += std::to_string(i) + " coasting line\r\n";
+  {
+    TestRing ring("coast", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    const ScrollbackLimits limits{2000, 16u << 20};
+    engine::MirrorThread thread(notify, limits);
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    for (std::size_t at = 0; at < flood.size(); at += 64 * 1024) {
+      while (ring.writer.committed() - consumer->position() > TestRing::kCapacity / 2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ring.write(std::string_view(flood).substr(at, 64 * 1024));
+      thread.wake();
+    }
+    engine::SnapshotRequest request;
+    request.token = 1;
+    request.not_before = ring.writer.committed();
+    request.options.scrollback_lines = 2000;
+    thread.request_snapshot(1, request);
+    engine::SnapshotReply reply;
+    for (int i = 0; i < 600 && !thread.next_reply(reply); ++i) {
+      pollfd p{notify, POLLIN, 0};
+      ::poll(&p, 1, 100);
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
+    }
+    ASSERT_EQ(reply.token, 1u);
+    Mirror reference(Cursor{0}, 80, 24, limits);
+    reference.feed(flood);
+    engine::SnapshotOptions all;
+    all.scrollback_lines = 2000;
+    const auto expected = reference.snapshot(all);
+    EXPECT_EQ(reply.taken.cursor, expected.cursor);
+    EXPECT_EQ(reply.taken.snapshot.scrollback_lines, 2000u);
+    EXPECT_EQ(reply.taken.snapshot.bytes, expected.snapshot.bytes);
+    EXPECT_GT(thread.stats().skipped, 4u << 20);
+  }
+  ::close(notify);
 }
 
 }  // namespace
