@@ -4,10 +4,10 @@
 #   results.json    everything measured (each benchmark's own JSON, merged)
 #   flood.png       drain throughput per workload and configuration
 #   snapshot.png    snapshot latency distributions
-# It runs flood_suite (plain read() loop, backscroll, tmux on the same files), snapshot_bench and
-# reader_bench, one after another, never two at once; each compares its configurations within
-# the same run. Nothing is asserted: --quick (the ctest smoke test) only checks that every part
-# runs and the files are written.
+# It runs flood_suite (plain read() loop, backscroll, tmux on the same files), snapshot_bench,
+# reader_bench and scale_bench (with a 10-minute soak), one after another, never two at once;
+# each compares its configurations within the same run. Nothing is asserted: --quick (the ctest
+# smoke test) only checks that every part runs and the files are written.
 #
 #   bench/report.py [--build DIR] [--out DIR] [--quick]
 #
@@ -125,7 +125,19 @@ def readers_table(readers):
     ])
 
 
-def goals_table(flood, snap, readers):
+def scale_table(scale):
+    a, m, soak = scale["aggregate"], scale["idle_actor_kib"], scale["soak"]
+    rss = soak["rss_anon_mib"]
+    return "\n".join([
+        "| scale | figure |", "|---|---|",
+        f"| aggregate drain, 8 of 64 actors flooding / 8 plain loops | ratio {a['ratio']:.3f} |",
+        f"| memory per idle actor: private / ring pages written | {m['private']:.0f} KiB / {m['ring_pages']:.0f} KiB |",
+        f"| soak {soak['seconds']} s, {soak['floods']} floods: private memory first / max / last | "
+        f"{rss[0]:.1f} / {max(rss):.1f} / {rss[-1]:.1f} MiB (second half {soak['second_half_growth_mib']:+.1f}) |",
+    ])
+
+
+def goals_table(flood, snap, readers, scale):
     rows = ["| goal (issue 5) | measured | |", "|---|---|---|"]
     for workload in ("log", "build"):
         w = flood["workloads"].get(workload)
@@ -152,6 +164,13 @@ def goals_table(flood, snap, readers):
     rows.append(f"| reader wake-up p99 <= 20 us | {p99:.1f} us | {mark(p99 <= 20)} |")
     ratio = readers["readers_cost"]["ratio"]
     rows.append(f"| 16 readers cost the drain <= 5% | ratio {ratio:.3f} | {mark(ratio >= 0.95)} |")
+    agg = scale["aggregate"]["ratio"]
+    rows.append(f"| 64 actors, 8 flooding: aggregate >= 0.9 x 8 plain loops | {agg:.3f} | {mark(agg >= 0.9)} |")
+    private = scale["idle_actor_kib"]["private"]
+    rows.append(f"| idle actor: memory beyond its ring <= 1 MiB | {private:.0f} KiB | {mark(private <= 1024)} |")
+    growth = scale["soak"]["second_half_growth_mib"]
+    rows.append(f"| RSS flat over the soak ({scale['soak']['seconds']} s) | second half {growth:+.1f} MiB | "
+                f"{mark(abs(growth) <= 1.0)} |")
     return "\n".join(rows)
 
 
@@ -209,6 +228,7 @@ def main():
     results["snapshot"] = run_json([os.path.join(bin_dir, "snapshot_bench")] + snap_args,
                                    "snapshot latency")
     results["readers"] = run_json([os.path.join(bin_dir, "reader_bench")] + snap_args, "readers")
+    results["scale"] = run_json([os.path.join(bin_dir, "scale_bench")] + snap_args, "scale")
 
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
@@ -223,7 +243,7 @@ libvterm {m['libvterm']}, {m['tmux']}; {m['date']}, load average {m['load_before
 
 ## Goals
 
-{goals_table(results['flood'], results['snapshot'], results['readers'])}
+{goals_table(results['flood'], results['snapshot'], results['readers'], results['scale'])}
 
 ## Flood
 
@@ -244,6 +264,10 @@ readers), `no_mirror` (--no-mirror, one reader), `tmux` (detached session).
 ## Readers
 
 {readers_table(results['readers'])}
+
+## Scale
+
+{scale_table(results['scale'])}
 """
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(report)

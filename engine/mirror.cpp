@@ -44,7 +44,7 @@ std::string split_mode_sequence(std::string_view seq, bool with_controls) {
   for (char c : seq.substr(1, open - 1)) {
     const auto b = static_cast<unsigned char>(c);
     if (b < 0x20) controls += c;
-    else if (b < 0x80 && b > 0x2f) return {};
+    else if (b < 0x7f && b > 0x2f) return {};  // DEL is ignored there too
   }
   std::string params;  // the bytes between '[' and the final, controls and DEL removed
   for (char c : seq.substr(open + 1, seq.size() - open - 2)) {
