@@ -111,8 +111,9 @@ class Actor {
   // Wakes the ring's sleeping readers for bytes committed since the last wake, unless a wake went
   // out less than kWakeCoalesce ago and fewer than kWakeCoalesceBytes are new: then it returns
   // false and the caller retries at next_wake_at(). The first bytes after a quiet spell wake at
-  // once; a flood wakes readers ~2,000 times a second instead of once per 4 KiB read, sparing a
-  // context switch per read on a machine with fewer cores than busy processes.
+  // once; a flood wakes readers ~500 times a second instead of once per 4 KiB read, sparing a
+  // context switch per read on a machine with fewer cores than busy processes (16 readers cost
+  // a flood's drain ~6% with 2 ms, ~16% with 0.5 ms: docs/performance.md).
   bool wake_readers(std::chrono::steady_clock::time_point now) noexcept;
   std::chrono::steady_clock::time_point next_wake_at() const noexcept {
     return last_wake_ + kWakeCoalesce;
@@ -120,8 +121,8 @@ class Actor {
   // Whether the engine has this actor on its list of readers owed a wake-up (io thread).
   bool wake_pending() const noexcept { return wake_pending_; }
   void set_wake_pending(bool pending) noexcept { wake_pending_ = pending; }
-  static constexpr std::chrono::microseconds kWakeCoalesce{500};
-  static constexpr std::uint64_t kWakeCoalesceBytes = 256 * 1024;
+  static constexpr std::chrono::microseconds kWakeCoalesce{2000};
+  static constexpr std::uint64_t kWakeCoalesceBytes = 1024 * 1024;
 
   const shm::RingWriter& ring() const noexcept { return ring_; }
   std::uint64_t epoch() const noexcept { return epoch_; }
