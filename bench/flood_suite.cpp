@@ -194,8 +194,10 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       const double m = bench::median(samples);
       w[config] = {{"mb_s", samples}, {"median", m}, {"ratio_to_plain", m / plain}};
       if (with_tmux) w[config]["ratio_to_tmux"] = m / tmux;
+      char to_tmux[16] = "-";
+      if (with_tmux) std::snprintf(to_tmux, sizeof to_tmux, "%.3f", m / tmux);
       std::printf("| %s | %s | %.1f | %.3f | %s |\n", workload.c_str(), config.c_str(), m, m / plain,
-                  with_tmux ? std::to_string(m / tmux).substr(0, 5).c_str() : "-");
+                  to_tmux);
     }
     for (const auto& [thread, samples] : cpu) {
       w["engine_cpu_ms_per_mb"][thread] = bench::median(samples);
