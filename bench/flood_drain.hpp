@@ -121,23 +121,30 @@ inline Cursor drain_session(const Places& places, const std::string& actor, std:
   return cursor;
 }
 
-// Spawns `argv` in a new actor of `engine` and drains it through `readers` shm readers here
-// (one thread each), timed from the spawn request until every reader has read the sealed
-// session to its end. The actor is deleted afterwards.
-inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& actor,
-                           const std::vector<std::string>& argv, int readers = 1) {
+// Spawns `argv` in a new actor of the engine at `places` (through `client`) and drains it
+// through `readers` shm readers here (one thread each), timed from the spawn request until every
+// reader has read the sealed session to its end. The actor is deleted afterwards.
+inline Sample engine_flood(const Places& places, control::ControlClient& client,
+                           const std::string& actor, const std::vector<std::string>& argv,
+                           int readers = 1) {
   const auto start = Clock::now();
-  const auto spawned = engine.call("spawn", {{"actor", actor}, {"argv", argv}});
-  const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
-  const Cursor from{spawned.header["cursor"].get<std::uint64_t>()};
+  const auto spawned = client.call("spawn", {{"actor", actor}, {"argv", argv}});
+  if (!spawned) fail(spawned.error());
+  const std::uint64_t session = spawned->header["session"].get<std::uint64_t>();
+  const Cursor from{spawned->header["cursor"].get<std::uint64_t>()};
   std::vector<std::thread> others;
   for (int i = 1; i < readers; ++i)
-    others.emplace_back([&] { drain_session(engine.places(), actor, session, from); });
-  const Cursor end = drain_session(engine.places(), actor, session, from);
+    others.emplace_back([&] { drain_session(places, actor, session, from); });
+  const Cursor end = drain_session(places, actor, session, from);
   for (std::thread& t : others) t.join();
   const auto stop = Clock::now();
-  (void)engine.call("delete", {{"actor", actor}});
+  (void)client.call("delete", {{"actor", actor}});
   return {std::chrono::duration<double>(stop - start).count(), end - from};
+}
+
+inline Sample engine_flood(bench::EngineUnderTest& engine, const std::string& actor,
+                           const std::vector<std::string>& argv, int readers = 1) {
+  return engine_flood(engine.places(), engine.client(), actor, argv, readers);
 }
 
 }  // namespace backscroll::bench

@@ -138,38 +138,41 @@ def scale_table(scale):
 
 def goals_table(flood, snap, readers, scale):
     rows = ["| goal (issue 5) | measured | |", "|---|---|---|"]
+
+    def goal(what, measured, ok):
+        rows.append(f"| {what} | {measured} | {mark(ok)} |")
+
     for workload in ("log", "build"):
         w = flood["workloads"].get(workload)
         if not w:
             continue
         ratio = w["backscroll"]["ratio_to_plain"]
-        rows.append(f"| flood, {workload}: backscroll >= {FLOOD_GOAL} x plain loop | {ratio:.3f} | "
-                    f"{mark(ratio >= FLOOD_GOAL)} |")
+        goal(f"flood, {workload}: backscroll >= {FLOOD_GOAL} x plain loop", f"{ratio:.3f}",
+             ratio >= FLOOD_GOAL)
         if "ratio_to_tmux" in w["backscroll"]:
             t = w["backscroll"]["ratio_to_tmux"]
-            rows.append(f"| flood, {workload}: backscroll >= {TMUX_GOAL} x tmux | {t:.2f} | "
-                        f"{mark(t >= TMUX_GOAL)} |")
+            goal(f"flood, {workload}: backscroll >= {TMUX_GOAL} x tmux", f"{t:.2f}", t >= TMUX_GOAL)
     tui = flood["workloads"].get("tui")
     if tui and "ratio_to_tmux" in tui["backscroll"]:
         t = tui["backscroll"]["ratio_to_tmux"]
-        rows.append(f"| flood, TUI redraws: backscroll >= tmux | {t:.2f} | {mark(t >= 1.0)} |")
+        goal("flood, TUI redraws: backscroll >= tmux", f"{t:.2f}", t >= 1.0)
     for key, limit in SNAPSHOT_GOALS_MS.items():
         if key in snap:
             p99 = snap[key]["p99_ms"]
-            rows.append(f"| snapshot {key[3:]}: p99 <= {limit:g} ms | {p99:.3f} ms | {mark(p99 <= limit)} |")
+            goal(f"snapshot {key[3:]}: p99 <= {limit:g} ms", f"{p99:.3f} ms", p99 <= limit)
     gbps = readers["catch_up_gb_s"]["median"]
-    rows.append(f"| reader catch-up >= 5 GB/s | {gbps:.1f} GB/s | {mark(gbps >= 5)} |")
+    goal("reader catch-up >= 5 GB/s", f"{gbps:.1f} GB/s", gbps >= 5)
     p99 = readers["wake_up_us"]["p99"]
-    rows.append(f"| reader wake-up p99 <= 20 us | {p99:.1f} us | {mark(p99 <= 20)} |")
+    goal("reader wake-up p99 <= 20 us", f"{p99:.1f} us", p99 <= 20)
     ratio = readers["readers_cost"]["ratio"]
-    rows.append(f"| 16 readers cost the drain <= 5% | ratio {ratio:.3f} | {mark(ratio >= 0.95)} |")
+    goal("16 readers cost the drain <= 5%", f"ratio {ratio:.3f}", ratio >= 0.95)
     agg = scale["aggregate"]["ratio"]
-    rows.append(f"| 64 actors, 8 flooding: aggregate >= 0.9 x 8 plain loops | {agg:.3f} | {mark(agg >= 0.9)} |")
+    goal("64 actors, 8 flooding: aggregate >= 0.9 x 8 plain loops", f"{agg:.3f}", agg >= 0.9)
     private = scale["idle_actor_kib"]["private"]
-    rows.append(f"| idle actor: memory beyond its ring <= 1 MiB | {private:.0f} KiB | {mark(private <= 1024)} |")
+    goal("idle actor: memory beyond its ring <= 1 MiB", f"{private:.0f} KiB", private <= 1024)
     growth = scale["soak"]["growth_mib"]
-    rows.append(f"| RSS flat over the soak ({scale['soak']['seconds']} s) | last quarter {growth:+.2f} MiB "
-                f"over the first | {mark(abs(growth) <= 1.0)} |")
+    goal(f"RSS flat over the soak ({scale['soak']['seconds']} s)",
+         f"last quarter {growth:+.2f} MiB over the first", abs(growth) <= 1.0)
     return "\n".join(rows)
 
 

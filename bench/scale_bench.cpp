@@ -63,16 +63,13 @@ double engine_floods(bench::EngineUnderTest& engine, int n, std::uint64_t bytes,
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
       // Each thread its own control connection: EngineUnderTest's client is not shared.
-      const std::string actor = "flood" + std::to_string(round) + "-" + std::to_string(i);
       auto client = control::ControlClient::connect(engine.places());
       if (!client) bench::fail(client.error());
-      auto spawned = client->call("spawn", {{"actor", actor}, {"argv", bench::flood_writer_argv(bytes)}});
-      if (!spawned) bench::fail(spawned.error());
-      const Cursor from{spawned->header["cursor"].get<std::uint64_t>()};
-      const Cursor end = bench::drain_session(engine.places(), actor,
-                                              spawned->header["session"].get<std::uint64_t>(), from);
-      drained[static_cast<std::size_t>(i)] = end - from;
-      (void)client->call("delete", {{"actor", actor}});
+      drained[static_cast<std::size_t>(i)] =
+          bench::engine_flood(engine.places(), *client,
+                              "flood" + std::to_string(round) + "-" + std::to_string(i),
+                              bench::flood_writer_argv(bytes))
+              .bytes;
     });
   }
   for (auto& t : threads) t.join();

@@ -395,6 +395,21 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
 
 // --- the mirror thread -----------------------------------------------------------------------
 
+// Waits (generously) for the mirror thread's notify eventfd and drains it.
+void await_notify(int notify) {
+  pollfd p{notify, POLLIN, 0};
+  ::poll(&p, 1, 100);
+  std::uint64_t drained = 0;
+  [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
+}
+
+// The next reply of `thread` (token 0 if none came within a minute).
+engine::SnapshotReply next_reply(engine::MirrorThread& thread, int notify) {
+  engine::SnapshotReply reply;
+  for (int i = 0; i < 600 && !thread.next_reply(reply); ++i) await_notify(notify);
+  return reply;
+}
+
 TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
   const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ASSERT_GE(notify, 0);
@@ -412,13 +427,7 @@ TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
     request.token = 7;
     request.not_before = ring.writer.committed();
     thread.request_snapshot(1, request);
-    engine::SnapshotReply reply;
-    for (int i = 0; i < 600 && !thread.next_reply(reply); ++i) {
-      pollfd p{notify, POLLIN, 0};
-      ::poll(&p, 1, 100);
-      std::uint64_t drained = 0;
-      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
-    }
+    const engine::SnapshotReply reply = next_reply(thread, notify);
     ASSERT_EQ(reply.token, 7u);
     ASSERT_TRUE(reply.found);
     Mirror reference(Cursor{0}, 80, 24, kLimits);
@@ -463,10 +472,7 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
       collect();
     }
     for (int i = 0; i < 600 && replies.size() < token; ++i) {
-      pollfd p{notify, POLLIN, 0};
-      ::poll(&p, 1, 100);
-      std::uint64_t drained = 0;
-      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
+      await_notify(notify);
       collect();
     }
     EXPECT_GT(thread.stats().skipped, 0u);
@@ -514,13 +520,7 @@ TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {
     request.not_before = ring.writer.committed();
     request.options.scrollback_lines = 2000;
     thread.request_snapshot(1, request);
-    engine::SnapshotReply reply;
-    for (int i = 0; i < 600 && !thread.next_reply(reply); ++i) {
-      pollfd p{notify, POLLIN, 0};
-      ::poll(&p, 1, 100);
-      std::uint64_t drained = 0;
-      [[maybe_unused]] const ssize_t n = ::read(notify, &drained, sizeof drained);
-    }
+    const engine::SnapshotReply reply = next_reply(thread, notify);
     ASSERT_EQ(reply.token, 1u);
     Mirror reference(Cursor{0}, 80, 24, limits);
     reference.feed(flood);
