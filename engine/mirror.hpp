@@ -103,6 +103,8 @@ class Mirror {
 
   const VtScanner& scanner() const noexcept { return scanner_; }
   const MirrorScreen& screen() const noexcept { return screen_; }
+  // MirrorScreen::set_tap: what reaches libvterm, reported (tests compare a second libvterm).
+  void set_tap(VtermTap* tap) { screen_.set_tap(tap); }
   std::uint64_t synthesized_sequences() const noexcept { return synthesized_; }
 
  private:

@@ -1,4 +1,5 @@
-// MirrorScreen over libvterm 0.1.4 (Debian 12). The only engine file that includes <vterm.h>.
+// MirrorScreen over libvterm 0.1.4's parser and state layer (Debian 12), with ScreenGrid in place
+// of its screen layer. The only engine file that includes <vterm.h>.
 // Departures from feeding libvterm the raw stream, each because libvterm 0.1.4 would crash, hang
 // or hide state a snapshot needs (docs/snapshot.md has the details and the reproducers):
 //   - writes end at clean boundaries, at most 64 KiB (its per-write stack arrays);
@@ -13,12 +14,14 @@
 //     libvterm clamp the cursor (ED 1 there writes past its line-info array);
 //   - the size is at least 2 columns (a wide character at one column writes past the row).
 #include "engine/mirror_screen.hpp"
+#include "engine/screen_grid.hpp"
 #include "engine/utf8.hpp"
 
 #include <vterm.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace backscroll::engine {
@@ -34,98 +37,28 @@ Color from_vterm(const VTermColor& c, bool is_fg) {
   return Color::rgb(c.rgb.red, c.rgb.green, c.rgb.blue);
 }
 
-VTermColor to_vterm(const Color& c, bool is_fg, VTermState* state) {
-  VTermColor out{};
-  switch (c.kind) {
-    case Color::Kind::default_color: {
-      VTermColor fg, bg;
-      vterm_state_get_default_colors(state, &fg, &bg);
-      return is_fg ? fg : bg;
-    }
-    case Color::Kind::indexed:
-      vterm_color_indexed(&out, c.index_or_red);
-      return out;
-    case Color::Kind::rgb:
-      vterm_color_rgb(&out, c.index_or_red, c.green, c.blue);
-      return out;
-  }
-  return out;
-}
-
-Cell from_vterm(const VTermScreenCell& v, bool reverse_video) {
-  Cell c;
-  if (v.chars[0] == 0) {
-    c.kind = Cell::Kind::erased;
-  } else if (v.chars[0] == kContinuation) {
-    c.kind = Cell::Kind::continuation;
-  } else {
-    c.kind = Cell::Kind::glyph;
-    int n = 0;
-    while (n < Cell::kMaxChars && v.chars[n] != 0) {
-      c.chars[n] = v.chars[n];
-      ++n;
-    }
-    c.nchars = static_cast<std::uint8_t>(n);
-  }
-  c.width = static_cast<std::uint8_t>(v.width == 2 ? 2 : 1);
-  c.dwl = v.attrs.dwl;
-  c.dhl = static_cast<std::uint8_t>(v.attrs.dhl);
-  Pen& p = c.pen;
-  p.bold = v.attrs.bold;
-  p.italic = v.attrs.italic;
-  p.blink = v.attrs.blink;
-  // vterm_screen_get_cell reports reverse ^ DECSCNM; keep the cell's own bit.
-  p.reverse = v.attrs.reverse ^ (reverse_video ? 1u : 0u);
-  p.strike = v.attrs.strike;
-  p.underline = static_cast<Underline>(v.attrs.underline);
-  p.font = static_cast<std::uint8_t>(v.attrs.font);
-  p.fg = from_vterm(v.fg, true);
-  p.bg = from_vterm(v.bg, false);
-  return c;
-}
-
-// Stored scrollback cells: 16 bytes each.
-std::uint32_t pack_color(const Color& c) {
-  return static_cast<std::uint32_t>(c.kind) << 24 | std::uint32_t{c.index_or_red} << 16 |
-         std::uint32_t{c.green} << 8 | c.blue;
-}
-Color unpack_color(std::uint32_t v) {
-  return Color{static_cast<Color::Kind>(v >> 24), static_cast<std::uint8_t>(v >> 16),
-               static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
-}
-// Stored attribute bits: bold, italic, blink, reverse, strike (bits 0-4), underline (5-6), font
-// (7-10), dwl (11), dhl (12-13); push_line() packs them.
-void unpack_attrs(std::uint16_t a, Cell& c) {
-  Pen& p = c.pen;
-  p.bold = a & 1;
-  p.italic = a >> 1 & 1;
-  p.blink = a >> 2 & 1;
-  p.reverse = a >> 3 & 1;
-  p.strike = a >> 4 & 1;
-  p.underline = static_cast<Underline>(a >> 5 & 3);
-  p.font = static_cast<std::uint8_t>(a >> 7 & 0xf);
-  c.dwl = a >> 11 & 1;
-  c.dhl = static_cast<std::uint8_t>(a >> 12 & 3);
+GridRect to_grid(const VTermRect& r) { return GridRect{r.start_row, r.end_row, r.start_col, r.end_col}; }
+LineAttrs to_line_attrs(const VTermLineInfo& i) {
+  return LineAttrs{i.doublewidth != 0, static_cast<int>(i.doubleheight)};
 }
 
 }  // namespace
 
-std::size_t MirrorScreen::StoredLine::bytes() const {
-  return sizeof(StoredLine) + cells.capacity() * sizeof(PackedCell) +
-         extra.capacity() * sizeof(char32_t);
-}
-
-struct MirrorScreen::Impl {
+struct MirrorScreen::Impl final : ScreenGrid::LineAttrsSource {
   VTerm* vt = nullptr;
-  VTermScreen* screen = nullptr;
   VTermState* state = nullptr;
-  VTermScreenCallbacks callbacks{};
+  VTermStateCallbacks callbacks{};
+  std::optional<ScreenGrid> grid;
   // A one-row terminal that answers glyph_width().
   VTerm* probe = nullptr;
 
   ~Impl() {
     if (vt) vterm_free(vt);
     if (probe) vterm_free(probe);
+  }
+
+  LineAttrs line_attrs(int row) const override {
+    return to_line_attrs(*vterm_state_get_lineinfo(state, row));
   }
 
   int row_width(int row) const {
@@ -136,73 +69,99 @@ struct MirrorScreen::Impl {
   }
 };
 
-// The callbacks, with MirrorScreen* as user data.
-namespace {
-
-int on_damage(VTermRect rect, void* user);
-int on_movecursor(VTermPos pos, VTermPos oldpos, int visible, void* user);
-int on_settermprop(VTermProp prop, VTermValue* val, void* user);
-int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user);
-int on_sb_popline(int cols, VTermScreenCell* cells, void* user);
-void on_output(const char* s, std::size_t len, void* user);
-
-}  // namespace
-
-// Friend access for the C callbacks.
+// The state layer's callbacks, with MirrorScreen* as user data: the grid's share first (what
+// screen.c's state_cbs do), then the mirror's own bookkeeping.
 struct MirrorScreenCallbacks {
-  static void damage(MirrorScreen& m, VTermRect r) {
-    m.last_glyph_row_ = r.start_row;
-    m.last_glyph_col_ = r.start_col;
-    m.last_glyph_width_ = r.end_col - r.start_col;
+  static MirrorScreen& of(void* user) { return *static_cast<MirrorScreen*>(user); }
+  static ScreenGrid& grid(void* user) { return *of(user).impl_->grid; }
+
+  static int putglyph(VTermGlyphInfo* info, VTermPos pos, void* user) {
+    MirrorScreen& m = of(user);
+    char32_t chars[Cell::kMaxChars + 1] = {};
+    for (int i = 0; i < Cell::kMaxChars && info->chars[i] != 0; ++i) chars[i] = info->chars[i];
+    if (!grid(user).put_glyph(pos.row, pos.col, chars, info->width, info->protected_cell != 0,
+                              LineAttrs{info->dwl != 0, static_cast<int>(info->dhl)}))
+      return 0;
+    // The last glyph of a text write (screen.c reports it as the write's last damage).
+    m.last_glyph_row_ = pos.row;
+    m.last_glyph_col_ = pos.col;
+    m.last_glyph_width_ = info->width;
     m.glyph_damaged_ = true;
+    return 1;
   }
-  static void movecursor(MirrorScreen& m) { m.pending_wrap_ = false; }
-  static void settermprop(MirrorScreen& m, VTermProp prop, const VTermValue* val) {
+  static int movecursor(VTermPos, VTermPos, int, void* user) {
+    of(user).pending_wrap_ = false;
+    return 1;
+  }
+  static int scrollrect(VTermRect rect, int downward, int rightward, void* user) {
+    grid(user).scroll_rect(to_grid(rect), downward, rightward);
+    return 1;
+  }
+  static int erase(VTermRect rect, int selective, void* user) {
+    grid(user).erase(to_grid(rect), selective != 0);
+    return 1;
+  }
+  static int setpenattr(VTermAttr attr, VTermValue* val, void* user) {
+    ScreenGrid& g = grid(user);
+    GridPen pen = g.pen();
+    auto flag = [&](std::uint16_t bit) {
+      pen.attrs = static_cast<std::uint16_t>(val->boolean ? pen.attrs | bit : pen.attrs & ~bit);
+    };
+    auto field = [&](int shift, unsigned mask) {
+      pen.attrs = static_cast<std::uint16_t>((pen.attrs & ~(mask << shift)) |
+                                             (static_cast<unsigned>(val->number) & mask) << shift);
+    };
+    switch (attr) {
+      case VTERM_ATTR_BOLD: flag(attr::kBold); break;
+      case VTERM_ATTR_UNDERLINE: field(attr::kUnderlineShift, 3u); break;
+      case VTERM_ATTR_ITALIC: flag(attr::kItalic); break;
+      case VTERM_ATTR_BLINK: flag(attr::kBlink); break;
+      case VTERM_ATTR_REVERSE: flag(attr::kReverse); break;
+      case VTERM_ATTR_STRIKE: flag(attr::kStrike); break;
+      case VTERM_ATTR_FONT: field(attr::kFontShift, 0xfu); break;
+      case VTERM_ATTR_FOREGROUND: pen.fg = pack_color(from_vterm(val->color, true)); break;
+      case VTERM_ATTR_BACKGROUND: pen.bg = pack_color(from_vterm(val->color, false)); break;
+      default: return 0;
+    }
+    g.set_pen(pen);
+    return 1;
+  }
+  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
+    MirrorScreen& m = of(user);
     switch (prop) {
       case VTERM_PROP_CURSORVISIBLE: m.cursor_visible_ = val->boolean; break;
       case VTERM_PROP_CURSORBLINK: m.cursor_blink_ = val->boolean; break;
       case VTERM_PROP_CURSORSHAPE: m.cursor_shape_ = val->number; break;
-      case VTERM_PROP_ALTSCREEN: m.alt_active_ = val->boolean; break;
-      case VTERM_PROP_REVERSE: m.reverse_video_ = val->boolean; break;
+      case VTERM_PROP_ALTSCREEN:
+        grid(user).set_alt_screen(val->boolean);
+        m.alt_active_ = val->boolean;
+        break;
+      case VTERM_PROP_REVERSE:
+        grid(user).set_reverse_video(val->boolean);
+        m.reverse_video_ = val->boolean;
+        break;
       case VTERM_PROP_TITLE:
         m.title_ = MirrorScreen::sanitize_title(val->string ? val->string : "");
         break;
       default: break;
     }
+    return 1;
   }
-  static std::size_t push(MirrorScreen& m, int cols, const void* cells) {
-    return m.push_line(cols, cells);
+  static int resize(int rows, int cols, VTermPos* delta, void* user) {
+    VTermPos cursor;
+    vterm_state_get_cursorpos(of(user).impl_->state, &cursor);
+    delta->row += grid(user).resize(rows, cols, cursor.row);
+    return 1;
   }
-  static bool pop(MirrorScreen& m, int cols, void* cells) { return m.pop_line(cols, cells); }
-  static void output(MirrorScreen& m, std::size_t len) { m.dropped_reply_bytes_ += len; }
+  static int setlineinfo(int row, const VTermLineInfo* now, const VTermLineInfo* before,
+                         void* user) {
+    grid(user).set_line_attrs(row, to_line_attrs(*now), to_line_attrs(*before));
+    return 1;
+  }
+  static void output(const char*, std::size_t len, void* user) {
+    of(user).dropped_reply_bytes_ += len;
+  }
 };
-
-namespace {
-
-int on_damage(VTermRect rect, void* user) {
-  MirrorScreenCallbacks::damage(*static_cast<MirrorScreen*>(user), rect);
-  return 1;
-}
-int on_movecursor(VTermPos, VTermPos, int, void* user) {
-  MirrorScreenCallbacks::movecursor(*static_cast<MirrorScreen*>(user));
-  return 1;
-}
-int on_settermprop(VTermProp prop, VTermValue* val, void* user) {
-  MirrorScreenCallbacks::settermprop(*static_cast<MirrorScreen*>(user), prop, val);
-  return 1;
-}
-int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
-  MirrorScreenCallbacks::push(*static_cast<MirrorScreen*>(user), cols, cells);
-  return 1;
-}
-int on_sb_popline(int cols, VTermScreenCell* cells, void* user) {
-  return MirrorScreenCallbacks::pop(*static_cast<MirrorScreen*>(user), cols, cells) ? 1 : 0;
-}
-void on_output(const char*, std::size_t len, void* user) {
-  MirrorScreenCallbacks::output(*static_cast<MirrorScreen*>(user), len);
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Feeder: MirrorInput's sink for one buffer; decides where each vterm_input_write ends.
@@ -324,7 +283,6 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       // at the end of every CSI, clamps the cursor into the scroll region in origin mode (a
       // cursor outside it, after a DECRC, is saved where it was and then moved).
       case Event::alt_enter:
-        if (!m_.alt_active_) m_.capture_main();
         if (mode == 1049) m_.capture_saved();
         flush(final_at + 1);
         break;
@@ -457,40 +415,50 @@ MirrorScreen::MirrorScreen(int cols, int rows, ScrollbackLimits limits)
     : cols_(std::clamp(cols, kMinCols, kMaxCols)),
       rows_(std::clamp(rows, 1, kMaxRows)),
       size_clamped_(cols_ != cols || rows_ != rows),
-      limits_(limits) {
+      scrollback_(limits) {
   create();
 }
 
 MirrorScreen::~MirrorScreen() = default;
 
+// libvterm's parser and state layer, with the grid in place of its screen layer: the same
+// set-up as vterm_obtain_screen() + vterm_screen_enable_altscreen() + vterm_screen_reset(1).
 void MirrorScreen::create() {
   impl_ = std::make_unique<Impl>();
   Impl& im = *impl_;
   im.vt = vterm_new(rows_, cols_);
   vterm_set_utf8(im.vt, 1);
-  vterm_output_set_callback(im.vt, &on_output, this);
-  im.screen = vterm_obtain_screen(im.vt);
+  vterm_output_set_callback(im.vt, &MirrorScreenCallbacks::output, this);
   im.state = vterm_obtain_state(im.vt);
-  vterm_screen_enable_altscreen(im.screen, 1);
-  im.callbacks.damage = &on_damage;
-  im.callbacks.movecursor = &on_movecursor;
-  im.callbacks.settermprop = &on_settermprop;
-  im.callbacks.sb_pushline = &on_sb_pushline;
-  im.callbacks.sb_popline = &on_sb_popline;
-  vterm_screen_set_callbacks(im.screen, &im.callbacks, this);
-  // Per-cell damage: the last damage of a write that ends in text is its last glyph.
-  vterm_screen_set_damage_merge(im.screen, VTERM_DAMAGE_CELL);
-  vterm_screen_reset(im.screen, 1);
+  im.grid.emplace(rows_, cols_, scrollback_, im);
+  im.callbacks.putglyph = &MirrorScreenCallbacks::putglyph;
+  im.callbacks.movecursor = &MirrorScreenCallbacks::movecursor;
+  im.callbacks.scrollrect = &MirrorScreenCallbacks::scrollrect;
+  im.callbacks.erase = &MirrorScreenCallbacks::erase;
+  im.callbacks.setpenattr = &MirrorScreenCallbacks::setpenattr;
+  im.callbacks.settermprop = &MirrorScreenCallbacks::settermprop;
+  im.callbacks.resize = &MirrorScreenCallbacks::resize;
+  im.callbacks.setlineinfo = &MirrorScreenCallbacks::setlineinfo;
+  vterm_state_set_callbacks(im.state, &im.callbacks, this);
+  vterm_state_reset(im.state, 1);
   input_ = MirrorInput{};
   input_.set_size(cols_, rows_);
+  if (tap_) tap_->created(cols_, rows_);
+}
+
+void MirrorScreen::set_tap(VtermTap* tap) {
+  tap_ = tap;
+  if (tap_) tap_->created(cols_, rows_);
+}
+
+void MirrorScreen::vt_write(const char* bytes, std::size_t len) {
+  vterm_input_write(impl_->vt, bytes, len);
+  if (tap_) tap_->wrote(std::string_view(bytes, len));
 }
 
 void MirrorScreen::reset() {
   impl_.reset();
   scrollback_.clear();
-  scrollback_bytes_ = 0;
-  pushed_lines_ = 0;
-  main_copy_.clear();
   alt_active_ = false;
   reverse_video_ = false;
   cursor_visible_ = true;
@@ -524,7 +492,7 @@ void MirrorScreen::reset() {
 void MirrorScreen::write(const char* bytes, std::size_t len) {
   std::size_t from = 0;  // start of the bytes not written yet
   auto pass = [&](std::size_t to) {
-    if (to > from) vterm_input_write(impl_->vt, bytes + from, to - from);
+    if (to > from) vt_write(bytes + from, to - from);
     from = to;
   };
   auto escape_byte = [&](unsigned char c) {  // c after an ESC
@@ -580,7 +548,7 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
             // The ESC and the byte after it in one write: libvterm also misreads a string
             // whose ESC and backslash arrive in two writes after a control in the string.
             const char pair[2] = {'\x1b', static_cast<char>(c)};
-            vterm_input_write(impl_->vt, pair, 2);
+            vt_write(pair, 2);
             from = i + 1;
             if (c == '\\') vt_state_ = VtState::ground;
             else escape_byte(c);
@@ -651,26 +619,8 @@ void MirrorScreen::resize(int cols, int rows) {
     }
   }
   if (c == cols_ && r == rows_) return;
-  if (alt_active_) {
-    // libvterm reallocates the hidden main buffer without scrolling: cells keep their
-    // (row, col); new ones are erased with the current pen.
-    Cell blank;
-    blank.pen = pen();
-    std::vector<Cell> copy(static_cast<std::size_t>(r) * c, blank);
-    for (int y = 0; y < std::min(r, rows_); ++y)
-      for (int x = 0; x < std::min(c, cols_); ++x)
-        copy[static_cast<std::size_t>(y) * c + x] = main_copy_[static_cast<std::size_t>(y) * cols_ + x];
-    for (int y = 0; y < r; ++y)
-      for (int x = 0; x < c; ++x) {
-        Cell& cell = copy[static_cast<std::size_t>(y) * c + x];
-        cell.width = (x + 1 < c && copy[static_cast<std::size_t>(y) * c + x + 1].kind ==
-                                       Cell::Kind::continuation)
-                         ? 2
-                         : 1;
-      }
-    main_copy_ = std::move(copy);
-  }
   vterm_set_size(impl_->vt, r, c);
+  if (tap_) tap_->resized(c, r);
   cols_ = c;
   rows_ = r;
   const int reset = input_.set_size(c, r);
@@ -743,12 +693,6 @@ void MirrorScreen::after_text_write(bool autowrap) {
   }
 }
 
-void MirrorScreen::capture_main() {
-  main_copy_.resize(static_cast<std::size_t>(rows_) * cols_);
-  for (int r = 0; r < rows_; ++r)
-    for (int c = 0; c < cols_; ++c) main_copy_[static_cast<std::size_t>(r) * cols_ + c] = cell(r, c);
-}
-
 void MirrorScreen::capture_saved() {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
@@ -767,17 +711,9 @@ void MirrorScreen::clamp_cursor_after_restore() {
   }
 }
 
-Cell MirrorScreen::cell(int row, int col) const {
-  VTermScreenCell v{};
-  if (!vterm_screen_get_cell(impl_->screen, VTermPos{row, col}, &v)) return Cell{};
-  return from_vterm(v, reverse_video_);
-}
+Cell MirrorScreen::cell(int row, int col) const { return impl_->grid->cell(row, col); }
 
-Cell MirrorScreen::main_cell(int row, int col) const {
-  if (!alt_active_) return cell(row, col);
-  if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || main_copy_.empty()) return Cell{};
-  return main_copy_[static_cast<std::size_t>(row) * cols_ + col];
-}
+Cell MirrorScreen::main_cell(int row, int col) const { return impl_->grid->main_cell(row, col); }
 
 CursorState MirrorScreen::cursor() const {
   VTermPos pos;
@@ -827,143 +763,6 @@ int MirrorScreen::non_ascii_width(char32_t c) const {
   const int w = std::clamp(pos.col - 1, 0, 2);
   width_cache_.emplace(c, static_cast<std::uint8_t>(w));
   return w;
-}
-
-// --- scrollback ----------------------------------------------------------------------------
-
-// Invariant: a stored line is what from_vterm() makes of libvterm's cells, packed, up to its
-// last cell that is not pristine. Packed straight from libvterm's cells: the hot path of a
-// scrolling flood (one call per line scrolled off).
-std::size_t MirrorScreen::push_line(int cols, const void* cells_v) {
-  const auto* cells = static_cast<const VTermScreenCell*>(cells_v);
-  // pushline cells come from vterm_screen_get_cell (reverse already XOR DECSCNM): stored as
-  // shown, which is how libvterm gives them back on sb_popline.
-  auto pristine = [](const VTermScreenCell& v) {
-    const VTermScreenCellAttrs& a = v.attrs;
-    return v.chars[0] == 0 && !a.bold && !a.underline && !a.italic && !a.blink && !a.reverse &&
-           !a.strike && !a.font && !a.dwl && !a.dhl && VTERM_COLOR_IS_DEFAULT_FG(&v.fg) &&
-           VTERM_COLOR_IS_DEFAULT_BG(&v.bg);
-  };
-  int used = cols;
-  while (used > 0 && pristine(cells[used - 1])) --used;
-  StoredLine line;
-  line.cols = cols;
-  line.cells.resize(static_cast<std::size_t>(used));
-  for (int c = 0; c < used; ++c) {
-    const VTermScreenCell& v = cells[c];
-    const VTermScreenCellAttrs& a = v.attrs;
-    PackedCell& p = line.cells[static_cast<std::size_t>(c)];
-    p.ch = v.chars[0];  // 0 erased, kContinuation, or the first character
-    p.attrs = static_cast<std::uint16_t>(a.bold | a.italic << 1 | a.blink << 2 | a.reverse << 3 |
-                                         a.strike << 4 | (a.underline & 3u) << 5 |
-                                         (a.font & 0xfu) << 7 | a.dwl << 11 | (a.dhl & 3u) << 12);
-    p.width = static_cast<std::uint8_t>(v.width == 2 ? 2 : 1);
-    p.fg = pack_color(from_vterm(v.fg, true));
-    p.bg = pack_color(from_vterm(v.bg, false));
-    p.nextra = 0;
-    if (p.ch != 0 && p.ch != kContinuation) {
-      int n = 1;
-      while (n < Cell::kMaxChars && v.chars[n] != 0) line.extra.push_back(v.chars[n++]);
-      p.nextra = static_cast<std::uint8_t>(n - 1);
-    }
-  }
-  line.extra.shrink_to_fit();
-  scrollback_bytes_ += line.bytes();
-  scrollback_.push_back(std::move(line));
-  ++pushed_lines_;
-  while (!scrollback_.empty() &&
-         (scrollback_.size() > limits_.max_lines || scrollback_bytes_ > limits_.max_bytes)) {
-    scrollback_bytes_ -= scrollback_.front().bytes();
-    scrollback_.pop_front();
-  }
-  return scrollback_.size();
-}
-
-bool MirrorScreen::pop_line(int cols, void* cells_v) {
-  if (scrollback_.empty()) return false;
-  auto* cells = static_cast<VTermScreenCell*>(cells_v);
-  const std::size_t index = scrollback_.size() - 1;
-  for (int c = 0; c < cols; ++c) {
-    Cell d = scrollback_cell(index, c);
-    VTermScreenCell& v = cells[c];
-    v = VTermScreenCell{};
-    if (d.kind == Cell::Kind::continuation) {
-      v.chars[0] = kContinuation;
-    } else if (d.kind == Cell::Kind::glyph) {
-      for (int i = 0; i < d.nchars; ++i) v.chars[i] = d.chars[i];
-    }
-    // libvterm steps through the row by width: never 0, never past the last column.
-    v.width = static_cast<char>((d.width == 2 && c + 1 < cols) ? 2 : 1);
-    v.attrs.bold = d.pen.bold;
-    v.attrs.italic = d.pen.italic;
-    v.attrs.blink = d.pen.blink;
-    v.attrs.reverse = d.pen.reverse;
-    v.attrs.strike = d.pen.strike;
-    v.attrs.underline = static_cast<unsigned>(d.pen.underline) & 3u;
-    v.attrs.font = d.pen.font & 0xfu;
-    v.fg = to_vterm(d.pen.fg, true, impl_->state);
-    v.bg = to_vterm(d.pen.bg, false, impl_->state);
-  }
-  scrollback_bytes_ -= scrollback_.back().bytes();
-  scrollback_.pop_back();
-  return true;
-}
-
-void MirrorScreen::scrollback_row(std::size_t line, std::span<Cell> out) const {
-  const std::size_t n = line < scrollback_.size() ? std::min(out.size(), scrollback_[line].cells.size()) : 0;
-  std::fill(out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), Cell{});
-  if (n == 0) return;
-  const StoredLine& l = scrollback_[line];
-  std::size_t extra_at = 0;
-  for (std::size_t col = 0; col < n; ++col) {
-    const PackedCell& p = l.cells[col];
-    Cell& c = out[col];
-    unpack_attrs(p.attrs, c);
-    c.pen.fg = unpack_color(p.fg);
-    c.pen.bg = unpack_color(p.bg);
-    c.width = p.width;
-    c.nchars = 0;  // every field is set: `out` holds the previous row's cells
-    if (p.ch == 0) {
-      c.kind = Cell::Kind::erased;
-    } else if (p.ch == kContinuation) {
-      c.kind = Cell::Kind::continuation;
-    } else {
-      c.kind = Cell::Kind::glyph;
-      c.chars[0] = p.ch;
-      c.nchars = static_cast<std::uint8_t>(1 + p.nextra);
-      for (int i = 0; i < p.nextra; ++i) c.chars[static_cast<std::size_t>(1 + i)] = l.extra[extra_at + static_cast<std::size_t>(i)];
-    }
-    extra_at += p.nextra;
-  }
-}
-
-int MirrorScreen::scrollback_cols(std::size_t line) const {
-  return line < scrollback_.size() ? scrollback_[line].cols : 0;
-}
-
-Cell MirrorScreen::scrollback_cell(std::size_t line, int col) const {
-  Cell out;
-  if (line >= scrollback_.size() || col < 0) return out;
-  const StoredLine& l = scrollback_[line];
-  if (col >= static_cast<int>(l.cells.size())) return out;
-  std::size_t extra_at = 0;
-  for (int c = 0; c < col; ++c) extra_at += l.cells[static_cast<std::size_t>(c)].nextra;
-  const PackedCell& p = l.cells[static_cast<std::size_t>(col)];
-  unpack_attrs(p.attrs, out);
-  out.pen.fg = unpack_color(p.fg);
-  out.pen.bg = unpack_color(p.bg);
-  out.width = p.width;
-  if (p.ch == 0) {
-    out.kind = Cell::Kind::erased;
-  } else if (p.ch == kContinuation) {
-    out.kind = Cell::Kind::continuation;
-  } else {
-    out.kind = Cell::Kind::glyph;
-    out.chars[0] = p.ch;
-    out.nchars = static_cast<std::uint8_t>(1 + p.nextra);
-    for (int i = 0; i < p.nextra; ++i) out.chars[1 + i] = l.extra[extra_at + i];
-  }
-  return out;
 }
 
 // --- title ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-// MirrorScreen: one actor's headless terminal, libvterm 0.1.4's screen layer at the PTY's size
-// (UTF-8, alternate screen enabled), plus what a snapshot needs that libvterm keeps private:
-// a bounded scrollback store, the title, the cursor's pending-wrap state, the saved cursor
-// (DECSC), and a copy of the main screen while the alternate screen is active.
+// MirrorScreen: one actor's headless terminal at the PTY's size: libvterm 0.1.4's parser and
+// state layer (UTF-8) in front of a ScreenGrid of our own that behaves as libvterm's screen
+// layer with the alternate screen enabled, plus what a snapshot needs that libvterm keeps
+// private: a bounded scrollback store, the title, the cursor's pending-wrap state, the saved
+// cursor (DECSC).
 // Single-threaded: the mirror thread feeds it and builds snapshots from it between feeds.
 // Coordinates: 0-based (row, col) on the screen; scrollback lines are indexed oldest first.
 // It never writes to the PTY: libvterm's replies to queries (DA, DSR/CPR, DECRQSS, DECRQM)
@@ -11,25 +12,29 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/mirror_input.hpp"
 #include "engine/screen_cell.hpp"
+#include "engine/scrollback.hpp"
 
 namespace backscroll::engine {
 
-struct ScrollbackLimits {
-  // Defaults: 10,000 lines (the most a snapshot request can ask for), and 16 MiB, which holds
-  // them at up to ~100 used columns (16 bytes per stored cell, trailing blank cells are not
-  // stored). The older lines go first when either is exceeded.
-  std::size_t max_lines = 10'000;
-  std::size_t max_bytes = 16u << 20;
+// What libvterm is fed, as MirrorScreen feeds it: every vterm_input_write and vterm_set_size in
+// order, from a fresh terminal of the given size. A second libvterm fed the same calls holds
+// the same state; the tests use one with libvterm's own screen layer to check ScreenGrid.
+class VtermTap {
+ public:
+  virtual ~VtermTap() = default;
+  virtual void created(int cols, int rows) = 0;  // also after reset()
+  virtual void wrote(std::string_view bytes) = 0;
+  virtual void resized(int cols, int rows) = 0;
 };
 
 // Cursor state a snapshot restores.
@@ -122,15 +127,15 @@ class MirrorScreen {
   // main_cell() return the stored bit.
   bool reverse_video() const { return reverse_video_; }
 
-  std::size_t scrollback_lines() const { return scrollback_.size(); }
-  // Lines libvterm has pushed into the history since the terminal was created or reset.
-  std::uint64_t pushed_lines() const { return pushed_lines_; }
-  std::size_t scrollback_bytes() const { return scrollback_bytes_; }
+  std::size_t scrollback_lines() const { return scrollback_.lines(); }
+  // Lines pushed into the history since the terminal was created or reset.
+  std::uint64_t pushed_lines() const { return scrollback_.pushed(); }
+  std::size_t scrollback_bytes() const { return scrollback_.bytes(); }
   // Width the line had when it scrolled off; columns past it read as pristine cells.
-  int scrollback_cols(std::size_t line) const;
-  Cell scrollback_cell(std::size_t line, int col) const;
+  int scrollback_cols(std::size_t line) const { return scrollback_.cols(line); }
+  Cell scrollback_cell(std::size_t line, int col) const { return scrollback_.cell(line, col); }
   // Cells [0, out.size()) of a history line at once (cheaper than cell by cell).
-  void scrollback_row(std::size_t line, std::span<Cell> out) const;
+  void scrollback_row(std::size_t line, std::span<Cell> out) const { scrollback_.row(line, out); }
 
   CursorState cursor() const;
   Pen pen() const;
@@ -160,46 +165,33 @@ class MirrorScreen {
   std::uint64_t dropped_reply_bytes() const { return dropped_reply_bytes_; }
   std::uint64_t rewritten_sequences() const { return rewritten_; }
 
+  // Reports every call that reaches libvterm from now on, starting with created(); attach it
+  // before the first feed. nullptr detaches.
+  void set_tap(VtermTap* tap);
+
   static constexpr std::size_t kMaxTitleBytes = 256;
   static std::string sanitize_title(std::string_view raw);
 
  private:
   friend struct MirrorScreenCallbacks;
   struct Impl;
-  // A scrollback cell in 16 bytes: first character (0 erased, 0xffffffff continuation),
-  // attributes, count of combining characters kept in StoredLine::extra, width, colours.
-  struct PackedCell {
-    char32_t ch;
-    std::uint16_t attrs;
-    std::uint8_t nextra;
-    std::uint8_t width;
-    std::uint32_t fg;
-    std::uint32_t bg;
-  };
-  struct StoredLine {
-    std::vector<PackedCell> cells;  // up to the last cell that is not pristine
-    std::vector<char32_t> extra;
-    int cols = 0;
-    std::size_t bytes() const;
-  };
   class Feeder;
 
   void create();
   void write(const char* bytes, std::size_t len);
+  void vt_write(const char* bytes, std::size_t len);
   void after_text_write(bool autowrap);
-  void capture_main();
   void capture_saved();
   void clamp_cursor_after_restore();
   void resize_fixup(int reset);
   int non_ascii_width(char32_t c) const;
-  std::size_t push_line(int cols, const void* cells);
-  bool pop_line(int cols, void* cells);
 
   int cols_;
   int rows_;
   bool size_clamped_ = false;
-  ScrollbackLimits limits_;
+  Scrollback scrollback_;
   std::unique_ptr<Impl> impl_;
+  VtermTap* tap_ = nullptr;
   MirrorInput input_;
   std::vector<unsigned char> carry_;  // held-back unfinished sequence
   std::size_t pending_bytes_ = 0;
@@ -208,10 +200,6 @@ class MirrorScreen {
   enum class VtState : std::uint8_t { ground, escape, csi, string, string_esc, string_esc_held };
   VtState vt_state_ = VtState::ground;
 
-  std::deque<StoredLine> scrollback_;
-  std::size_t scrollback_bytes_ = 0;
-  std::uint64_t pushed_lines_ = 0;
-  std::vector<Cell> main_copy_;  // rows_ x cols_, valid while alt_active_
   bool alt_active_ = false;
   bool reverse_video_ = false;
   bool cursor_visible_ = true;
@@ -219,7 +207,7 @@ class MirrorScreen {
   int cursor_shape_ = 1;
   bool pending_wrap_ = false;
   int combine_width_ = 0;     // width of the last glyph libvterm printed (what REP repeats)
-  int last_glyph_row_ = 0;    // last putglyph damage (valid right after a text write)
+  int last_glyph_row_ = 0;    // last glyph put (valid right after a text write)
   int last_glyph_col_ = 0;
   int last_glyph_width_ = 0;
   bool glyph_damaged_ = false;

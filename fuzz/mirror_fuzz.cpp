@@ -22,7 +22,9 @@
 //     exposes state that shows only in how later bytes are drawn.
 // And on every input, before that: a mirror with a short history that looks ahead and jumps over
 // scrolled-off text (docs/plain-scroll-skip.md) ends in the state of one that parses every byte
-// (history exact again, first_difference() finds nothing, also after the probe suffix).
+// (history exact again, first_difference() finds nothing, also after the probe suffix); and the
+// one that parses every byte holds what libvterm's own screen layer holds when fed the same
+// writes and resizes (ScreenLayerTap: cells, flags, every history line).
 // Memory stays bounded: scrollback lines and bytes within the limits, the scanner's buffers
 // within kMaxBufferedBytes, libvterm behind the scanner by at most the mirror's hold bounds.
 // A difference prints a description and traps.
@@ -41,6 +43,7 @@
 #include "engine/mirror.hpp"
 #include "engine/mirror_compare.hpp"
 #include "engine/snapshot_grammar.hpp"
+#include "tests/engine/vterm_reference.hpp"
 
 namespace {
 
@@ -256,6 +259,8 @@ void feed_jumping(Mirror& m, std::string_view stream, const std::vector<Resize>&
 void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows,
                  const std::vector<Resize>& resizes, std::uint32_t seed) {
   Mirror parsed(Cursor{kStart}, cols, rows, kJumpLimits);
+  backscroll::testing::ScreenLayerTap screen_layer(kJumpLimits.max_lines);
+  parsed.set_tap(&screen_layer);
   std::uint32_t seed_p = seed;
   feed_range(parsed, stream, 0, stream.size(), resizes, true, seed_p);
   Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, kJumpAnywhere);
@@ -270,11 +275,15 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
                            .titles = parsed.scanner().title_stack_depth() == 0};
   ctx_a = &parsed;
   ctx_b = &jumped;
+  if (const std::string d = screen_layer.difference(parsed.screen()); !d.empty())
+    fail("the grid and libvterm's screen layer fed the same, after the stream: " + d);
   if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the stream: " + d);
   const std::string probe = probe_suffix(parsed.screen().rows());
   parsed.feed(probe);
   jumped.feed(probe);
+  if (const std::string d = screen_layer.difference(parsed.screen()); !d.empty())
+    fail("the grid and libvterm's screen layer fed the same, after the probe: " + d);
   if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the probe: " + d);
   ctx_a = ctx_b = nullptr;

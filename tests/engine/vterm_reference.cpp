@@ -4,6 +4,7 @@
 #include <vterm.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstdio>
 #include <sstream>
 
@@ -277,6 +278,147 @@ std::string render(const ScreenModel& m) {
   }
   out += "cursor " + std::to_string(m.cursor_row) + "," + std::to_string(m.cursor_col) + "\n";
   return out;
+}
+
+// ---- ScreenLayerTap -------------------------------------------------------------------------
+
+struct ScreenLayerTap::Impl {
+  std::size_t max_lines;
+  VTerm* vt = nullptr;
+  VTermScreen* screen = nullptr;
+  VTermScreenCallbacks callbacks{};
+  bool alt = false;
+  bool reverse = false;
+  std::deque<std::vector<VTermScreenCell>> history;  // as sb_pushline gave them
+  std::uint64_t pushed = 0;
+  std::uint64_t popped = 0;
+  explicit Impl(std::size_t lines) : max_lines(lines) {}
+  ~Impl() { destroy(); }
+  void destroy() {
+    if (vt) vterm_free(vt);
+    vt = nullptr;
+  }
+};
+
+struct ScreenLayerCallbacks {
+  static ScreenLayerTap::Impl& of(void* user) { return *static_cast<ScreenLayerTap::Impl*>(user); }
+  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
+    if (prop == VTERM_PROP_ALTSCREEN) of(user).alt = val->boolean;
+    if (prop == VTERM_PROP_REVERSE) of(user).reverse = val->boolean;
+    return 1;
+  }
+  static int pushline(int cols, const VTermScreenCell* cells, void* user) {
+    auto& im = of(user);
+    im.history.emplace_back(cells, cells + cols);
+    ++im.pushed;
+    while (im.history.size() > im.max_lines) im.history.pop_front();
+    return 1;
+  }
+  // The line as it was pushed; columns past its width pristine; a wide glyph cut by the right
+  // edge narrow (libvterm steps through the row by width).
+  static int popline(int cols, VTermScreenCell* cells, void* user) {
+    auto& im = of(user);
+    if (im.history.empty()) return 0;
+    const std::vector<VTermScreenCell>& line = im.history.back();
+    VTermColor fg, bg;
+    vterm_state_get_default_colors(vterm_obtain_state(im.vt), &fg, &bg);
+    for (int c = 0; c < cols; ++c) {
+      VTermScreenCell v{};
+      if (static_cast<std::size_t>(c) < line.size()) {
+        v = line[static_cast<std::size_t>(c)];
+      } else {
+        v.fg = fg;
+        v.bg = bg;
+      }
+      if (v.chars[0] == 0xffffffffu) std::fill(v.chars + 1, v.chars + VTERM_MAX_CHARS_PER_CELL, 0u);
+      v.width = static_cast<char>(v.width == 2 && c + 1 < cols ? 2 : 1);
+      cells[c] = v;
+    }
+    im.history.pop_back();
+    ++im.popped;
+    return 1;
+  }
+};
+
+ScreenLayerTap::ScreenLayerTap(std::size_t max_lines) : impl_(std::make_unique<Impl>(max_lines)) {}
+ScreenLayerTap::~ScreenLayerTap() = default;
+
+void ScreenLayerTap::created(int cols, int rows) {
+  Impl& im = *impl_;
+  im.destroy();
+  im.history.clear();
+  im.pushed = im.popped = 0;
+  im.alt = im.reverse = false;
+  im.vt = vterm_new(rows, cols);
+  vterm_set_utf8(im.vt, 1);
+  im.screen = vterm_obtain_screen(im.vt);
+  vterm_screen_enable_altscreen(im.screen, 1);
+  im.callbacks.settermprop = &ScreenLayerCallbacks::settermprop;
+  im.callbacks.sb_pushline = &ScreenLayerCallbacks::pushline;
+  im.callbacks.sb_popline = &ScreenLayerCallbacks::popline;
+  vterm_screen_set_callbacks(im.screen, &im.callbacks, &im);
+  vterm_screen_reset(im.screen, 1);
+}
+
+void ScreenLayerTap::wrote(std::string_view bytes) {
+  vterm_input_write(impl_->vt, bytes.data(), bytes.size());
+}
+
+void ScreenLayerTap::resized(int cols, int rows) { vterm_set_size(impl_->vt, rows, cols); }
+
+std::uint64_t ScreenLayerTap::pushed() const { return impl_->pushed; }
+std::uint64_t ScreenLayerTap::popped() const { return impl_->popped; }
+
+std::string ScreenLayerTap::difference(const engine::MirrorScreen& m) const {
+  const Impl& im = *impl_;
+  int rows = 0, cols = 0;
+  vterm_get_size(im.vt, &rows, &cols);
+  std::ostringstream o;
+  if (rows != m.rows() || cols != m.cols()) {
+    o << "size " << m.cols() << "x" << m.rows() << " vs screen layer " << cols << "x" << rows;
+    return o.str();
+  }
+  if (im.alt != m.alt_screen()) return "alternate screen flag";
+  if (im.reverse != m.reverse_video()) return "reverse video flag";
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      VTermScreenCell v{};
+      vterm_screen_get_cell(im.screen, VTermPos{r, c}, &v);
+      Cell expected = cell_of(v);
+      expected.pen.reverse = expected.pen.reverse != im.reverse;  // the cell's own bit
+      const Cell got = m.cell(r, c);
+      if (!(got == expected)) {
+        o << (im.alt ? "alternate" : "main") << " screen cell (" << r << "," << c << "): grid "
+          << describe(got) << ", screen layer " << describe(expected);
+        return o.str();
+      }
+    }
+  if (im.pushed != m.pushed_lines()) {
+    o << "lines pushed: grid " << m.pushed_lines() << ", screen layer " << im.pushed;
+    return o.str();
+  }
+  if (im.history.size() != m.scrollback_lines()) {
+    o << "history lines: grid " << m.scrollback_lines() << ", screen layer " << im.history.size();
+    return o.str();
+  }
+  std::vector<Cell> row;
+  for (std::size_t i = 0; i < im.history.size(); ++i) {
+    const std::vector<VTermScreenCell>& line = im.history[i];
+    if (static_cast<int>(line.size()) != m.scrollback_cols(i)) {
+      o << "history line " << i << " width: grid " << m.scrollback_cols(i) << ", screen layer "
+        << line.size();
+      return o.str();
+    }
+    row.assign(line.size(), Cell{});
+    m.scrollback_row(i, row);
+    for (std::size_t c = 0; c < line.size(); ++c)
+      if (!(row[c] == cell_of(line[c]))) {
+        o << "history line " << i << " col " << c << ": grid " << describe(row[c])
+          << ", screen layer " << describe(cell_of(line[c]));
+        return o.str();
+      }
+  }
+  return "";
 }
 
 }  // namespace backscroll::testing

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/mirror_screen.hpp"
 #include "engine/screen_cell.hpp"
 
 namespace backscroll::testing {
@@ -72,6 +73,36 @@ class ReferenceTerminal {
   std::unique_ptr<Impl> impl_;
   std::string output_;
   friend struct ReferenceCallbacks;
+};
+
+// ScreenLayerTap: libvterm 0.1.4 with its own screen layer (alternate screen enabled, history
+// through sb_pushline / sb_popline), fed exactly the calls a MirrorScreen makes to its state
+// layer (MirrorScreen::set_tap). The mirror's ScreenGrid must hold what this screen layer holds:
+// the same cells, the same lines pushed, popped and kept.
+class ScreenLayerTap final : public engine::VtermTap {
+ public:
+  // History beyond max_lines is dropped oldest first, as the mirror's (give the mirror a byte
+  // limit it never reaches).
+  explicit ScreenLayerTap(std::size_t max_lines = 10'000);
+  ~ScreenLayerTap() override;
+  ScreenLayerTap(const ScreenLayerTap&) = delete;
+  ScreenLayerTap& operator=(const ScreenLayerTap&) = delete;
+
+  void created(int cols, int rows) override;
+  void wrote(std::string_view bytes) override;
+  void resized(int cols, int rows) override;
+
+  // The first difference between the mirror's cells, flags and history and this screen layer's
+  // ("" when they agree). The main screen is compared while it is shown (libvterm keeps the
+  // hidden one to itself).
+  std::string difference(const engine::MirrorScreen& mirror) const;
+  std::uint64_t pushed() const;
+  std::uint64_t popped() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend struct ScreenLayerCallbacks;
 };
 
 }  // namespace backscroll::testing

@@ -1,0 +1,109 @@
+// GridCell: a screen cell as ScreenGrid stores it, and the packed colour and attribute words it
+// shares with the scrollback store. Plain data, no libvterm types: what libvterm 0.1.4's screen
+// layer keeps per cell (screen.c ScreenCell), laid out for filling and copying (36 bytes).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "engine/screen_cell.hpp"
+
+namespace backscroll::engine {
+
+// chars[0] of the right half of a wide glyph (libvterm's (uint32_t)-1).
+inline constexpr char32_t kContinuationChar = 0xffffffffu;
+
+// A colour in one word: kind << 24 | index_or_red << 16 | green << 8 | blue. The default
+// colour packs to 0.
+constexpr std::uint32_t pack_color(const Color& c) {
+  return static_cast<std::uint32_t>(c.kind) << 24 | std::uint32_t{c.index_or_red} << 16 |
+         std::uint32_t{c.green} << 8 | c.blue;
+}
+constexpr Color unpack_color(std::uint32_t v) {
+  return Color{static_cast<Color::Kind>(v >> 24), static_cast<std::uint8_t>(v >> 16),
+               static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+}
+
+// Attribute bits. The pen's own (what SGR sets) are bits 0-10; a cell adds its line's DECDWL /
+// DECDHL state and, in the grid only, DECSCA protection.
+namespace attr {
+inline constexpr std::uint16_t kBold = 1u << 0;
+inline constexpr std::uint16_t kItalic = 1u << 1;
+inline constexpr std::uint16_t kBlink = 1u << 2;
+inline constexpr std::uint16_t kReverse = 1u << 3;
+inline constexpr std::uint16_t kStrike = 1u << 4;
+inline constexpr int kUnderlineShift = 5;  // 2 bits
+inline constexpr int kFontShift = 7;       // 4 bits
+inline constexpr std::uint16_t kPenMask = 0x07ff;
+inline constexpr std::uint16_t kDwl = 1u << 11;
+inline constexpr int kDhlShift = 12;  // 2 bits
+inline constexpr std::uint16_t kLineMask = kDwl | 3u << kDhlShift;
+inline constexpr std::uint16_t kProtected = 1u << 14;
+
+constexpr std::uint16_t line_bits(bool dwl, int dhl) {
+  return static_cast<std::uint16_t>((dwl ? kDwl : 0u) | (static_cast<unsigned>(dhl) & 3u) << kDhlShift);
+}
+}  // namespace attr
+
+// The graphic rendition as the grid applies it to cells it writes.
+struct GridPen {
+  std::uint32_t fg = 0;
+  std::uint32_t bg = 0;
+  std::uint16_t attrs = 0;  // attr::kPenMask bits only
+};
+
+struct GridCell {
+  // chars[0]: 0 for an erased cell, kContinuationChar for the right half of a wide glyph,
+  // otherwise the glyph's characters up to the first 0 (all six used: no terminator). Past the
+  // terminator, and past chars[0] in erased and continuation cells, the values are stale.
+  std::array<char32_t, Cell::kMaxChars> chars;
+  std::uint32_t fg;
+  std::uint32_t bg;
+  std::uint16_t attrs;
+};
+
+inline void unpack_pen(std::uint16_t a, Pen& p) {
+  p.bold = a & attr::kBold;
+  p.italic = a & attr::kItalic;
+  p.blink = a & attr::kBlink;
+  p.reverse = a & attr::kReverse;
+  p.strike = a & attr::kStrike;
+  p.underline = static_cast<Underline>(a >> attr::kUnderlineShift & 3u);
+  p.font = static_cast<std::uint8_t>(a >> attr::kFontShift & 0xfu);
+}
+
+inline std::uint16_t pack_pen(const Pen& p) {
+  return static_cast<std::uint16_t>(
+      (p.bold ? attr::kBold : 0u) | (p.italic ? attr::kItalic : 0u) |
+      (p.blink ? attr::kBlink : 0u) | (p.reverse ? attr::kReverse : 0u) |
+      (p.strike ? attr::kStrike : 0u) |
+      (static_cast<unsigned>(p.underline) & 3u) << attr::kUnderlineShift |
+      (p.font & 0xfu) << attr::kFontShift);
+}
+
+// The cell as the mirror reports it; `wide`: the next cell on the row is a continuation.
+inline Cell to_cell(const GridCell& g, bool wide) {
+  Cell c;
+  if (g.chars[0] == 0) {
+    c.kind = Cell::Kind::erased;
+  } else if (g.chars[0] == kContinuationChar) {
+    c.kind = Cell::Kind::continuation;
+  } else {
+    c.kind = Cell::Kind::glyph;
+    int n = 0;
+    while (n < Cell::kMaxChars && g.chars[static_cast<std::size_t>(n)] != 0) {
+      c.chars[static_cast<std::size_t>(n)] = g.chars[static_cast<std::size_t>(n)];
+      ++n;
+    }
+    c.nchars = static_cast<std::uint8_t>(n);
+  }
+  c.width = wide ? 2 : 1;
+  c.dwl = g.attrs & attr::kDwl;
+  c.dhl = static_cast<std::uint8_t>(g.attrs >> attr::kDhlShift & 3u);
+  unpack_pen(g.attrs, c.pen);
+  c.pen.fg = unpack_color(g.fg);
+  c.pen.bg = unpack_color(g.bg);
+  return c;
+}
+
+}  // namespace backscroll::engine

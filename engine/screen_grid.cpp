@@ -1,0 +1,242 @@
+// ScreenGrid: libvterm 0.1.4's screen.c rebuilt on rings of rows. Each function names the
+// screen.c function whose behaviour it keeps; the quirks kept on purpose are noted where they
+// happen (a snapshot must describe what libvterm's screen layer would hold).
+#include "engine/screen_grid.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace backscroll::engine {
+namespace {
+
+// libvterm allocates with calloc semantics: a cell it has never written has a zeroed pen,
+// whose colours are RGB black (VTermColor type 0), not the default colours.
+constexpr GridPen kZeroedPen{pack_color(Color::rgb(0, 0, 0)), pack_color(Color::rgb(0, 0, 0)), 0};
+
+}  // namespace
+
+ScreenGrid::ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines)
+    : rows_(rows), cols_(cols), history_(history), lines_(lines), pen_(kZeroedPen),
+      state_rows_(rows) {
+  // screen_new() and vterm_screen_enable_altscreen(): both buffers erased with the zeroed pen.
+  for (Buffer& b : buffers_) realloc_buffer(b, rows, cols);
+}
+
+GridCell ScreenGrid::blank() const {
+  GridCell g{};
+  g.fg = pen_.fg;
+  g.bg = pen_.bg;
+  g.attrs = pen_.attrs;
+  return g;
+}
+
+// realloc_buffer(): cells keep their (row, col); new ones are erased with the current pen.
+void ScreenGrid::realloc_buffer(Buffer& b, int new_rows, int new_cols) const {
+  std::vector<GridCell> cells(static_cast<std::size_t>(new_rows) * static_cast<std::size_t>(new_cols), blank());
+  if (!b.cells.empty()) {
+    const int keep_rows = std::min(new_rows, rows_);
+    const auto keep_cols = static_cast<std::size_t>(std::min(new_cols, cols_));
+    for (int r = 0; r < keep_rows; ++r) {
+      const GridCell* from = b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(r)]) *
+                                                  static_cast<std::size_t>(cols_);
+      std::copy_n(from, keep_cols, cells.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(new_cols));
+    }
+  }
+  b.cells = std::move(cells);
+  b.order.resize(static_cast<std::size_t>(new_rows));
+  for (std::size_t r = 0; r < b.order.size(); ++r) b.order[r] = static_cast<std::uint32_t>(r);
+}
+
+Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return Cell{};
+  const GridCell* r = row_cells(buffer, row);
+  // vterm_screen_get_cell(): wide when the next cell on the row continues it.
+  return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar);
+}
+
+// putglyph(): the pen is applied only when there are characters; protection and the line's
+// attributes always. A wide glyph marks the cells it covers as continuations (their pens are
+// left as they were).
+bool ScreenGrid::put_glyph(int row, int col, const char32_t* chars, int width,
+                           bool protected_cell, LineAttrs line) {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return false;
+  GridCell* r = row_cells(row);
+  GridCell& cell = r[col];
+  std::size_t i = 0;
+  for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
+  if (i < cell.chars.size()) cell.chars[i] = 0;
+  std::uint16_t attrs = cell.attrs;
+  if (i > 0) {
+    attrs = pen_.attrs;
+    cell.fg = pen_.fg;
+    cell.bg = pen_.bg;
+  }
+  attrs = static_cast<std::uint16_t>((attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
+                                     (protected_cell ? attr::kProtected : 0u));
+  cell.attrs = attrs;
+  for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
+  return true;
+}
+
+// scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
+// erase_internal(). A scroll by the whole height or width only erases (nothing is pushed).
+void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
+  if (std::abs(downward) >= rect.end_row - rect.start_row ||
+      std::abs(rightward) >= rect.end_col - rect.start_col) {
+    erase_cells(rect, false);
+    return;
+  }
+  GridRect src;
+  GridRect dest;
+  if (rightward >= 0) {
+    dest.start_col = rect.start_col;
+    dest.end_col = rect.end_col - rightward;
+    src.start_col = rect.start_col + rightward;
+    src.end_col = rect.end_col;
+  } else {
+    dest.start_col = rect.start_col - rightward;
+    dest.end_col = rect.end_col;
+    src.start_col = rect.start_col;
+    src.end_col = rect.end_col + rightward;
+  }
+  if (downward >= 0) {
+    dest.start_row = rect.start_row;
+    dest.end_row = rect.end_row - downward;
+    src.start_row = rect.start_row + downward;
+    src.end_row = rect.end_row;
+  } else {
+    dest.start_row = rect.start_row - downward;
+    dest.end_row = rect.end_row;
+    src.start_row = rect.start_row;
+    src.end_row = rect.end_row + downward;
+  }
+  move_rect(dest, src);
+  if (downward > 0) rect.start_row = rect.end_row - downward;
+  else if (downward < 0) rect.end_row = rect.start_row - downward;
+  if (rightward > 0) rect.start_col = rect.end_col - rightward;
+  else if (rightward < 0) rect.end_col = rect.start_col - rightward;
+  erase_cells(rect, false);
+}
+
+// moverect_internal(): a move to the top-left corner, full width, on the main buffer pushes the
+// rows it overwrites to the scrollback first (a scroll region that starts at row 0 included).
+// Whole rows move by rotating the row table: the rows overwritten land where the move leaves
+// rows behind, which the caller erases next.
+void ScreenGrid::move_rect(GridRect dest, GridRect src) {
+  if (dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_ && active_ == 0) {
+    for (int r = 0; r < src.start_row; ++r)
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_);
+  }
+  const int downward = src.start_row - dest.start_row;
+  if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {
+    auto& order = buffers_[active_].order;
+    auto at = [&order](int row) { return order.begin() + row; };
+    if (downward > 0) std::rotate(at(dest.start_row), at(src.start_row), at(src.end_row));
+    else if (downward < 0) std::rotate(at(src.start_row), at(src.end_row), at(dest.end_row));
+    return;
+  }
+  const auto width = static_cast<std::size_t>(src.end_col - src.start_col);
+  auto move_row = [&](int row) {
+    std::memmove(row_cells(row) + dest.start_col, row_cells(row + downward) + src.start_col,
+                 width * sizeof(GridCell));
+  };
+  if (downward < 0) {
+    for (int row = dest.end_row - 1; row >= dest.start_row; --row) move_row(row);
+  } else {
+    for (int row = dest.start_row; row < dest.end_row; ++row) move_row(row);
+  }
+}
+
+// erase_internal(): bounded by the state's rows; each cell gets the pen and its row's line
+// attributes; a selective erase (DECSED/DECSEL) skips protected cells.
+void ScreenGrid::erase_cells(GridRect rect, bool selective) {
+  GridCell fill = blank();
+  for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
+    const LineAttrs line = lines_.line_attrs(row);
+    fill.attrs = static_cast<std::uint16_t>(pen_.attrs | attr::line_bits(line.dwl, line.dhl));
+    GridCell* r = row_cells(row);
+    for (int col = rect.start_col; col < rect.end_col; ++col) {
+      if (selective && (r[col].attrs & attr::kProtected)) continue;
+      r[col] = fill;
+    }
+  }
+}
+
+void ScreenGrid::erase(GridRect rect, bool selective) { erase_cells(rect, selective); }
+
+// setlineinfo(): the row's cells take the new attributes; a row that becomes double width loses
+// its right half, erased while the state still holds the old attributes (so those are what
+// the erased cells get).
+void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
+  if (now.dwl == before.dwl && now.dhl == before.dhl) return;
+  if (row < 0 || row >= rows_) return;
+  GridCell* r = row_cells(row);
+  const std::uint16_t bits = attr::line_bits(now.dwl, now.dhl);
+  for (int col = 0; col < cols_; ++col)
+    r[col].attrs = static_cast<std::uint16_t>((r[col].attrs & ~attr::kLineMask) | bits);
+  if (now.dwl) erase_cells(GridRect{row, row + 1, cols_ / 2, cols_}, false);
+}
+
+// vterm_screen_is_eol() from column 0.
+bool ScreenGrid::row_blank(int row) const {
+  const GridCell* r = row_cells(active_, row);
+  return std::all_of(r, r + cols_, [](const GridCell& g) { return g.chars[0] == 0; });
+}
+
+// resize(): on the main buffer, a shrink first scrolls up the rows below the new bottom that
+// are not blank (up to the cursor's), pushing as many lines; both buffers keep their cells at
+// the same (row, col); a grow pops lines back from the scrollback into the top rows.
+int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
+  const int old_rows = rows_;
+  int delta = 0;
+  state_rows_ = new_rows;
+  if (active_ == 0 && new_rows < old_rows) {
+    int row = old_rows - 1;
+    for (; row >= new_rows; --row)
+      if (!row_blank(row) || cursor_row == row) break;
+    const int first_blank = row + 1;
+    if (first_blank > new_rows) {
+      scroll_rect(GridRect{0, old_rows, 0, cols_}, first_blank - new_rows, 0);
+      delta -= first_blank - new_rows;
+    }
+  }
+  for (Buffer& b : buffers_) realloc_buffer(b, new_rows, new_cols);
+  rows_ = new_rows;
+  cols_ = new_cols;
+  if (active_ == 0 && new_rows > old_rows) {
+    popped_.resize(static_cast<std::size_t>(cols_));
+    for (int n = new_rows - old_rows; n > 0; --n) {
+      if (!history_.pop(popped_)) break;
+      scroll_rect(GridRect{0, rows_, 0, cols_}, -1, 0);
+      // vterm_screen_set_cell() for each cell, stepping by width: characters, pen (reverse
+      // XOR DECSCNM, as the line was stored as shown), colours; the line attributes and
+      // protection stay the erase's.
+      GridCell* r = row_cells(0);
+      for (int col = 0; col < cols_;) {
+        const Cell& from = popped_[static_cast<std::size_t>(col)];
+        GridCell& to = r[col];
+        if (from.kind == Cell::Kind::continuation) {
+          to.chars[0] = kContinuationChar;
+          to.chars[1] = 0;
+        } else {
+          const std::size_t n_chars = from.kind == Cell::Kind::glyph ? from.nchars : 0;
+          std::copy_n(from.chars.begin(), n_chars, to.chars.begin());
+          if (n_chars < to.chars.size()) to.chars[n_chars] = 0;
+        }
+        std::uint16_t pen_bits = pack_pen(from.pen);
+        if (reverse_video_) pen_bits ^= attr::kReverse;
+        to.attrs = static_cast<std::uint16_t>((to.attrs & ~attr::kPenMask) | pen_bits);
+        to.fg = pack_color(from.pen.fg);
+        to.bg = pack_color(from.pen.bg);
+        const bool wide = from.width == 2 && col + 1 < cols_;
+        if (wide) r[col + 1].chars[0] = kContinuationChar;
+        col += wide ? 2 : 1;
+      }
+      ++delta;
+    }
+  }
+  return delta;
+}
+
+}  // namespace backscroll::engine

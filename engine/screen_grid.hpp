@@ -1,0 +1,113 @@
+// ScreenGrid: the cells of a terminal, driven by libvterm 0.1.4's state layer callbacks, in
+// place of libvterm's screen layer (screen.c) and with its exact observable behaviour: the
+// same cells, the same lines pushed to and popped from the scrollback, the same quirks. What
+// differs is the cost: each buffer is a ring of rows (a row table over one cell array), so a
+// scroll of whole rows moves row indices instead of cells, and a line scrolled off is packed
+// into the scrollback straight from its cells.
+// No libvterm types: MirrorScreen translates the callbacks. Single-threaded.
+// Coordinates: 0-based (row, col); rectangles are half-open, as libvterm's VTermRect.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/grid_cell.hpp"
+#include "engine/scrollback.hpp"
+
+namespace backscroll::engine {
+
+struct GridRect {
+  int start_row = 0;
+  int end_row = 0;
+  int start_col = 0;
+  int end_col = 0;
+};
+
+// A row's DECDWL / DECDHL state, as libvterm's state layer holds it (VTermLineInfo).
+struct LineAttrs {
+  bool dwl = false;
+  int dhl = 0;  // 1 top half, 2 bottom half
+};
+
+class ScreenGrid {
+ public:
+  // Where the grid reads each row's line attributes: the state layer's, which it updates
+  // itself (around the callbacks, as screen.c sees them).
+  class LineAttrsSource {
+   public:
+    virtual LineAttrs line_attrs(int row) const = 0;
+
+   protected:
+    ~LineAttrsSource() = default;
+  };
+
+  // Both buffers start erased with libvterm's zeroed pen (RGB black on black, not the
+  // default colours); the terminal's reset erases the main one with the real pen.
+  ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines);
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  bool alt_active() const { return active_ == 1; }
+
+  // --- the state layer's callbacks (screen.c's state_cbs) ---
+  // chars: up to Cell::kMaxChars, 0-terminated when fewer. False off the screen.
+  bool put_glyph(int row, int col, const char32_t* chars, int width, bool protected_cell,
+                 LineAttrs line);
+  void scroll_rect(GridRect rect, int downward, int rightward);
+  void erase(GridRect rect, bool selective);
+  void set_pen(GridPen pen) { pen_ = pen; }
+  const GridPen& pen() const { return pen_; }
+  void set_alt_screen(bool on) { active_ = on ? 1 : 0; }
+  void set_reverse_video(bool on) { reverse_video_ = on; }
+  void set_line_attrs(int row, LineAttrs now, LineAttrs before);
+  // The terminal is now new_rows x new_cols; `cursor_row` is the state's cursor before the
+  // resize. Returns how far the cursor's row moves (lines pushed on a shrink: negative; lines
+  // popped back from the scrollback on a grow: positive).
+  int resize(int new_rows, int new_cols, int cursor_row);
+
+  // --- reads ---
+  // The active buffer's cell, its reverse bit as stored (without DECSCNM).
+  Cell cell(int row, int col) const { return cell_of(active_, row, col); }
+  // The main buffer's, also while the alternate one is active.
+  Cell main_cell(int row, int col) const { return cell_of(0, row, col); }
+
+ private:
+  struct Buffer {
+    std::vector<GridCell> cells;       // rows x cols, in storage order
+    std::vector<std::uint32_t> order;  // screen row -> storage row
+  };
+
+  GridCell* row_cells(int row) { return row_cells(active_, row); }
+  GridCell* row_cells(int buffer, int row) {
+    Buffer& b = buffers_[buffer];
+    return b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(row)]) *
+                                static_cast<std::size_t>(cols_);
+  }
+  const GridCell* row_cells(int buffer, int row) const {
+    const Buffer& b = buffers_[buffer];
+    return b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(row)]) *
+                                static_cast<std::size_t>(cols_);
+  }
+  Cell cell_of(int buffer, int row, int col) const;
+  GridCell blank() const;
+  void move_rect(GridRect dest, GridRect src);
+  void erase_cells(GridRect rect, bool selective);
+  bool row_blank(int row) const;
+  void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
+
+  int rows_;
+  int cols_;
+  Scrollback& history_;
+  const LineAttrsSource& lines_;
+  Buffer buffers_[2];
+  int active_ = 0;
+  bool reverse_video_ = false;
+  GridPen pen_;
+  // The state layer's row count, which erasing is bounded by: rows_, except while a resize
+  // scrolls the old buffer (the state has the new size by then).
+  int state_rows_;
+  std::vector<Cell> popped_;  // scratch for lines popped back on a grow
+};
+
+}  // namespace backscroll::engine
