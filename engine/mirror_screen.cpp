@@ -506,7 +506,12 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
     const auto c = static_cast<unsigned char>(bytes[i]);
     switch (vt_state_) {
       case VtState::ground:
-        if (c == 0x1b) vt_state_ = VtState::escape;
+        if (c == 0x1b) {
+          vt_state_ = VtState::escape;
+        } else {  // only an ESC leaves the ground state: skip to the next one
+          const void* esc = std::memchr(bytes + i + 1, 0x1b, len - i - 1);
+          i = esc ? static_cast<std::size_t>(static_cast<const char*>(esc) - bytes) - 1 : len;
+        }
         break;
       case VtState::escape:
         escape_byte(c);
