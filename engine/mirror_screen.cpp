@@ -73,14 +73,12 @@ struct MirrorScreen::Impl final : ScreenGrid::LineAttrsSource {
 // screen.c's state_cbs do), then the mirror's own bookkeeping.
 struct MirrorScreenCallbacks {
   static MirrorScreen& of(void* user) { return *static_cast<MirrorScreen*>(user); }
-  static ScreenGrid& grid(void* user) { return *of(user).impl_->grid; }
+  static ScreenGrid& grid(void* user) { return *of(user).grid_; }
 
   static int putglyph(VTermGlyphInfo* info, VTermPos pos, void* user) {
     MirrorScreen& m = of(user);
-    char32_t chars[Cell::kMaxChars + 1] = {};
-    for (int i = 0; i < Cell::kMaxChars && info->chars[i] != 0; ++i) chars[i] = info->chars[i];
-    if (!grid(user).put_glyph(pos.row, pos.col, chars, info->width, info->protected_cell != 0,
-                              LineAttrs{info->dwl != 0, static_cast<int>(info->dhl)}))
+    if (!m.grid_->put_glyph(pos.row, pos.col, info->chars, info->width, info->protected_cell != 0,
+                            LineAttrs{info->dwl != 0, static_cast<int>(info->dhl)}))
       return 0;
     // The last glyph of a text write (screen.c reports it as the write's last damage).
     m.last_glyph_row_ = pos.row;
@@ -102,8 +100,7 @@ struct MirrorScreenCallbacks {
     return 1;
   }
   static int setpenattr(VTermAttr attr, VTermValue* val, void* user) {
-    ScreenGrid& g = grid(user);
-    GridPen pen = g.pen();
+    GridPen& pen = grid(user).pen();
     auto flag = [&](std::uint16_t bit) {
       pen.attrs = static_cast<std::uint16_t>(val->boolean ? pen.attrs | bit : pen.attrs & ~bit);
     };
@@ -123,7 +120,6 @@ struct MirrorScreenCallbacks {
       case VTERM_ATTR_BACKGROUND: pen.bg = pack_color(from_vterm(val->color, false)); break;
       default: return 0;
     }
-    g.set_pen(pen);
     return 1;
   }
   static int settermprop(VTermProp prop, VTermValue* val, void* user) {
@@ -430,7 +426,7 @@ void MirrorScreen::create() {
   vterm_set_utf8(im.vt, 1);
   vterm_output_set_callback(im.vt, &MirrorScreenCallbacks::output, this);
   im.state = vterm_obtain_state(im.vt);
-  im.grid.emplace(rows_, cols_, scrollback_, im);
+  grid_ = &im.grid.emplace(rows_, cols_, scrollback_, im);
   im.callbacks.putglyph = &MirrorScreenCallbacks::putglyph;
   im.callbacks.movecursor = &MirrorScreenCallbacks::movecursor;
   im.callbacks.scrollrect = &MirrorScreenCallbacks::scrollrect;
@@ -716,9 +712,9 @@ void MirrorScreen::clamp_cursor_after_restore() {
   }
 }
 
-Cell MirrorScreen::cell(int row, int col) const { return impl_->grid->cell(row, col); }
+Cell MirrorScreen::cell(int row, int col) const { return grid_->cell(row, col); }
 
-Cell MirrorScreen::main_cell(int row, int col) const { return impl_->grid->main_cell(row, col); }
+Cell MirrorScreen::main_cell(int row, int col) const { return grid_->main_cell(row, col); }
 
 CursorState MirrorScreen::cursor() const {
   VTermPos pos;

@@ -80,6 +80,8 @@ struct LastGlyph {
   bool operator==(const LastGlyph&) const = default;
 };
 
+class ScreenGrid;
+
 class MirrorScreen {
  public:
   // libvterm 0.1.4 crashes on a wide character at one column; the mirror never goes below 2.
@@ -191,6 +193,7 @@ class MirrorScreen {
   bool size_clamped_ = false;
   Scrollback scrollback_;
   std::unique_ptr<Impl> impl_;
+  ScreenGrid* grid_ = nullptr;  // impl_'s
   VtermTap* tap_ = nullptr;
   MirrorInput input_;
   std::vector<unsigned char> carry_;  // held-back unfinished sequence

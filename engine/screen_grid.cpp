@@ -55,30 +55,6 @@ Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
   return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar);
 }
 
-// putglyph(): the pen is applied only when there are characters; protection and the line's
-// attributes always. A wide glyph marks the cells it covers as continuations (their pens are
-// left as they were).
-bool ScreenGrid::put_glyph(int row, int col, const char32_t* chars, int width,
-                           bool protected_cell, LineAttrs line) {
-  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return false;
-  GridCell* r = row_cells(row);
-  GridCell& cell = r[col];
-  std::size_t i = 0;
-  for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
-  if (i < cell.chars.size()) cell.chars[i] = 0;
-  std::uint16_t attrs = cell.attrs;
-  if (i > 0) {
-    attrs = pen_.attrs;
-    cell.fg = pen_.fg;
-    cell.bg = pen_.bg;
-  }
-  attrs = static_cast<std::uint16_t>((attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
-                                     (protected_cell ? attr::kProtected : 0u));
-  cell.attrs = attrs;
-  for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
-  return true;
-}
-
 // scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
 // erase_internal(). A scroll by the whole height or width only erases (nothing is pushed).
 void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {

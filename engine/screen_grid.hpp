@@ -52,12 +52,32 @@ class ScreenGrid {
 
   // --- the state layer's callbacks (screen.c's state_cbs) ---
   // chars: up to Cell::kMaxChars, 0-terminated when fewer. False off the screen.
-  bool put_glyph(int row, int col, const char32_t* chars, int width, bool protected_cell,
-                 LineAttrs line);
+  // putglyph(): the pen is applied only when there are characters; protection and the line's
+  // attributes always. A wide glyph marks the cells it covers as continuations (their pens
+  // are left as they were). Inline: called once per character printed.
+  bool put_glyph(int row, int col, const std::uint32_t* chars, int width, bool protected_cell,
+                 LineAttrs line) {
+    if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return false;
+    GridCell* r = row_cells(row);
+    GridCell& cell = r[col];
+    std::size_t i = 0;
+    for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
+    if (i < cell.chars.size()) cell.chars[i] = 0;
+    std::uint16_t attrs = cell.attrs;
+    if (i > 0) {
+      attrs = pen_.attrs;
+      cell.fg = pen_.fg;
+      cell.bg = pen_.bg;
+    }
+    cell.attrs = static_cast<std::uint16_t>((attrs & attr::kPenMask) |
+                                            attr::line_bits(line.dwl, line.dhl) |
+                                            (protected_cell ? attr::kProtected : 0u));
+    for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
+    return true;
+  }
   void scroll_rect(GridRect rect, int downward, int rightward);
   void erase(GridRect rect, bool selective);
-  void set_pen(GridPen pen) { pen_ = pen; }
-  const GridPen& pen() const { return pen_; }
+  GridPen& pen() { return pen_; }  // setpenattr() writes it
   void set_alt_screen(bool on) { active_ = on ? 1 : 0; }
   void set_reverse_video(bool on) { reverse_video_ = on; }
   void set_line_attrs(int row, LineAttrs now, LineAttrs before);
