@@ -93,6 +93,9 @@ Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
   }
   Percentiles p = percentiles(ms);
   p.fewest_lines = fewest;
+  const auto status = engine.call("status", {{"actor", actor}});
+  if (status.header.contains("mirror"))
+    std::fprintf(stderr, "note: mirror so far: %s\n", status.header["mirror"].dump().c_str());
   return p;
 }
 

@@ -197,7 +197,8 @@ Result<Json> Engine::op_status(const Json& request) const {
   if (mirror_) {
     const MirrorStats m = mirror_->stats();
     out["mirror"] = {{"fed_bytes", m.bytes}, {"skipped_bytes", m.skipped},
-                     {"resyncs", m.resyncs}, {"snapshots", m.snapshots}};
+                     {"resyncs", m.resyncs}, {"snapshots", m.snapshots},
+                     {"held_snapshots", m.held_snapshots}};
   }
   return out;
 }

@@ -288,10 +288,10 @@ bool Mirror::may_coast(std::size_t history_lines) const noexcept {
 // SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
 // (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
 // last glyph (REP, combining marks) at the same cell.
-bool Mirror::skip_ahead(std::uint64_t at_least) {
+const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
   if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
       parsed_ < scan_.run_start())
-    return false;
+    return nullptr;
   const TerminalModes& modes = scanner_.modes();
   const int rows = screen_.rows();
   // One row: libvterm keeps no history there, so the lines before a jump would never be pushed
@@ -300,15 +300,21 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
                      !modes.alternate_screen && !modes.origin && !modes.left_right_margin_mode &&
                      modes.scroll_top == 0 &&
                      (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
-  if (!plain) return false;
+  if (!plain) return nullptr;
   scan_.forget_before(parsed_);
   const PlainScrollScan::Target* target =
       scan_.best(parsed_, history_lines_ + static_cast<std::uint64_t>(rows) + 1,
                  static_cast<std::uint64_t>(rows));
   if (target == nullptr || target->end <= position() ||
       target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
-    return false;
+    return nullptr;
+  return target;
+}
 
+bool Mirror::skip_ahead(std::uint64_t at_least) {
+  const PlainScrollScan::Target* target = jump_target(at_least);
+  if (target == nullptr) return false;
+  const int rows = screen_.rows();
   std::string equivalent;
   for (std::uint8_t sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';

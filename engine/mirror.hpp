@@ -77,6 +77,8 @@ class Mirror {
   // True when it jumped. `at_least`: a jump shorter than this is not taken (besides
   // LookAheadOptions::min_skip_bytes).
   bool skip_ahead(std::uint64_t at_least = 0);
+  // Whether skip_ahead(at_least) would jump now.
+  bool can_skip(std::uint64_t at_least = 0) { return jump_target(at_least) != nullptr; }
   // Whether the mirror thread may stop feeding this mirror while the stream keeps coming (a
   // flood): it jumped, history_ready(history_lines), and the bytes after are plain so far, so
   // a later jump passes them.
@@ -108,6 +110,8 @@ class Mirror {
   std::uint64_t synthesized_sequences() const noexcept { return synthesized_; }
 
  private:
+  // Where skip_ahead(at_least) would land, or nullptr.
+  const PlainScrollScan::Target* jump_target(std::uint64_t at_least);
   void feed_to(Cursor end);
   // Feeds libvterm up to `end` (at most position()) and drops what it parsed from unfed_.
   void settle_to(Cursor end);

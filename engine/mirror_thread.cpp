@@ -33,6 +33,16 @@ struct MirrorThread::Slot {
   Cursor seen{0};
   std::chrono::steady_clock::time_point grew;
   bool coasting = false;  // the last turn stopped feeding while the stream went on
+  // The last snapshot request's options and when it came; the snapshot a coasting jump held
+  // for them (kHoldSnapshotFor), kept until the mirror is ready again or an event is queued.
+  struct Held {
+    SnapshotOptions options;
+    MirrorSnapshot taken;
+  };
+  std::optional<SnapshotOptions> asked;
+  std::chrono::steady_clock::time_point asked_at;
+  std::optional<Held> held;
+  Cursor answered{0};  // the newest cursor a snapshot was answered at
 
   void apply(const Event& e) {
     if (e.reset) mirror->reset(std::max(e.at, mirror->position()));
@@ -92,7 +102,8 @@ MirrorStats MirrorThread::stats() const noexcept {
   return MirrorStats{stat_bytes_.load(std::memory_order_relaxed),
                      stat_skipped_.load(std::memory_order_relaxed),
                      stat_resyncs_.load(std::memory_order_relaxed),
-                     stat_snapshots_.load(std::memory_order_relaxed)};
+                     stat_snapshots_.load(std::memory_order_relaxed),
+                     stat_held_snapshots_.load(std::memory_order_relaxed)};
 }
 
 void MirrorThread::run() {
@@ -142,13 +153,24 @@ bool MirrorThread::drain_commands() {
       for (const SnapshotRequest& r : slot->waiting) reply(SnapshotReply{r.token, false, {}});
       slots_.erase(it);
     } else if (auto* resize = std::get_if<Resize>(&command)) {
-      if (slot) slot->events.push_back({resize->at, false, resize->cols, resize->rows});
+      if (!slot) continue;
+      slot->events.push_back({resize->at, false, resize->cols, resize->rows});
+      slot->held.reset();  // a snapshot asked after it must not show the size before it
     } else if (auto* reset = std::get_if<Reset>(&command)) {
-      if (slot) slot->events.push_back({reset->at, true, 0, 0});
+      if (!slot) continue;
+      slot->events.push_back({reset->at, true, 0, 0});
+      slot->held.reset();
     } else if (auto* snap = std::get_if<Snap>(&command)) {
-      if (!slot) reply(SnapshotReply{snap->request.token, false, {}});
-      else slot->waiting.push_back(snap->request);
-      if (slot) answer_ready(*slot);
+      if (!slot) {
+        reply(SnapshotReply{snap->request.token, false, {}});
+        continue;
+      }
+      if (!snap->request.plain_text) {
+        slot->asked = snap->request.options;
+        slot->asked_at = std::chrono::steady_clock::now();
+      }
+      slot->waiting.push_back(snap->request);
+      answer_ready(*slot);
     }
   }
   return true;
@@ -240,21 +262,50 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
     if (command_waiting_.load(std::memory_order_relaxed)) break;
   }
   const Cursor before = mirror.position();
+  // The state this jump leaves, for the requests that come before the mirror is ready again
+  // (kHoldSnapshotFor). A held snapshot covers one catch-up only: a jump before the mirror is
+  // ready again drops it (it would only get older).
+  std::optional<Slot::Held> held;
+  if (wants_held_snapshot(slot) && mirror.can_skip(jump_at_least))
+    held = Slot::Held{*slot.asked, mirror.snapshot(*slot.asked)};
   if (!mirror.skip_ahead(jump_at_least)) return false;
+  slot.held = std::move(held);
   stat_skipped_.fetch_add(mirror.position() - before, std::memory_order_relaxed);
   return true;
 }
 
+bool MirrorThread::wants_held_snapshot(const Slot& slot) const {
+  return slot.asked && slot.asked->scrollback_lines <= kReadyHistoryLines &&
+         std::chrono::steady_clock::now() - slot.asked_at < kHoldSnapshotFor &&
+         slot.mirror->history_ready(std::min(slot.asked->scrollback_lines, kReadyHistoryLines));
+}
+
 void MirrorThread::answer_ready(Slot& slot) {
+  // Ready again for what the held snapshot was for: fresh answers from here on.
+  if (slot.held && slot.mirror->history_ready(std::min(slot.held->options.scrollback_lines,
+                                                       kReadyHistoryLines)))
+    slot.held.reset();
   if (slot.waiting.empty()) return;
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
-    // After a jump, the history lines it draws (up to kReadyHistoryLines) are parsed first.
+    // After a jump, the history lines it draws (up to kReadyHistoryLines) are parsed first,
+    // unless the snapshot held from before the jump answers it.
     const std::size_t lines = r.plain_text ? kReadyHistoryLines : r.options.scrollback_lines;
-    if (!slot.mirror->history_ready(std::min(lines, kReadyHistoryLines))) return false;
-    reply(SnapshotReply{r.token, true,
-                        r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options)});
+    if (!slot.mirror->history_ready(std::min(lines, kReadyHistoryLines))) {
+      // Never older than an answer already given, and its bytes after it still in the ring.
+      if (r.plain_text || !slot.held || !(slot.held->options == r.options) ||
+          slot.held->taken.cursor < std::max(r.not_before, slot.answered) ||
+          slot.held->taken.cursor < slot.ring->oldest())
+        return false;
+      reply(SnapshotReply{r.token, true, slot.held->taken});
+      stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
+      stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    MirrorSnapshot taken = r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
+    if (!r.plain_text) slot.answered = std::max(slot.answered, taken.cursor);
+    reply(SnapshotReply{r.token, true, std::move(taken)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
     return true;
   });

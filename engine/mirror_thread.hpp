@@ -51,19 +51,20 @@ struct MirrorStats {
   std::uint64_t skipped = 0;      // jumped over (Mirror::skip_ahead), not fed
   std::uint64_t resyncs = 0;      // times a mirror lost bytes (lapped) and restarted fresh
   std::uint64_t snapshots = 0;
+  std::uint64_t held_snapshots = 0;  // of those, answered with the one held from before a jump
 };
 
 class MirrorThread {
  public:
-  // Bytes fed to one actor's mirror before the next actor's turn: libvterm parses ~10-14 MB/s,
-  // so a turn takes ~1-2 ms.
+  // Bytes fed to one actor's mirror before the next actor's turn: the mirror parses ~35-55
+  // MB/s (mirror_bench), so a turn takes ~0.3-0.5 ms.
   static constexpr std::size_t kBatchBytes = 16 * 1024;
   // A turn feeds slices of at most this and ends early when a command is waiting: a snapshot
-  // request waits for at most one slice (~0.2 ms), not a whole turn.
+  // request waits for at most one slice (~50 us), not a whole turn.
   static constexpr std::size_t kSliceBytes = 2 * 1024;
   // A turn hands the mirror's look ahead (Mirror::look_ahead) up to this many bytes past the
   // fed ones per byte it may feed, in pieces of kLookAheadPiece between which a waiting command
-  // ends the turn. The scan runs at ~1 GB/s, libvterm at ~10 MB/s: the look ahead stays ahead
+  // ends the turn. The scan runs at ~1 GB/s, the mirror at ~40 MB/s: the look ahead stays ahead
   // of a flood, and a snapshot waiting for the committed cursor is answered after the last
   // lines that can still be seen are parsed, not the whole backlog.
   static constexpr std::size_t kLookAheadPerFedByte = 32;
@@ -80,6 +81,13 @@ class MirrorThread {
   static constexpr std::uint64_t kCoastJumpBytes = 2u << 20;
   static constexpr std::chrono::milliseconds kCoastQuiet{20};
   static constexpr int kCoastTickMs = 2;
+  // Snapshots asked during a flood: after each jump, the mirror re-parses the lines a snapshot
+  // draws (up to kReadyHistoryLines) before it can answer from the new position. When a
+  // snapshot was asked within kHoldSnapshotFor, a jump from a ready state first builds one with
+  // the same options from the state it leaves (exact, tagged with the cursor before the jump); a request
+  // with those options that arrives before the mirror is ready again gets it at once. Only for
+  // requests of at most kReadyHistoryLines (a build of well under 1 ms at 80x24).
+  static constexpr std::chrono::seconds kHoldSnapshotFor{5};
 
   // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
   explicit MirrorThread(int notify_fd, ScrollbackLimits limits = {});
@@ -137,6 +145,7 @@ class MirrorThread {
   bool pump(Slot& slot, std::size_t budget);
   bool look_ahead(Slot& slot, Cursor end, std::size_t& budget, std::uint64_t jump_at_least);
   void answer_ready(Slot& slot);
+  bool wants_held_snapshot(const Slot& slot) const;
   void reply(SnapshotReply r);
   bool has_work();
 
@@ -153,6 +162,7 @@ class MirrorThread {
   std::atomic<std::uint64_t> stat_skipped_{0};
   std::atomic<std::uint64_t> stat_resyncs_{0};
   std::atomic<std::uint64_t> stat_snapshots_{0};
+  std::atomic<std::uint64_t> stat_held_snapshots_{0};
   std::vector<std::unique_ptr<Slot>> slots_;  // mirror thread only
   std::thread thread_;
 };

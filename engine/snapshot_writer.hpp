@@ -19,6 +19,7 @@ namespace backscroll::engine {
 struct SnapshotOptions {
   std::size_t scrollback_lines = 512;  // history lines drawn before the screen (at most)
   std::size_t max_bytes = 8u << 20;    // larger snapshots fall back with "too_large"
+  bool operator==(const SnapshotOptions&) const = default;
 };
 
 struct Snapshot {

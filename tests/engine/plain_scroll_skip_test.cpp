@@ -12,8 +12,10 @@
 // - No jump where it would not be exact: the alternate screen, a scroll region, origin mode.
 // - After a jump, snapshots draw only exact history lines; the mirror thread waits for the lines
 //   a snapshot draws, and every snapshot it gives during a flood is a full parse's.
-// - The mirror thread jumps through a flood in its ring and answers with the same snapshot; after
-//   a flood (coasting or not) it catches up to a full parse with its whole history.
+// - The mirror thread jumps through a flood in its ring and answers with the same snapshot; a
+//   request while it re-parses the lines after a jump gets the exact snapshot held from before
+//   the jump; after a flood (coasting or not) it catches up to a full parse with its whole
+//   history.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -442,7 +444,7 @@ TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
 }
 
 TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
-  // The ring gets a flood in 64 KiB writes while snapshots are asked for (answered from what is
+  // The ring gets a flood in ~64 KiB writes while snapshots are asked for (answered from what is
   // parsed, at once): every answer, jumps and coasting included, is what a mirror that parsed
   // every byte up to its cursor gives, history lines included.
   const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -461,10 +463,14 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
       engine::SnapshotReply r;
       while (thread.next_reply(r)) replies.push_back(r);
     };
-    for (std::size_t at = 0; at < flood.size(); at += 64 * 1024) {
+    // Writes of ~64 KiB that end at a line end: a mirror that stops at a commit has no glyph
+    // held back there, so the reference can be compared at most answers' cursors.
+    for (std::size_t at = 0; at < flood.size();) {
       // Never past the consumer gate's high water: the mirror would be lapped.
       while (ring.writer.committed() - consumer->position() > TestRing::kCapacity / 2) collect();
-      ring.write(std::string_view(flood).substr(at, 64 * 1024));
+      const std::size_t end = std::min(flood.size(), flood.rfind('\n', at + 64 * 1024) + 1);
+      ring.write(std::string_view(flood).substr(at, end - at));
+      at = end;
       thread.wake();
       engine::SnapshotRequest request;
       request.token = ++token;
@@ -479,12 +485,19 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
   }
   ::close(notify);
   ASSERT_GE(replies.size(), 50u);
+  // Several replies may share a cursor (the snapshot held from before a jump): each cursor is
+  // checked once.
+  int cursors = 0;
   int compared = 0;
   Mirror reference(Cursor{0}, 80, 24, kLimits);  // fed up to each reply's cursor in turn
+  std::optional<Cursor> last;
   for (const engine::SnapshotReply& r : replies) {
     ASSERT_TRUE(r.found);
     if (r.taken.snapshot.fallback_reason) continue;
     ASSERT_GE(r.taken.cursor, reference.position());  // the mirror thread never goes back
+    if (last == r.taken.cursor) continue;
+    last = r.taken.cursor;
+    ++cursors;
     reference.feed(std::string_view(flood).substr(value(reference.position()),
                                                   r.taken.cursor - reference.position()));
     const auto expected = reference.snapshot();
@@ -493,7 +506,60 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
     EXPECT_EQ(r.taken.snapshot.scrollback_lines, expected.snapshot.scrollback_lines) << value(r.taken.cursor);
     EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
   }
-  EXPECT_GT(compared, static_cast<int>(replies.size()) / 2);
+  EXPECT_GT(compared, cursors / 2);
+}
+
+TEST(PlainScrollSkip, WhileTheLinesAfterAJumpAreParsedASnapshotIsTheOneHeldFromBeforeIt) {
+  // A client asked for a snapshot and asks again while the mirror re-parses the lines after a
+  // jump: it gets, at once, the snapshot the mirror built from the state the jump left, exact
+  // for its cursor (before the landing). Rounds of 1 MiB, each request sent as soon as the
+  // mirror has jumped, until one lands in the window (the first do, on an idle or a busy
+  // machine); every answer is a full parse's.
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  std::string flood;
+  for (int i = 0; flood.size() < (48u << 20); ++i)
+    flood += "\x1b[3" + std::to_string(i % 8) + "m" + std::to_string(i) + "\x1b[0m held line\r\n";
+  const ScrollbackLimits limits{600, 16u << 20};
+  Mirror reference(Cursor{0}, 80, 24, limits);  // fed up to each reply's cursor in turn
+  int held_checked = 0;
+  {
+    TestRing ring("held", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    engine::MirrorThread thread(notify, limits);
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    std::uint64_t token = 0;
+    std::size_t at = 0;
+    std::uint64_t skipped_before = 0;
+    for (int round = 0; round < 48 && held_checked == 0; ++round) {
+      // One commit of 1 MiB (well under the gate's high water): the mirror jumps only after it.
+      ring.write(std::string_view(flood).substr(at, 1u << 20));
+      at += 1u << 20;
+      thread.wake();
+      for (int spin = 0; spin < 20'000 && thread.stats().skipped == skipped_before; ++spin)
+        std::this_thread::sleep_for(std::chrono::microseconds(10));
+      skipped_before = thread.stats().skipped;
+      const std::uint64_t held_before = thread.stats().held_snapshots;
+      engine::SnapshotRequest request;
+      request.token = ++token;
+      thread.request_snapshot(1, request);
+      const engine::SnapshotReply r = next_reply(thread, notify);
+      ASSERT_EQ(r.token, token);
+      ASSERT_FALSE(r.taken.snapshot.fallback_reason) << *r.taken.snapshot.fallback_reason;
+      ASSERT_GE(r.taken.cursor, reference.position());  // never older than an earlier answer
+      reference.feed(std::string_view(flood).substr(value(reference.position()),
+                                                    r.taken.cursor - reference.position()));
+      const auto expected = reference.snapshot();
+      if (expected.cursor != r.taken.cursor) continue;  // the reference holds back a last glyph
+      EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
+      if (thread.stats().held_snapshots > held_before) {
+        EXPECT_LT(r.taken.cursor, ring.writer.committed());
+        ++held_checked;
+      }
+    }
+  }
+  ::close(notify);
+  EXPECT_EQ(held_checked, 1) << "no request landed while the mirror caught up after a jump";
 }
 
 TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/engine/engine_process.hpp"
 
 namespace backscroll::testing {
@@ -33,8 +36,15 @@ TEST(EngineSettings, RingSizeAndSnapshotHistoryComeFromTheFile) {
   ASSERT_TRUE(engine.start(config));
   engine.spawn("sh", {"sh", "-c", "seq 1 100; exec sleep 100"});
   engine.wait_output("sh", "100\r\n");
-  EXPECT_EQ(engine.status("sh")["capacity"], 1u << 20);
-  const Frame snap = engine.call("snapshot", {{"actor", "sh"}});
+  const auto status = engine.status("sh");
+  EXPECT_EQ(status["capacity"], 1u << 20);
+  // The engine answers from what its mirror has parsed so far: ask until it has parsed the lines.
+  const std::uint64_t committed = status["committed"];
+  Frame snap = engine.call("snapshot", {{"actor", "sh"}});
+  for (int i = 0; i < 500 && snap.header["cursor"].get<std::uint64_t>() < committed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    snap = engine.call("snapshot", {{"actor", "sh"}});
+  }
   EXPECT_EQ(snap.header["scrollback_lines"], 3) << snap.header.dump();
 }
 
