@@ -33,8 +33,9 @@ struct MirrorThread::Slot {
   Cursor seen{0};
   std::chrono::steady_clock::time_point grew;
   bool coasting = false;  // the last turn stopped feeding while the stream went on
-  // The last snapshot request's options and when it came; the snapshot a coasting jump held
-  // for them (kHoldSnapshotFor), kept until the mirror is ready again or an event is queued.
+  // The last snapshot request's options and when it came; the snapshot a jump held for them
+  // (kHoldSnapshotFor), kept until the mirror is ready again, an event is queued or it jumps
+  // again before that.
   struct Held {
     SnapshotOptions options;
     MirrorSnapshot taken;

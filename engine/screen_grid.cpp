@@ -60,7 +60,7 @@ Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
 void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
   if (std::abs(downward) >= rect.end_row - rect.start_row ||
       std::abs(rightward) >= rect.end_col - rect.start_col) {
-    erase_cells(rect, false);
+    erase(rect, false);
     return;
   }
   GridRect src;
@@ -92,7 +92,7 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
   else if (downward < 0) rect.end_row = rect.start_row - downward;
   if (rightward > 0) rect.start_col = rect.end_col - rightward;
   else if (rightward < 0) rect.end_col = rect.start_col - rightward;
-  erase_cells(rect, false);
+  erase(rect, false);
 }
 
 // moverect_internal(): a move to the top-left corner, full width, on the main buffer pushes the
@@ -126,7 +126,7 @@ void ScreenGrid::move_rect(GridRect dest, GridRect src) {
 
 // erase_internal(): bounded by the state's rows; each cell gets the pen and its row's line
 // attributes; a selective erase (DECSED/DECSEL) skips protected cells.
-void ScreenGrid::erase_cells(GridRect rect, bool selective) {
+void ScreenGrid::erase(GridRect rect, bool selective) {
   GridCell fill = blank();
   for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
     const LineAttrs line = lines_.line_attrs(row);
@@ -139,8 +139,6 @@ void ScreenGrid::erase_cells(GridRect rect, bool selective) {
   }
 }
 
-void ScreenGrid::erase(GridRect rect, bool selective) { erase_cells(rect, selective); }
-
 // setlineinfo(): the row's cells take the new attributes; a row that becomes double width loses
 // its right half, erased while the state still holds the old attributes (so those are what
 // the erased cells get).
@@ -151,7 +149,7 @@ void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
   const std::uint16_t bits = attr::line_bits(now.dwl, now.dhl);
   for (int col = 0; col < cols_; ++col)
     r[col].attrs = static_cast<std::uint16_t>((r[col].attrs & ~attr::kLineMask) | bits);
-  if (now.dwl) erase_cells(GridRect{row, row + 1, cols_ / 2, cols_}, false);
+  if (now.dwl) erase(GridRect{row, row + 1, cols_ / 2, cols_}, false);
 }
 
 // vterm_screen_is_eol() from column 0.

@@ -112,7 +112,6 @@ class ScreenGrid {
   Cell cell_of(int buffer, int row, int col) const;
   GridCell blank() const;
   void move_rect(GridRect dest, GridRect src);
-  void erase_cells(GridRect rect, bool selective);
   bool row_blank(int row) const;
   void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
 
