@@ -196,17 +196,19 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
     const bool coast = flooding && mirror.position() < end && mirror.may_coast(kReadyHistoryLines);
-    // Requests that wait only for the history lines after a jump: a nearer jump would start
-    // those lines over (a flood can outrun the parse that way), so the mirror jumps only as far
-    // as a coasting one, which keeps the ring from lapping it.
-    const bool lines_wait =
-        !slot.waiting.empty() && std::all_of(slot.waiting.begin(), slot.waiting.end(),
-                                             [&](const SnapshotRequest& r) {
-                                               return slot.caught_up_to(r.not_before);
-                                             });
+    // While it parses the history lines after a jump, a nearer jump would start those lines
+    // over (a flood can outrun the parse that way: never ready, no snapshot answered, none
+    // held): the mirror jumps only as far as a coasting one, which keeps the ring from lapping
+    // it. Unless a request waits for a cursor ahead (an attach after a resize): then the
+    // nearest jump serves it best.
+    const bool cursor_wait = std::any_of(slot.waiting.begin(), slot.waiting.end(),
+                                         [&](const SnapshotRequest& r) {
+                                           return !slot.caught_up_to(r.not_before);
+                                         });
+    const bool far_only = coast || (!cursor_wait && !mirror.history_ready(kReadyHistoryLines));
     const std::uint64_t far_jump = std::min(kCoastJumpBytes, slot.ring->capacity() / 4);
     if (mirror.position() < end &&
-        look_ahead(slot, end, look_ahead_budget, coast || lines_wait ? far_jump : 0)) {
+        look_ahead(slot, end, look_ahead_budget, far_only ? far_jump : 0)) {
       worked = true;
       continue;  // an event may be due at the new position
     }
