@@ -130,11 +130,9 @@ struct MirrorScreenCallbacks {
       case VTERM_PROP_CURSORSHAPE: m.cursor_shape_ = val->number; break;
       case VTERM_PROP_ALTSCREEN:
         grid(user).set_alt_screen(val->boolean);
-        m.alt_active_ = val->boolean;
         break;
       case VTERM_PROP_REVERSE:
         grid(user).set_reverse_video(val->boolean);
-        m.reverse_video_ = val->boolean;
         break;
       case VTERM_PROP_TITLE:
         m.title_ = MirrorScreen::sanitize_title(val->string ? val->string : "");
@@ -455,8 +453,6 @@ void MirrorScreen::vt_write(const char* bytes, std::size_t len) {
 void MirrorScreen::reset() {
   impl_.reset();
   scrollback_.clear();
-  alt_active_ = false;
-  reverse_video_ = false;
   cursor_visible_ = true;
   cursor_blink_ = true;
   cursor_shape_ = 1;
@@ -699,7 +695,7 @@ void MirrorScreen::capture_saved() {
   vterm_state_get_cursorpos(impl_->state, &pos);
   const char gl = shift_out() ? g1() : g0();
   saved_ = SavedCursor{pos.row,      pos.col,          pen(),      cursor_visible_,
-                       cursor_blink_, cursor_shape_, gl == 'u' ? 'B' : gl, alt_active_};
+                       cursor_blink_, cursor_shape_, gl == 'u' ? 'B' : gl, alt_screen()};
 }
 
 void MirrorScreen::clamp_cursor_after_restore() {
@@ -715,6 +711,10 @@ void MirrorScreen::clamp_cursor_after_restore() {
 Cell MirrorScreen::cell(int row, int col) const { return grid_->cell(row, col); }
 
 Cell MirrorScreen::main_cell(int row, int col) const { return grid_->main_cell(row, col); }
+
+bool MirrorScreen::alt_screen() const { return grid_->alt_active(); }
+
+bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }
 
 CursorState MirrorScreen::cursor() const {
   VTermPos pos;

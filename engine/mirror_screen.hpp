@@ -122,12 +122,12 @@ class MirrorScreen {
 
   // The active screen (the alternate one while it is active).
   Cell cell(int row, int col) const;
-  bool alt_screen() const { return alt_active_; }
+  bool alt_screen() const;
   // The main screen: the live one, or its copy while the alternate screen is active.
   Cell main_cell(int row, int col) const;
   // DECSCNM (CSI ? 5 h): libvterm reports every cell's reverse bit flipped; cell() and
   // main_cell() return the stored bit.
-  bool reverse_video() const { return reverse_video_; }
+  bool reverse_video() const;
 
   std::size_t scrollback_lines() const { return scrollback_.lines(); }
   // Lines pushed into the history since the terminal was created or reset.
@@ -203,8 +203,6 @@ class MirrorScreen {
   enum class VtState : std::uint8_t { ground, escape, csi, string, string_esc, string_esc_held };
   VtState vt_state_ = VtState::ground;
 
-  bool alt_active_ = false;
-  bool reverse_video_ = false;
   bool cursor_visible_ = true;
   bool cursor_blink_ = true;
   int cursor_shape_ = 1;

@@ -63,30 +63,20 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
     erase(rect, false);
     return;
   }
+  // Along one axis: a shift by `by` (>= 0 towards the start) moves [start + by, end) to
+  // [start, end - by); a negative one moves [start, end + by) to [start - by, end).
+  auto split = [](int start, int end, int by, int& dest0, int& dest1, int& src0, int& src1) {
+    const int toward = std::max(by, 0);
+    const int away = std::max(-by, 0);
+    dest0 = start + away;
+    dest1 = end - toward;
+    src0 = start + toward;
+    src1 = end - away;
+  };
   GridRect src;
   GridRect dest;
-  if (rightward >= 0) {
-    dest.start_col = rect.start_col;
-    dest.end_col = rect.end_col - rightward;
-    src.start_col = rect.start_col + rightward;
-    src.end_col = rect.end_col;
-  } else {
-    dest.start_col = rect.start_col - rightward;
-    dest.end_col = rect.end_col;
-    src.start_col = rect.start_col;
-    src.end_col = rect.end_col + rightward;
-  }
-  if (downward >= 0) {
-    dest.start_row = rect.start_row;
-    dest.end_row = rect.end_row - downward;
-    src.start_row = rect.start_row + downward;
-    src.end_row = rect.end_row;
-  } else {
-    dest.start_row = rect.start_row - downward;
-    dest.end_row = rect.end_row;
-    src.start_row = rect.start_row;
-    src.end_row = rect.end_row + downward;
-  }
+  split(rect.start_col, rect.end_col, rightward, dest.start_col, dest.end_col, src.start_col, src.end_col);
+  split(rect.start_row, rect.end_row, downward, dest.start_row, dest.end_row, src.start_row, src.end_row);
   move_rect(dest, src);
   if (downward > 0) rect.start_row = rect.end_row - downward;
   else if (downward < 0) rect.end_row = rect.start_row - downward;

@@ -49,6 +49,7 @@ class ScreenGrid {
   int rows() const { return rows_; }
   int cols() const { return cols_; }
   bool alt_active() const { return active_ == 1; }
+  bool reverse_video() const { return reverse_video_; }
 
   // --- the state layer's callbacks (screen.c's state_cbs) ---
   // chars: up to Cell::kMaxChars, 0-terminated when fewer. False off the screen.
