@@ -1,0 +1,461 @@
+// The bridge's WebSocket protocol (docs/bridge.md) end to end: a real engine, a real
+// backscroll-bridge process and a C++ WebSocket client. Screens are compared with
+// @xterm/headless, the emulator browsers run (tests/xterm/screen.mjs).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/bridge/bridge_client.hpp"
+#include "tests/engine/engine_process.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string base64(std::string_view in) {
+  static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    const unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    out += {k[v >> 18], k[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// What @xterm/headless shows after `bytes` on a fresh cols x rows terminal: the viewport, the
+// cursor and the last `history` scrollback lines (tests/xterm/screen.mjs).
+Json xterm_screen(int cols, int rows, const std::string& bytes, int history) {
+  TempDir dir;
+  const auto input = dir.path() / "in.jsonl";
+  std::ofstream(input) << Json{{"id", 1}, {"cols", cols}, {"rows", rows}, {"history", history},
+                               {"writes", Json::array({base64(bytes)})}}.dump()
+                       << "\n";
+  const std::string command = "cd '" + std::string(BACKSCROLL_XTERM_DIR) + "' && node screen.mjs < '" +
+                              input.string() + "'";
+  FILE* out = ::popen(command.c_str(), "r");
+  if (!out) raise_failure("cannot run node");
+  std::string text;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
+  if (::pclose(out) != 0 || text.empty()) raise_failure("node screen.mjs failed (run .ci/setup): " + text);
+  const Json reply = Json::parse(text);
+  if (reply.contains("error")) raise_failure("xterm.js: " + reply["error"].get<std::string>());
+  return reply["state"];
+}
+
+// The text of each row of a screen from xterm_screen (cells joined, blanks as spaces).
+std::string rows_text(const Json& lines) {
+  std::string out;
+  for (const Json& row : lines) {
+    for (const Json& cell : row) {
+      out += cell.is_string() ? cell.get<std::string>() : cell.is_array() ? cell[0].get<std::string>() : " ";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// A program that prints `lines` numbered lines of about 50 bytes at once (awk: fast, so a test
+// does not wait on a shell loop), after a line of input when `wait_input`.
+std::vector<std::string> printer(int lines, const std::string& what, bool wait_input = true) {
+  const std::string awk = "awk 'BEGIN { for (i = 0; i < " + std::to_string(lines) + "; i++) printf \"" + what +
+                          " line %d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\n\", i }'";
+  return {"sh", "-c", (wait_input ? "read x; " : "") + awk + "; exec sleep 600"};
+}
+
+// True when every frame is at most 64 KiB and valid UTF-8 on its own (no character cut).
+::testing::AssertionResult whole_utf8(const std::string& frame) {
+  if (frame.size() > 64 * 1024) return ::testing::AssertionFailure() << "a frame of " << frame.size() << " bytes";
+  for (std::size_t i = 0; i < frame.size();) {
+    const auto b = static_cast<unsigned char>(frame[i]);
+    const std::size_t n = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+    if (n == 0 || i + n > frame.size()) {
+      return ::testing::AssertionFailure() << "a character cut or broken at byte " << i << " of " << frame.size();
+    }
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(frame[i + k]) & 0xC0) != 0x80)
+        return ::testing::AssertionFailure() << "bad continuation at " << i + k;
+    }
+    i += n;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class BridgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { start(EngineConfig{}); }
+  void start(EngineConfig config) {
+    ASSERT_TRUE(engine_.start(std::move(config)));
+    bridge_.emplace(engine_.places());
+  }
+  void TearDown() override {
+    if (bridge_) {
+      EXPECT_EQ(bridge_->stop(), 0) << "the bridge exits 0 on SIGTERM";
+    }
+  }
+
+  std::string query(const std::string& actor, const std::string& extra = "") {
+    return "ticket=" + bridge_->ticket() + "&actor=" + actor + extra;
+  }
+  std::unique_ptr<WsClient> open(const std::string& actor, const std::string& extra = "") {
+    return std::make_unique<WsClient>(bridge_->port(), query(actor, extra));
+  }
+  std::uint64_t committed(const std::string& actor) { return engine_.status(actor)["committed"].get<std::uint64_t>(); }
+  // Waits until the actor's last bytes contain `needle` (a small ring may no longer hold its
+  // first ones); returns the committed cursor then.
+  std::uint64_t wait_tail(const std::string& actor, std::string_view needle) {
+    std::uint64_t end = 0;
+    wait_until([&] {
+      end = committed(actor);
+      const std::uint64_t from = end > 4096 ? end - 4096 : 0;
+      return engine_.history(actor, from).find(needle) != std::string::npos;
+    }, "the actor's output");
+    return end;
+  }
+  // Output of the actor between two cursors, from the engine.
+  std::string history(const std::string& actor, std::uint64_t from, std::uint64_t to) {
+    return engine_.history(actor, from).substr(0, to - from);
+  }
+  // A shell actor that runs `script`, then stays (sleep), so its screen stays put.
+  void spawn_sh(const std::string& actor, const std::string& script, Json extra = Json::object()) {
+    engine_.spawn(actor, {"sh", "-c", script + "; exec sleep 600"}, std::move(extra));
+  }
+
+  EngineProcess engine_;
+  std::optional<BridgeProcess> bridge_;
+};
+
+TEST_F(BridgeTest, AFreshAttachDrawsTheScreenTheRawStreamDraws) {
+  spawn_sh("art",
+           "i=1; while [ $i -le 60 ]; do printf '\\033[3%dmline %d \\303\\251\\342\\202\\254\\360\\237\\230\\200\\033[0m\\n' "
+           "$((i % 8)) $i; i=$((i+1)); done; printf '\\033[5;10H\\033[1mmid\\033[0m'");
+  engine_.wait_output("art", "mid");
+  auto client = open("art");
+  const CatchUp c = read_catch_up(*client);
+  EXPECT_EQ(c.hello["actor"], "art");
+  EXPECT_EQ(c.hello["role"], "viewer");
+  EXPECT_EQ(c.hello["session"], 1);
+  EXPECT_EQ(c.hello["epoch"], engine_.status("art")["epoch"]);
+  ASSERT_EQ(c.start["type"], "snapshot");
+  EXPECT_EQ(c.start["format"], "snapshot_v1") << c.start.dump();
+  EXPECT_EQ(c.start["cols"], 80);
+  EXPECT_EQ(c.start["rows"], 24);
+  const std::string raw = history("art", 0, c.replayed);
+  ASSERT_NE(raw.find("mid"), std::string::npos);
+  const Json from_snapshot = xterm_screen(80, 24, c.bytes, 30);
+  const Json from_raw = xterm_screen(80, 24, raw, 30);
+  EXPECT_EQ(from_snapshot["lines"], from_raw["lines"]);
+  EXPECT_EQ(from_snapshot["history"], from_raw["history"]);
+  EXPECT_EQ(from_snapshot["x"], from_raw["x"]);
+  EXPECT_EQ(from_snapshot["y"], from_raw["y"]);
+}
+
+TEST_F(BridgeTest, AControllerTypesAndSeesTheEcho) {
+  engine_.spawn("cat", {"cat"});
+  auto client = open("cat", "&role=controller&cols=100&rows=30");
+  const CatchUp c = read_catch_up(*client);
+  EXPECT_EQ(c.hello["role"], "controller");
+  EXPECT_EQ(engine_.status("cat")["cols"], 100) << "a visible controller's attach sets the size";
+  EXPECT_EQ(engine_.status("cat")["rows"], 30);
+  client->send({{"type", "input"}, {"data", "hello bridge\r"}});
+  std::string live;
+  while (live.find("hello bridge\r\nhello bridge") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) live += m->data;
+  }
+  client->send({{"type", "ping"}});
+  client->until("pong");
+}
+
+TEST_F(BridgeTest, AViewerCannotTypeOrResize) {
+  engine_.spawn("cat", {"cat"});
+  auto client = open("cat", "&role=viewer");
+  read_catch_up(*client);
+  client->send({{"type", "input"}, {"data", "x"}});
+  EXPECT_EQ(client->until("error").json()["code"], "read_only");
+  client->send({{"type", "resize"}, {"cols", 50}, {"rows", 10}});
+  EXPECT_EQ(client->until("error").json()["code"], "bad_request");
+  client->send({{"type", "no-such-thing"}});
+  EXPECT_EQ(client->until("error").json()["code"], "bad_request");
+  EXPECT_EQ(engine_.status("cat")["cols"], 80);
+}
+
+TEST_F(BridgeTest, AResumeSendsOnlyTheBytesAfterItsCursor) {
+  engine_.spawn("sh", {"sh", "-c", "while read l; do echo \"got $l\"; done"});
+  auto first = open("sh", "&role=controller");
+  const CatchUp a = read_catch_up(*first);
+  first->close();
+  engine_.call("input", {{"actor", "sh"}}, "one\r");
+  engine_.wait_output("sh", "got one");
+  const std::string resume = "&epoch=" + a.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
+                             std::to_string(a.replayed);
+  auto second = open("sh", resume);
+  const CatchUp b = read_catch_up(*second);
+  EXPECT_EQ(b.start["type"], "resume") << "no snapshot, no reset";
+  EXPECT_EQ(b.start["cursor"], a.replayed);
+  EXPECT_EQ(b.bytes, history("sh", a.replayed, b.replayed)) << "exactly the tail it missed";
+  EXPECT_NE(b.bytes.find("got one"), std::string::npos);
+}
+
+TEST_F(BridgeTest, AResumeWhoseBytesAreGoneGetsASnapshot) {
+  TearDown();
+  bridge_.reset();
+  engine_.stop();
+  start(EngineConfig::with({"--ring-bytes", "65536"}));
+  engine_.spawn("big", printer(3000, "big"));
+  auto first = open("big", "&role=controller");
+  const CatchUp a = read_catch_up(*first);
+  first->close();
+  engine_.call("input", {{"actor", "big"}}, "go\r");
+  wait_tail("big", "big line 2999 ");
+  ASSERT_GT(committed("big") - a.replayed, 65536u);
+  auto second = open("big", "&epoch=" + a.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
+                                std::to_string(a.replayed));
+  const CatchUp b = read_catch_up(*second);
+  EXPECT_EQ(b.start["type"], "snapshot") << "the ring no longer holds its cursor";
+  const Json screen = xterm_screen(80, 24, b.bytes, 0);
+  EXPECT_NE(rows_text(screen["lines"]).find("big line 2999 "), std::string::npos) << rows_text(screen["lines"]);
+}
+
+TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
+  engine_.spawn("cat", {"cat"});
+  const std::string epoch = engine_.status("cat")["epoch"];
+  const auto gone = [&](const std::string& actor, const std::string& resume) {
+    auto client = open(actor, resume);
+    while (client->next()) {
+    }
+    return client->close_code();
+  };
+  EXPECT_EQ(gone("cat", "&epoch=00000000000000ff&session=1&cursor=0"), 4410) << "another epoch";
+  EXPECT_EQ(gone("cat", "&epoch=" + epoch + "&session=2&cursor=0"), 4410) << "a session that is not the actor's";
+  EXPECT_EQ(gone("nobody", "&epoch=" + epoch + "&session=1&cursor=0"), 4410) << "no such actor";
+  // A fresh attach to an actor that does not exist is refused, with the reason first.
+  auto fresh = open("nobody");
+  EXPECT_EQ(fresh->until("error").json()["code"], "no_such_actor");
+  while (fresh->next()) {
+  }
+  EXPECT_EQ(fresh->close_code(), 4409);
+}
+
+TEST_F(BridgeTest, AReplacedControllersResizeIsRejected) {
+  engine_.spawn("cat", {"cat"});
+  auto a = open("cat", "&role=controller&cols=100&rows=30");
+  const CatchUp ca = read_catch_up(*a);
+  auto b = open("cat", "&role=controller&cols=90&rows=20");
+  const CatchUp cb = read_catch_up(*b);
+  const Json notice = a->until("controller").json();
+  EXPECT_EQ(notice["replaced"], ca.hello["attachment"]);
+  EXPECT_EQ(notice["attachment"], cb.hello["attachment"]);
+  a->send({{"type", "resize"}, {"cols", 120}, {"rows", 40}});
+  EXPECT_EQ(a->until("error").json()["code"], "stale_controller");
+  b->send({{"type", "resize"}, {"cols", 70}, {"rows", 20}});
+  wait_until([&] { return engine_.status("cat")["cols"] == 70; }, "the controller's resize");
+  EXPECT_EQ(engine_.status("cat")["rows"], 20);
+}
+
+TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
+  engine_.spawn("cat", {"cat"});
+  const auto closed_with = [&](const std::string& q) {
+    WsClient client(bridge_->port(), q);
+    while (client.next()) {
+    }
+    return client.close_code();
+  };
+  EXPECT_EQ(closed_with("actor=cat"), 4401) << "no ticket";
+  EXPECT_EQ(closed_with("ticket=0123456789abcdef&actor=cat"), 4401) << "a made-up ticket";
+  const std::string ticket = bridge_->ticket();
+  {
+    WsClient ok(bridge_->port(), "ticket=" + ticket + "&actor=cat");
+    ok.until("hello");
+  }
+  EXPECT_EQ(closed_with("ticket=" + ticket + "&actor=cat"), 4401) << "a ticket works once";
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=ca/t"), 4401) << "a bad query";
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&role=king"), 4401);
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&cols=0&rows=5"), 4401);
+
+  const std::string own = "http://127.0.0.1:" + std::to_string(bridge_->port());
+  const std::vector<std::string> upgrade = {"Upgrade: websocket", "Connection: Upgrade",
+                                            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                                            "Sec-WebSocket-Version: 13"};
+  const auto handshake = [&](const std::string& origin, const std::string& host = {}) {
+    auto headers = upgrade;
+    headers.push_back("Origin: " + origin);
+    if (!host.empty()) headers.push_back("Host: " + host);
+    return bridge_->http("GET", "/ws?" + query("cat"), headers).status;
+  };
+  EXPECT_EQ(handshake("http://evil.example"), 403) << "a page of another site";
+  EXPECT_EQ(handshake(own), 101) << "the bridge's own page";
+  EXPECT_EQ(handshake("http://evil.example:1", "evil.example:1"), 403)
+      << "a name that could be rebound to this machine";
+
+  EXPECT_EQ(bridge_->http("GET", "/api/actors").status, 401);
+  EXPECT_EQ(bridge_->http("POST", "/api/ticket", {"Authorization: Bearer wrong"}).status, 401);
+  const auto actors = bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
+  ASSERT_EQ(actors.status, 200);
+  EXPECT_EQ(Json::parse(actors.body)["actors"][0]["name"], "cat");
+  EXPECT_EQ(bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token(),
+                                                 "Origin: http://evil.example"}).status, 403);
+  EXPECT_EQ(bridge_->http("GET", "/", {}).status, 200) << "the page itself needs no token";
+  EXPECT_EQ(bridge_->http("GET", "/../../etc/passwd").status, 404);
+  EXPECT_EQ(bridge_->http("GET", "/.hidden").status, 404);
+}
+
+TEST_F(BridgeTest, TheTokenFileIsPrivate) {
+  struct stat st {};
+  ASSERT_EQ(::stat((engine_.places().state_dir / "bridge.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_GE(bridge_->token().size(), 32u);
+}
+
+// A client that never acknowledges gets at most 512 KiB of live output, then nothing (it is
+// behind; the bytes stay in the ring); once it acknowledges, it is caught up from the ring with
+// exactly the bytes it missed.
+TEST_F(BridgeTest, AClientThatDoesNotAckStopsAtTheHighWaterAndIsCaughtUpAfter) {
+  engine_.spawn("flood", printer(16000, "flood"));
+  auto client = open("flood", "&role=controller");
+  const CatchUp c = read_catch_up(*client);
+  engine_.call("input", {{"actor", "flood"}}, "go\r");
+  std::uint64_t live = 0;
+  std::string got;
+  // Everything it is sent, until nothing more comes for a while (it is behind); no acks.
+  while (auto m = client->poll(std::chrono::milliseconds(700))) {
+    ASSERT_FALSE(m->text) << m->data;
+    live += m->data.size();
+    got += m->data;
+  }
+  ASSERT_FALSE(client->closed());
+  const std::uint64_t end = wait_tail("flood", "flood line 15999 ");
+  ASSERT_GT(end - c.replayed, 700'000u);
+  EXPECT_LE(live, 512u * 1024) << "never more than the high water unacknowledged";
+  EXPECT_GT(live, 0u);
+  EXPECT_EQ(got, history("flood", c.replayed, c.replayed + live));
+  client->send({{"type", "ack"}, {"cursor", c.replayed + live}});
+  const CatchUp again = [&] {
+    CatchUp out;
+    out.start = client->until("resume").json();  // ~780 KB behind, within the 1 MiB resume limit
+    std::vector<WsMessage> frames;
+    out.replayed = client->until("replayed", &frames).json()["cursor"].get<std::uint64_t>();
+    for (const auto& f : frames) out.bytes += f.data;
+    return out;
+  }();
+  EXPECT_EQ(again.start["cursor"], c.replayed + live) << "from the first byte it did not get";
+  EXPECT_EQ(again.bytes, history("flood", c.replayed + live, again.replayed));
+  EXPECT_EQ(again.replayed, end);
+}
+
+// A client that stops reading altogether never holds the actor or another client back.
+TEST_F(BridgeTest, AStalledClientSlowsNeitherTheActorNorOtherClients) {
+  std::vector<std::string> argv = printer(60000, "flood");
+  argv[2].erase(argv[2].find("; exec sleep 600"));  // this one exits when done
+  engine_.spawn("flood", argv);
+  auto stalled = open("flood");
+  read_catch_up(*stalled);  // then never reads again
+  auto good = open("flood", "&role=controller");
+  const CatchUp c = read_catch_up(*good);
+  engine_.call("input", {{"actor", "flood"}}, "go\r");
+  std::uint64_t cursor = c.replayed, acked = c.replayed;
+  std::string live;
+  Json exit;
+  for (;;) {
+    auto m = good->next();
+    ASSERT_TRUE(m) << "closed before exit";
+    if (!m->text) {
+      ASSERT_TRUE(whole_utf8(m->data));
+      cursor += m->data.size();
+      live += m->data;
+      if (cursor - acked >= 64 * 1024) {
+        good->send({{"type", "ack"}, {"cursor", cursor}});
+        acked = cursor;
+      }
+      continue;
+    }
+    if (m->type() == "exit") {
+      exit = m->json();
+      break;
+    }
+    if (m->type() == "resume" || m->type() == "snapshot") FAIL() << "an acking client fell behind: " << m->data;
+  }
+  EXPECT_EQ(exit["exit_code"], 0);
+  EXPECT_EQ(exit["cursor"], cursor);
+  EXPECT_EQ(live, history("flood", c.replayed, cursor));
+  EXPECT_NE(live.find("flood line 59999 "), std::string::npos);
+  while (good->next()) {
+  }
+  EXPECT_EQ(good->close_code(), 1000);
+  engine_.wait_sealed("flood");
+}
+
+TEST_F(BridgeTest, OutputFramesNeverCutACharacter) {
+  // `cat` writes big blocks, which the PTY hands to the engine in pieces that end anywhere,
+  // inside characters too: 2-, 3- and 4-byte characters in lines of 52 bytes.
+  TempDir dir;
+  const auto file = dir.path() / "utf8.txt";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 0; i < 8000; ++i) out << "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 " << i % 10 << " \xE2\x82\xAC\xC3\xA9\xF0\x9F\x98\x80\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xC3\xA9\xC3\xA9 end\n";
+  }
+  spawn_sh("utf8", "read x; cat '" + file.string() + "'; echo done-$((6*7))");
+  auto client = open("utf8", "&role=controller");
+  const CatchUp c = read_catch_up(*client);
+  engine_.call("input", {{"actor", "utf8"}}, "go\r");
+  const std::uint64_t end = wait_tail("utf8", "done-42");
+  std::uint64_t cursor = c.replayed;
+  std::string live;
+  while (cursor < end) {
+    auto m = client->next();
+    ASSERT_TRUE(m);
+    if (m->text) continue;
+    ASSERT_TRUE(whole_utf8(m->data));
+    cursor += m->data.size();
+    live += m->data;
+    client->send({{"type", "ack"}, {"cursor", cursor}});
+  }
+  EXPECT_EQ(cursor, end);
+  EXPECT_EQ(live, history("utf8", c.replayed, end)) << "held bytes go out with the next frame";
+  // A late client's catch-up (the snapshot, then the ring's bytes) keeps characters whole too.
+  auto late = open("utf8");
+  std::vector<WsMessage> frames;
+  late->until("replayed", &frames);
+  for (const auto& f : frames) {
+    if (!f.text) {
+      EXPECT_TRUE(whole_utf8(f.data));
+    }
+  }
+}
+
+TEST_F(BridgeTest, AnExitIsReportedAndADeletionClosesTheSocket) {
+  engine_.spawn("short", {"sh", "-c", "read x; echo bye; exit 3"});
+  auto client = open("short", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "input"}, {"data", "now\r"}});
+  const Json exit = client->until("exit").json();
+  EXPECT_EQ(exit["exit_code"], 3);
+  EXPECT_EQ(exit["session"], 1);
+  while (client->next()) {
+  }
+  EXPECT_EQ(client->close_code(), 1000);
+
+  engine_.spawn("cat", {"cat"});
+  auto watcher = open("cat");
+  read_catch_up(*watcher);
+  engine_.call("delete", {{"actor", "cat"}});
+  while (watcher->next()) {
+  }
+  EXPECT_EQ(watcher->close_code(), 4410);
+}
+
+}  // namespace
+}  // namespace backscroll::testing

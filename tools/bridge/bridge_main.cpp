@@ -1,0 +1,77 @@
+// backscroll-bridge: an HTTP + WebSocket server that lets a browser (a phone, a second laptop)
+// watch and drive the engine's actors (docs/bridge.md). Output is read from the actors' shared
+// rings; snapshots, attachments, input and resizes go through the engine's control socket.
+//
+//   backscroll-bridge [--listen 127.0.0.1] [--port 7682] [--token-file PATH] [--web-root DIR]
+//                     [--allow-origin URL]... [--allow-host NAME]...
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "shm/places.hpp"
+#include "tools/bridge/auth.hpp"
+#include "tools/bridge/bridge.hpp"
+
+namespace {
+
+// The page's files: installed beside the binary (share/backscroll/web under the prefix), or in
+// the build tree (bin/../share/backscroll/web, which CMake fills).
+std::filesystem::path default_web_root() {
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe");
+  return exe.parent_path().parent_path() / "share" / "backscroll" / "web";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace backscroll;
+  bridge::BridgeOptions options;
+  std::string token_file;
+  std::string web_root;
+  CLI::App app{"backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)"};
+  app.add_option("--listen", options.listen, "IP address to listen on")->capture_default_str();
+  app.add_option("--port", options.port, "TCP port (0: any free one)")->capture_default_str();
+  app.add_option("--token-file", token_file, "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)");
+  app.add_option("--web-root", web_root, "folder of the page's files (default: share/backscroll/web beside the binary)");
+  app.add_option("--allow-origin", options.allow_origins, "another origin whose pages may connect (e.g. https://example.com)");
+  app.add_option("--allow-host", options.allow_hosts, "a host name the bridge answers to besides localhost and IP addresses");
+  CLI11_PARSE(app, argc, argv);
+
+  const Places places = Places::from_environment();
+  const std::filesystem::path token_path = token_file.empty() ? places.state_dir / "bridge.token" : std::filesystem::path(token_file);
+  auto token = bridge::load_or_create_token(token_path);
+  if (!token) {
+    std::fprintf(stderr, "backscroll-bridge: %s\n", token.error().describe().c_str());
+    return 1;
+  }
+  options.web_root = web_root.empty() ? default_web_root() : std::filesystem::path(web_root);
+  if (!std::filesystem::exists(options.web_root / "index.html")) {
+    std::fprintf(stderr, "backscroll-bridge: io_error: no page in %s (build the project: the page's files are "
+                         "copied there; or pass --web-root)\n", options.web_root.c_str());
+    return 1;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  boost::asio::io_context io(1);
+  bridge::Bridge server(io, places, options, *token);
+  if (auto ok = server.listen(); !ok) {
+    std::fprintf(stderr, "backscroll-bridge: %s\n", ok.error().describe().c_str());
+    return 1;
+  }
+  const std::string host = options.listen.find(':') != std::string::npos ? "[" + options.listen + "]" : options.listen;
+  // The first line is for programs (tests read the port); the token goes in the URL's fragment,
+  // which a browser never sends to a server.
+  std::printf("listening on http://%s:%u/\n", host.c_str(), server.port());
+  std::printf("open http://%s:%u/#token=%s\n", host.c_str(), server.port(), token->c_str());
+  std::printf("token file: %s\n", token_path.c_str());
+  std::fflush(stdout);
+  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+  stop.async_wait([&io](boost::system::error_code, int) { io.stop(); });
+  io.run();
+  return 0;
+}

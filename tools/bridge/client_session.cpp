@@ -1,0 +1,452 @@
+#include "tools/bridge/client_session.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include "tools/bridge/bridge.hpp"
+#include "tools/bridge/utf8_boundary.hpp"
+
+namespace backscroll::bridge {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string epoch_hex(std::uint64_t epoch) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(epoch));
+  return text;
+}
+
+// A cursor in a client message: a non-negative integer JSON number.
+std::optional<Cursor> cursor_field(const Json& message, const char* name) {
+  const auto it = message.find(name);
+  if (it == message.end() || !it->is_number_unsigned()) return std::nullopt;
+  return Cursor{it->get<std::uint64_t>()};
+}
+
+}  // namespace
+
+ClientSession::ClientSession(Bridge& bridge, Socket socket, AttachRequest request)
+    : bridge_(bridge),
+      ws_(std::move(socket)),
+      request_(std::move(request)),
+      frame_(kFrameBytes),
+      behind_timer_(ws_.get_executor()),
+      silence_timer_(ws_.get_executor()) {}
+
+void ClientSession::start() {
+  ws_.read_message_max(kMaxClientMessage);
+  // Pings and close handshakes are the client's; the bridge drops a silent socket itself.
+  beast::get_lowest_layer(ws_).expires_never();
+  heard_at_ = Clock::now();
+  bridge_.add_session(shared_from_this());
+
+  auto feed = bridge_.feed(request_.actor);
+  if (!feed) {
+    if (request_.resume) {
+      close_with(kCloseGone, "the actor no longer exists");
+    } else {
+      send_json({{"type", "error"}, {"code", to_string(feed.error().code)}, {"message", feed.error().message}});
+      close_with(kCloseRefused, "cannot attach");
+    }
+    return;
+  }
+  feed_ = std::move(*feed);
+  const auto meta = feed_->ring().meta();
+  session_ = meta ? meta->session : 0;
+  if (request_.resume &&
+      (request_.resume->epoch != feed_->ring().epoch() || request_.resume->session != session_)) {
+    // Another cursor space (an engine restart without persistence) or a newer session: what
+    // the client showed is gone; it starts over with a fresh attach.
+    close_with(kCloseGone, "the session or epoch no longer exists");
+    return;
+  }
+
+  Json fields = {{"actor", request_.actor},
+                 {"role", request_.controller ? "controller" : "viewer"},
+                 {"formats", Json::array({"snapshot_v1"})}};
+  if (request_.controller && request_.visible && !request_.resume && request_.cols && request_.rows) {
+    fields["cols"] = *request_.cols;  // a visible controller claims the size (Natamux)
+    fields["rows"] = *request_.rows;
+  }
+  if (request_.resume) {
+    fields["since"] = value(request_.resume->cursor);
+    fields["epoch"] = epoch_hex(request_.resume->epoch);
+  }
+  bridge_.engine_call("attach", std::move(fields), [self = shared_from_this()](Result<control::Frame> answer) {
+    if (self->phase_ == Phase::closing) return;
+    if (!answer) {
+      const bool gone = answer.error().code == Errc::no_such_actor;
+      self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+                       {"message", answer.error().message}});
+      self->close_with(gone && self->request_.resume ? kCloseGone : kCloseRefused, "cannot attach");
+      return;
+    }
+    self->on_attached(std::move(answer->header), std::move(answer->payload));
+  });
+  feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->pump();
+  });
+  read_next();
+}
+
+void ClientSession::on_attached(Json header, std::string payload) {
+  attachment_ = header.value("attachment", std::uint64_t{0});
+  const auto now = Clock::now();
+  send_json({{"type", "hello"},
+             {"actor", request_.actor},
+             {"epoch", epoch_hex(feed_->ring().epoch())},
+             {"session", session_},
+             {"role", request_.controller ? "controller" : "viewer"},
+             {"attachment", *attachment_}});
+  if (header.value("mode", "") == "resume") {
+    flow_.emplace(request_.resume->cursor, request_.visible, now);
+    begin_resume(request_.resume->cursor);
+  } else {
+    flow_.emplace(Cursor{header.value("cursor", std::uint64_t{0})}, request_.visible, now);
+    begin_snapshot(header, std::move(payload));
+  }
+}
+
+// snapshot {cols, rows, cursor, format}, the snapshot's bytes, then the ring from its cursor.
+void ClientSession::begin_snapshot(const Json& answer, std::string payload) {
+  const Cursor at{answer.value("cursor", std::uint64_t{0})};
+  Json message = {{"type", "snapshot"},
+                  {"cols", answer.value("cols", 80)},
+                  {"rows", answer.value("rows", 24)},
+                  {"cursor", value(at)},
+                  {"format", answer.value("format", "raw_replay")}};
+  if (answer.contains("reason")) message["reason"] = answer["reason"];
+  send_json(std::move(message));
+  snapshot_bytes_ = std::move(payload);
+  snapshot_sent_ = 0;
+  cursor_ = at;
+  catch_up_end_ = feed_->ring().committed();
+  phase_ = Phase::catching_up;
+  pump();
+}
+
+// resume {cursor}, then the ring from it.
+void ClientSession::begin_resume(Cursor from) {
+  send_json({{"type", "resume"}, {"cursor", value(from)}});
+  snapshot_bytes_.clear();
+  snapshot_sent_ = 0;
+  cursor_ = from;
+  catch_up_end_ = feed_->ring().committed();
+  phase_ = Phase::catching_up;
+  pump();
+}
+
+void ClientSession::request_snapshot() {
+  phase_ = Phase::snapshotting;
+  bridge_.engine_call("snapshot", {{"actor", request_.actor}, {"formats", Json::array({"snapshot_v1"})}},
+                      [self = shared_from_this()](Result<control::Frame> answer) {
+                        if (self->phase_ != Phase::snapshotting) return;
+                        if (!answer) {
+                          self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+                                           {"message", answer.error().message}});
+                          self->close_with(answer.error().code == Errc::no_such_actor ? kCloseGone : 1011,
+                                           "snapshot failed");
+                          return;
+                        }
+                        self->begin_snapshot(answer->header, std::move(answer->payload));
+                      });
+}
+
+void ClientSession::finish_catch_up(Cursor at) {
+  send_json({{"type", "replayed"}, {"cursor", value(at)}});
+  flow_->caught_up(at, Clock::now());
+  snapshot_bytes_.clear();
+  phase_ = Phase::live;
+}
+
+void ClientSession::arm_behind_timer() {
+  behind_timer_.expires_after(std::chrono::milliseconds(100));
+  behind_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->check_behind();
+  });
+}
+
+void ClientSession::check_behind() {
+  if (phase_ != Phase::behind) return;
+  const auto now = Clock::now();
+  const auto meta = feed_->ring().meta();
+  const std::uint64_t screen = meta ? std::uint64_t{meta->cols} * meta->rows / 8 : 240;
+  switch (flow_->catch_up(now, feed_->quiet(now, std::max<std::uint64_t>(screen, 256)))) {
+    case ClientFlow::CatchUp::wait:
+      arm_behind_timer();
+      return;
+    case ClientFlow::CatchUp::resume: {
+      const Cursor from = *flow_->behind();
+      const auto& ring = feed_->ring();
+      if (from >= ring.oldest() && ring.committed() - from <= kResumeMaxBytes) {
+        begin_resume(from);
+        return;
+      }
+      request_snapshot();
+      return;
+    }
+    case ClientFlow::CatchUp::snapshot:
+      request_snapshot();
+      return;
+  }
+}
+
+void ClientSession::on_engine_event(const Json& event) {
+  if (event.value("event", "") == "controller" && phase_ != Phase::closing) {
+    send_json({{"type", "controller"},
+               {"attachment", event.value("attachment", std::uint64_t{0})},
+               {"replaced", event.value("replaced", std::uint64_t{0})}});
+  }
+}
+
+void ClientSession::engine_lost() {
+  attachment_.reset();  // its attachments ended with the connection
+  close_with(1011, "the engine is gone");
+}
+
+// ---- reading the client ----
+
+void ClientSession::read_next() {
+  ws_.async_read(read_buffer_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+    if (ec) {
+      self->finish();
+      return;
+    }
+    self->heard_at_ = Clock::now();
+    if (self->ws_.got_text()) {
+      const std::string text = beast::buffers_to_string(self->read_buffer_.data());
+      self->on_message(text);
+    }  // binary frames from a client mean nothing here: ignored
+    self->read_buffer_.consume(self->read_buffer_.size());
+    if (self->phase_ != Phase::closing) self->read_next();
+  });
+  silence_timer_.expires_after(kSilentClose);
+  silence_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    auto self = weak.lock();
+    if (self && Clock::now() - self->heard_at_ >= kSilentClose) self->close_with(1001, "silent");
+  });
+}
+
+void ClientSession::on_message(std::string_view text) {
+  const Json message = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::string type = message.is_object() ? message.value("type", "") : "";
+  const auto reject = [this](std::string code, std::string why) {
+    send_json({{"type", "error"}, {"code", std::move(code)}, {"message", std::move(why)}});
+  };
+  const auto now = Clock::now();
+  if (type == "ping") {
+    send_json({{"type", "pong"}});
+  } else if (type == "ack") {
+    const auto cursor = cursor_field(message, "cursor");
+    if (!cursor) return reject("bad_request", "ack needs a cursor");
+    if (flow_) {
+      flow_->ack(*cursor, now);
+      if (phase_ == Phase::behind) check_behind();
+      pump();
+    }
+  } else if (type == "visible") {
+    if (!message.contains("visible") || !message["visible"].is_boolean()) {
+      return reject("bad_request", "visible needs a boolean 'visible'");
+    }
+    if (flow_) {
+      flow_->set_visible(message["visible"].get<bool>(), now);
+      if (phase_ == Phase::behind) check_behind();
+    } else {
+      request_.visible = message["visible"].get<bool>();
+    }
+  } else if (type == "input") {
+    if (!message.contains("data") || !message["data"].is_string()) {
+      return reject("bad_request", "input needs a string 'data'");
+    }
+    if (!request_.controller) return reject("read_only", "a viewer cannot type; attach as controller");
+    bridge_.engine_call("input", {{"actor", request_.actor}}, message["data"].get<std::string>(),
+                        [weak = weak_from_this()](Result<control::Frame> answer) {
+                          auto self = weak.lock();
+                          if (self && !answer) {
+                            self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+                                             {"message", answer.error().message}});
+                          }
+                        });
+  } else if (type == "resize") {
+    const auto cols = message.value("cols", 0), rows = message.value("rows", 0);
+    if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000) {
+      return reject("bad_request", "resize needs cols and rows in 1..1000");
+    }
+    if (!request_.controller || !attachment_) return reject("bad_request", "only a controller resizes");
+    bridge_.engine_call("resize", {{"actor", request_.actor}, {"cols", cols}, {"rows", rows},
+                                   {"attachment", *attachment_}},
+                        [weak = weak_from_this()](Result<control::Frame> answer) {
+                          auto self = weak.lock();
+                          if (self && !answer) {
+                            self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+                                             {"message", answer.error().message}});
+                          }
+                        });
+  } else {
+    reject("bad_request", type.empty() ? "a message is a JSON object with a 'type'"
+                                       : "unknown message type '" + type + "'");
+  }
+}
+
+// ---- writing to the client ----
+
+void ClientSession::send_json(Json message) {
+  if (phase_ == Phase::closing) return;  // nothing after the close
+  texts_.push_back(message.dump());
+  pump();
+}
+
+void ClientSession::pump() {
+  if (writing_ || finished_) return;
+  if (!texts_.empty()) {
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(asio::buffer(texts_.front()), [self = shared_from_this()](boost::system::error_code ec,
+                                                                                std::size_t) {
+      self->writing_ = false;
+      if (ec) return self->finish();
+      self->texts_.pop_front();
+      self->pump();
+    });
+    return;
+  }
+  if (phase_ == Phase::closing) {
+    if (!close_sent_) {
+      close_sent_ = true;
+      writing_ = true;
+      ws_.async_close(close_reason_, [self = shared_from_this()](boost::system::error_code) {
+        self->writing_ = false;
+        self->finish();
+      });
+    }
+    return;
+  }
+  if (feed_ && feed_->closed()) {
+    close_with(kCloseGone, "the actor was deleted");
+    return;
+  }
+  const auto& ring = feed_ ? &feed_->ring() : nullptr;
+  switch (phase_) {
+    case Phase::catching_up: {
+      if (snapshot_sent_ < snapshot_bytes_.size()) {
+        const std::size_t n = std::min(kFrameBytes, snapshot_bytes_.size() - snapshot_sent_);
+        const auto* from = reinterpret_cast<const std::byte*>(snapshot_bytes_.data()) + snapshot_sent_;
+        std::copy(from, from + n, frame_.begin());
+        std::size_t cut = utf8_complete_prefix(std::span(frame_.data(), n));
+        if (cut == 0) cut = n;  // the snapshot's own bytes are whole characters; never stall on them
+        snapshot_sent_ += cut;
+        write_binary(cut);
+        return;
+      }
+      if (cursor_ < catch_up_end_) {
+        if (cursor_ < ring->oldest()) {  // lapped while catching up: behind, from the start
+          phase_ = Phase::behind;
+          flow_->fall_behind(cursor_, Clock::now());
+          arm_behind_timer();
+          return;
+        }
+        if (write_ring_frame(catch_up_end_, /*live=*/false)) return;
+      }
+      finish_catch_up(cursor_);
+      pump();
+      return;
+    }
+    case Phase::live: {
+      if (cursor_ < ring->committed() && write_ring_frame(ring->committed(), /*live=*/true)) return;
+      if (phase_ != Phase::live) return;  // fell behind
+      const auto record = ring->session(session_);
+      if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor_) {
+        send_json({{"type", "exit"},
+                   {"session", session_},
+                   {"cursor", record->end},
+                   {"exit_code", record->exit_code},
+                   {"term_signal", record->term_signal}});
+        close_with(1000, "exit");
+      }
+      return;
+    }
+    case Phase::attaching:
+    case Phase::behind:
+    case Phase::snapshotting:
+    case Phase::closing:
+      return;
+  }
+}
+
+bool ClientSession::write_ring_frame(Cursor end, bool live) {
+  const auto& ring = feed_->ring();
+  const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kFrameBytes, end - cursor_));
+  const auto copied = ring.copy(cursor_, std::span(frame_.data(), want));
+  const auto now = Clock::now();
+  if (!copied) {  // overwritten before it was read: the client is behind from here
+    phase_ = Phase::behind;
+    flow_->fall_behind(cursor_, now);
+    arm_behind_timer();
+    return false;
+  }
+  std::size_t n = *copied - cursor_;
+  const std::size_t whole = utf8_complete_prefix(std::span(frame_.data(), n));
+  if (whole < n) {
+    // The last character is incomplete. Its other bytes are still to come, unless the session
+    // ended right there: then nothing will complete it, and it goes out as it is.
+    const auto record = ring.session(session_);
+    const bool final = record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= *copied;
+    if (!final) n = whole;
+  }
+  if (n == 0) return false;
+  if (live) {
+    if (!flow_->admit(cursor_, n, now)) {
+      phase_ = Phase::behind;
+      arm_behind_timer();
+      return false;
+    }
+    flow_->sent(cursor_ + n, now);
+  }
+  cursor_ = cursor_ + n;
+  write_binary(n);
+  return true;
+}
+
+void ClientSession::write_binary(std::size_t bytes) {
+  writing_ = true;
+  ws_.binary(true);
+  ws_.async_write(asio::buffer(frame_.data(), bytes),
+                  [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                    self->writing_ = false;
+                    if (ec) return self->finish();
+                    self->pump();
+                  });
+}
+
+void ClientSession::close_with(std::uint16_t code, std::string reason) {
+  if (phase_ == Phase::closing || finished_) return;
+  phase_ = Phase::closing;
+  behind_timer_.cancel();
+  close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
+  pump();  // the text frames already queued (an `error`, an `exit`) go first
+}
+
+void ClientSession::finish() {
+  if (finished_) return;
+  finished_ = true;
+  phase_ = Phase::closing;
+  behind_timer_.cancel();
+  silence_timer_.cancel();
+  if (feed_) feed_->unsubscribe(feed_handle_);
+  if (attachment_) bridge_.engine_call("detach", {{"attachment", *attachment_}}, [](Result<control::Frame>) {});
+  attachment_.reset();
+  boost::system::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().close(ignored);
+  bridge_.remove_session(this);
+}
+
+}  // namespace backscroll::bridge

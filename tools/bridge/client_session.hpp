@@ -1,0 +1,127 @@
+// ClientSession: one WebSocket client of one actor (docs/bridge.md, "Protocol"). It attaches
+// through the engine's control socket, then sends, in order: hello; a catch-up (a snapshot, or a
+// resume from the client's own cursor) ending with `replayed`; then live output read in place
+// from the actor's ring, under the client's flow control (client_flow.hpp). Output goes out as
+// binary frames of at most kFrameBytes, never cut inside a UTF-8 character; everything else is
+// one JSON text frame. One write at a time: a frame is copied from the ring only when the
+// previous one is on its way, so a slow client costs the bridge one frame of memory and the
+// actor nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/stream.hpp>
+#include <nlohmann/json.hpp>
+
+#include "shm/cursor.hpp"
+#include "tools/bridge/actor_feed.hpp"
+#include "tools/bridge/client_flow.hpp"
+
+namespace backscroll::bridge {
+
+class Bridge;
+
+// What the client asked for in the WebSocket URL's query.
+struct AttachRequest {
+  std::string actor;
+  bool controller = false;
+  bool visible = true;
+  std::optional<std::uint16_t> cols, rows;  // a controller's fitted size
+  // A resume: the cursor space, session and cursor the client already consumed.
+  struct Resume {
+    std::uint64_t epoch = 0;
+    std::uint64_t session = 0;
+    Cursor cursor{0};
+  };
+  std::optional<Resume> resume;
+};
+
+// Close codes (docs/bridge.md).
+inline constexpr std::uint16_t kCloseUnauthorized = 4401;
+inline constexpr std::uint16_t kCloseRefused = 4409;
+inline constexpr std::uint16_t kCloseGone = 4410;
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+ public:
+  using Socket = boost::beast::websocket::stream<boost::beast::tcp_stream>;
+  static constexpr std::size_t kFrameBytes = 64 * 1024;
+  // A behind client whose first missed byte is further back than this gets a snapshot, not a
+  // resume: a screen is smaller than a megabyte of output to parse.
+  static constexpr std::uint64_t kResumeMaxBytes = 1 << 20;
+  // Nothing heard from the client for this long (it pings every 15 s): the socket is dropped.
+  static constexpr std::chrono::seconds kSilentClose{90};
+  // Largest message a client may send (input up to 64 KiB of text, as JSON).
+  static constexpr std::size_t kMaxClientMessage = 1 << 20;
+
+  ClientSession(Bridge& bridge, Socket socket, AttachRequest request);
+  // Attaches and starts reading the client's messages.
+  void start();
+  // From the bridge: an engine event about this session's actor.
+  void on_engine_event(const nlohmann::json& event);
+  // From the bridge: the engine connection is gone.
+  void engine_lost();
+  const std::string& actor() const noexcept { return request_.actor; }
+
+ private:
+  enum class Phase {
+    attaching,  // waiting for the engine's attach answer
+    catching_up,  // `snapshot`/`resume` sent; catch-up frames until catch_up_end_, then `replayed`
+    live,
+    behind,     // frames are not sent; the ring keeps them until a catch-up
+    snapshotting,  // behind, a snapshot requested from the engine
+    closing,
+  };
+
+  void on_attached(nlohmann::json header, std::string payload);
+  void begin_snapshot(const nlohmann::json& answer, std::string payload);
+  void begin_resume(Cursor from);
+  void request_snapshot();
+  void finish_catch_up(Cursor at);
+  void check_behind();
+  void arm_behind_timer();
+
+  void read_next();
+  void on_message(std::string_view text);
+  void send_json(nlohmann::json message);
+  void pump();
+  // The next ring frame from cursor_ up to `end`: true when one was written.
+  bool write_ring_frame(Cursor end, bool live);
+  void write_binary(std::size_t bytes);
+  void close_with(std::uint16_t code, std::string reason);
+  void finish();  // the socket is done: detach and leave the feed
+
+  Bridge& bridge_;
+  Socket ws_;
+  AttachRequest request_;
+  std::shared_ptr<ActorFeed> feed_;
+  std::uint64_t feed_handle_ = 0;
+  Phase phase_ = Phase::attaching;
+  std::optional<std::uint64_t> attachment_;
+  std::uint64_t session_ = 0;  // the actor's session at hello
+  Cursor cursor_{0};           // next byte of the stream to send
+  Cursor catch_up_end_{0};
+  std::string snapshot_bytes_;  // the catch-up's snapshot, sent from snapshot_sent_ on
+  std::size_t snapshot_sent_ = 0;
+  std::optional<ClientFlow> flow_;
+  std::deque<std::string> texts_;  // JSON frames waiting; they go before any output frame
+  std::vector<std::byte> frame_;   // the output frame being written
+  bool writing_ = false;  // one write (or the close) at a time
+  bool close_sent_ = false;
+  boost::beast::websocket::close_reason close_reason_;
+  bool finished_ = false;
+  boost::beast::flat_buffer read_buffer_;
+  boost::asio::steady_timer behind_timer_;
+  boost::asio::steady_timer silence_timer_;
+  std::chrono::steady_clock::time_point heard_at_;
+};
+
+}  // namespace backscroll::bridge
