@@ -31,6 +31,7 @@ export class TerminalSession {
     this.ended = false;
     this.socket = null;
     this.hello = null;
+    this.lastCatchUp = null;  // 'snapshot' or 'resume': how the last catch-up started
     this.term.onData((data) => this.send({ type: 'input', data }));
     this.term.onResize(({ cols, rows }) => this.sendSize(cols, rows));
     document.addEventListener('visibilitychange', () => this.onVisibility());
@@ -93,12 +94,14 @@ export class TerminalSession {
         this.heartbeat();
         break;
       case 'snapshot':
+        this.lastCatchUp = 'snapshot';
         this.catchingUp = true;
         this.setState('catching-up');
         this.term.reset();
         this.term.resize(m.cols, m.rows);  // the snapshot's size; the pane's comes back after
         break;
       case 'resume':
+        this.lastCatchUp = 'resume';
         this.catchingUp = true;
         this.setState('catching-up');
         break;
