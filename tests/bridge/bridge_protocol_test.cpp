@@ -313,6 +313,24 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(bridge_->http("GET", "/.hidden").status, 404);
 }
 
+TEST_F(BridgeTest, TheActorListCarriesEachAgentsStatus) {
+  // Claude Code's idle title (✳), as the status detector's built-in rules read it.
+  spawn_sh("agent", "printf '\\033]0;\\342\\234\\263 Claude Code\\007'");
+  engine_.spawn("plain", {"cat"});
+  Json agent;
+  wait_until([&] {  // the status thread reads a ring within a period of being asked for it
+    const auto answer = bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
+    const Json list = Json::parse(answer.body);
+    for (const Json& a : list["actors"]) {
+      if (a["name"] == "agent") agent = a;
+    }
+    return agent.is_object() && agent["agent_status"] == "idle";
+  }, "the agent's status in the actor list");
+  EXPECT_EQ(agent["agent"], "claude-code");
+  EXPECT_EQ(agent["title"], "\u2733 Claude Code");
+  EXPECT_EQ(agent["state"], "running");
+}
+
 TEST_F(BridgeTest, TheTokenFileIsPrivate) {
   struct stat st {};
   ASSERT_EQ(::stat((engine_.places().state_dir / "bridge.token").c_str(), &st), 0);

@@ -11,7 +11,12 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 Bridge::Bridge(asio::io_context& io, Places places, BridgeOptions options, std::string token)
-    : io_(io), places_(std::move(places)), options_(std::move(options)), token_(std::move(token)), acceptor_(io) {}
+    : io_(io),
+      places_(std::move(places)),
+      options_(std::move(options)),
+      token_(std::move(token)),
+      acceptor_(io),
+      agent_statuses_(places_, *options_.rules) {}
 
 Bridge::~Bridge() {
   if (requests_) requests_->close();

@@ -21,6 +21,7 @@
 #include "shm/error.hpp"
 #include "shm/places.hpp"
 #include "tools/bridge/actor_feed.hpp"
+#include "tools/bridge/agent_statuses.hpp"
 #include "tools/bridge/auth.hpp"
 #include "tools/bridge/engine_link.hpp"
 
@@ -36,6 +37,8 @@ struct BridgeOptions {
   std::vector<std::string> allow_origins;
   // Host names (besides localhost and IP literals) the bridge answers to.
   std::vector<std::string> allow_hosts;
+  // The status detector's rules for the actor list (docs/status-detector.md).
+  const status::StatusRules* rules = &status::StatusRules::defaults();
 };
 
 class Bridge {
@@ -50,6 +53,7 @@ class Bridge {
   const BridgeOptions& options() const noexcept { return options_; }
   const std::string& token() const noexcept { return token_; }
   TicketBook& tickets() noexcept { return tickets_; }
+  AgentStatuses& agent_statuses() noexcept { return agent_statuses_; }
 
   // A request to the engine; engine_unavailable when it cannot be reached.
   void engine_call(std::string_view op, control::Json fields, std::string payload, EngineLink::Reply reply);
@@ -84,6 +88,7 @@ class Bridge {
   std::shared_ptr<EngineLink> events_;
   std::map<std::string, std::weak_ptr<ActorFeed>> feeds_;
   std::map<const ClientSession*, std::weak_ptr<ClientSession>> sessions_;
+  AgentStatuses agent_statuses_;
 };
 
 }  // namespace backscroll::bridge

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -41,8 +42,20 @@ int main(int argc, char** argv) {
   app.add_option("--web-root", web_root, "folder of the page's files (default: share/backscroll/web beside the binary)");
   app.add_option("--allow-origin", options.allow_origins, "another origin whose pages may connect (e.g. https://example.com)");
   app.add_option("--allow-host", options.allow_hosts, "a host name the bridge answers to besides localhost and IP addresses");
+  std::string rules_path;
+  app.add_option("--rules", rules_path, "a JSON rules file for agent status, tried before the built-in rules (docs/status-detector.md)");
   CLI11_PARSE(app, argc, argv);
 
+  std::optional<status::StatusRules> rules;
+  if (!rules_path.empty()) {
+    auto loaded = status::StatusRules::load(rules_path);
+    if (!loaded) {
+      std::fprintf(stderr, "backscroll-bridge: %s\n", loaded.error().describe().c_str());
+      return 2;
+    }
+    rules = std::move(*loaded);
+    options.rules = &*rules;
+  }
   const Places places = Places::from_environment();
   const std::filesystem::path token_path = token_file.empty() ? places.state_dir / "bridge.token" : std::filesystem::path(token_file);
   auto token = bridge::load_or_create_token(token_path);

@@ -9,6 +9,8 @@
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "shm/actor_name.hpp"
 #include "tools/bridge/bridge.hpp"
 #include "tools/bridge/client_session.hpp"
@@ -227,16 +229,25 @@ void HttpSession::answer_actors(const Request& request) {
       r.body() = Json{{"error", {{"code", to_string(answer.error().code)}, {"message", answer.error().message}}}}.dump() + "\n";
     } else {
       Json actors = Json::array();
+      std::set<std::string> names;
       for (const Json& a : answer->header.value("actors", Json::array())) {
-        actors.push_back({{"name", a.value("name", "")},
+        const std::string name = a.value("name", "");
+        names.insert(name);
+        const auto agent = self->bridge_.agent_statuses().get(name);
+        actors.push_back({{"name", name},
                           {"state", a.value("state", "")},
                           {"session", a.value("session", 0)},
                           {"cols", a.value("cols", 0)},
                           {"rows", a.value("rows", 0)},
                           {"epoch", a.value("epoch", "")},
                           {"committed", a.value("committed", 0)},
-                          {"argv", a.value("argv", Json::array())}});
+                          {"argv", a.value("argv", Json::array())},
+                          // null until the status thread has read the actor's ring once
+                          {"agent_status", agent ? Json(status::to_string(agent->status)) : Json()},
+                          {"agent", agent ? Json(agent->agent) : Json()},
+                          {"title", agent ? Json(agent->title) : Json()}});
       }
+      self->bridge_.agent_statuses().want(std::move(names));
       r.body() = Json{{"actors", std::move(actors)}}.dump() + "\n";
     }
     self->send(std::move(r));
