@@ -19,8 +19,13 @@ Bridge::Bridge(asio::io_context& io, Places places, BridgeOptions options, std::
       agent_statuses_(places_, *options_.rules) {}
 
 Bridge::~Bridge() {
-  if (requests_) requests_->close();
-  if (events_) events_->close();
+  // Closing now is no loss of the engine: no client is told anything any more.
+  for (auto* link : {&requests_, &events_}) {
+    if (*link) {
+      (*link)->on_closed(nullptr);
+      (*link)->close();
+    }
+  }
 }
 
 Result<void> Bridge::listen() {

@@ -30,6 +30,10 @@ std::optional<Cursor> cursor_field(const Json& message, const char* name) {
   return Cursor{it->get<std::uint64_t>()};
 }
 
+void bridge_detach(Bridge& bridge, std::uint64_t attachment) {
+  bridge.engine_call("detach", {{"attachment", attachment}}, [](Result<control::Frame>) {});
+}
+
 }  // namespace
 
 ClientSession::ClientSession(Bridge& bridge, Socket socket, AttachRequest request)
@@ -79,8 +83,19 @@ void ClientSession::start() {
     fields["since"] = value(request_.resume->cursor);
     fields["epoch"] = epoch_hex(request_.resume->epoch);
   }
+  // Subscribed before the attach is sent: its answer may come at once (engine unavailable).
+  feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->pump();
+  });
+  read_next();
   bridge_.engine_call("attach", std::move(fields), [self = shared_from_this()](Result<control::Frame> answer) {
-    if (self->phase_ == Phase::closing) return;
+    if (self->phase_ == Phase::closing) {
+      // The client left while the engine attached it: that attachment must not outlive it.
+      if (answer) {
+        bridge_detach(self->bridge_, answer->header.value("attachment", std::uint64_t{0}));
+      }
+      return;
+    }
     if (!answer) {
       const bool gone = answer.error().code == Errc::no_such_actor;
       self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
@@ -90,10 +105,6 @@ void ClientSession::start() {
     }
     self->on_attached(std::move(answer->header), std::move(answer->payload));
   });
-  feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->pump();
-  });
-  read_next();
 }
 
 void ClientSession::on_attached(Json header, std::string payload) {
@@ -442,7 +453,7 @@ void ClientSession::finish() {
   behind_timer_.cancel();
   silence_timer_.cancel();
   if (feed_) feed_->unsubscribe(feed_handle_);
-  if (attachment_) bridge_.engine_call("detach", {{"attachment", *attachment_}}, [](Result<control::Frame>) {});
+  if (attachment_) bridge_detach(bridge_, *attachment_);
   attachment_.reset();
   boost::system::error_code ignored;
   beast::get_lowest_layer(ws_).socket().close(ignored);
