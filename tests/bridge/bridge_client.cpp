@@ -198,8 +198,8 @@ WsMessage WsClient::until(const std::string& type, std::vector<WsMessage>* befor
   }
 }
 
-void WsClient::send(const nlohmann::json& message) {
-  const auto text = std::make_shared<std::string>(message.dump());
+void WsClient::send_text(const std::string& message) {
+  const auto text = std::make_shared<std::string>(message);
   bool done = false;
   beast::error_code result;
   ws_.text(true);

@@ -81,7 +81,8 @@ class WsClient {
   // Messages until one of type `type` (returned, the ones before appended to `before`).
   WsMessage until(const std::string& type, std::vector<WsMessage>* before = nullptr,
                   std::chrono::milliseconds timeout = std::chrono::seconds(30));
-  void send(const nlohmann::json& message);
+  void send(const nlohmann::json& message) { send_text(message.dump()); }
+  void send_text(const std::string& text);
   void close();
   // The close frame's code once the bridge closed; 0 before (or for a dropped connection).
   std::uint16_t close_code() const noexcept { return close_code_; }

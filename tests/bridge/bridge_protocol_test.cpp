@@ -331,6 +331,82 @@ TEST_F(BridgeTest, TheActorListCarriesEachAgentsStatus) {
   EXPECT_EQ(agent["state"], "running");
 }
 
+TEST_F(BridgeTest, HostileRequestsAndMessagesGetErrorsAndTheBridgeGoesOn) {
+  engine_.spawn("cat", {"cat"});
+  EXPECT_EQ(bridge_->http("GET", "/api/actors", {"Host: \xff\xfe"}).status, 403);
+  EXPECT_EQ(bridge_->http("GET", "/", {"Origin: http://\xff"}).status, 403);
+  auto client = open("cat", "&role=controller");
+  read_catch_up(*client);
+  for (const std::string bad : {R"({"type":5})", R"({"type":"resize","cols":"x","rows":2})", R"([1,2])",
+                                R"({"type":"ack","cursor":-1})", R"({"type":"visible","visible":"yes"})",
+                                "not json", R"({"type":"input","data":7})"}) {
+    client->send_text(bad);
+    EXPECT_EQ(client->until("error").json()["code"], "bad_request") << bad;
+  }
+  client->send({{"type", "ping"}});
+  client->until("pong");
+  EXPECT_EQ(bridge_->http("GET", "/", {}).status, 200) << "still serving";
+}
+
+// A restarted actor's next session is not the client's: it gets its session's bytes, `exit` at
+// the session's end, and nothing after.
+TEST_F(BridgeTest, AClientStopsAtItsSessionsEnd) {
+  spawn_sh("again", "echo started-$$");
+  engine_.wait_output("again", "started-");
+  auto client = open("again");
+  const CatchUp c = read_catch_up(*client);
+  ASSERT_EQ(c.hello["session"], 1);
+  engine_.call("restart", {{"actor", "again"}});
+  std::string live;
+  Json exit;
+  for (;;) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed before exit";
+    if (!m->text) {
+      live += m->data;
+    } else if (m->type() == "exit") {
+      exit = m->json();
+      break;
+    }
+  }
+  const Json first = engine_.status("again")["sessions"][0];
+  ASSERT_EQ(first["id"], 1);
+  EXPECT_EQ(exit["cursor"], first["end"]);
+  EXPECT_EQ(live, history("again", c.replayed, first["end"].get<std::uint64_t>()));
+  while (client->next()) {
+  }
+  EXPECT_EQ(client->close_code(), 1000);
+}
+
+// While the engine is down a page retries (1011), it is not told its session is gone; once a
+// memory-only engine is back, the old cursor space is gone (4410).
+TEST_F(BridgeTest, AnEngineRestartIsRetriedThenTheOldEpochIsGone) {
+  engine_.spawn("cat", {"cat"});
+  auto client = open("cat");
+  const CatchUp c = read_catch_up(*client);
+  const std::string runtime = engine_.places().runtime_dir.string();
+  engine_.stop();
+  while (client->next()) {
+  }
+  EXPECT_NE(client->close_code(), 4410) << "the engine went away, not the session";
+  const std::string resume = "&epoch=" + c.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
+                             std::to_string(c.replayed);
+  {
+    auto retry = open("cat", resume);
+    while (retry->next()) {
+    }
+    EXPECT_EQ(retry->close_code(), 1011) << "no engine: try again later";
+  }
+  EngineConfig config;
+  config.runtime_dir = runtime;
+  ASSERT_TRUE(engine_.start(config));
+  engine_.spawn("cat", {"cat"});
+  auto after = open("cat", resume);
+  while (after->next()) {
+  }
+  EXPECT_EQ(after->close_code(), 4410) << "a new engine without persistence: a new epoch";
+}
+
 TEST_F(BridgeTest, TheTokenFileIsPrivate) {
   struct stat st {};
   ASSERT_EQ(::stat((engine_.places().state_dir / "bridge.token").c_str(), &st), 0);
@@ -466,13 +542,17 @@ TEST_F(BridgeTest, AnExitIsReportedAndADeletionClosesTheSocket) {
   }
   EXPECT_EQ(client->close_code(), 1000);
 
+  // A deletion stops the program and seals its session before the ring goes: the client gets
+  // the session's end, then the socket closes.
   engine_.spawn("cat", {"cat"});
   auto watcher = open("cat");
   read_catch_up(*watcher);
   engine_.call("delete", {{"actor", "cat"}});
+  const Json stopped = watcher->until("exit").json();
+  EXPECT_EQ(stopped["term_signal"], 1) << "SIGHUP";
   while (watcher->next()) {
   }
-  EXPECT_EQ(watcher->close_code(), 4410);
+  EXPECT_EQ(watcher->close_code(), 1000);
 }
 
 }  // namespace

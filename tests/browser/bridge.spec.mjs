@@ -119,12 +119,19 @@ try {
   });
 
   await run('a cut socket reconnects and resumes with what was printed meanwhile', async () => {
+    await controller.click('#terminal');
+    await controller.keyboard.type('echo before-$((2*2))-cut');
+    await controller.keyboard.press('Enter');
+    await until('the output before the cut', async () => (await screenText(controller)).includes('before-4-cut'));
     await controller.evaluate(() => window.backscroll.session.socket.close());
     cli('send', 'sh', 'echo while-$((1+1))-away');
     await until('the output printed while away', async () => (await screenText(controller)).includes('while-2-away'));
     await until('live again', async () => (await sessionState(controller)) === 'live');
     const how = await controller.evaluate(() => window.backscroll.session.lastCatchUp);
     if (how !== 'resume') throw new Error(`the reconnect caught up by ${how}, not a resume`);
+    const text = await screenText(controller);
+    const seen = text.split('before-4-cut').length - 1;
+    if (seen !== 1) throw new Error(`the output before the cut shows ${seen} times after the resume:\n${text}`);
     await shot(controller, '3-resumed');
   });
 

@@ -2,11 +2,10 @@
 
 #include <thread>
 
-#include <boost/asio/post.hpp>
 
 namespace backscroll::bridge {
 
-Result<std::shared_ptr<ActorFeed>> ActorFeed::open(boost::asio::io_context& io, const Places& places,
+Result<std::shared_ptr<ActorFeed>> ActorFeed::open(std::shared_ptr<FeedWaker> waker, const Places& places,
                                                    const std::string& actor) {
   auto reader = shm::RingReader::open(places, actor);
   if (!reader) return tl::unexpected(reader.error());
@@ -15,7 +14,7 @@ Result<std::shared_ptr<ActorFeed>> ActorFeed::open(boost::asio::io_context& io, 
   // The thread owns `shared` (the mapping stays valid while it sleeps on it) and reaches the
   // feed only through a weak pointer, on the io thread. It is detached: a feed that goes away
   // sets `stop`, and the thread ends at its next wake-up (at most kTick later).
-  std::thread([shared, weak = std::weak_ptr<ActorFeed>(feed), &io] {
+  std::thread([shared, weak = std::weak_ptr<ActorFeed>(feed), waker = std::move(waker)] {
     Cursor seen = shared->reader.committed();
     while (!shared->stop.load(std::memory_order_acquire)) {
       const shm::WaitResult r = shared->reader.wait(seen, kTick);
@@ -24,7 +23,7 @@ Result<std::shared_ptr<ActorFeed>> ActorFeed::open(boost::asio::io_context& io, 
       // acq_rel: pairs with the io thread's release store in on_wake(); at most one handler
       // is queued, and a commit after it cleared the flag queues the next.
       if (!shared->posted.exchange(true, std::memory_order_acq_rel)) {
-        boost::asio::post(io, [weak] {
+        waker->post([weak] {
           if (auto live = weak.lock()) live->on_wake();
         });
       }

@@ -16,12 +16,33 @@
 #include <string>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "shm/error.hpp"
 #include "shm/places.hpp"
 #include "shm/ring_reader.hpp"
 
 namespace backscroll::bridge {
+
+// How waiter threads hand a wake-up to the io thread; cut() (the bridge going away) makes later
+// wake-ups do nothing, so no thread posts to an io_context being destroyed.
+class FeedWaker {
+ public:
+  explicit FeedWaker(boost::asio::io_context& io) : io_(&io) {}
+  template <class Handler>
+  void post(Handler handler) {
+    std::lock_guard lock(mutex_);
+    if (io_) boost::asio::post(*io_, std::move(handler));
+  }
+  void cut() {
+    std::lock_guard lock(mutex_);
+    io_ = nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  boost::asio::io_context* io_;
+};
 
 class ActorFeed : public std::enable_shared_from_this<ActorFeed> {
  public:
@@ -30,7 +51,7 @@ class ActorFeed : public std::enable_shared_from_this<ActorFeed> {
   // The window in which an actor's output counts for quiet().
   static constexpr std::chrono::milliseconds kQuietWindow{100};
 
-  static Result<std::shared_ptr<ActorFeed>> open(boost::asio::io_context& io, const Places& places,
+  static Result<std::shared_ptr<ActorFeed>> open(std::shared_ptr<FeedWaker> waker, const Places& places,
                                                   const std::string& actor);
   ~ActorFeed();
   ActorFeed(const ActorFeed&) = delete;

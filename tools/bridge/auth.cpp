@@ -41,12 +41,13 @@ bool looks_like_token(std::string_view text) {
 }
 
 Result<std::string> read_token(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in its place must not hang the start (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fail_errno("open " + path.string(), errno);
   struct stat st {};
   const bool stat_ok = ::fstat(fd, &st) == 0;
   std::string text(512, '\0');
-  const ssize_t n = stat_ok ? ::read(fd, text.data(), text.size()) : -1;
+  const ssize_t n = stat_ok && S_ISREG(st.st_mode) ? ::read(fd, text.data(), text.size()) : 0;
   const int err = errno;
   ::close(fd);
   if (!stat_ok || n < 0) return fail_errno("read " + path.string(), err);

@@ -16,9 +16,12 @@ Bridge::Bridge(asio::io_context& io, Places places, BridgeOptions options, std::
       options_(std::move(options)),
       token_(std::move(token)),
       acceptor_(io),
+      waker_(std::make_shared<FeedWaker>(io)),
+      accept_retry_(io),
       agent_statuses_(places_, *options_.rules) {}
 
 Bridge::~Bridge() {
+  waker_->cut();
   // Closing now is no loss of the engine: no client is told anything any more.
   for (auto* link : {&requests_, &events_}) {
     if (*link) {
@@ -49,7 +52,15 @@ Result<void> Bridge::listen() {
 void Bridge::accept_next() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<HttpSession>(*this, std::move(socket))->start();
+    if (ec) {
+      // Out of file descriptors (or the like): try again shortly instead of spinning.
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](boost::system::error_code e) {
+        if (!e) accept_next();
+      });
+      return;
+    }
+    std::make_shared<HttpSession>(*this, std::move(socket))->start();
     accept_next();
   });
 }
@@ -108,7 +119,7 @@ Result<std::shared_ptr<ActorFeed>> Bridge::feed(const std::string& actor) {
     auto feed = it->second.lock();
     if (!feed->closed()) return feed;  // a deleted actor's old ring: open the new one
   }
-  auto feed = ActorFeed::open(io_, places_, actor);
+  auto feed = ActorFeed::open(waker_, places_, actor);
   if (!feed) return tl::unexpected(feed.error());
   feeds_[actor] = *feed;
   return *feed;

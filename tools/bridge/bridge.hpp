@@ -16,6 +16,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "shm/control_frame.hpp"
 #include "shm/error.hpp"
@@ -43,6 +44,9 @@ struct BridgeOptions {
 
 class Bridge {
  public:
+  // WebSocket clients at once; one more is closed with 4409.
+  static constexpr std::size_t kMaxClients = 256;
+
   Bridge(boost::asio::io_context& io, Places places, BridgeOptions options, std::string token);
   ~Bridge();
   // Binds the listener and starts accepting.
@@ -87,6 +91,9 @@ class Bridge {
   std::shared_ptr<EngineLink> requests_;
   std::shared_ptr<EngineLink> events_;
   std::map<std::string, std::weak_ptr<ActorFeed>> feeds_;
+  // How feeds' waiter threads reach io_: cut off before the bridge (and io_) go away.
+  std::shared_ptr<FeedWaker> waker_;
+  boost::asio::steady_timer accept_retry_;
   std::map<const ClientSession*, std::weak_ptr<ClientSession>> sessions_;
   AgentStatuses agent_statuses_;
 };

@@ -85,6 +85,14 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   boost::asio::signal_set stop(io, SIGINT, SIGTERM);
   stop.async_wait([&io](boost::system::error_code, int) { io.stop(); });
-  io.run();
-  return 0;
+  // A handler that throws (a bug: client input is checked without exceptions) is reported and
+  // the bridge goes on serving the others.
+  for (;;) {
+    try {
+      io.run();
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "backscroll-bridge: internal: %s\n", e.what());
+    }
+  }
 }

@@ -5,6 +5,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "tools/bridge/bridge.hpp"
+#include "tools/bridge/json_text.hpp"
 #include "tools/bridge/utf8_boundary.hpp"
 
 namespace backscroll::bridge {
@@ -23,13 +24,6 @@ std::string epoch_hex(std::uint64_t epoch) {
   return text;
 }
 
-// A cursor in a client message: a non-negative integer JSON number.
-std::optional<Cursor> cursor_field(const Json& message, const char* name) {
-  const auto it = message.find(name);
-  if (it == message.end() || !it->is_number_unsigned()) return std::nullopt;
-  return Cursor{it->get<std::uint64_t>()};
-}
-
 void bridge_detach(Bridge& bridge, std::uint64_t attachment) {
   bridge.engine_call("detach", {{"attachment", attachment}}, [](Result<control::Frame>) {});
 }
@@ -41,37 +35,14 @@ ClientSession::ClientSession(Bridge& bridge, Socket socket, AttachRequest reques
       ws_(std::move(socket)),
       request_(std::move(request)),
       frame_(kFrameBytes),
-      behind_timer_(ws_.get_executor()),
-      silence_timer_(ws_.get_executor()) {}
+      behind_timer_(ws_.get_executor()) {}
 
 void ClientSession::start() {
   ws_.read_message_max(kMaxClientMessage);
-  // Pings and close handshakes are the client's; the bridge drops a silent socket itself.
-  beast::get_lowest_layer(ws_).expires_never();
-  heard_at_ = Clock::now();
   bridge_.add_session(shared_from_this());
-
-  auto feed = bridge_.feed(request_.actor);
-  if (!feed) {
-    if (request_.resume) {
-      close_with(kCloseGone, "the actor no longer exists");
-    } else {
-      send_json({{"type", "error"}, {"code", to_string(feed.error().code)}, {"message", feed.error().message}});
-      close_with(kCloseRefused, "cannot attach");
-    }
-    return;
-  }
-  feed_ = std::move(*feed);
-  const auto meta = feed_->ring().meta();
-  session_ = meta ? meta->session : 0;
-  if (request_.resume &&
-      (request_.resume->epoch != feed_->ring().epoch() || request_.resume->session != session_)) {
-    // Another cursor space (an engine restart without persistence) or a newer session: what
-    // the client showed is gone; it starts over with a fresh attach.
-    close_with(kCloseGone, "the session or epoch no longer exists");
-    return;
-  }
-
+  read_next();
+  // The engine first: it knows whether the actor exists even while its ring cannot be mapped
+  // (an engine that is restarting); the ring is mapped once the attach succeeded.
   Json fields = {{"actor", request_.actor},
                  {"role", request_.controller ? "controller" : "viewer"},
                  {"formats", Json::array({"snapshot_v1"})}};
@@ -83,32 +54,50 @@ void ClientSession::start() {
     fields["since"] = value(request_.resume->cursor);
     fields["epoch"] = epoch_hex(request_.resume->epoch);
   }
-  // Subscribed before the attach is sent: its answer may come at once (engine unavailable).
-  feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->pump();
-  });
-  read_next();
   bridge_.engine_call("attach", std::move(fields), [self = shared_from_this()](Result<control::Frame> answer) {
-    if (self->phase_ == Phase::closing) {
-      // The client left while the engine attached it: that attachment must not outlive it.
-      if (answer) {
-        bridge_detach(self->bridge_, answer->header.value("attachment", std::uint64_t{0}));
-      }
-      return;
-    }
-    if (!answer) {
-      const bool gone = answer.error().code == Errc::no_such_actor;
-      self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
-                       {"message", answer.error().message}});
-      self->close_with(gone && self->request_.resume ? kCloseGone : kCloseRefused, "cannot attach");
-      return;
-    }
-    self->on_attached(std::move(answer->header), std::move(answer->payload));
+    self->on_attach_answer(std::move(answer));
   });
 }
 
+void ClientSession::on_attach_answer(Result<control::Frame> answer) {
+  if (phase_ == Phase::closing) {
+    // The client left while the engine attached it: that attachment must not outlive it.
+    if (answer) bridge_detach(bridge_, answer->header.value("attachment", std::uint64_t{0}));
+    return;
+  }
+  if (!answer) return refuse(answer.error());
+  attachment_ = answer->header.value("attachment", std::uint64_t{0});
+  auto feed = bridge_.feed(request_.actor);
+  if (!feed) return refuse(feed.error());  // deleted in between (no_such_actor), or its engine gone
+  feed_ = std::move(*feed);
+  const auto meta = feed_->ring().meta();
+  session_ = meta ? meta->session : 0;
+  if (request_.resume &&
+      (request_.resume->epoch != feed_->ring().epoch() || request_.resume->session != session_)) {
+    // Another cursor space (an engine restart without persistence) or a newer session: what
+    // the client showed is gone; it starts over with a fresh attach.
+    return close_with(kCloseGone, "the session or epoch no longer exists");
+  }
+  feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->pump();
+  });
+  on_attached(std::move(answer->header), std::move(answer->payload));
+}
+
+// Why an attach failed, and how the socket ends: 1011 while the engine cannot be reached (the
+// page retries), 4410 for a resume of an actor that is gone, else `error` and 4409.
+void ClientSession::refuse(const Error& error) {
+  if (error.code == Errc::engine_unavailable || error.code == Errc::stale_segment) {
+    return close_with(1011, "the engine is unavailable");
+  }
+  if (request_.resume && error.code == Errc::no_such_actor) {
+    return close_with(kCloseGone, "the actor no longer exists");
+  }
+  send_json({{"type", "error"}, {"code", to_string(error.code)}, {"message", error.message}});
+  close_with(kCloseRefused, "cannot attach");
+}
+
 void ClientSession::on_attached(Json header, std::string payload) {
-  attachment_ = header.value("attachment", std::uint64_t{0});
   const auto now = Clock::now();
   send_json({{"type", "hello"},
              {"actor", request_.actor},
@@ -138,7 +127,7 @@ void ClientSession::begin_snapshot(const Json& answer, std::string payload) {
   snapshot_bytes_ = std::move(payload);
   snapshot_sent_ = 0;
   cursor_ = at;
-  catch_up_end_ = feed_->ring().committed();
+  catch_up_end_ = stream_end();
   phase_ = Phase::catching_up;
   pump();
 }
@@ -149,7 +138,7 @@ void ClientSession::begin_resume(Cursor from) {
   snapshot_bytes_.clear();
   snapshot_sent_ = 0;
   cursor_ = from;
-  catch_up_end_ = feed_->ring().committed();
+  catch_up_end_ = stream_end();
   phase_ = Phase::catching_up;
   pump();
 }
@@ -226,12 +215,12 @@ void ClientSession::engine_lost() {
 // ---- reading the client ----
 
 void ClientSession::read_next() {
+  // Beast's idle timeout (set before the accept, http_session.cpp) drops a silent client.
   ws_.async_read(read_buffer_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
     if (ec) {
       self->finish();
       return;
     }
-    self->heard_at_ = Clock::now();
     if (self->ws_.got_text()) {
       const std::string text = beast::buffers_to_string(self->read_buffer_.data());
       self->on_message(text);
@@ -239,72 +228,56 @@ void ClientSession::read_next() {
     self->read_buffer_.consume(self->read_buffer_.size());
     if (self->phase_ != Phase::closing) self->read_next();
   });
-  silence_timer_.expires_after(kSilentClose);
-  silence_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-    if (ec) return;
-    auto self = weak.lock();
-    if (self && Clock::now() - self->heard_at_ >= kSilentClose) self->close_with(1001, "silent");
-  });
 }
 
 void ClientSession::on_message(std::string_view text) {
   const Json message = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const std::string type = message.is_object() ? message.value("type", "") : "";
+  const std::string type = string_field(message, "type").value_or("");
   const auto reject = [this](std::string code, std::string why) {
     send_json({{"type", "error"}, {"code", std::move(code)}, {"message", std::move(why)}});
+  };
+  const auto report = [weak = weak_from_this()](Result<control::Frame> answer) {
+    auto self = weak.lock();
+    if (self && !answer) {
+      self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+                       {"message", answer.error().message}});
+    }
   };
   const auto now = Clock::now();
   if (type == "ping") {
     send_json({{"type", "pong"}});
   } else if (type == "ack") {
-    const auto cursor = cursor_field(message, "cursor");
+    const auto cursor = uint_field(message, "cursor");
     if (!cursor) return reject("bad_request", "ack needs a cursor");
-    if (flow_) {
-      flow_->ack(*cursor, now);
-      if (phase_ == Phase::behind) check_behind();
-      pump();
-    }
+    if (!flow_) return;  // before the first catch-up there is nothing to acknowledge
+    flow_->ack(Cursor{*cursor}, now);
+    if (phase_ == Phase::behind) check_behind();
+    pump();
   } else if (type == "visible") {
-    if (!message.contains("visible") || !message["visible"].is_boolean()) {
-      return reject("bad_request", "visible needs a boolean 'visible'");
-    }
+    const auto visible = bool_field(message, "visible");
+    if (!visible) return reject("bad_request", "visible needs a boolean 'visible'");
+    request_.visible = *visible;
     if (flow_) {
-      flow_->set_visible(message["visible"].get<bool>(), now);
+      flow_->set_visible(*visible, now);
       if (phase_ == Phase::behind) check_behind();
-    } else {
-      request_.visible = message["visible"].get<bool>();
     }
   } else if (type == "input") {
-    if (!message.contains("data") || !message["data"].is_string()) {
-      return reject("bad_request", "input needs a string 'data'");
-    }
+    auto data = string_field(message, "data");
+    if (!data) return reject("bad_request", "input needs a string 'data'");
     if (!request_.controller) return reject("read_only", "a viewer cannot type; attach as controller");
-    bridge_.engine_call("input", {{"actor", request_.actor}}, message["data"].get<std::string>(),
-                        [weak = weak_from_this()](Result<control::Frame> answer) {
-                          auto self = weak.lock();
-                          if (self && !answer) {
-                            self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
-                                             {"message", answer.error().message}});
-                          }
-                        });
+    bridge_.engine_call("input", {{"actor", request_.actor}}, std::move(*data), report);
   } else if (type == "resize") {
-    const auto cols = message.value("cols", 0), rows = message.value("rows", 0);
-    if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000) {
+    const auto cols = int_field(message, "cols"), rows = int_field(message, "rows");
+    if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) {
       return reject("bad_request", "resize needs cols and rows in 1..1000");
     }
     if (!request_.controller || !attachment_) return reject("bad_request", "only a controller resizes");
-    bridge_.engine_call("resize", {{"actor", request_.actor}, {"cols", cols}, {"rows", rows},
+    bridge_.engine_call("resize", {{"actor", request_.actor}, {"cols", *cols}, {"rows", *rows},
                                    {"attachment", *attachment_}},
-                        [weak = weak_from_this()](Result<control::Frame> answer) {
-                          auto self = weak.lock();
-                          if (self && !answer) {
-                            self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
-                                             {"message", answer.error().message}});
-                          }
-                        });
+                        report);
   } else {
-    reject("bad_request", type.empty() ? "a message is a JSON object with a 'type'"
-                                       : "unknown message type '" + type + "'");
+    reject("bad_request", type.empty() ? "a message is a JSON object with a string 'type'"
+                                       : "unknown message type '" + type.substr(0, 64) + "'");
   }
 }
 
@@ -312,7 +285,25 @@ void ClientSession::on_message(std::string_view text) {
 
 void ClientSession::send_json(Json message) {
   if (phase_ == Phase::closing) return;  // nothing after the close
-  texts_.push_back(message.dump());
+  const std::string type = string_field(message, "type").value_or("");
+  std::string text = to_text(message);
+  if (!hello_sent_ && type != "hello" && type != "error") {
+    before_hello_.push_back(std::move(text));  // `hello` is always first
+    return;
+  }
+  if (type == "hello") {
+    hello_sent_ = true;
+    texts_.push_back(std::move(text));
+    for (auto& early : before_hello_) texts_.push_back(std::move(early));
+    before_hello_.clear();
+  } else {
+    texts_.push_back(std::move(text));
+  }
+  if (texts_.size() > kMaxQueuedTexts) {  // it sends but does not read
+    texts_.clear();
+    close_with(1008, "not reading");
+    return;
+  }
   pump();
 }
 
@@ -341,10 +332,6 @@ void ClientSession::pump() {
     }
     return;
   }
-  if (feed_ && feed_->closed()) {
-    close_with(kCloseGone, "the actor was deleted");
-    return;
-  }
   const auto& ring = feed_ ? &feed_->ring() : nullptr;
   switch (phase_) {
     case Phase::catching_up: {
@@ -366,22 +353,26 @@ void ClientSession::pump() {
           return;
         }
         if (write_ring_frame(catch_up_end_, /*live=*/false)) return;
+        if (phase_ != Phase::catching_up) return;  // the ring lapped it: behind
       }
       finish_catch_up(cursor_);
       pump();
       return;
     }
     case Phase::live: {
-      if (cursor_ < ring->committed() && write_ring_frame(ring->committed(), /*live=*/true)) return;
+      const Cursor end = stream_end();
+      if (cursor_ < end && write_ring_frame(end, /*live=*/true)) return;
       if (phase_ != Phase::live) return;  // fell behind
-      const auto record = ring->session(session_);
-      if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor_) {
+      if (const auto record = ended()) {
         send_json({{"type", "exit"},
                    {"session", session_},
                    {"cursor", record->end},
                    {"exit_code", record->exit_code},
                    {"term_signal", record->term_signal}});
         close_with(1000, "exit");
+      } else if (feed_->closed()) {
+        // Deleted without a sealed end this client reached (or its engine went away).
+        close_with(kCloseGone, "the actor was deleted");
       }
       return;
     }
@@ -391,6 +382,20 @@ void ClientSession::pump() {
     case Phase::closing:
       return;
   }
+}
+
+Cursor ClientSession::stream_end() const {
+  const auto& ring = feed_->ring();
+  const Cursor committed = ring.committed();  // before the record: a seal precedes any later byte
+  const auto record = ring.session(session_);
+  if (record && (record->flags & shm::kSessionSealed)) return min(committed, Cursor{record->end});
+  return committed;
+}
+
+std::optional<shm::SessionRecord> ClientSession::ended() const {
+  const auto record = feed_->ring().session(session_);
+  if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor_) return record;
+  return std::nullopt;
 }
 
 bool ClientSession::write_ring_frame(Cursor end, bool live) {
@@ -410,8 +415,8 @@ bool ClientSession::write_ring_frame(Cursor end, bool live) {
     // The last character is incomplete. Its other bytes are still to come, unless the session
     // ended right there: then nothing will complete it, and it goes out as it is.
     const auto record = ring.session(session_);
-    const bool final = record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= *copied;
-    if (!final) n = whole;
+    const bool last = record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= *copied;
+    if (!last) n = whole;
   }
   if (n == 0) return false;
   if (live) {
@@ -451,7 +456,6 @@ void ClientSession::finish() {
   finished_ = true;
   phase_ = Phase::closing;
   behind_timer_.cancel();
-  silence_timer_.cancel();
   if (feed_) feed_->unsubscribe(feed_handle_);
   if (attachment_) bridge_detach(bridge_, *attachment_);
   attachment_.reset();

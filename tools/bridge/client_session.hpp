@@ -23,6 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "shm/cursor.hpp"
+#include "shm/error.hpp"
+#include "shm/control_frame.hpp"
+#include "shm/ring_layout.hpp"
 #include "tools/bridge/actor_feed.hpp"
 #include "tools/bridge/client_flow.hpp"
 
@@ -57,10 +60,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   // A behind client whose first missed byte is further back than this gets a snapshot, not a
   // resume: a screen is smaller than a megabyte of output to parse.
   static constexpr std::uint64_t kResumeMaxBytes = 1 << 20;
-  // Nothing heard from the client for this long (it pings every 15 s): the socket is dropped.
-  static constexpr std::chrono::seconds kSilentClose{90};
   // Largest message a client may send (input up to 64 KiB of text, as JSON).
   static constexpr std::size_t kMaxClientMessage = 1 << 20;
+  // JSON frames waiting for a client that does not read (answers to its pings, errors): past
+  // this the client is dropped (1008), so it cannot grow the bridge's memory.
+  static constexpr std::size_t kMaxQueuedTexts = 256;
 
   ClientSession(Bridge& bridge, Socket socket, AttachRequest request);
   // Attaches and starts reading the client's messages.
@@ -81,6 +85,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     closing,
   };
 
+  void on_attach_answer(Result<control::Frame> answer);
+  void refuse(const Error& error);
   void on_attached(nlohmann::json header, std::string payload);
   void begin_snapshot(const nlohmann::json& answer, std::string payload);
   void begin_resume(Cursor from);
@@ -93,6 +99,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_message(std::string_view text);
   void send_json(nlohmann::json message);
   void pump();
+  // Where the client's stream ends for now: the committed cursor, or the session's end once
+  // it is sealed (a restarted actor's next session is not this client's).
+  Cursor stream_end() const;
+  // The session's seal record once the client has every byte of it.
+  std::optional<shm::SessionRecord> ended() const;
   // The next ring frame from cursor_ up to `end`: true when one was written.
   bool write_ring_frame(Cursor end, bool live);
   void write_binary(std::size_t bytes);
@@ -113,6 +124,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::size_t snapshot_sent_ = 0;
   std::optional<ClientFlow> flow_;
   std::deque<std::string> texts_;  // JSON frames waiting; they go before any output frame
+  bool hello_sent_ = false;
+  std::vector<std::string> before_hello_;  // texts made before `hello` (pongs, events): after it
   std::vector<std::byte> frame_;   // the output frame being written
   bool writing_ = false;  // one write (or the close) at a time
   bool close_sent_ = false;
@@ -120,8 +133,6 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool finished_ = false;
   boost::beast::flat_buffer read_buffer_;
   boost::asio::steady_timer behind_timer_;
-  boost::asio::steady_timer silence_timer_;
-  std::chrono::steady_clock::time_point heard_at_;
 };
 
 }  // namespace backscroll::bridge

@@ -14,6 +14,7 @@
 #include "shm/actor_name.hpp"
 #include "tools/bridge/bridge.hpp"
 #include "tools/bridge/client_session.hpp"
+#include "tools/bridge/json_text.hpp"
 #include "tools/bridge/url_query.hpp"
 
 namespace backscroll::bridge {
@@ -153,7 +154,7 @@ void HttpSession::on_request(Request request) {
     send(std::move(r));
   };
   const auto error = [&](http::status status, std::string code, std::string message) {
-    reply(status, Json{{"error", {{"code", std::move(code)}, {"message", std::move(message)}}}}.dump() + "\n");
+    reply(status, to_text(Json{{"error", {{"code", std::move(code)}, {"message", std::move(message)}}}}) + "\n");
   };
   const std::string host(request[http::field::host]);
   if (!bridge_.host_allowed(host)) {
@@ -188,9 +189,9 @@ void HttpSession::on_request(Request request) {
         return error(http::status::service_unavailable, "too_large", "too many tickets waiting; try again later");
       }
       return reply(http::status::ok,
-                   Json{{"ticket", ticket},
-                        {"expires_in_ms", std::chrono::milliseconds(TicketBook::kLifetime).count()}}
-                           .dump() + "\n");
+                   to_text(Json{{"ticket", ticket},
+                                {"expires_in_ms", std::chrono::milliseconds(TicketBook::kLifetime).count()}}) +
+                       "\n");
     }
     if (target->path == "/api/actors") {
       if (request.method() != http::verb::get) return error(http::status::method_not_allowed, "bad_request", "GET");
@@ -226,7 +227,7 @@ void HttpSession::answer_actors(const Request& request) {
     r.keep_alive(keep_alive);
     r.set(http::field::content_type, "application/json");
     if (!answer) {
-      r.body() = Json{{"error", {{"code", to_string(answer.error().code)}, {"message", answer.error().message}}}}.dump() + "\n";
+      r.body() = to_text(Json{{"error", {{"code", to_string(answer.error().code)}, {"message", answer.error().message}}}}) + "\n";
     } else {
       Json actors = Json::array();
       std::set<std::string> names;
@@ -248,7 +249,7 @@ void HttpSession::answer_actors(const Request& request) {
                           {"title", agent ? Json(agent->title) : Json()}});
       }
       self->bridge_.agent_statuses().want(std::move(names));
-      r.body() = Json{{"actors", std::move(actors)}}.dump() + "\n";
+      r.body() = to_text(Json{{"actors", std::move(actors)}}) + "\n";
     }
     self->send(std::move(r));
   });
@@ -261,13 +262,23 @@ void HttpSession::upgrade(Request request) {
   const bool authorized =
       ticket != target->query.end() && bridge_.tickets().redeem(ticket->second, TicketBook::Clock::now());
   const auto attach = attach_request(target->query);
-  stream_.expires_never();
+  stream_.expires_never();  // the WebSocket's own timeouts from here
   auto ws = std::make_shared<ClientSession::Socket>(std::move(stream_));
+  // 30 s for the handshake and for a close to be answered; a client silent for 90 s (it pings
+  // every 15 s) is dropped.
+  auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  timeouts.idle_timeout = std::chrono::seconds(90);
+  ws->set_option(timeouts);
   ws->set_option(websocket::stream_base::decorator([](websocket::response_type& r) {
     r.set(http::field::server, "backscroll-bridge");
   }));
   ws->async_accept(request, [ws, authorized, attach = attach, &bridge = bridge_](beast::error_code ec) {
     if (ec) return;
+    if (authorized && attach && bridge.sessions() >= Bridge::kMaxClients) {
+      ws->async_close(websocket::close_reason(static_cast<websocket::close_code>(kCloseRefused), "too many clients"),
+                      [ws](beast::error_code) {});
+      return;
+    }
     if (!authorized || !attach) {
       // 4401 for both (Natamux): the page asks for a new ticket or fixes its URL, never retries.
       ws->async_close(websocket::close_reason(static_cast<websocket::close_code>(kCloseUnauthorized), authorized ? "bad query" : "bad or used ticket"),

@@ -24,8 +24,9 @@ export class TerminalSession {
     Object.assign(this, opts);
     this.state = 'connecting';
     this.tries = 0;
-    this.resumeFrom = null;  // {epoch, session, cursor} once a catch-up ended
-    this.cursor = null;      // raw cursor of the next byte (known after `replayed`)
+    // Raw cursor of the next byte: known from `resume` and `replayed` on; unknown (null) during
+    // a snapshot's catch-up, whose bytes are the snapshot's, not the stream's.
+    this.cursor = null;
     this.acked = 0;
     this.catchingUp = false;
     this.ended = false;
@@ -56,10 +57,12 @@ export class TerminalSession {
     }
     const q = new URLSearchParams({ ticket, actor: this.actor, role: this.controller ? 'controller' : 'viewer',
                                     visible: document.hidden ? '0' : '1' });
-    if (this.resumeFrom) {
-      q.set('epoch', this.resumeFrom.epoch);
-      q.set('session', String(this.resumeFrom.session));
-      q.set('cursor', String(this.resumeFrom.cursor));
+    if (this.hello && this.cursor !== null) {
+      // A resume from the last byte it received (received bytes are written, in order, even
+      // when xterm.js has not parsed them yet).
+      q.set('epoch', this.hello.epoch);
+      q.set('session', String(this.hello.session));
+      q.set('cursor', String(this.cursor));
     } else if (this.controller) {
       this.fit.fit();
       q.set('cols', String(this.term.cols));
@@ -76,10 +79,10 @@ export class TerminalSession {
   onMessage(data) {
     if (typeof data !== 'string') {
       const bytes = new Uint8Array(data);
+      if (this.cursor !== null) this.cursor += bytes.length;
       if (this.catchingUp) {
         this.term.write(bytes);
       } else {
-        this.cursor += bytes.length;
         const at = this.cursor;
         this.term.write(bytes, () => { if (at - this.acked >= ACK_EVERY_BYTES) this.ack(at); });
       }
@@ -95,6 +98,7 @@ export class TerminalSession {
         break;
       case 'snapshot':
         this.lastCatchUp = 'snapshot';
+        this.cursor = null;  // a drop before `replayed` starts over with a fresh attach
         this.catchingUp = true;
         this.setState('catching-up');
         this.term.reset();
@@ -102,19 +106,20 @@ export class TerminalSession {
         break;
       case 'resume':
         this.lastCatchUp = 'resume';
+        this.cursor = m.cursor;
         this.catchingUp = true;
         this.setState('catching-up');
         break;
       case 'replayed': {
         this.cursor = m.cursor;
         this.catchingUp = false;
-        this.resumeFrom = { epoch: this.hello.epoch, session: this.hello.session, cursor: m.cursor };
         this.term.write('', () => {
           this.acked = 0;
           this.ack(m.cursor);
+          this.setState('live');
+          // Back to the pane's size (a controller's new size goes to the actor: onResize).
           this.fit.fit();
           this.term.scrollToBottom();
-          this.setState('live');
         });
         break;
       }
@@ -136,7 +141,6 @@ export class TerminalSession {
   ack(cursor) {
     this.acked = cursor;
     this.send({ type: 'ack', cursor });
-    if (this.resumeFrom) this.resumeFrom.cursor = cursor;
   }
 
   send(message) {
@@ -168,7 +172,7 @@ export class TerminalSession {
     this.pongDue = 0;
     if (this.ended) return;
     if (event.code === CLOSE_GONE) {
-      this.resumeFrom = null;
+      this.cursor = null;
       return this.end('gone', 'This session is gone (the actor was restarted, deleted, or the engine restarted).');
     }
     if (event.code === CLOSE_UNAUTHORIZED) return this.end('unauthorized', 'The bridge refused the ticket.');
