@@ -81,6 +81,12 @@ class WsClient {
   // Messages until one of type `type` (returned, the ones before appended to `before`).
   WsMessage until(const std::string& type, std::vector<WsMessage>* before = nullptr,
                   std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Reads (and drops) messages until the bridge closes the socket; the close code.
+  std::uint16_t wait_close() {
+    while (next()) {
+    }
+    return close_code_;
+  }
   void send(const nlohmann::json& message) { send_text(message.dump()); }
   void send_text(const std::string& text);
   void close();

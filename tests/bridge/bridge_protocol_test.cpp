@@ -120,7 +120,8 @@ class BridgeTest : public ::testing::Test {
     wait_until([&] {
       end = committed(actor);
       const std::uint64_t from = end > 4096 ? end - 4096 : 0;
-      return engine_.history(actor, from).find(needle) != std::string::npos;
+      // Only bytes before `end`: more may have come since, and `end` must include the needle.
+      return engine_.history(actor, from).substr(0, end - from).find(needle) != std::string::npos;
     }, "the actor's output");
     return end;
   }
@@ -235,9 +236,7 @@ TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
   const std::string epoch = engine_.status("cat")["epoch"];
   const auto gone = [&](const std::string& actor, const std::string& resume) {
     auto client = open(actor, resume);
-    while (client->next()) {
-    }
-    return client->close_code();
+    return client->wait_close();
   };
   EXPECT_EQ(gone("cat", "&epoch=00000000000000ff&session=1&cursor=0"), 4410) << "another epoch";
   EXPECT_EQ(gone("cat", "&epoch=" + epoch + "&session=2&cursor=0"), 4410) << "a session that is not the actor's";
@@ -245,9 +244,7 @@ TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
   // A fresh attach to an actor that does not exist is refused, with the reason first.
   auto fresh = open("nobody");
   EXPECT_EQ(fresh->until("error").json()["code"], "no_such_actor");
-  while (fresh->next()) {
-  }
-  EXPECT_EQ(fresh->close_code(), 4409);
+  EXPECT_EQ(fresh->wait_close(), 4409);
 }
 
 TEST_F(BridgeTest, AReplacedControllersResizeIsRejected) {
@@ -270,9 +267,7 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   engine_.spawn("cat", {"cat"});
   const auto closed_with = [&](const std::string& q) {
     WsClient client(bridge_->port(), q);
-    while (client.next()) {
-    }
-    return client.close_code();
+    return client.wait_close();
   };
   EXPECT_EQ(closed_with("actor=cat"), 4401) << "no ticket";
   EXPECT_EQ(closed_with("ticket=0123456789abcdef&actor=cat"), 4401) << "a made-up ticket";
@@ -373,9 +368,7 @@ TEST_F(BridgeTest, AClientStopsAtItsSessionsEnd) {
   ASSERT_EQ(first["id"], 1);
   EXPECT_EQ(exit["cursor"], first["end"]);
   EXPECT_EQ(live, history("again", c.replayed, first["end"].get<std::uint64_t>()));
-  while (client->next()) {
-  }
-  EXPECT_EQ(client->close_code(), 1000);
+  EXPECT_EQ(client->wait_close(), 1000);
 }
 
 // While the engine is down a page retries (1011), it is not told its session is gone; once a
@@ -386,25 +379,19 @@ TEST_F(BridgeTest, AnEngineRestartIsRetriedThenTheOldEpochIsGone) {
   const CatchUp c = read_catch_up(*client);
   const std::string runtime = engine_.places().runtime_dir.string();
   engine_.stop();
-  while (client->next()) {
-  }
-  EXPECT_NE(client->close_code(), 4410) << "the engine went away, not the session";
+  EXPECT_NE(client->wait_close(), 4410) << "the engine went away, not the session";
   const std::string resume = "&epoch=" + c.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
                              std::to_string(c.replayed);
   {
     auto retry = open("cat", resume);
-    while (retry->next()) {
-    }
-    EXPECT_EQ(retry->close_code(), 1011) << "no engine: try again later";
+    EXPECT_EQ(retry->wait_close(), 1011) << "no engine: try again later";
   }
   EngineConfig config;
   config.runtime_dir = runtime;
   ASSERT_TRUE(engine_.start(config));
   engine_.spawn("cat", {"cat"});
   auto after = open("cat", resume);
-  while (after->next()) {
-  }
-  EXPECT_EQ(after->close_code(), 4410) << "a new engine without persistence: a new epoch";
+  EXPECT_EQ(after->wait_close(), 4410) << "a new engine without persistence: a new epoch";
 }
 
 TEST_F(BridgeTest, TheTokenFileIsPrivate) {
@@ -460,36 +447,49 @@ TEST_F(BridgeTest, AStalledClientSlowsNeitherTheActorNorOtherClients) {
   auto good = open("flood", "&role=controller");
   const CatchUp c = read_catch_up(*good);
   engine_.call("input", {{"actor", "flood"}}, "go\r");
-  std::uint64_t cursor = c.replayed, acked = c.replayed;
+  // The good client acks every frame, as fast as this thread reads. On a busy machine it may
+  // still fall 512 KiB behind (it is then caught up, never queued for): its stream stays exact
+  // unless a snapshot replaced part of it.
+  std::uint64_t cursor = c.replayed;
   std::string live;
+  int snapshots = 0;
+  bool in_snapshot = false;
   Json exit;
   for (;;) {
     auto m = good->next();
     ASSERT_TRUE(m) << "closed before exit";
     if (!m->text) {
       ASSERT_TRUE(whole_utf8(m->data));
+      if (in_snapshot) continue;
       cursor += m->data.size();
       live += m->data;
-      if (cursor - acked >= 64 * 1024) {
-        good->send({{"type", "ack"}, {"cursor", cursor}});
-        acked = cursor;
-      }
+      good->send({{"type", "ack"}, {"cursor", cursor}});
       continue;
     }
-    if (m->type() == "exit") {
-      exit = m->json();
+    const Json j = m->json();
+    if (j["type"] == "exit") {
+      exit = j;
       break;
     }
-    if (m->type() == "resume" || m->type() == "snapshot") FAIL() << "an acking client fell behind: " << m->data;
+    if (j["type"] == "snapshot") {
+      ++snapshots;
+      in_snapshot = true;
+    } else if (j["type"] == "resume") {
+      EXPECT_EQ(j["cursor"], cursor) << "a resume continues where its frames stopped";
+    } else if (j["type"] == "replayed") {
+      in_snapshot = false;
+      cursor = j["cursor"].get<std::uint64_t>();
+      good->send({{"type", "ack"}, {"cursor", cursor}});
+    }
   }
+  const Json session = engine_.wait_sealed("flood");
   EXPECT_EQ(exit["exit_code"], 0);
-  EXPECT_EQ(exit["cursor"], cursor);
-  EXPECT_EQ(live, history("flood", c.replayed, cursor));
-  EXPECT_NE(live.find("flood line 59999 "), std::string::npos);
-  while (good->next()) {
+  EXPECT_EQ(exit["cursor"], session["end"]) << "the actor ran to its end";
+  EXPECT_EQ(exit["cursor"], cursor) << "the good client got every byte up to it";
+  if (snapshots == 0) {
+    EXPECT_EQ(live, history("flood", c.replayed, cursor));
   }
-  EXPECT_EQ(good->close_code(), 1000);
-  engine_.wait_sealed("flood");
+  EXPECT_EQ(good->wait_close(), 1000);
 }
 
 TEST_F(BridgeTest, OutputFramesNeverCutACharacter) {
@@ -538,9 +538,7 @@ TEST_F(BridgeTest, AnExitIsReportedAndADeletionClosesTheSocket) {
   const Json exit = client->until("exit").json();
   EXPECT_EQ(exit["exit_code"], 3);
   EXPECT_EQ(exit["session"], 1);
-  while (client->next()) {
-  }
-  EXPECT_EQ(client->close_code(), 1000);
+  EXPECT_EQ(client->wait_close(), 1000);
 
   // A deletion stops the program and seals its session before the ring goes: the client gets
   // the session's end, then the socket closes.
@@ -550,9 +548,7 @@ TEST_F(BridgeTest, AnExitIsReportedAndADeletionClosesTheSocket) {
   engine_.call("delete", {{"actor", "cat"}});
   const Json stopped = watcher->until("exit").json();
   EXPECT_EQ(stopped["term_signal"], 1) << "SIGHUP";
-  while (watcher->next()) {
-  }
-  EXPECT_EQ(watcher->close_code(), 1000);
+  EXPECT_EQ(watcher->wait_close(), 1000);
 }
 
 }  // namespace

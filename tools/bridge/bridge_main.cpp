@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context io(1);
+  // Before anything is announced: a SIGTERM right after the "listening" line is a clean stop.
+  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+  stop.async_wait([&io](boost::system::error_code, int) { io.stop(); });
   bridge::Bridge server(io, places, options, *token);
   if (auto ok = server.listen(); !ok) {
     std::fprintf(stderr, "backscroll-bridge: %s\n", ok.error().describe().c_str());
@@ -83,8 +86,6 @@ int main(int argc, char** argv) {
   std::printf("open http://%s:%u/#token=%s\n", host.c_str(), server.port(), token->c_str());
   std::printf("token file: %s\n", token_path.c_str());
   std::fflush(stdout);
-  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
-  stop.async_wait([&io](boost::system::error_code, int) { io.stop(); });
   // A handler that throws (a bug: client input is checked without exceptions) is reported and
   // the bridge goes on serving the others.
   for (;;) {
