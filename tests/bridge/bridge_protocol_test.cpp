@@ -437,6 +437,39 @@ TEST_F(BridgeTest, AClientThatDoesNotAckStopsAtTheHighWaterAndIsCaughtUpAfter) {
   EXPECT_EQ(again.replayed, end);
 }
 
+// A client that falls further behind than a resume is worth (1 MiB) is caught up with a
+// snapshot once it acknowledges: it draws the actor's screen, then follows live.
+TEST_F(BridgeTest, AClientFarBehindIsCaughtUpWithASnapshot) {
+  engine_.spawn("flood", printer(60000, "far"));
+  auto client = open("flood", "&role=controller");
+  const CatchUp c = read_catch_up(*client);
+  engine_.call("input", {{"actor", "flood"}}, "go\r");
+  std::uint64_t live = 0;
+  while (auto m = client->poll(std::chrono::milliseconds(700))) {  // no acks: it goes behind
+    ASSERT_FALSE(m->text) << m->data;
+    live += m->data.size();
+  }
+  const std::uint64_t end = wait_tail("flood", "far line 59999 ");
+  ASSERT_GT(end - (c.replayed + live), 1u << 20) << "more than a resume is worth";
+  client->send({{"type", "ack"}, {"cursor", c.replayed + live}});
+  const Json start = client->until("snapshot").json();
+  std::vector<WsMessage> frames;
+  const auto replayed = client->until("replayed", &frames).json()["cursor"].get<std::uint64_t>();
+  EXPECT_EQ(replayed, end);
+  std::string bytes;
+  for (const auto& f : frames) bytes += f.data;
+  const Json screen = xterm_screen(start["cols"].get<int>(), start["rows"].get<int>(), bytes, 0);
+  EXPECT_NE(rows_text(screen["lines"]).find("far line 59999 "), std::string::npos) << rows_text(screen["lines"]);
+  client->send({{"type", "ack"}, {"cursor", replayed}});
+  client->send({{"type", "input"}, {"data", "after\r"}});  // live again: the tty echoes it
+  std::string after;
+  while (after.find("after") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m);
+    if (!m->text) after += m->data;
+  }
+}
+
 // A client that stops reading altogether never holds the actor or another client back.
 TEST_F(BridgeTest, AStalledClientSlowsNeitherTheActorNorOtherClients) {
   std::vector<std::string> argv = printer(60000, "flood");

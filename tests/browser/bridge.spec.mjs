@@ -153,6 +153,21 @@ try {
     await shot(controller, '4-controller');
     await shot(viewer, '4-viewer');
   });
+
+  await run('a phone-sized page shows the screen and the actor list with agent status', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await phone.newPage();
+    await page.goto(`${base}/?actor=sh&role=viewer#token=${token}`);
+    await until('the phone to be live', async () => (await sessionState(page)) === 'live');
+    if (!(await screenText(page)).includes('two-9-tabs')) throw new Error('the phone does not show the screen');
+    if (await page.locator('#ended').isVisible()) throw new Error('a live page shows the ended notice');
+    await page.click('#actors-toggle');
+    await until('the actor list', async () => (await page.locator('#actor-list li').count()) > 0);
+    const cols = await page.evaluate(() => window.backscroll.term.cols);
+    if (cols < 20) throw new Error(`the terminal was fitted to ${cols} columns`);
+    await shot(page, '5-phone');
+    await phone.close();
+  });
 } catch (e) {
   failures.push('setup');
   console.log(`FAILED setup: ${e.stack || e}`);
