@@ -11,6 +11,8 @@
 // 2. First screen: an actor with H bytes of history; from opening a WebSocket to holding a
 //    complete screen (hello, the snapshot, the ring's bytes after it, `replayed`), K times:
 //    p50 / p99 / max, and the bytes sent against the H a raw replay would send.
+// Also the CPU time the bridge process and the clients (this process) used per MB delivered to
+// the clients: here all of them share the engine's 2 cores, which a phone's client does not.
 // Timings are printed, never asserted.
 #include <atomic>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include "bench/engine_under_test.hpp"
 #include "bench/flood_drain.hpp"
 #include "bench/stats.hpp"
+#include "bench/thread_cpu.hpp"
 #include "tests/bridge/bridge_client.hpp"
 
 namespace {
@@ -128,11 +131,22 @@ int main(int argc, char** argv) {
   Json out = {{"bytes", bytes}, {"clients", clients}};
 
   // 1. Flood, alternating: no clients, then `clients` clients.
-  std::vector<double> alone, watched, per_client;
+  std::vector<double> alone, watched, per_client, bridge_ms_per_mb, clients_ms_per_mb;
   int catch_ups = 0;
+  const auto cpu_of = [](pid_t pid) {
+    double total = 0;
+    for (const auto& [name, seconds] : bench::thread_cpu_seconds(pid)) total += seconds;
+    return total;
+  };
   for (int r = 0; r < rounds; ++r) {
     const double a = flood_round(engine, bridge, "flood-a" + std::to_string(r), bytes, 0).first;
+    const double bridge_before = cpu_of(bridge.pid()), self_before = cpu_of(::getpid());
     const auto [w, results] = flood_round(engine, bridge, "flood-w" + std::to_string(r), bytes, clients);
+    std::uint64_t delivered = 0;
+    for (const auto& c : results) delivered += c.bytes;
+    const double mb = static_cast<double>(delivered) / 1e6;
+    bridge_ms_per_mb.push_back((cpu_of(bridge.pid()) - bridge_before) * 1e3 / mb);
+    clients_ms_per_mb.push_back((cpu_of(::getpid()) - self_before) * 1e3 / mb);
     alone.push_back(static_cast<double>(bytes) / a / 1e6);
     watched.push_back(static_cast<double>(bytes) / w / 1e6);
     for (const auto& c : results) {
@@ -149,12 +163,15 @@ int main(int argc, char** argv) {
   std::printf("| drain ratio (clients / none) | %.3f |\n", bench::median(watched) / bench::median(alone));
   std::printf("| per client received: p50 / min | %.1f / %.1f MB/s |\n", pc.p50,
               *std::min_element(per_client.begin(), per_client.end()));
+  std::printf("| CPU per MB delivered: bridge / the %d clients (this process) | %.2f / %.2f ms |\n", clients,
+              bench::median(bridge_ms_per_mb), bench::median(clients_ms_per_mb));
   std::printf("| catch-ups per client per flood (fell behind) | %.2f |\n",
               static_cast<double>(catch_ups) / static_cast<double>(per_client.size()));
   out["drain_mb_s"] = {{"alone", alone}, {"watched", watched},
                        {"ratio", bench::median(watched) / bench::median(alone)}};
   out["client_mb_s"] = per_client;
   out["catch_ups"] = catch_ups;
+  out["cpu_ms_per_mb_delivered"] = {{"bridge", bridge_ms_per_mb}, {"clients", clients_ms_per_mb}};
 
   // 2. First screen of an actor with history_bytes of history.
   const std::string writer = (bench::bin_dir() / "flood_writer").string();
