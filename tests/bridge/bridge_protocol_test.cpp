@@ -437,6 +437,31 @@ TEST_F(BridgeTest, AClientThatDoesNotAckStopsAtTheHighWaterAndIsCaughtUpAfter) {
   EXPECT_EQ(again.replayed, end);
 }
 
+// A hidden page gets at most 256 KiB of live output per second; past it, it is behind until it
+// is shown, then caught up.
+TEST_F(BridgeTest, AHiddenClientGetsItsBudgetThenCatchesUpWhenShown) {
+  engine_.spawn("flood", printer(40000, "hidden"));
+  auto client = open("flood", "&visible=0");
+  const CatchUp c = read_catch_up(*client);
+  const auto start = std::chrono::steady_clock::now();
+  engine_.call("input", {{"actor", "flood"}}, "go\r");
+  std::uint64_t live = 0;
+  while (auto m = client->poll(std::chrono::milliseconds(700))) {
+    ASSERT_FALSE(m->text) << m->data;
+    live += m->data.size();
+    client->send({{"type", "ack"}, {"cursor", c.replayed + live}});  // acks all: only the budget holds it
+  }
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+  const std::uint64_t windows = static_cast<std::uint64_t>(seconds.count()) + 1;
+  const std::uint64_t end = wait_tail("flood", "hidden line 39999 ");
+  EXPECT_LE(live, windows * 256 * 1024) << "at most 256 KiB per one-second window";
+  ASSERT_LT(c.replayed + live, end) << "it fell behind";
+  EXPECT_FALSE(client->poll(std::chrono::milliseconds(300))) << "hidden: no catch-up yet";
+  client->send({{"type", "visible"}, {"visible", true}});
+  std::vector<WsMessage> frames;
+  EXPECT_EQ(client->until("replayed", &frames).json()["cursor"], end) << "shown: caught up";
+}
+
 // A client that falls further behind than a resume is worth (1 MiB) is caught up with a
 // snapshot once it acknowledges: it draws the actor's screen, then follows live.
 TEST_F(BridgeTest, AClientFarBehindIsCaughtUpWithASnapshot) {
