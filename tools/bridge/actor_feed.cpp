@@ -20,9 +20,13 @@ Result<std::shared_ptr<ActorFeed>> ActorFeed::open(std::shared_ptr<FeedWaker> wa
       const shm::WaitResult r = shared->reader.wait(seen, kTick);
       if (shared->stop.load(std::memory_order_acquire)) break;
       seen = shared->reader.committed();
-      // acq_rel: pairs with the io thread's release store in on_wake(); at most one handler
-      // is queued, and a commit after it cleared the flag queues the next.
-      if (!shared->posted.exchange(true, std::memory_order_acq_rel)) {
+      // Dekker with on_wake(): this thread loads `committed` (above), fences, then claims
+      // `posted`; the io thread clears `posted`, fences, then loads `committed`. With a seq_cst
+      // fence on each side, either this exchange sees false and posts, or the handler already
+      // running sees the new bytes: no commit waits for the next tick. At most one handler is
+      // queued at a time.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!shared->posted.exchange(true, std::memory_order_relaxed)) {
         waker->post([weak] {
           if (auto live = weak.lock()) live->on_wake();
         });
@@ -55,7 +59,8 @@ std::uint64_t ActorFeed::subscribe(std::function<void()> listener) {
 void ActorFeed::unsubscribe(std::uint64_t handle) { listeners_.erase(handle); }
 
 void ActorFeed::on_wake() {
-  shared_->posted.store(false, std::memory_order_release);
+  shared_->posted.store(false, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the waiter's (see open())
   const auto now = Clock::now();
   recent_.emplace_back(now, shared_->reader.committed());
   while (recent_.size() > 1 && recent_[1].first <= now - kQuietWindow) recent_.pop_front();
