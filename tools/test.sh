@@ -9,6 +9,14 @@ build="${BACKSCROLL_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKSCROLL_WERROR=ON >/dev/null
 ninja -C "$build" -j2
 cd "$build"
+# rapidcheck properties draw fresh cases on every run by default. Here the seed comes from the
+# commit, so a run of a commit is repeatable (a failure reproduces with the same RC_PARAMS) and
+# each commit still explores new cases. RC_PARAMS from the caller wins.
+if [ -z "${RC_PARAMS:-}" ]; then
+  commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo 1)
+  export RC_PARAMS="seed=$((16#$commit))"
+fi
+echo "test.sh: RC_PARAMS=$RC_PARAMS"
 ctest -j2 --output-on-failure --timeout 300
 
 # A short run of the mirror fuzzer (fuzz/mirror_fuzz.cpp: the snapshot round trip on arbitrary
