@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/utf8.hpp"
 #include "tools/bridge/auth.hpp"
 #include "tools/bridge/client_flow.hpp"
 #include "tools/bridge/url_query.hpp"
@@ -18,27 +19,6 @@ using namespace std::chrono_literals;
 
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
-}
-
-// The UTF-8 encoding of code point `cp` (valid scalar values only).
-std::string encode(char32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
 }
 
 TEST(Utf8Boundary, HoldsBackOnlyAnIncompleteLastCharacter) {
@@ -64,7 +44,7 @@ RC_GTEST_PROP(Utf8Boundary, AFrameEndsOnACharacterBoundaryAndHoldsAtMostThreeByt
   std::string text;
   std::vector<std::size_t> boundaries{0};
   for (const char32_t cp : points) {
-    text += encode(cp);
+    engine::append_utf8(text, cp);
     boundaries.push_back(text.size());
   }
   const std::size_t cut = *rc::gen::inRange<std::size_t>(0, text.size() + 1);

@@ -129,6 +129,21 @@ class BridgeTest : public ::testing::Test {
   std::string history(const std::string& actor, std::uint64_t from, std::uint64_t to) {
     return engine_.history(actor, from).substr(0, to - from);
   }
+  // Live output from `from`, until none comes for 700 ms (the client fell behind): its bytes.
+  // With `ack`, each frame is acknowledged as it comes. Only output frames may come meanwhile.
+  static std::string read_until_silent(WsClient& client, std::uint64_t from, bool ack) {
+    std::string got;
+    while (auto m = client.poll(std::chrono::milliseconds(700))) {
+      if (m->text) {
+        ADD_FAILURE() << "a JSON frame while only output was expected: " << m->data;
+        break;
+      }
+      got += m->data;
+      if (ack) client.send({{"type", "ack"}, {"cursor", from + got.size()}});
+    }
+    EXPECT_FALSE(client.closed());
+    return got;
+  }
   // A shell actor that runs `script`, then stays (sleep), so its screen stays put.
   void spawn_sh(const std::string& actor, const std::string& script, Json extra = Json::object()) {
     engine_.spawn(actor, {"sh", "-c", script + "; exec sleep 600"}, std::move(extra));
@@ -409,15 +424,8 @@ TEST_F(BridgeTest, AClientThatDoesNotAckStopsAtTheHighWaterAndIsCaughtUpAfter) {
   auto client = open("flood", "&role=controller");
   const CatchUp c = read_catch_up(*client);
   engine_.call("input", {{"actor", "flood"}}, "go\r");
-  std::uint64_t live = 0;
-  std::string got;
-  // Everything it is sent, until nothing more comes for a while (it is behind); no acks.
-  while (auto m = client->poll(std::chrono::milliseconds(700))) {
-    ASSERT_FALSE(m->text) << m->data;
-    live += m->data.size();
-    got += m->data;
-  }
-  ASSERT_FALSE(client->closed());
+  const std::string got = read_until_silent(*client, c.replayed, /*ack=*/false);
+  const std::uint64_t live = got.size();
   const std::uint64_t end = wait_tail("flood", "flood line 15999 ");
   ASSERT_GT(end - c.replayed, 700'000u);
   EXPECT_LE(live, 512u * 1024) << "never more than the high water unacknowledged";
@@ -445,12 +453,8 @@ TEST_F(BridgeTest, AHiddenClientGetsItsBudgetThenCatchesUpWhenShown) {
   const CatchUp c = read_catch_up(*client);
   const auto start = std::chrono::steady_clock::now();
   engine_.call("input", {{"actor", "flood"}}, "go\r");
-  std::uint64_t live = 0;
-  while (auto m = client->poll(std::chrono::milliseconds(700))) {
-    ASSERT_FALSE(m->text) << m->data;
-    live += m->data.size();
-    client->send({{"type", "ack"}, {"cursor", c.replayed + live}});  // acks all: only the budget holds it
-  }
+  // It acks everything: only the budget holds it back.
+  const std::uint64_t live = read_until_silent(*client, c.replayed, /*ack=*/true).size();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
   const std::uint64_t windows = static_cast<std::uint64_t>(seconds.count()) + 1;
   const std::uint64_t end = wait_tail("flood", "hidden line 39999 ");
@@ -469,11 +473,7 @@ TEST_F(BridgeTest, AClientFarBehindIsCaughtUpWithASnapshot) {
   auto client = open("flood", "&role=controller");
   const CatchUp c = read_catch_up(*client);
   engine_.call("input", {{"actor", "flood"}}, "go\r");
-  std::uint64_t live = 0;
-  while (auto m = client->poll(std::chrono::milliseconds(700))) {  // no acks: it goes behind
-    ASSERT_FALSE(m->text) << m->data;
-    live += m->data.size();
-  }
+  const std::uint64_t live = read_until_silent(*client, c.replayed, /*ack=*/false).size();  // behind
   const std::uint64_t end = wait_tail("flood", "far line 59999 ");
   ASSERT_GT(end - (c.replayed + live), 1u << 20) << "more than a resume is worth";
   client->send({{"type", "ack"}, {"cursor", c.replayed + live}});

@@ -336,13 +336,15 @@ void ClientSession::pump() {
   switch (phase_) {
     case Phase::catching_up: {
       if (snapshot_sent_ < snapshot_bytes_.size()) {
-        const std::size_t n = std::min(kFrameBytes, snapshot_bytes_.size() - snapshot_sent_);
-        const auto* from = reinterpret_cast<const std::byte*>(snapshot_bytes_.data()) + snapshot_sent_;
-        std::copy(from, from + n, frame_.begin());
-        std::size_t cut = utf8_complete_prefix(std::span(frame_.data(), n));
-        if (cut == 0) cut = n;  // the snapshot's own bytes are whole characters; never stall on them
-        snapshot_sent_ += cut;
-        write_binary(cut);
+        // Written from the snapshot itself: it stays put until the catch-up ends, which only
+        // pump() decides, after this write completed. Its characters are whole; a frame still
+        // ends on one (a snapshot holds at least one character per 64 KiB).
+        const auto rest = std::as_bytes(std::span(snapshot_bytes_)).subspan(snapshot_sent_);
+        const auto frame = rest.first(std::min(kFrameBytes, rest.size()));
+        const std::size_t whole = utf8_complete_prefix(frame);
+        const auto out = frame.first(whole > 0 ? whole : frame.size());
+        snapshot_sent_ += out.size();
+        write_binary(out);
         return;
       }
       if (cursor_ < catch_up_end_) {
@@ -428,14 +430,14 @@ bool ClientSession::write_ring_frame(Cursor end, bool live) {
     flow_->sent(cursor_ + n, now);
   }
   cursor_ = cursor_ + n;
-  write_binary(n);
+  write_binary(std::span<const std::byte>(frame_.data(), n));
   return true;
 }
 
-void ClientSession::write_binary(std::size_t bytes) {
+void ClientSession::write_binary(std::span<const std::byte> bytes) {
   writing_ = true;
   ws_.binary(true);
-  ws_.async_write(asio::buffer(frame_.data(), bytes),
+  ws_.async_write(asio::buffer(bytes.data(), bytes.size()),
                   [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                     self->writing_ = false;
                     if (ec) return self->finish();

@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::optional<shm::SessionRecord> ended() const;
   // The next ring frame from cursor_ up to `end`: true when one was written.
   bool write_ring_frame(Cursor end, bool live);
-  void write_binary(std::size_t bytes);
+  // One binary frame; `bytes` must stay put until the write completes.
+  void write_binary(std::span<const std::byte> bytes);
   void close_with(std::uint16_t code, std::string reason);
   void finish();  // the socket is done: detach and leave the feed
 
@@ -126,7 +128,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::deque<std::string> texts_;  // JSON frames waiting; they go before any output frame
   bool hello_sent_ = false;
   std::vector<std::string> before_hello_;  // texts made before `hello` (pongs, events): after it
-  std::vector<std::byte> frame_;   // the output frame being written
+  std::vector<std::byte> frame_;   // a ring frame being written (copied out of the ring)
   bool writing_ = false;  // one write (or the close) at a time
   bool close_sent_ = false;
   boost::beast::websocket::close_reason close_reason_;

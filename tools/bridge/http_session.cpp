@@ -173,7 +173,7 @@ void HttpSession::on_request(Request request) {
     if (!websocket::is_upgrade(request)) {
       return error(http::status::upgrade_required, "bad_request", "/ws is a WebSocket");
     }
-    return upgrade(std::move(request));
+    return upgrade(std::move(request), target->query);
   }
   if (target->path.starts_with("/api/")) {
     const std::string auth(request[http::field::authorization]);
@@ -255,13 +255,12 @@ void HttpSession::answer_actors(const Request& request) {
   });
 }
 
-void HttpSession::upgrade(Request request) {
+void HttpSession::upgrade(Request request, const std::map<std::string, std::string>& query) {
   // The ticket is spent before anything else, so it is one-time whatever happens next.
-  const auto target = parse_target(sv(request.target()));
-  const auto ticket = target->query.find("ticket");
+  const auto ticket = query.find("ticket");
   const bool authorized =
-      ticket != target->query.end() && bridge_.tickets().redeem(ticket->second, TicketBook::Clock::now());
-  const auto attach = attach_request(target->query);
+      ticket != query.end() && bridge_.tickets().redeem(ticket->second, TicketBook::Clock::now());
+  const auto attach = attach_request(query);
   stream_.expires_never();  // the WebSocket's own timeouts from here
   auto ws = std::make_shared<ClientSession::Socket>(std::move(stream_));
   // 30 s for the handshake and for a close to be answered; a client silent for 90 s (it pings

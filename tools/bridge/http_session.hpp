@@ -3,7 +3,9 @@
 // of /ws to a ClientSession once its Host, Origin, ticket and query pass.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <optional>
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -27,7 +29,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   void read_next();
   void on_request(Request request);
-  void upgrade(Request request);
+  // `query`: the request target's, parsed.
+  void upgrade(Request request, const std::map<std::string, std::string>& query);
   void answer_actors(const Request& request);
   void send(Response response);
 
