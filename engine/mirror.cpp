@@ -109,20 +109,10 @@ void Mirror::feed(std::string_view bytes) {
   scanner_.scan(bytes);
   unfed_.append(bytes);
   apply_marks();
-  const Cursor limit = scanner_.feed_limit();
-  if (limit != scanner_.clean_position()) {
-    feed_to(limit);  // an oversized sequence: libvterm parses it across writes
-    parsed_clean_ = false;
-  } else if (const Cursor split = scanner_.split_position(); limit - split > kMaxTextHold) {
-    feed_to(limit);  // a huge text run without a split position
-    parsed_clean_ = false;
-  } else {
-    feed_to(split);
-    parsed_clean_ = true;
-  }
-  // Drop what libvterm has parsed; what is left is a held sequence (at most ~4 KiB).
-  unfed_.erase(0, parsed_ - unfed_base_);
-  unfed_base_ = parsed_;
+  // Up to the last clean boundary, or past an oversized sequence (libvterm parses it across
+  // writes): nothing else is held back. MirrorScreen makes libvterm's result independent of
+  // where its writes end, so the mirror's cursor reaches every clean boundary it is fed.
+  settle_to(scanner_.feed_limit());
   // The landing window closes once the screen and every history line held are exact.
   if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
     jump_pushes_.reset();
@@ -188,7 +178,7 @@ void Mirror::apply_marks() {
 
 void Mirror::settle_to(Cursor end) {
   feed_to(end);
-  parsed_clean_ = parsed_ == scanner_.split_position();
+  parsed_clean_ = parsed_ == scanner_.clean_position();
   unfed_.erase(0, parsed_ - unfed_base_);
   unfed_base_ = parsed_;
 }

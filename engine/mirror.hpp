@@ -4,10 +4,11 @@
 // MirrorScreen (libvterm). Where libvterm 0.1.4 departs from xterm on a sequence the scanner
 // flags (SM/RM with several parameters, ?47, DECSTR, RIS on the alternate screen, SCOSC/SCORC),
 // the mirror feeds libvterm an equivalent it handles, so screen and modes describe one terminal.
-// Invariant: libvterm has parsed exactly the bytes [start, parsed()), and each write ended at a
-// scanner split position (so libvterm shows what one write of everything would show), except
-// for forced feeds of oversized sequences and text runs. Snapshots are taken only when parsed()
-// is such a boundary, and are tagged with it. Single-threaded.
+// Invariant: libvterm has parsed exactly the bytes [start, parsed()), and parsed() is the
+// scanner's clean position (ground state, no UTF-8 character pending) except after a forced
+// feed of an oversized sequence or a settle(). Snapshots are taken only when parsed() is clean,
+// and are tagged with it: a mirror that is fed whole sequences reaches every byte it is fed.
+// Single-threaded.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +39,6 @@ struct LookAheadOptions {
 
 class Mirror {
  public:
-  // A text run without a split position is held back up to this size, then fed anyway.
-  static constexpr std::uint64_t kMaxTextHold = 64 * 1024;
-
   // A fresh terminal of `cols` x `rows` whose stream starts at `start`.
   Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits = {},
          LookAheadOptions look_ahead = {});
@@ -127,7 +125,7 @@ class Mirror {
   std::string unfed_;
   Cursor unfed_base_;
   Cursor parsed_;
-  bool parsed_clean_ = true;  // parsed_ is a split position (see the invariant)
+  bool parsed_clean_ = true;  // parsed_ is a clean position (see the invariant)
   Cursor resized_at_{0};      // where the latest resize came in the stream
   // The start of an unfinished sequence a resize fed to libvterm (controls inside), from
   // cut_sequence_at_: a mode sequence among them is completed per mode when it ends.

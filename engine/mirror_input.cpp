@@ -4,8 +4,10 @@
 // (it acts on the events raised here); this file only classifies.
 #include "engine/mirror_input.hpp"
 
+
 #include <algorithm>
 #include <charconv>
+#include <vector>
 
 namespace backscroll::engine {
 namespace {
@@ -136,9 +138,99 @@ std::string MirrorInput::reenter() const {
   return out;
 }
 
-std::string MirrorInput::encode_split_sgr(const Csi& csi, std::span<const std::uint32_t> args) {
-  // Attributes as pen.c's vterm_state_setpen consumes them: an argument with its ':'
-  // sub-arguments, or 38/48 followed by 5;n or 2;r;g;b. Each SGR emitted holds whole ones only.
+namespace {
+
+// One SGR attribute as xterm.js reads it: a parameter and the ':' sub-parameters after it.
+// Missing values are 0 for a parameter and -1 for a sub-parameter (xterm.js's Params).
+struct SgrParam {
+  std::int64_t value;
+  std::size_t first;  // flat index of the parameter in the CSI's arguments
+  std::size_t end;    // one past its last sub-parameter
+};
+
+std::int64_t arg_value(std::uint32_t a, std::int64_t missing) {
+  const std::uint32_t v = a & ~MirrorInput::kArgMore;
+  return v == MirrorInput::kArgMissing ? missing : v;
+}
+
+std::vector<SgrParam> sgr_params(std::span<const std::uint32_t> args) {
+  std::vector<SgrParam> out;
+  for (std::size_t i = 0; i < args.size();) {
+    std::size_t end = i + 1;
+    while (end < args.size() && (args[end - 1] & MirrorInput::kArgMore)) ++end;
+    out.push_back(SgrParam{arg_value(args[i], 0), i, end});
+    i = end;
+  }
+  return out;
+}
+
+// xterm.js's reading of the colour attribute (38, 48 or 58) at params[at] (InputHandler's
+// _extractColor, 6.0): it lays the parameters, or the sub-parameters of the first one that has
+// some, into [target, mode, colour space, v1, v2, v3] and stops as soon as the mode is known to
+// be complete. Mode 2 is RGB (v1..v3), mode 5 an index (v1); any other mode changes nothing.
+struct SgrColour {
+  std::size_t advance;  // parameters taken after params[at]
+  std::int64_t mode;
+  std::array<std::int64_t, 3> v;
+};
+
+SgrColour xterm_colour(std::span<const std::uint32_t> args, const std::vector<SgrParam>& params,
+                       std::size_t at) {
+  std::array<std::int64_t, 6> accu = {0, 0, -1, 0, 0, 0};
+  std::size_t space = 0;  // 1 once the colour-space slot is skipped
+  std::size_t advance = 0;
+  do {
+    const SgrParam& p = params[at + advance];
+    if (advance + space < accu.size()) accu[advance + space] = p.value;
+    if (p.end > p.first + 1) {
+      for (std::size_t o = 0; p.first + 1 + o < p.end; ++o) {
+        if (accu[1] == 5) space = 1;
+        const std::size_t slot = advance + o + 1 + space;
+        if (slot < accu.size()) accu[slot] = arg_value(args[p.first + 1 + o], -1);
+        if (o + 1 + advance + 1 + space >= accu.size()) break;
+      }
+      break;
+    }
+    if ((accu[1] == 5 && advance + space >= 2) || (accu[1] == 2 && advance + space >= 5)) break;
+    if (accu[1] != 0) space = 1;
+  } while (++advance + at < params.size() && advance + space < accu.size());
+  for (std::size_t i = 2; i < accu.size(); ++i)
+    if (accu[i] == -1) accu[i] = 0;
+  return SgrColour{advance, accu[1], {accu[3], accu[4], accu[5]}};
+}
+
+}  // namespace
+
+bool MirrorInput::sgr_needs_rewrite(std::span<const std::uint32_t> args) {
+  // libvterm 0.1.4 reads 38/48 followed by 5;n or 2;r;g;b as xterm.js does; anything else of
+  // theirs it misreads: it reads the arguments after the last one (stale values of an earlier
+  // sequence) and sets a colour it never initialised from a short or unknown form, applies the
+  // sub-parameters of 38:2:r:g:b without xterm.js's colour-space slot, and reads the arguments
+  // of 58 (underline colour, which it lacks) as attributes of their own.
+  auto plain = [&](std::size_t i) {
+    return i < args.size() && !(args[i] & kArgMore) && (args[i] & ~kArgMore) <= 255;
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (i > 0 && (args[i - 1] & kArgMore)) continue;  // a sub-parameter
+    const std::uint32_t v = args[i] & ~kArgMore;
+    if (v == 58) return true;
+    if (v != 38 && v != 48) continue;
+    if (!plain(i) || !plain(i + 1)) return true;
+    const std::uint32_t mode = args[i + 1];
+    const std::size_t values = mode == 5 ? 1 : mode == 2 ? 3 : 0;
+    if (values == 0) return true;
+    for (std::size_t k = 0; k < values; ++k)
+      if (!plain(i + 2 + k)) return true;
+    i += 1 + values;
+  }
+  return false;
+}
+
+std::string MirrorInput::encode_sgr(const Csi& csi, std::span<const std::uint32_t> args) {
+  // Attributes as xterm.js reads them, each one whole in one SGR of at most 16 arguments:
+  // colours as 38/48;5;n or 38/48;2;r;g;b (the forms libvterm reads the same way), dropped
+  // where xterm.js changes nothing, 58 left out; every other attribute as it came, with its
+  // sub-parameters (libvterm skips them, but 4:n's).
   std::string out;
   std::string cur;
   int cur_count = 0;
@@ -150,28 +242,42 @@ std::string MirrorInput::encode_split_sgr(const Csi& csi, std::span<const std::u
     cur.clear();
     cur_count = 0;
   };
-  std::size_t i = 0;
-  while (i < args.size()) {
-    std::size_t end = i + 1;
-    while (end < args.size() && (args[end - 1] & kArgMore)) ++end;
-    const std::uint32_t v = args[i] & ~kArgMore;
-    if ((v == 38 || v == 48) && !(args[i] & kArgMore) && i + 1 < args.size()) {
-      const std::uint32_t mode = args[i + 1] & ~kArgMore;
-      const std::size_t need = mode == 2 ? 5 : mode == 5 ? 3 : 2;
-      end = std::min(args.size(), i + need);
-    }
-    const int n = static_cast<int>(end - i);
-    if (n > kMaxCsiArgs) break;  // an attribute libvterm could never have seen whole
+  auto add = [&](const std::string& token, int n) {
     if (cur_count + n > kMaxCsiArgs) flush();
     if (cur_count > 0) cur += ';';
-    for (std::size_t k = i; k < end; ++k) {
-      append_arg(cur, args[k]);
-      if (k + 1 < end) cur += (args[k] & kArgMore) ? ':' : ';';
-    }
+    cur += token;
     cur_count += n;
-    i = end;
+  };
+  const std::vector<SgrParam> params = sgr_params(args);
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    const SgrParam& p = params[r];
+    if (p.value == 38 || p.value == 48 || p.value == 58) {
+      const SgrColour c = xterm_colour(args, params, r);
+      r += c.advance;
+      if (p.value == 58 || (c.mode != 2 && c.mode != 5)) continue;
+      std::string token = p.value == 38 ? "38" : "48";
+      if (c.mode == 5) {
+        token += ";5;" + std::to_string(c.v[0] & 0xff);
+        add(token, 3);
+      } else {
+        for (std::int64_t x : {std::int64_t{2}, c.v[0] & 0xff, c.v[1] & 0xff, c.v[2] & 0xff})
+          token += ';' + std::to_string(x);
+        add(token, 5);
+      }
+      continue;
+    }
+    // libvterm reads at most 16 arguments: sub-parameters past them change nothing it reads.
+    const std::size_t end = std::min(p.end, p.first + static_cast<std::size_t>(kMaxCsiArgs));
+    std::string token;
+    for (std::size_t k = p.first; k < end; ++k) {
+      append_arg(token, args[k]);
+      if (k + 1 < end) token += ':';
+    }
+    add(token, static_cast<int>(end - p.first));
   }
   flush();
+  // Nothing left (colours that change nothing): nothing to write. `CSI m` has one missing
+  // argument, which stays (SGR 0).
   return out;
 }
 
@@ -389,10 +495,19 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
         prev_ascii_ = false;
         sink.text_begin(text_start_);
       }
+      // A write starts here anyway (a new buffer or run), so no decoder switch is due at pos.
+      const bool gl_table = designation(gl_set_) != 'u';
+      std::size_t switch_from = pos + 1;
       for (; pos < n; ++pos) {
         c = buf[pos];
         if (c < 0x20 || c == 0x7f) break;
         if (c < 0x80) {
+          if (gl_table && !prev_ascii_ && pos >= switch_from) {
+            // Invariant: libvterm is never left holding part of a character (see the lead
+            // byte below): a broken one becomes U+FFFD before the write ends.
+            if (utf8_remaining_ > 0) sink.replace_text(utf8_lead_at_, pos - utf8_lead_at_);
+            sink.decoder_switch(pos);
+          }
           if (utf8_remaining_ > 0) {
             // The broken sequence decodes to U+FFFD inside this run, as in libvterm.
             utf8_remaining_ = 0;
@@ -404,6 +519,7 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
           prev_ascii_ = true;
           continue;
         }
+        if (gl_table && prev_ascii_ && pos >= switch_from) sink.decoder_switch(pos);
         prev_ascii_ = false;
         if (c < 0xc0) {
           if (utf8_remaining_ > 0) {

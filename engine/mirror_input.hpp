@@ -109,6 +109,13 @@ class MirrorInput {
     // Parsing may stop before `at` without changing what libvterm shows (`at` is clean), or,
     // when `forced`, only at the cost of libvterm's string quirk (inside a huge string).
     virtual void split_point(std::size_t at, bool forced) = 0;
+    // A write must end before `at`, inside a text run: GL holds a table charset (DEC graphics,
+    // UK, an explicit US-ASCII) and the byte at `at` is ASCII after a non-ASCII one, or the
+    // reverse. libvterm picks one decoder per piece of text by its first byte (state.c
+    // on_text: a piece that starts non-ASCII is decoded as UTF-8 to its end, past the GL
+    // table), so ending writes at every such switch makes the GL apply to every ASCII byte,
+    // however the stream was split, as in xterm.
+    virtual void decoder_switch(std::size_t at) = 0;
   };
 
   MirrorInput() = default;
@@ -155,9 +162,13 @@ class MirrorInput {
   std::string reenter() const;
   // libvterm's canonical bytes for a CSI: controls_after_overflow is not included.
   static std::string encode(const Csi& csi);
-  // An SGR with more than 16 arguments as several SGRs of at most 16, split only between
-  // attributes (38/48 colour groups stay whole), so libvterm applies the same pen.
-  static std::string encode_split_sgr(const Csi& csi, std::span<const std::uint32_t> all_args);
+  // Whether libvterm 0.1.4 would read this SGR's arguments differently from xterm.js (a colour
+  // given in another form than 38/48;5;n or 38/48;2;r;g;b, or 58), so encode_sgr() must rewrite it.
+  static bool sgr_needs_rewrite(std::span<const std::uint32_t> args);
+  // The SGR as several SGRs of at most 16 arguments each, split only between attributes, with
+  // the colours in the forms libvterm reads as xterm.js does: libvterm then applies the pen
+  // xterm.js applies (underline colour aside, which it lacks).
+  static std::string encode_sgr(const Csi& csi, std::span<const std::uint32_t> args);
 
  private:
   enum class State : std::uint8_t {
@@ -178,7 +189,7 @@ class MirrorInput {
   Csi csi_;
   std::uint64_t arg_accum_ = kArgMissing;  // the current argument, as libvterm's long
   int csi_argi_ = 0;                       // index of the current argument (may pass 16)
-  // Every argument of an overflowed CSI (up to 256), for encode_split_sgr.
+  // Every argument of an overflowed CSI (up to 256), for encode_sgr.
   std::array<std::uint32_t, 256> all_args_{};
   int all_argc_ = 0;
   // Strings.

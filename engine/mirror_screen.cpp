@@ -228,7 +228,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
 
   void csi(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) override {
-    enum class Event { none, clear, rep, alt_enter, save, restore };
+    enum class Event { none, clear, rep, alt_enter, save, restore, autowrap };
     Event ev = Event::none;
     const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
     if (c.plain()) {
@@ -238,8 +238,21 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       if (c.final == 'h' && (mode == 1047 || mode == 1049)) ev = Event::alt_enter;
       else if (c.final == 'h' && mode == 1048) ev = Event::save;
       else if (c.final == 'l' && (mode == 1048 || mode == 1049)) ev = Event::restore;
+      else if ((c.final == 'h' || c.final == 'l') && mode == 7) ev = Event::autowrap;
     }
 
+    if (!c.overflowed && c.final == 'm' && c.plain() &&
+        MirrorInput::sgr_needs_rewrite({c.args.data(), static_cast<std::size_t>(c.argcount)})) {
+      // libvterm would misread a colour in it: CAN cancels its copy, the same pen follows.
+      flush(final_at);
+      m_.write("\x18", 1);
+      const std::string sgr =
+          MirrorInput::encode_sgr(c, {c.args.data(), static_cast<std::size_t>(c.argcount)});
+      m_.write(sgr.data(), sgr.size());
+      fed_ = final_at + 1;
+      ++m_.rewritten_;
+      return;
+    }
     if (!c.overflowed) {
       if (ev == Event::none) return;  // fed with the next flush
       if (ev == Event::clear) {
@@ -257,7 +270,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
         m_.write(c.controls_after_overflow.data(), c.controls_after_overflow.size());
       m_.write("\x18", 1);
       if (c.final == 'm' && c.plain()) {
-        const std::string sgr = MirrorInput::encode_split_sgr(c, all_args);
+        const std::string sgr = MirrorInput::encode_sgr(c, all_args);
         m_.write(sgr.data(), sgr.size());
         fed_ = final_at + 1;
         return;
@@ -291,6 +304,10 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       case Event::rep:
         rep(c, final_at);
         break;
+      case Event::autowrap:
+        flush(final_at + 1);
+        m_.vt_autowrap_ = c.final == 'h';
+        break;
       default:
         break;
     }
@@ -298,7 +315,10 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
 
   void esc(const MirrorInput::Esc& e, std::size_t final_at) override {
     if (e.intermed_len != 0) return;
-    if (e.final == '7') {
+    if (e.final == 'c') {  // RIS
+      flush(final_at + 1);
+      m_.vt_autowrap_ = true;
+    } else if (e.final == '7') {
       flush(final_at + 1);
       m_.capture_saved();
     } else if (e.final == '8') {
@@ -310,6 +330,8 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void split_point(std::size_t at, bool) override {
     if (!m_.skipping_csi_ && at >= fed_ + kFlushThreshold) flush(at);
   }
+
+  void decoder_switch(std::size_t at) override { flush(at); }
 
  private:
   // REP (CSI n b) repeats the last glyph libvterm printed, from the cursor to at most the end
@@ -377,13 +399,20 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   }
 
   // Writes buf[a, b) in pieces of at most kMaxWrite, never splitting a UTF-8 character when
-  // it can avoid it.
+  // it can avoid it. A piece that starts with combining marks goes through join_marks() first.
   void write_range(std::size_t a, std::size_t b) {
     while (a < b) {
+      a += m_.join_marks(buf_.subspan(a, b - a));
+      if (a == b) break;
       std::size_t end = b;
       if (end - a > kMaxWrite) {
         end = a + kMaxWrite;
         for (int back = 0; back < 6 && end > a + 1 && (buf_[end] & 0xc0) == 0x80; ++back) --end;
+        // Nor before a combining mark: join_marks() reads the last glyph and pending wrap,
+        // which only the end of a flush updates (unless the marks run for 32 KiB).
+        while (end > a + kMaxWrite / 2 && m_.starts_with_mark(buf_.subspan(end))) {
+          do --end; while ((buf_[end] & 0xc0) == 0x80 && end > a + 1);
+        }
       }
       m_.write(reinterpret_cast<const char*>(buf_.data() + a), end - a);
       a = end;
@@ -457,6 +486,8 @@ void MirrorScreen::reset() {
   cursor_blink_ = true;
   cursor_shape_ = 1;
   pending_wrap_ = false;
+  vt_autowrap_ = true;
+  text_last_ = false;
   combine_width_ = 0;
   last_glyph_.reset();
   glyph_damaged_ = false;
@@ -482,7 +513,9 @@ void MirrorScreen::reset() {
 // split (libvterm keeps only the last write of a split string). A small tracker of libvterm's parser (ground, escape, CSI, string)
 // finds the strings.
 void MirrorScreen::write(const char* bytes, std::size_t len) {
+  if (len == 0) return;
   std::size_t from = 0;  // start of the bytes not written yet
+  bool ground_tail = false;  // the bytes since the last sequence ended are all in ground state
   auto pass = [&](std::size_t to) {
     if (to > from) vt_write(bytes + from, to - from);
     from = to;
@@ -498,6 +531,7 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
     const auto c = static_cast<unsigned char>(bytes[i]);
     switch (vt_state_) {
       case VtState::ground:
+        ground_tail = c != 0x1b;
         if (c == 0x1b) {
           vt_state_ = VtState::escape;
         } else {  // only an ESC leaves the ground state: skip to the next one
@@ -506,6 +540,7 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
         }
         break;
       case VtState::escape:
+        ground_tail = false;
         escape_byte(c);
         break;
       case VtState::csi:
@@ -555,6 +590,10 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
     }
   }
   pass(len);
+  // The states other than ground and escape end only at a sequence's last byte, which is not
+  // text: ground_tail is false after any of them unless ground bytes followed.
+  const auto last = static_cast<unsigned char>(bytes[len - 1]);
+  text_last_ = vt_state_ == VtState::ground && ground_tail && last >= 0x20 && last != 0x7f;
 }
 
 void MirrorScreen::feed(std::span<const std::byte> bytes) {
@@ -688,6 +727,54 @@ void MirrorScreen::after_text_write(bool autowrap) {
     vterm_state_get_cursorpos(impl_->state, &pos);
     if (pos.row != last_glyph_row_ || pos.col != last_glyph_col_) pending_wrap_ = false;
   }
+}
+
+// libvterm 0.1.4 joins a combining mark to the glyph before it only inside one piece of text
+// (state.c on_text) or with the cursor right after that glyph. At the end of a row the cursor
+// stays on the glyph (pending wrap, or autowrap off), so a mark that starts a write lands in a
+// cell of its own, on the next row with a pending wrap: the screen would depend on where writes
+// end. The rule the mirror keeps instead, for any split, is xterm's: marks join the last glyph
+// while the cursor is still on it at the row's end, its cell unchanged and the pen the one it
+// was printed with. They are written together with the glyph again, after a BS and a CUF that
+// cancel the pending wrap without leaving the cell (insert mode erases the same cells first);
+// libvterm then holds the joined glyph for REP too. Returns how many bytes of `text` (the start
+// of a write) it wrote, 0 when the rule does not apply.
+std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
+  // libvterm reads a lead byte as text only in ground state (not inside a string split apart).
+  if (!last_glyph_ || text.empty() || text[0] < 0xc0 || vt_state_ != VtState::ground) return 0;
+  if (vt_autowrap_ && !pending_wrap_) return 0;
+  std::size_t marks = 0;  // bytes of the leading combining marks
+  while (std::size_t length = starts_with_mark(text.subspan(marks))) marks += length;
+  if (marks == 0) return 0;
+  const LastGlyph& g = *last_glyph_;
+  VTermPos pos;
+  vterm_state_get_cursorpos(impl_->state, &pos);
+  // A glyph in column 0 filling its row leaves no column for the BS; DECSLRM margins
+  // (unmodelled) would stop the CUF.
+  if (g.width <= 0 || g.nchars == 0 || pos.row != g.row || pos.col != g.col || g.col == 0 ||
+      g.col + g.width < impl_->row_width(g.row) || (input_.unmodelled() & MirrorInput::kMargins))
+    return 0;
+  const Cell c = cell(g.row, g.col);
+  if (c.kind != Cell::Kind::glyph || c.width != g.width || c.nchars != g.nchars ||
+      !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) || !(c.pen == pen()))
+    return 0;
+  std::string again = "\b\x1b[C";
+  for (int i = 0; i < g.nchars; ++i) append_utf8(again, g.chars[static_cast<std::size_t>(i)]);
+  again.append(reinterpret_cast<const char*>(text.data()), marks);
+  glyph_damaged_ = false;
+  write(again.data(), again.size());
+  // A whole text write: its last glyph and pending wrap are read now, as after any (the
+  // write this piece belongs to may not be the last of its feed).
+  after_text_write(autowrap());
+  ++rewritten_;
+  return marks;
+}
+
+std::size_t MirrorScreen::starts_with_mark(std::span<const unsigned char> text) const {
+  // libvterm's combining characters are exactly those of width 0 (mk_wcwidth's table), C1
+  // controls aside (the tokenizer drops those).
+  const std::optional<Utf8Char> ch = decode_utf8(text);
+  return ch && ch->value >= 0xa0 && glyph_width(ch->value) == 0 ? ch->length : 0;
 }
 
 void MirrorScreen::capture_saved() {

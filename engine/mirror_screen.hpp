@@ -144,6 +144,10 @@ class MirrorScreen {
   std::optional<SavedCursor> saved_cursor() const { return saved_; }
   // libvterm's REP / combining glyph; nullopt until a run of text printed one.
   std::optional<LastGlyph> last_glyph() const { return last_glyph_; }
+  // The last byte parsed was text (no sequence or control after the last glyph): the stream
+  // may go on with a combining mark for that glyph, or a REP of it, which a terminal applies
+  // only right after text (xterm, xterm.js). A snapshot then ends with that glyph.
+  bool text_last() const { return text_last_; }
   // The last OSC 0/2 title: at most 256 bytes of valid UTF-8 without control characters.
   const std::string& title() const { return title_; }
 
@@ -183,6 +187,9 @@ class MirrorScreen {
   void write(const char* bytes, std::size_t len);
   void vt_write(const char* bytes, std::size_t len);
   void after_text_write(bool autowrap);
+  std::size_t join_marks(std::span<const unsigned char> text);
+  // The length of the combining mark `text` starts with, else 0.
+  std::size_t starts_with_mark(std::span<const unsigned char> text) const;
   void capture_saved();
   void clamp_cursor_after_restore();
   void resize_fixup(int reset);
@@ -207,6 +214,8 @@ class MirrorScreen {
   bool cursor_blink_ = true;
   int cursor_shape_ = 1;
   bool pending_wrap_ = false;
+  bool vt_autowrap_ = true;  // DECAWM as libvterm has it after the bytes written so far
+  bool text_last_ = false;   // see text_last()
   int combine_width_ = 0;     // width of the last glyph libvterm printed (what REP repeats)
   int last_glyph_row_ = 0;    // last glyph put (valid right after a text write)
   int last_glyph_col_ = 0;

@@ -80,7 +80,7 @@ class Writer {
  public:
   // `glyph`: libvterm's last glyph as the snapshot re-creates it (reproducible_last_glyph).
   Writer(const MirrorScreen& m, const TerminalModes& modes, std::optional<LastGlyph> glyph)
-      : m_(m), modes_(modes), glyph_(std::move(glyph)) {}
+      : m_(m), modes_(modes), glyph_(std::move(glyph)), run_(run_continues()) {}
 
   std::string& out() { return out_; }
   const char* failure() const { return failure_; }
@@ -632,6 +632,11 @@ class Writer {
       return;
     }
     const int rel_row = origin ? cur.row - region_top() : cur.row;
+    if (run_) {
+      cup(rel_row, glyph_->col);  // end_text_run() prints the glyph from here
+      row_ = cur.row;
+      return;
+    }
     if (cur.pending_wrap) {
       const Cell cell = m_.cell(cur.row, cur.col);
       const int c = cur.col;
@@ -708,8 +713,9 @@ class Writer {
     const std::optional<LastGlyph>& g = glyph_;
     if (!g) return;  // checked by check_last_glyph(): nothing printed, or a fallback
     // With a pending wrap, place_cursor() prints the glyph that sets it last: libvterm's last
-    // glyph when it was printed there, else check_last_glyph() falls back.
-    if (m_.cursor().pending_wrap) return;
+    // glyph when it was printed there, else check_last_glyph() falls back. A run of text that
+    // goes on ends the snapshot with it (end_text_run).
+    if (m_.cursor().pending_wrap || run_) return;
     if (printed_ && printed_glyph_ == *g) return;
     const int W = m_.cols();
     const int span = std::max(g->width, 1);
@@ -808,16 +814,17 @@ class Writer {
     for (int r = tail_row_; r < cur.row; ++r) out_ += '\n';
     for (int r = tail_row_; r > cur.row; --r) out_ += "\x1b" "M";
     int col = tail_col_;
-    if (col != cur.col) {
+    const int target = run_ ? glyph_->col : cur.col;  // end_text_run() prints from the glyph
+    if (col != target) {
       out_ += '\r';
       col = 0;
-      while (col < cur.col) {  // default tab stops (changed ones are unmodelled state)
+      while (col < target) {  // default tab stops (changed ones are unmodelled state)
         out_ += '\t';
         col = std::min((col / 8 + 1) * 8, W - 1);
       }
-      for (; col > cur.col; --col) out_ += '\b';
+      for (; col > target; --col) out_ += '\b';
     }
-    if (cur.pending_wrap) {
+    if (cur.pending_wrap && !run_) {
       const Cell cell = m_.cell(cur.row, cur.col);
       const int w0 = cell.kind == Cell::Kind::glyph ? m_.glyph_width(cell.chars[0]) : 0;
       if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m_.pen() &&
@@ -833,6 +840,38 @@ class Writer {
   }
   bool has_tail() const { return tail_; }
 
+ private:
+  // Whether the snapshot ends inside a text run (end_text_run): the stream's last bytes are
+  // text whose last glyph is still in its cell, in the current pen, with the cursor right
+  // after it (on it with a pending wrap, or in the last column with autowrap off). Otherwise
+  // (a resize moved things, say) the snapshot ends as after any sequence; so it does in insert
+  // mode after a wide glyph (printing it again would move the cells after it, and a DCH before
+  // it does not give libvterm's continuation cell its pen back) or outside the scroll region
+  // (where libvterm ignores DCH): docs/snapshot.md, "Known limitations".
+  bool run_continues() const {
+    if (!m_.text_last() || !glyph_ || glyph_->width <= 0 || glyph_->nchars == 0) return false;
+    const LastGlyph& g = *glyph_;
+    if (modes_.insert) {
+      // end_text_run's DCH: libvterm applies it only inside the scroll region.
+      const int bottom = modes_.scroll_bottom == 0 ? m_.rows() : std::min<int>(modes_.scroll_bottom, m_.rows());
+      if (g.width > 1 || g.row < modes_.scroll_top || g.row >= bottom) return false;
+    }
+    const CursorState cur = m_.cursor();
+    const bool row_end = g.col + g.width >= m_.cols();
+    const bool on_glyph = cur.pending_wrap || (!m_.autowrap() && row_end);
+    if (cur.row != g.row || cur.col != (on_glyph ? g.col : g.col + g.width)) return false;
+    if (g.row >= m_.rows() || g.col + g.width > m_.cols()) return false;
+    // A narrow glyph over the left half of a wide one keeps the right half in libvterm (the
+    // cell reads two wide): printed again there, it does the same.
+    const Cell c = m_.cell(g.row, g.col);
+    return c.kind == Cell::Kind::glyph && (c.width == g.width || (g.width == 1 && c.width == 2)) &&
+           c.nchars == g.nchars &&
+           std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) &&
+           c.pen == m_.pen();
+  }
+
+ public:
+
   // From the mirror's own tracking rather than TerminalModes: it tells a designated US-ASCII
   // set from libvterm's initial UTF-8 decoder, which split text runs differently (a combining
   // mark after ASCII joins it only in the latter).
@@ -846,11 +885,32 @@ class Writer {
     designate('(', m_.g0());
     designate(')', m_.g1());
     if (m_.shift_out()) out_ += '\x0e';
-    // Invariant: the snapshot does not end inside a run of text. libvterm joins a combining
-    // mark to the glyph before it in the same run (and decodes the ASCII after a non-ASCII
-    // character as UTF-8, past a DEC graphics GL), and the raw bytes after the cursor always
-    // start a new run in the terminal fed everything. SI ends the run; GL is G0 already here.
-    if (printed_ && text_end_ == out_.size()) out_ += '\x0f';
+    // Invariant: the snapshot ends inside a run of text exactly when the stream does at its
+    // cursor. A combining mark joins the glyph before it, and a REP repeats it, only right
+    // after it (xterm, xterm.js; libvterm within one write): the raw bytes after the cursor
+    // continue a run only where they did in the stream. SI ends a run; GL is G0 already here.
+    if (!run_ && printed_ && text_end_ == out_.size()) out_ += '\x0f';
+  }
+
+  // The stream's last bytes at the cursor are text (MirrorScreen::text_last): the snapshot ends
+  // with its last glyph, printed again where it is and in the pen it has (the current one: no
+  // sequence came after it), with the cursor already there and every mode set, so what follows
+  // the cursor continues the run. In insert mode, DCH first makes room for the insertion.
+  void end_text_run() {
+    if (!run_) return;
+    section("text run");
+    const LastGlyph& g = *glyph_;
+    if (modes_.insert) {
+      if (tail_) {  // a CSI would clamp the cursor into the scroll region
+        fail("unreproducible_cursor", "insert mode outside the region");
+        return;
+      }
+      csi("P");
+    }
+    col_ = g.col;
+    row_ = g.row;
+    phantom_ = false;
+    print(g.chars.data(), g.nchars, g.width, m_.cols());
   }
 
  private:
@@ -873,6 +933,7 @@ class Writer {
   int last_col_ = 0;
   int last_width_ = 0;
   const std::optional<LastGlyph> glyph_;
+  const bool run_;  // the snapshot ends inside a text run (run_continues)
   bool printed_ = false;     // this terminal printed a glyph: printed_glyph_ is its last one
   LastGlyph printed_glyph_;
   std::size_t text_end_ = 0;  // out_'s size just after the last glyph printed
@@ -940,8 +1001,9 @@ Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes,
   if (!w.has_tail()) w.pen(m.pen());
   w.modes(m.cursor());
   w.origin_tail();
-  w.check_last_glyph();
   w.charsets();
+  w.end_text_run();
+  w.check_last_glyph();
   if (w.failure()) {
     snap.fallback_detail = w.detail();
     return fallback(w.failure());

@@ -110,7 +110,6 @@ std::pair<std::uint16_t, std::uint16_t> libvterm_region(std::int32_t first, std:
 VtScanner::VtScanner(Cursor start, std::uint16_t cols, std::uint16_t rows)
     : position_(start),
       clean_position_(start),
-      split_position_(start),
       oversized_counted_for_(Cursor{~std::uint64_t{0}}),
       cols_(at_least_one(cols)),
       rows_(at_least_one(rows)),
@@ -151,17 +150,11 @@ void VtScanner::scan(std::string_view bytes) noexcept {
       std::uint8_t remaining = utf8_remaining_;
       while (j < size && data[j] >= 0x20 && data[j] != kDel) {
         if (data[j] < 0x80) {
-          const std::size_t ascii_begin = j;
           while (j < size && data[j] >= 0x20 && data[j] < kDel) ++j;
           remaining = 0;
           clean_end = j;
-          // Before the run's last ASCII byte, if an ASCII byte precedes it in an ASCII-only run.
-          if (text_run_ != TextRun::mixed && (text_run_ == TextRun::ascii || j - ascii_begin >= 2))
-            split_position_ = position_ + (j - 1 - i);
-          if (text_run_ == TextRun::none) text_run_ = TextRun::ascii;
           continue;
         }
-        text_run_ = TextRun::mixed;
         const std::uint8_t byte = data[j++];
         if (byte < 0xc0) {
           if (remaining > 0) --remaining;
@@ -180,16 +173,7 @@ void VtScanner::scan(std::string_view bytes) noexcept {
     }
     step(data[i]);
     position_ = position_ + 1;
-    if (state_ == State::ground && utf8_remaining_ == 0) {
-      clean_position_ = position_;
-      // NUL and DEL are dropped inside a text run by libvterm: the run goes on across them.
-      if (data[i] != 0x00 && data[i] != kDel) {
-        split_position_ = position_;
-        text_run_ = TextRun::none;
-      }
-    } else if (state_ != State::ground) {
-      text_run_ = TextRun::none;
-    }
+    if (state_ == State::ground && utf8_remaining_ == 0) clean_position_ = position_;
     ++i;
   }
 
@@ -922,10 +906,8 @@ void VtScanner::skip_plain(Cursor to) noexcept {
   utf8_remaining_ = 0;
   position_ = to;
   clean_position_ = to;
-  split_position_ = to;
   seq_begin_ = to;
   skip_from_ = to;
-  text_run_ = TextRun::ascii;  // the run's last byte is a printable ASCII character
 }
 
 void VtScanner::unmodelled(const char* reason) noexcept {

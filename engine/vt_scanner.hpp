@@ -103,12 +103,6 @@ class VtScanner {
   // ground state and no UTF-8 character pending. Snapshots are tagged only with such positions.
   Cursor clean_position() const noexcept { return clean_position_; }
   bool at_clean_boundary() const noexcept { return clean_position_ == position_; }
-  // The latest clean position p <= clean_position() where a libvterm write may end without
-  // changing what it shows: not inside a run of text, or between two printable ASCII bytes of a
-  // run that has had only ASCII so far. libvterm 0.1.4 joins a combining mark to its base only
-  // within one write (at the last column, measured), and decodes a run that starts with a
-  // non-ASCII character as UTF-8 to its end, bypassing a DEC graphics GL.
-  Cursor split_position() const noexcept { return split_position_; }
   // How far the mirror may feed libvterm: clean_position() while the pending partial sequence is
   // at most kMaxHoldBytes long, else (nearly) everything scanned, so an endless string never
   // stalls the engine. libvterm is then inside a sequence: no snapshot may be taken until it has
@@ -189,10 +183,6 @@ class VtScanner {
   // Stream positions. `position_` is the position of the byte being stepped while inside scan().
   Cursor position_;
   Cursor clean_position_;
-  Cursor split_position_;
-  // The text since the last byte that was not text: none, only printable ASCII, or other text.
-  enum class TextRun : std::uint8_t { none, ascii, mixed };
-  TextRun text_run_ = TextRun::none;
   std::uint64_t oversized_sequences_ = 0;
   Cursor oversized_counted_for_;  // the clean_position_ whose hold was last counted
 

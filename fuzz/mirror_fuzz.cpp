@@ -181,8 +181,9 @@ void check_bounds(const Mirror& m) {
   check(s.scrollback_bytes() <= kLimits.max_bytes, "scrollback bytes over the limit");
   check(m.scanner().buffered_bytes() <= VtScanner::kMaxBufferedBytes, "scanner buffers over the bound");
   check(m.parsed() <= m.position(), "libvterm ahead of the scanner");
-  check(m.position() - m.parsed() <= Mirror::kMaxTextHold + VtScanner::kMaxHoldBytes,
-        "libvterm behind the scanner by more than the hold bounds");
+  check(m.position() - m.parsed() <= VtScanner::kMaxHoldBytes,
+        "libvterm behind the scanner by more than an unfinished sequence");
+  check(m.parsed() >= m.scanner().clean_position(), "the mirror holds back a clean boundary");
   check(s.pending_bytes() <= MirrorScreen::kMaxCarry || !s.clean(), "screen carry over the bound");
   const CursorState c = s.cursor();
   check(c.row >= 0 && c.row < s.rows() && c.col >= 0 && c.col < s.cols(), "cursor off the screen");

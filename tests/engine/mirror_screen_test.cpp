@@ -109,6 +109,49 @@ RC_GTEST_PROP(MirrorScreen, AnySplitGivesTheSameScreen, ()) {
   RC_ASSERT(whole.cursor().pending_wrap == split.cursor().pending_wrap);
 }
 
+// Text whose result in libvterm 0.1.4 depends on where its writes end: combining marks (and a
+// ZWJ, a variation selector, an emoji tag) after a glyph at the end of a row, with autowrap on
+// and off, in insert mode, after a wide glyph; DEC graphics after non-ASCII text. The mirror
+// keeps one result for every split (docs/snapshot.md, "Where writes end").
+const std::string kSplitSensitive =
+    "\x1b[1;5HabcE\xcc\x81\xcc\x82x"                        // mark at a pending wrap, then text
+    "\x1b[3;7H\xe4\xb8\xad\xcc\x81y"                          // after a wide glyph at the row end
+    "\x1b[5;7H\xf0\x9f\x91\x8d\xef\xb8\x8f\xe2\x80\x8dz"      // VS16 and ZWJ at the row end
+    "\x1b[?7l\x1b[6;8Hq\xcc\x81\xcc\x88\x1b[?7h"               // autowrap off: the last column
+    "\x1b[4h\x1b[7;8Hr\xcc\x81\x1b[4l"                         // insert mode
+    "\x1b[8;1H\x1b(0\xc3\xa9qqx\xe2\x94\x80qk\x1b(B"            // DEC graphics after non-ASCII
+    "\x1b[9;8Hw\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xbf"  // tag characters
+    "\x1b[10;1Hend";
+
+TEST(MirrorScreen, JoinsMarksInALaterWriteAtTheRowEnd) {
+  MirrorScreen whole(8, 10);
+  whole.feed(kSplitSensitive);
+  for (std::size_t cut = 1; cut < kSplitSensitive.size(); ++cut) {
+    MirrorScreen split(8, 10);
+    split.feed(std::string_view(kSplitSensitive).substr(0, cut));
+    split.feed(std::string_view(kSplitSensitive).substr(cut));
+    ASSERT_EQ(first_difference(model_of(whole), model_of(split), 0), "") << "split at " << cut;
+    ASSERT_EQ(whole.cursor().pending_wrap, split.cursor().pending_wrap) << "split at " << cut;
+  }
+  MirrorScreen bytewise(8, 10);
+  for (char c : kSplitSensitive) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_EQ(first_difference(model_of(whole), model_of(bytewise), 0), "");
+  // The marks joined their glyphs, as in xterm: E + U+0301 U+0302 at (0,7), x wrapped below.
+  const Cell e = whole.cell(0, 7);
+  ASSERT_EQ(e.nchars, 3);
+  EXPECT_EQ(e.chars[0], U'E');
+  EXPECT_EQ(e.chars[2], U'\u0302');
+  EXPECT_EQ(whole.cell(1, 0).chars[0], U'x');
+  EXPECT_EQ(whole.cell(2, 6).nchars, 2);  // 中 + U+0301
+  EXPECT_EQ(whole.cell(5, 7).nchars, 3);  // autowrap off: q + two marks, in the last column
+  EXPECT_EQ(whole.cell(6, 7).nchars, 2);  // insert mode
+  // DEC graphics apply to every ASCII byte, after é too: é ─ ─ │ ─ ─ ┐
+  EXPECT_EQ(whole.cell(7, 1).chars[0], U'\u2500');
+  EXPECT_EQ(whole.cell(7, 3).chars[0], U'\u2502');
+  EXPECT_EQ(whole.cell(7, 5).chars[0], U'\u2500');
+  EXPECT_EQ(whole.cell(7, 6).chars[0], U'\u2510');
+}
+
 TEST(MirrorScreen, TracksThePendingWrapAtTheLastColumn) {
   MirrorScreen m(10, 3);
   m.feed("\x1b[1;8Habc");

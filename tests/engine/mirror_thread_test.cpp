@@ -78,8 +78,10 @@ TEST_F(MirrorThreadTest, SnapshotDescribesTheBytesCommittedBeforeIt) {
   const SnapshotReply r = snapshot(1, 10, ring.writer.committed());
   ASSERT_TRUE(r.found);
   ASSERT_FALSE(r.taken.snapshot.fallback_reason);
-  // The tag holds back the prompt's last byte (a combining mark could still join it).
-  EXPECT_EQ(r.taken.cursor, ring.writer.committed() - 1);
+  // The prompt, which no line feed ends, is in the snapshot: its tag is the committed cursor.
+  EXPECT_EQ(r.taken.cursor, ring.writer.committed());
+  EXPECT_NE(r.taken.snapshot.bytes.find("\r\n$"), std::string::npos);
+  EXPECT_EQ(r.taken.snapshot.bytes.back(), ' ') << "ends with the prompt's last glyph: its run goes on";
   EXPECT_NE(r.taken.snapshot.bytes.find("echo hi"), std::string::npos);
   EXPECT_NE(r.taken.snapshot.bytes.find("\x1b]2;shell"), std::string::npos);
   EXPECT_EQ(consumers_[0]->position(), ring.writer.committed());

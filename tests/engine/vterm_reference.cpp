@@ -150,8 +150,47 @@ ReferenceTerminal::ReferenceTerminal(int cols, int rows) : impl_(std::make_uniqu
 
 ReferenceTerminal::~ReferenceTerminal() = default;
 
+// libvterm decodes a piece of text that starts with a non-ASCII byte as UTF-8 to its end, past
+// a DEC graphics (or other table) GL: a write that starts there decodes differently from one
+// that starts at the ASCII after it. A terminal applies the GL to every ASCII byte (xterm,
+// xterm.js, the mirror), so each write here ends before an ASCII byte that follows a non-ASCII
+// one in ground state (a small tracker of libvterm's parser: escape, CSI, strings).
 void ReferenceTerminal::feed(std::string_view bytes) {
-  if (!bytes.empty()) vterm_input_write(impl_->vt, bytes.data(), bytes.size());
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    switch (parser_) {
+      case Parser::ground:
+        if (c == 0x1b) parser_ = Parser::escape;
+        else if (c >= 0x20 && c < 0x7f && previous_ >= 0x80 && utf8_remaining_ == 0 && i > from) {
+          vterm_input_write(impl_->vt, bytes.data() + from, i - from);
+          from = i;
+        }
+        break;
+      case Parser::escape:
+        if (c == '[') parser_ = Parser::csi;
+        else if (c == ']' || c == 'P') parser_ = Parser::string;
+        else if ((c >= 0x30 && c <= 0x7e) || c == 0x18 || c == 0x1a) parser_ = Parser::ground;
+        break;
+      case Parser::csi:
+        if (c == 0x1b) parser_ = Parser::escape;
+        else if ((c >= 0x40 && c <= 0x7e) || c == 0x18 || c == 0x1a || c >= 0x80) parser_ = Parser::ground;
+        break;
+      case Parser::string:
+        if (c == 0x07 || c == 0x18 || c == 0x1a) parser_ = Parser::ground;
+        else if (c == 0x1b) parser_ = Parser::string_escape;
+        break;
+      case Parser::string_escape:
+        parser_ = c == '\\' || c == 0x18 || c == 0x1a ? Parser::ground : c == 0x1b ? Parser::escape
+                                                                                 : Parser::string;
+        break;
+    }
+    previous_ = parser_ == Parser::ground ? c : 0;
+    if (c >= 0xc0) utf8_remaining_ = c < 0xe0 ? 1 : c < 0xf0 ? 2 : c < 0xf8 ? 3 : 0;
+    else if (c >= 0x80 && utf8_remaining_ > 0) --utf8_remaining_;
+    else utf8_remaining_ = 0;
+  }
+  if (from < bytes.size()) vterm_input_write(impl_->vt, bytes.data() + from, bytes.size() - from);
 }
 
 ScreenModel ReferenceTerminal::model() const {

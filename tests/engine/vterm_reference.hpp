@@ -53,7 +53,8 @@ class ReferenceTerminal {
   ReferenceTerminal(const ReferenceTerminal&) = delete;
   ReferenceTerminal& operator=(const ReferenceTerminal&) = delete;
 
-  // One vterm_input_write per call (the caller keeps calls <= 64 KiB and at clean boundaries).
+  // One vterm_input_write per call (the caller keeps calls <= 64 KiB and at clean boundaries),
+  // split only before an ASCII byte after a non-ASCII character (vterm_reference.cpp).
   void feed(std::string_view bytes);
 
   ScreenModel model() const;
@@ -72,6 +73,11 @@ class ReferenceTerminal {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string output_;
+  // Where libvterm's parser is, for feed()'s splits.
+  enum class Parser : std::uint8_t { ground, escape, csi, string, string_escape };
+  Parser parser_ = Parser::ground;
+  unsigned char previous_ = 0;  // the last byte, when it was read in ground state
+  int utf8_remaining_ = 0;
   friend struct ReferenceCallbacks;
 };
 
