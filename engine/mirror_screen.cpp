@@ -228,11 +228,12 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
 
   void csi(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) override {
-    enum class Event { none, clear, rep, alt_enter, save, restore, autowrap };
+    enum class Event { none, clear, rep, alt_enter, save, restore, autowrap, clear_history };
     Event ev = Event::none;
     const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
     if (c.plain()) {
       if (c.final == 'b') ev = Event::rep;
+      else if (c.final == 'J' && c.arg(0, 0) == 3) ev = Event::clear_history;
       else if (std::strchr("ABCDEFGH`adefjk", c.final) != nullptr) ev = Event::clear;
     } else if (c.dec_private() && c.arg(0, MirrorInput::kArgMissing) != MirrorInput::kArgMissing) {
       if (c.final == 'h' && (mode == 1047 || mode == 1049)) ev = Event::alt_enter;
@@ -307,6 +308,13 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       case Event::autowrap:
         flush(final_at + 1);
         m_.vt_autowrap_ = c.final == 'h';
+        break;
+      case Event::clear_history:
+        // xterm and xterm.js empty the history (libvterm 0.1.4 has no sb_clear): lines pushed
+        // before it are gone for every later snapshot; the screen stays.
+        flush(final_at + 1);
+        m_.scrollback_.erase_lines();
+        if (m_.tap_) m_.tap_->history_cleared();
         break;
       default:
         break;

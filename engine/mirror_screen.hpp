@@ -35,6 +35,8 @@ class VtermTap {
   virtual void created(int cols, int rows) = 0;  // also after reset()
   virtual void wrote(std::string_view bytes) = 0;
   virtual void resized(int cols, int rows) = 0;
+  // The mirror emptied the history (CSI 3 J, which libvterm 0.1.4 ignores: xterm clears it).
+  virtual void history_cleared() {}
 };
 
 // Cursor state a snapshot restores.

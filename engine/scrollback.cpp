@@ -66,6 +66,11 @@ void Scrollback::clear() {
   pushed_ = 0;
 }
 
+void Scrollback::erase_lines() {
+  lines_.clear();
+  bytes_ = 0;
+}
+
 int Scrollback::cols(std::size_t line) const {
   return line < lines_.size() ? lines_[line].cols : 0;
 }

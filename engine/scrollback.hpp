@@ -33,6 +33,8 @@ class Scrollback {
   // when there is none.
   bool pop(std::span<Cell> out);
   void clear();
+  // Drops every line (CSI 3 J); pushed() keeps counting.
+  void erase_lines();
 
   std::size_t lines() const { return lines_.size(); }
   std::size_t bytes() const { return bytes_; }

@@ -405,6 +405,8 @@ void ScreenLayerTap::wrote(std::string_view bytes) {
 
 void ScreenLayerTap::resized(int cols, int rows) { vterm_set_size(impl_->vt, rows, cols); }
 
+void ScreenLayerTap::history_cleared() { impl_->history.clear(); }
+
 std::uint64_t ScreenLayerTap::pushed() const { return impl_->pushed; }
 std::uint64_t ScreenLayerTap::popped() const { return impl_->popped; }
 

@@ -97,6 +97,7 @@ class ScreenLayerTap final : public engine::VtermTap {
   void created(int cols, int rows) override;
   void wrote(std::string_view bytes) override;
   void resized(int cols, int rows) override;
+  void history_cleared() override;
 
   // The first difference between the mirror's cells, flags and history and this screen layer's
   // ("" when they agree). The main screen is compared while it is shown (libvterm keeps the
