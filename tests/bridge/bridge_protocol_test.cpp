@@ -258,7 +258,9 @@ TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
   EXPECT_EQ(gone("nobody", "&epoch=" + epoch + "&session=1&cursor=0"), 4410) << "no such actor";
   // A fresh attach to an actor that does not exist is refused, with the reason first.
   auto fresh = open("nobody");
-  EXPECT_EQ(fresh->until("error").json()["code"], "no_such_actor");
+  const Json refused = fresh->until("error").json();
+  EXPECT_EQ(refused["code"], "no_such_actor");
+  EXPECT_EQ(refused["message"], "no actor named 'nobody'") << "the engine's own words, for the page's header";
   EXPECT_EQ(fresh->wait_close(), 4409);
 }
 
@@ -295,6 +297,8 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=ca/t"), 4401) << "a bad query";
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&role=king"), 4401);
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&cols=0&rows=5"), 4401);
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&follow=yes"), 4401);
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&have_cols=80"), 4401);
 
   const std::string own = "http://127.0.0.1:" + std::to_string(bridge_->port());
   const std::vector<std::string> upgrade = {"Upgrade: websocket", "Connection: Upgrade",
@@ -349,13 +353,140 @@ TEST_F(BridgeTest, HostileRequestsAndMessagesGetErrorsAndTheBridgeGoesOn) {
   read_catch_up(*client);
   for (const std::string bad : {R"({"type":5})", R"({"type":"resize","cols":"x","rows":2})", R"([1,2])",
                                 R"({"type":"ack","cursor":-1})", R"({"type":"visible","visible":"yes"})",
-                                "not json", R"({"type":"input","data":7})"}) {
+                                "not json", R"({"type":"input","data":7})",
+                                R"({"type":"input","data":"x","paste":1})", R"({"type":"follow"})"}) {
     client->send_text(bad);
     EXPECT_EQ(client->until("error").json()["code"], "bad_request") << bad;
   }
   client->send({{"type", "ping"}});
   client->until("pong");
   EXPECT_EQ(bridge_->http("GET", "/", {}).status, 200) << "still serving";
+}
+
+// A program that says its size whenever it changes (after "ready"), and nothing else.
+std::string size_reporter() {
+  return "trap 'echo \"size $(stty size)\"' WINCH; echo ready; while :; do sleep 0.05; done";
+}
+
+// A client that keeps the actor's size (`follow=1`, what a viewer's page asks for) never gets a
+// byte written at a size it was not told. An engine that says where a resize happened (the
+// `resized` event) gets it `resized` at that cursor; one that does not, a snapshot at the new
+// size once the event did not come. Either way, before the first byte past the resize.
+TEST_F(BridgeTest, AFollowerIsToldTheActorsSizeBeforeAnyByteWrittenAtIt) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&follow=1");
+  const CatchUp c = read_catch_up(*client);
+  ASSERT_EQ(c.start["cols"], 100);
+  ASSERT_EQ(c.start["rows"], 30);
+  const std::uint64_t at = committed("sized");  // quiet until its size changes
+  engine_.call("resize", {{"actor", "sized"}, {"cols", 72}, {"rows", 20}});
+  std::uint64_t cursor = c.replayed;
+  bool told = false;
+  std::string after;  // the stream from the resize on, as the client draws it
+  while (after.find("size 20 72") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) {
+      ASSERT_TRUE(told || cursor + m->data.size() <= at) << "a byte written at 72x20 came before the size";
+      if (cursor >= at) after += m->data;
+      cursor += m->data.size();
+      continue;
+    }
+    const Json j = m->json();
+    if (j["type"] == "resized") {
+      EXPECT_EQ(j["cursor"], at) << "where the new size starts";
+      EXPECT_EQ(j["cursor"], cursor) << "just before the bytes at it";
+      told = j["cols"] == 72 && j["rows"] == 20;
+    } else if (j["type"] == "snapshot") {
+      EXPECT_EQ(j["cols"], 72);
+      EXPECT_EQ(j["rows"], 20);
+      told = true;
+      std::vector<WsMessage> frames;
+      cursor = client->until("replayed", &frames).json()["cursor"].get<std::uint64_t>();
+      for (const auto& f : frames) after += f.data;  // the snapshot's bytes, then the ring's
+    }
+  }
+  EXPECT_TRUE(told);
+}
+
+// A client that fits itself (a controller's page by default) sets the actor's size: its own
+// resize never restarts its view.
+TEST_F(BridgeTest, AControllerThatFitsItselfIsNotCaughtUpAgainByItsResize) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "resize"}, {"cols", 70}, {"rows", 20}});
+  std::string live;
+  while (live.find("size 20 70") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) {
+      live += m->data;
+    } else {
+      EXPECT_NE(m->type(), "snapshot") << m->data;
+      EXPECT_NE(m->type(), "error") << m->data;
+    }
+  }
+}
+
+// A page that starts keeping the actor's size drew it at its own until then: its view starts
+// over with a snapshot, at the actor's size.
+TEST_F(BridgeTest, FollowingStartsTheViewOverWithASnapshot) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "follow"}, {"follow", true}});
+  const Json start = client->until("snapshot").json();
+  EXPECT_EQ(start["cols"], 100);
+  EXPECT_EQ(start["rows"], 30);
+  client->until("replayed");
+  client->send({{"type", "follow"}, {"follow", false}});
+  client->send({{"type", "ping"}});
+  std::vector<WsMessage> before;
+  client->until("pong", &before);
+  for (const auto& m : before) EXPECT_NE(m.type(), "snapshot") << "turning it off restarts nothing";
+}
+
+// A follower's resume says its size at its cursor: resumed when the actor still has it, else
+// caught up with a snapshot at the actor's size (it was resized while the page was away, and
+// nothing here knows where).
+TEST_F(BridgeTest, AFollowersResumeAtAnotherSizeGetsASnapshot) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto first = open("sized", "&follow=1");
+  const CatchUp a = read_catch_up(*first);
+  first->close();
+  const std::string resume = "&follow=1&epoch=" + a.hello["epoch"].get<std::string>() +
+                             "&session=1&cursor=" + std::to_string(a.replayed);
+  {
+    auto same = open("sized", resume + "&have_cols=100&have_rows=30");
+    EXPECT_EQ(read_catch_up(*same).start["type"], "resume");
+  }
+  engine_.call("resize", {{"actor", "sized"}, {"cols", 72}, {"rows", 20}});
+  engine_.wait_output("sized", "size 20 72");
+  auto other = open("sized", resume + "&have_cols=100&have_rows=30");
+  const CatchUp b = read_catch_up(*other);
+  EXPECT_EQ(b.start["type"], "snapshot");
+  EXPECT_EQ(b.start["cols"], 72);
+  EXPECT_EQ(b.start["rows"], 20);
+}
+
+// A paste goes to the engine as one (`paste: true`: a trailing Enter is written apart).
+TEST_F(BridgeTest, APasteIsTyped) {
+  engine_.spawn("cat", {"cat"});
+  auto client = open("cat", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "input"}, {"data", "pasted text\r"}, {"paste", true}});
+  std::string live;
+  while (live.find("pasted text\r\npasted text") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) live += m->data;
+    else EXPECT_NE(m->type(), "error") << m->data;
+  }
 }
 
 // A restarted actor's next session is not the client's: it gets its session's bytes, `exit` at
