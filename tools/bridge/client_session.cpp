@@ -267,18 +267,18 @@ bool ClientSession::bound_by_size(Cursor& end) {
   while (!size_changes_.empty() && size_changes_.front().first <= cursor_) {
     const auto [at, size] = size_changes_.front();
     size_changes_.pop_front();
+    if (size_ == size) continue;  // the size it already has: nothing changed
     if (at < cursor_ && request_.follow) {
-      // The event came after bytes written at the new size went out at the old one.
+      // The event came after bytes written at the new size went out at the old one (the
+      // actor went back to a size the ring check knew, A then B then A): start over.
       request_snapshot();
       return false;
     }
-    if (size_ != size) {
-      size_ = size;
-      // Every byte before cursor_ was written at the old size, every one from it at this one
-      // (a late change, for a client that does not follow, from here on as well as it can).
-      send_json({{"type", "resized"}, {"cols", size.cols}, {"rows", size.rows}, {"cursor", value(cursor_)}});
-      return false;  // send_json started writing it; its completion pumps again
-    }
+    size_ = size;
+    // Every byte before cursor_ was written at the old size, every one from it at this one
+    // (a late change, for a client that does not follow, from here on as well as it can).
+    send_json({{"type", "resized"}, {"cols", size.cols}, {"rows", size.rows}, {"cursor", value(cursor_)}});
+    return false;  // send_json started writing it; its completion pumps again
   }
   if (!size_changes_.empty()) end = min(end, size_changes_.front().first);
   if (request_.follow) {
