@@ -251,6 +251,7 @@ try {
                                            deviceScaleFactor: 2 });
   await run('a 100-column program on a phone shows exactly the actor\'s rows, and follows its size', async () => {
     cli('spawn', 'wide', '--cols', '100', '--rows', '30', '--', 'python3', FIXTURE, 'screen');
+    await until('the program to draw', async () => (await actorScreen('wide'))?.lines[29].startsWith('row 30 of 30 at 100'));
     const page = await phone.newPage();
     page.on('pageerror', (e) => console.log(`page error: ${e}`));
     await page.goto(`${base}/?actor=wide&role=viewer#token=${token}`);

@@ -406,6 +406,19 @@ void ClientSession::on_message(std::string_view text) {
     Json fields = {{"actor", request_.actor}};
     if (is_paste.value_or(false)) fields["paste"] = true;  // the engine writes a trailing Enter apart
     bridge_.engine_call("input", std::move(fields), std::move(*data), report);
+  } else if (type == "take_control") {
+    // A displaced controller takes the actor's size back (the engine's size ownership).
+    if (!request_.controller || !attachment_) return reject("bad_request", "only a controller takes control");
+    Json fields = {{"attachment", *attachment_}};
+    if (message.contains("cols") || message.contains("rows")) {
+      const auto cols = int_field(message, "cols"), rows = int_field(message, "rows");
+      if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) {
+        return reject("bad_request", "take_control's cols and rows are both in 1..1000, or absent");
+      }
+      fields["cols"] = *cols;
+      fields["rows"] = *rows;
+    }
+    bridge_.engine_call("take_control", std::move(fields), report);
   } else if (type == "follow") {
     const auto follow = bool_field(message, "follow");
     if (!follow) return reject("bad_request", "follow needs a boolean 'follow'");

@@ -86,7 +86,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::size_t kMaxQueuedTexts = 256;
   // How long a follower's output waits for the `resized` event of a resize the ring already
   // shows, before it is caught up with a snapshot instead (an engine without the event).
-  static constexpr std::chrono::milliseconds kSizeEventWait{300};
+  static constexpr std::chrono::milliseconds kSizeEventWait{1000};
   // Size changes a client keeps for bytes it has not been sent; past this a snapshot replaces
   // them.
   static constexpr std::size_t kMaxSizeChanges = 1024;
