@@ -306,6 +306,13 @@ try {
     await sameScreen(desk, 'wide', 'the replaced desktop page at the phone\'s size');
     if (!(await desk.evaluate(() => window.backscroll.session.replaced))) throw new Error('the desktop page was not told');
     await shot(desk, '8b-replaced-controller');
+    // It takes control back: the actor returns to its size, and the phone is displaced.
+    await desk.click('#take-control');
+    await until('the actor at the desktop\'s size again', async () => (await actorScreen('wide'))?.lines[0]
+      .startsWith(`row 01 of ${fitted[1]} at ${fitted[0]} columns`));
+    await until('the phone to be told', () => page.evaluate(() => window.backscroll.session.replaced));
+    await sameScreen(page, 'wide', 'the displaced phone at the desktop\'s size');
+    if (await desk.locator('#take-control').isVisible()) throw new Error('the owner still offers to take control');
     await desk.close();
     await page.close();
   });

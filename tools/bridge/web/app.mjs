@@ -175,6 +175,7 @@ async function main() {
   const updateControls = () => {
     const live = session && !session.ended;
     $('fit-box').hidden = !controller;
+    $('take-control').hidden = !(controller && live && session?.replaced);
     $('fit-actor').checked = controller && session?.follow;
     $('fit-actor').disabled = !live;
     bar?.update({ visible: controller && live && isTouchDevice(), enabled: controller && live });
@@ -211,6 +212,7 @@ async function main() {
       } else if (controller && session.hello && m.attachment === session.hello.attachment) {
         $('note').textContent = '';
       }
+      setTimeout(updateControls);  // after the session took it in
     },
     onFollowChange() {
       layout();
@@ -227,6 +229,7 @@ async function main() {
     localStorage.setItem('backscroll.fit', choice);
     session.setFollow(choice === 'actor');
   };
+  $('take-control').onclick = () => session.takeControl();
   $('reattach').onclick = () => location.reload();
   // Jump to latest: shown while the view is scrolled up into the history.
   const latest = $('latest');

@@ -177,6 +177,17 @@ export class TerminalSession {
     }
   }
 
+  // A displaced controller takes the actor's size back: at the page's fitted size when it fits
+  // itself, at the size it recorded when it keeps the actor's (docs/protocol.md, "Size ownership").
+  takeControl() {
+    const message = { type: 'take_control' };
+    if (!this.follow) {
+      const d = this.fit.proposeDimensions();
+      if (d && d.cols >= 1 && d.rows >= 1) Object.assign(message, { cols: d.cols, rows: d.rows });
+    }
+    this.send(message);
+  }
+
   // Runs `fn` once xterm.js has parsed everything written before this call.
   inOrder(fn) {
     this.term.write('', fn);
