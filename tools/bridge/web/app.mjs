@@ -14,7 +14,7 @@ const params = new URLSearchParams(location.search);
 // 6 px still fits a 100-column screen on a 412-pixel-wide phone.
 const MIN_FONT_PX = 6;
 const MAX_FONT_PX = 16;
-const FIT_FONT_PX = 14;  // a terminal that fits the page
+const FIT_FONT_PX = 15;  // a terminal that fits the page (xterm.js's default, as before)
 
 // The token: from a #token= link (then kept in this browser and removed from the address bar),
 // else the one kept earlier, else asked for.
