@@ -8,7 +8,8 @@
 // printed meanwhile; two tabs, a controller and a viewer. On a phone-sized page (412x915): a
 // 100-column full-screen program shows exactly the actor's rows (xterm.js kept at the actor's
 // size, scaled, never refitted), and follows the actor when it is resized; a controller that
-// chose "fit actor" does not resize it; the key bar sends Esc, Ctrl-C, Tab, a sticky Ctrl,
+// chose "fit actor" does not resize it; a displaced controller shows the owner's size and takes
+// control back; the key bar sends Esc, Ctrl-C, Tab, a sticky Ctrl,
 // arrows in both cursor modes and a bracketed paste. Headers: an ended actor ("ended (exit 3)"),
 // an unknown one (the engine's message), a reconnecting page. Catch-up hygiene: queries the
 // actor printed before the page attached, or while it was away, are never answered; a live one
