@@ -1,8 +1,9 @@
 // Attachments and snapshots (DESIGN sections 4 and 5; docs/protocol.md): the `snapshot`,
-// `attach` and `detach` ops, resize ownership, and the io thread's side of the mirror thread.
-// Io thread. The io thread is the per-actor lock of DESIGN section 5: an attach registers its
-// controller, resizes the PTY, enqueues the resize for the mirror at the committed cursor and
-// asks for the snapshot in one step, so no other request can come between them.
+// `attach` and `detach` ops and the io thread's side of the mirror thread (who owns the size:
+// ownership_ops.cpp). Io thread. The io thread is the per-actor lock of DESIGN section 5: an
+// attach checks every field first, then registers its controller, resizes the PTY, enqueues the
+// resize for the mirror at the committed cursor and asks for the snapshot in one step, so no
+// other request can come between them, and a refused attach changes nothing.
 #include <algorithm>
 
 #include "engine/engine.hpp"
@@ -31,51 +32,21 @@ void Engine::mirror_reset(const Actor& actor, Cursor at) {
   if (mirror_ && m != mirror_ids_.end()) mirror_->reset(m->second, at);
 }
 
-Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
-  if (auto r = actor.resize(size); !r) return r;
-  // Every byte committed so far was written at the old size.
-  const auto m = mirror_ids_.find(actor.name());
-  if (mirror_ && m != mirror_ids_.end()) {
-    mirror_->resize(m->second, actor.ring().committed(), size.cols, size.rows);
-  }
-  return {};
-}
-
 void Engine::drop_attachments(const std::string& actor) {
   controllers_.erase(actor);
   std::erase_if(attachments_, [&](const auto& a) { return a.second.actor == actor; });
 }
 
-Result<void> Engine::check_resize_owner(const Actor& actor, const Json& request) const {
-  const auto controller = controllers_.find(actor.name());
-  if (!request.contains("attachment")) {
-    if (controller == controllers_.end()) return {};
-    return fail(Errc::stale_controller,
-                "actor '" + actor.name() + "' has a controller: resize through its attachment");
-  }
-  auto id = uint_field(request, "attachment");
-  if (!id) return tl::unexpected(id.error());
-  const auto a = attachments_.find(*id);
-  if (a == attachments_.end() || a->second.actor != actor.name()) {
-    return fail(Errc::stale_controller, "attachment " + std::to_string(*id) +
-                                            " is not attached to '" + actor.name() + "'");
-  }
-  if (!a->second.controller) return fail(Errc::bad_request, "viewers never resize");
-  if (controller == controllers_.end() || controller->second != *id) {
-    return fail(Errc::stale_controller, "attachment " + std::to_string(*id) +
-                                            " was replaced as the controller of '" +
-                                            actor.name() + "'");
-  }
-  return {};
-}
-
-Result<Json> Engine::request_snapshot(ConnectionId connection, const Json& request,
-                                      const Actor& actor, Cursor not_before, Json reply) {
+Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
+                                                          const Json& request) const {
+  SnapshotAsk ask;
+  ask.id = request.contains("id") ? request["id"] : Json(nullptr);
   auto scrollback = uint_field(request, "scrollback", settings_.snapshot_scrollback);
   if (!scrollback) return tl::unexpected(scrollback.error());
   if (*scrollback > kMaxSnapshotScrollback) {
     return fail(Errc::too_large, "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
   }
+  ask.scrollback = *scrollback;
   const auto waiting = std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
                                      [connection](const auto& p) {
                                        return p.second.connection == connection;
@@ -85,16 +56,19 @@ Result<Json> Engine::request_snapshot(ConnectionId connection, const Json& reque
                                      std::to_string(kMaxPendingSnapshotsPerConnection) +
                                      " snapshots");
   }
-  const Json id = request.contains("id") ? request["id"] : Json(nullptr);
-
-  // A client that cannot read snapshot_v1, or an engine without a mirror: raw replay at once.
-  const char* raw_reason = nullptr;
   if (const auto formats = request.find("formats"); formats != request.end()) {
     if (!formats->is_array()) return fail(Errc::bad_request, "\"formats\" must be an array");
     if (std::find(formats->begin(), formats->end(), Json("snapshot_v1")) == formats->end()) {
-      raw_reason = "client";
+      ask.raw_reason = "client";
     }
   }
+  return ask;
+}
+
+Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, const Actor& actor,
+                              Cursor not_before, Json reply) {
+  // A client that cannot read snapshot_v1, or an engine without a mirror: raw replay at once.
+  const char* raw_reason = ask.raw_reason;
   const auto m = mirror_ids_.find(actor.name());
   if (!raw_reason && (!mirror_ || m == mirror_ids_.end())) raw_reason = "no_mirror";
   if (raw_reason) {
@@ -111,9 +85,10 @@ Result<Json> Engine::request_snapshot(ConnectionId connection, const Json& reque
   const std::uint64_t token = next_id_++;
   SnapshotRequest r;
   r.token = token;
-  r.options.scrollback_lines = *scrollback;
+  r.options.scrollback_lines = ask.scrollback;
   r.not_before = not_before;
-  pending_snapshots_.emplace(token, PendingSnapshot{connection, id, actor.name(), std::move(reply)});
+  pending_snapshots_.emplace(token,
+                             PendingSnapshot{connection, ask.id, actor.name(), std::move(reply)});
   mirror_->request_snapshot(m->second, r);
   return Json(nullptr);  // answered by answer_snapshots()
 }
@@ -160,7 +135,9 @@ void Engine::answer_snapshots() {
 Result<Json> Engine::op_snapshot(ConnectionId connection, const Json& request) {
   auto actor = find_actor(request);
   if (!actor) return tl::unexpected(actor.error());
-  return request_snapshot(connection, request, **actor, Cursor{0}, Json::object());
+  auto ask = check_snapshot_request(connection, request);
+  if (!ask) return tl::unexpected(ask.error());
+  return request_snapshot(connection, *ask, **actor, Cursor{0}, Json::object());
 }
 
 Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
@@ -195,26 +172,17 @@ Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
     const bool same_epoch = epoch == request.end() || *epoch == Json(hex64(actor.epoch()));
     if (same_epoch && Cursor{*s} >= actor.ring().floor()) since = Cursor{*s};
   }
+  auto ask = check_snapshot_request(connection, request);
+  if (!ask) return tl::unexpected(ask.error());
 
+  // Checked: from here on the attach happens.
   const std::uint64_t attachment = next_id_++;
-  attachments_[attachment] = Attachment{actor.name(), connection, controller};
+  attachments_[attachment] =
+      Attachment{actor.name(), connection, controller, size.value_or(actor.size())};
   Cursor not_before{0};
   if (controller) {
-    if (const auto old = controllers_.find(actor.name()); old != controllers_.end()) {
-      broadcast({{"event", "controller"}, {"actor", actor.name()}, {"attachment", attachment},
-                 {"replaced", old->second}});
-    }
-    controllers_[actor.name()] = attachment;
-    const bool resize = size && actor.live() &&
-                        (size->cols != actor.size().cols || size->rows != actor.size().rows);
-    if (resize) {
-      if (auto r = resize_actor(actor, *size); !r) {
-        attachments_.erase(attachment);
-        controllers_.erase(actor.name());
-        return tl::unexpected(r.error());
-      }
-      not_before = actor.ring().committed();  // the snapshot shows the new size
-    }
+    make_owner(actor, attachment, "attached");
+    if (apply_owner_size(actor)) not_before = actor.ring().committed();  // the snapshot shows it
   }
   Json reply{{"actor", actor.name()}, {"attachment", attachment}, {"role", *role}};
   if (since && not_before == Cursor{0}) {
@@ -226,13 +194,7 @@ Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
     return reply;
   }
   reply["mode"] = "snapshot";
-  auto answered = request_snapshot(connection, request, actor, not_before, std::move(reply));
-  if (!answered) {
-    attachments_.erase(attachment);
-    const auto c = controllers_.find(actor.name());
-    if (c != controllers_.end() && c->second == attachment) controllers_.erase(c);
-  }
-  return answered;
+  return request_snapshot(connection, *ask, actor, not_before, std::move(reply));
 }
 
 Result<Json> Engine::op_detach(ConnectionId connection, const Json& request) {
@@ -242,9 +204,7 @@ Result<Json> Engine::op_detach(ConnectionId connection, const Json& request) {
   if (a == attachments_.end() || a->second.connection != connection) {
     return fail(Errc::bad_request, "no attachment " + std::to_string(*id) + " on this connection");
   }
-  const auto c = controllers_.find(a->second.actor);
-  if (c != controllers_.end() && c->second == *id) controllers_.erase(c);
-  attachments_.erase(a);
+  end_attachment(*id);
   return Json{{"attachment", *id}};
 }
 

@@ -67,6 +67,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   if (*op == "snapshot") return op_snapshot(connection, h);
   if (*op == "attach") return op_attach(connection, h);
   if (*op == "detach") return op_detach(connection, h);
+  if (*op == "take_control") return op_take_control(connection, h);
   if (*op == "stop") return op_lifecycle(connection, h, Deferred::Kind::stop);
   if (*op == "restart") return op_lifecycle(connection, h, Deferred::Kind::restart);
   if (*op == "delete") return op_lifecycle(connection, h, Deferred::Kind::remove);
@@ -158,6 +159,7 @@ Json Engine::status_of(const Actor& actor) const {
                         {"sealed", sealed}});
   }
   const auto current = actor.current_session();
+  const auto owner = owner_of(actor.name());
   Json argv = actor.spec().argv;
   Json archive_error = nullptr;
   if (const auto t = transcripts_.find(actor.name());
@@ -181,6 +183,7 @@ Json Engine::status_of(const Actor& actor) const {
           {"paused", actor.paused()},
           {"persist", transcripts_.count(actor.name()) > 0},
           {"archive_error", archive_error},
+          {"controller", owner ? Json(*owner) : Json(nullptr)},
           {"sessions", std::move(sessions)}};
 }
 
@@ -239,6 +242,9 @@ Result<Json> Engine::op_resize(const Json& request) {
     return tl::unexpected(owner.error());
   }
   if (auto r = resize_actor(**actor, {*cols, *rows}); !r) return tl::unexpected(r.error());
+  if (const auto owner = owner_of((*actor)->name())) {
+    attachments_.at(*owner).size = {*cols, *rows};  // check_resize_owner: it came from the owner
+  }
   return Json{{"cols", *cols}, {"rows", *rows}};
 }
 

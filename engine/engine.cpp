@@ -149,7 +149,9 @@ void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool
 }
 
 void Engine::broadcast(const control::Json& event) {
-  for (const ConnectionId c : subscribers_) server_->send_event(c, event);
+  // Copied first: a send may drop a subscriber, whose end changes the set.
+  const std::vector<ConnectionId> targets(subscribers_.begin(), subscribers_.end());
+  for (const ConnectionId c : targets) server_->send_event(c, event);
 }
 
 void Engine::on_disconnect(ConnectionId connection) noexcept {
@@ -157,13 +159,12 @@ void Engine::on_disconnect(ConnectionId connection) noexcept {
   std::erase_if(pending_snapshots_, [connection](const auto& p) {
     return p.second.connection == connection;
   });
-  // A connection's attachments end with it; an actor whose controller left has none.
-  std::erase_if(attachments_, [&](const auto& a) {
-    if (a.second.connection != connection) return false;
-    const auto c = controllers_.find(a.second.actor);
-    if (c != controllers_.end() && c->second == a.first) controllers_.erase(c);
-    return true;
-  });
+  // A connection's attachments end with it; an owner among them hands control back.
+  std::vector<std::uint64_t> ending;
+  for (const auto& [id, a] : attachments_) {
+    if (a.connection == connection) ending.push_back(id);
+  }
+  for (const std::uint64_t id : ending) end_attachment(id);
 }
 
 void Engine::remove_actor(const std::string& name) {

@@ -106,11 +106,33 @@ class Engine final : public ActorHost, public RequestHandler {
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
   Result<control::Json> op_attach(ConnectionId connection, const control::Json& request);
   Result<control::Json> op_detach(ConnectionId connection, const control::Json& request);
-  // A resize must come from the actor's controller, or from anyone while it has none.
-  Result<void> check_resize_owner(const Actor& actor, const control::Json& request) const;
+  // What a snapshot request asks for, checked before anything changes.
+  struct SnapshotAsk {
+    control::Json id;                // the request's, echoed in the answer
+    std::uint64_t scrollback = 0;    // history lines
+    const char* raw_reason = nullptr;  // "client": no snapshot_v1 in "formats"
+  };
+  Result<SnapshotAsk> check_snapshot_request(ConnectionId connection,
+                                             const control::Json& request) const;
   // Asks the mirror for a snapshot of `actor`, answered on `connection` with `reply` merged in.
-  Result<control::Json> request_snapshot(ConnectionId connection, const control::Json& request,
-                                         const Actor& actor, Cursor not_before, control::Json reply);
+  // Returns the answer when it is known at once (raw replay), else null (answer_snapshots()).
+  control::Json request_snapshot(ConnectionId connection, const SnapshotAsk& ask,
+                                 const Actor& actor, Cursor not_before, control::Json reply);
+  // Size ownership (ownership_ops.cpp, docs/protocol.md "Size ownership").
+  Result<control::Json> op_take_control(ConnectionId connection, const control::Json& request);
+  // A resize must come from the actor's owner, or from anyone while it has no controller.
+  Result<void> check_resize_owner(const Actor& actor, const control::Json& request) const;
+  // The actor's owner: its controller attachment that took control last.
+  std::optional<std::uint64_t> owner_of(const std::string& actor) const;
+  // `attachment` (a controller of `actor`) becomes the owner; the event `controller` says why.
+  void make_owner(Actor& actor, std::uint64_t attachment, const char* reason);
+  // Resizes a live actor to its owner's recorded size when it differs; true when it did.
+  bool apply_owner_size(Actor& actor);
+  // Ends an attachment (detach, its connection closed); an owner leaving hands control back.
+  void end_attachment(std::uint64_t attachment);
+  // An event about `actor` to every subscriber and to every other connection holding one of
+  // its attachments (each connection once).
+  void notify_attached(const std::string& actor, const control::Json& event);
   void answer_snapshots();
   // History below the ring's floor: the completed-session cache, then the transcript.
   Result<std::string> older_history(const Actor& actor, Cursor from, Cursor to,
@@ -126,7 +148,8 @@ class Engine final : public ActorHost, public RequestHandler {
   void finish_deletion(const std::string& actor, std::optional<std::string> scrollback);
   // Purges deletion snapshots older than the retention, now and every hour.
   void purge_deleted();
-  // Resizes the PTY, then tells the mirror at the committed cursor (stream order).
+  // Resizes the PTY, then tells the mirror at the committed cursor (stream order) and the
+  // actor's clients (event `resized`).
   Result<void> resize_actor(Actor& actor, WindowSize size);
   void mirror_add(Actor& actor);
   void mirror_reset(const Actor& actor, Cursor at);
@@ -178,15 +201,18 @@ class Engine final : public ActorHost, public RequestHandler {
     std::uint64_t token = 0;        // the mirror's text request
   };
   std::map<std::string, PendingDeletion> deletions_;
-  // Attachments (DESIGN section 5). Ids are never reused; an actor's controller is its latest
-  // controller attachment, and an older one's resize is refused (stale_controller).
+  // Attachments (DESIGN section 5). Ids are never reused. A controller records the size it
+  // asked for (its attach's, else the actor's then; its own resizes update it).
   struct Attachment {
     std::string actor;
     ConnectionId connection;
     bool controller;
+    WindowSize size{};  // controllers only
   };
   std::map<std::uint64_t, Attachment> attachments_;
-  std::map<std::string, std::uint64_t> controllers_;
+  // Per actor, its controller attachments in the order they last took control: the owner is
+  // the last; a displaced one's resize is refused (stale_controller). Never an empty vector.
+  std::map<std::string, std::vector<std::uint64_t>> controllers_;
   // Snapshots the mirror thread is building, by token.
   struct PendingSnapshot {
     ConnectionId connection;

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -61,7 +62,10 @@ Result<std::optional<Frame>> ControlClient::read_frame(
       pollfd p{fd_, POLLIN, 0};
       const int rc = ::poll(&p, 1, static_cast<int>(timeout->count()));
       if (rc == 0) return std::nullopt;
-      if (rc < 0 && errno != EINTR) return fail_errno("poll control socket", errno);
+      if (rc < 0) {
+        if (errno == EINTR) continue;  // a signal: poll again rather than block in recv
+        return fail_errno("poll control socket", errno);
+      }
     }
     char buf[65536];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
@@ -115,9 +119,10 @@ Result<std::optional<Frame>> ControlClient::next_event(std::chrono::milliseconds
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
+    // At least one look, even with no time left: a frame may wait in the decoder or the socket.
+    const auto left = std::max(std::chrono::milliseconds(0),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()));
     auto frame = read_frame(left);
     if (!frame || !*frame) return frame;
     if ((*frame)->header.contains("event")) return frame;

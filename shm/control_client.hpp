@@ -28,6 +28,8 @@ class ControlClient {
   Result<Frame> call(std::string_view op, Json fields = Json::object(),
                      std::string_view payload = {});
   // The next event frame (a header with "event"), waiting at most `timeout`; nullopt on timeout.
+  // With 0 it only takes what has already arrived (a poller's POLLIN on fd(), or events a
+  // call() read past its response), without blocking.
   Result<std::optional<Frame>> next_event(std::chrono::milliseconds timeout);
   int fd() const noexcept { return fd_; }
 

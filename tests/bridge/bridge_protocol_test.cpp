@@ -258,7 +258,9 @@ TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
   EXPECT_EQ(gone("nobody", "&epoch=" + epoch + "&session=1&cursor=0"), 4410) << "no such actor";
   // A fresh attach to an actor that does not exist is refused, with the reason first.
   auto fresh = open("nobody");
-  EXPECT_EQ(fresh->until("error").json()["code"], "no_such_actor");
+  const Json refused = fresh->until("error").json();
+  EXPECT_EQ(refused["code"], "no_such_actor");
+  EXPECT_EQ(refused["message"], "no actor named 'nobody'") << "the engine's own words, for the page's header";
   EXPECT_EQ(fresh->wait_close(), 4409);
 }
 
@@ -271,11 +273,42 @@ TEST_F(BridgeTest, AReplacedControllersResizeIsRejected) {
   const Json notice = a->until("controller").json();
   EXPECT_EQ(notice["replaced"], ca.hello["attachment"]);
   EXPECT_EQ(notice["attachment"], cb.hello["attachment"]);
+  EXPECT_EQ(notice["reason"], "attached") << "the engine's size ownership, passed on";
+  EXPECT_EQ(notice["cols"], 90);
+  EXPECT_EQ(notice["rows"], 20);
   a->send({{"type", "resize"}, {"cols", 120}, {"rows", 40}});
   EXPECT_EQ(a->until("error").json()["code"], "stale_controller");
   b->send({{"type", "resize"}, {"cols", 70}, {"rows", 20}});
   wait_until([&] { return engine_.status("cat")["cols"] == 70; }, "the controller's resize");
   EXPECT_EQ(engine_.status("cat")["rows"], 20);
+  // The owner leaves: control (and its size) goes back to the first, which is told.
+  b.reset();
+  const Json back = a->until("controller").json();
+  EXPECT_EQ(back["attachment"], ca.hello["attachment"]);
+  EXPECT_EQ(back["reason"], "handed_back");
+  EXPECT_EQ(back["cols"], 100);
+  EXPECT_EQ(back["rows"], 30);
+  const Json size = a->until("resized").json();
+  EXPECT_EQ(size["cols"], 100);
+  EXPECT_EQ(size["rows"], 30);
+  a->send({{"type", "resize"}, {"cols", 110}, {"rows", 30}});
+  wait_until([&] { return engine_.status("cat")["cols"] == 110; }, "the owner's resize again");
+  // A displaced controller takes control back, at the size it gives.
+  auto c = open("cat", "&role=controller&cols=60&rows=15");
+  read_catch_up(*c);
+  EXPECT_EQ(a->until("controller").json()["reason"], "attached");
+  a->send({{"type", "take_control"}, {"cols", 120}, {"rows", 40}});
+  const Json taken = a->until("controller").json();
+  EXPECT_EQ(taken["reason"], "took_control");
+  EXPECT_EQ(taken["attachment"], ca.hello["attachment"]);
+  wait_until([&] { return engine_.status("cat")["cols"] == 120; }, "the size taken back");
+  EXPECT_EQ(engine_.status("cat")["rows"], 40);
+  a->send({{"type", "take_control"}, {"cols", 120}});
+  EXPECT_EQ(a->until("error").json()["code"], "bad_request");
+  auto viewer = open("cat");
+  read_catch_up(*viewer);
+  viewer->send({{"type", "take_control"}});
+  EXPECT_EQ(viewer->until("error").json()["code"], "bad_request") << "a viewer cannot";
 }
 
 TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
@@ -295,6 +328,8 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=ca/t"), 4401) << "a bad query";
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&role=king"), 4401);
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&cols=0&rows=5"), 4401);
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&follow=yes"), 4401);
+  EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&have_cols=80"), 4401);
 
   const std::string own = "http://127.0.0.1:" + std::to_string(bridge_->port());
   const std::vector<std::string> upgrade = {"Upgrade: websocket", "Connection: Upgrade",
@@ -349,13 +384,151 @@ TEST_F(BridgeTest, HostileRequestsAndMessagesGetErrorsAndTheBridgeGoesOn) {
   read_catch_up(*client);
   for (const std::string bad : {R"({"type":5})", R"({"type":"resize","cols":"x","rows":2})", R"([1,2])",
                                 R"({"type":"ack","cursor":-1})", R"({"type":"visible","visible":"yes"})",
-                                "not json", R"({"type":"input","data":7})"}) {
+                                "not json", R"({"type":"input","data":7})",
+                                R"({"type":"input","data":"x","paste":1})", R"({"type":"follow"})"}) {
     client->send_text(bad);
     EXPECT_EQ(client->until("error").json()["code"], "bad_request") << bad;
   }
   client->send({{"type", "ping"}});
   client->until("pong");
   EXPECT_EQ(bridge_->http("GET", "/", {}).status, 200) << "still serving";
+}
+
+// A program that says its size whenever it changes (after "ready"), and nothing else.
+std::string size_reporter() {
+  return "trap 'echo \"size $(stty size)\"' WINCH; echo ready; while :; do sleep 0.05; done";
+}
+
+// A client that keeps the actor's size (`follow=1`, what a viewer's page asks for) never gets a
+// byte written at a size it was not told: `resized` at the engine's cursor for it, just before
+// the first byte past the resize, and no snapshot (an engine without the `resized` event would
+// get it a snapshot at the new size instead; this test accepted that until the engine had it).
+TEST_F(BridgeTest, AFollowerIsToldTheActorsSizeBeforeAnyByteWrittenAtIt) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&follow=1");
+  const CatchUp c = read_catch_up(*client);
+  ASSERT_EQ(c.start["cols"], 100);
+  ASSERT_EQ(c.start["rows"], 30);
+  const std::uint64_t at = committed("sized");  // quiet until its size changes
+  engine_.call("resize", {{"actor", "sized"}, {"cols", 72}, {"rows", 20}});
+  std::uint64_t cursor = c.replayed;
+  bool told = false;
+  std::string after;  // the stream from the resize on, as the client draws it
+  while (after.find("size 20 72") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) {
+      ASSERT_TRUE(told || cursor + m->data.size() <= at) << "a byte written at 72x20 came before the size";
+      if (cursor >= at) after += m->data;
+      cursor += m->data.size();
+      continue;
+    }
+    const Json j = m->json();
+    if (j["type"] == "resized") {
+      EXPECT_EQ(j["cursor"], at) << "where the new size starts";
+      EXPECT_EQ(j["cursor"], cursor) << "just before the bytes at it";
+      told = j["cols"] == 72 && j["rows"] == 20;
+    } else {
+      EXPECT_NE(j["type"], "snapshot") << "the engine said where the size changed: " << m->data;
+    }
+  }
+  EXPECT_TRUE(told);
+}
+
+// The same for a client that fits itself, as long as the event comes before the program's first
+// byte at the new size (here the program sleeps in between): `resized` just before it.
+TEST_F(BridgeTest, AClientThatFitsItselfIsToldTheSizeToo) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized");
+  const CatchUp c = read_catch_up(*client);
+  const std::uint64_t at = committed("sized");
+  engine_.call("resize", {{"actor", "sized"}, {"cols", 72}, {"rows", 20}});
+  const Json resized = client->until("resized").json();
+  EXPECT_EQ(resized["cursor"], at);
+  EXPECT_EQ(resized["cols"], 72);
+  EXPECT_EQ(resized["rows"], 20);
+  (void)c;
+}
+
+// A client that fits itself (a controller's page by default) sets the actor's size: its own
+// resize never restarts its view.
+TEST_F(BridgeTest, AControllerThatFitsItselfIsNotCaughtUpAgainByItsResize) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "resize"}, {"cols", 70}, {"rows", 20}});
+  std::string live;
+  while (live.find("size 20 70") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) {
+      live += m->data;
+    } else {
+      EXPECT_NE(m->type(), "snapshot") << m->data;
+      EXPECT_NE(m->type(), "error") << m->data;
+    }
+  }
+}
+
+// A page that starts keeping the actor's size drew it at its own until then: its view starts
+// over with a snapshot, at the actor's size.
+TEST_F(BridgeTest, FollowingStartsTheViewOverWithASnapshot) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto client = open("sized", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "follow"}, {"follow", true}});
+  const Json start = client->until("snapshot").json();
+  EXPECT_EQ(start["cols"], 100);
+  EXPECT_EQ(start["rows"], 30);
+  client->until("replayed");
+  client->send({{"type", "follow"}, {"follow", false}});
+  client->send({{"type", "ping"}});
+  std::vector<WsMessage> before;
+  client->until("pong", &before);
+  for (const auto& m : before) EXPECT_NE(m.type(), "snapshot") << "turning it off restarts nothing";
+}
+
+// A follower's resume says its size at its cursor: resumed when the actor still has it, else
+// caught up with a snapshot at the actor's size (it was resized while the page was away, and
+// nothing here knows where).
+TEST_F(BridgeTest, AFollowersResumeAtAnotherSizeGetsASnapshot) {
+  spawn_sh("sized", size_reporter(), {{"cols", 100}, {"rows", 30}});
+  engine_.wait_output("sized", "ready");
+  auto first = open("sized", "&follow=1");
+  const CatchUp a = read_catch_up(*first);
+  first->close();
+  const std::string resume = "&follow=1&epoch=" + a.hello["epoch"].get<std::string>() +
+                             "&session=1&cursor=" + std::to_string(a.replayed);
+  {
+    auto same = open("sized", resume + "&have_cols=100&have_rows=30");
+    EXPECT_EQ(read_catch_up(*same).start["type"], "resume");
+  }
+  engine_.call("resize", {{"actor", "sized"}, {"cols", 72}, {"rows", 20}});
+  engine_.wait_output("sized", "size 20 72");
+  auto other = open("sized", resume + "&have_cols=100&have_rows=30");
+  const CatchUp b = read_catch_up(*other);
+  EXPECT_EQ(b.start["type"], "snapshot");
+  EXPECT_EQ(b.start["cols"], 72);
+  EXPECT_EQ(b.start["rows"], 20);
+}
+
+// A paste goes to the engine as one (`paste: true`: a trailing Enter is written apart).
+TEST_F(BridgeTest, APasteIsTyped) {
+  engine_.spawn("cat", {"cat"});
+  auto client = open("cat", "&role=controller");
+  read_catch_up(*client);
+  client->send({{"type", "input"}, {"data", "pasted text\r"}, {"paste", true}});
+  std::string live;
+  while (live.find("pasted text\r\npasted text") == std::string::npos) {
+    auto m = client->next();
+    ASSERT_TRUE(m) << "closed";
+    if (!m->text) live += m->data;
+    else EXPECT_NE(m->type(), "error") << m->data;
+  }
 }
 
 // A restarted actor's next session is not the client's: it gets its session's bytes, `exit` at

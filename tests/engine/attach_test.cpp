@@ -4,7 +4,7 @@
 //   shows (libvterm as the second emulator).
 // - A controller's attach resizes first and gets a snapshot at its size; a replaced controller's
 //   resize is refused (stale_controller), a viewer's too; the controller's connection ending
-//   ends its control.
+//   ends its control (who gets it then: ownership_test.cpp).
 // - A reattach with a retained cursor resumes without a snapshot; a cleared or new-session
 //   actor never shows what came before in a snapshot.
 // - A client without snapshot_v1 gets raw_replay from the oldest retained cursor.
@@ -122,11 +122,15 @@ TEST_F(Attach, OnlyTheLatestControllerResizes) {
   EXPECT_TRUE(resize(b, b_id));
   EXPECT_EQ(engine_.status("sh").at("cols"), 90);
 
-  // The controller's connection ends: the actor has no controller, anyone may resize again.
+  // The controller's connection ends: the one it displaced owns the actor again
+  // (tests/engine/ownership_test.cpp); once that one leaves too, anyone may resize again.
   b = engine_.connect();
-  engine_.call("ping");  // the engine has seen the disconnect once it answers a later request
-  for (int i = 0; i < 100 && !resize(a, std::nullopt); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(resize(a, std::nullopt));
+  wait_until([&] { return static_cast<bool>(resize(a, a_id)); },
+             "the displaced controller to own the actor again");
+  EXPECT_FALSE(resize(a, std::nullopt));
+  a = engine_.connect();
+  wait_until([&] { return static_cast<bool>(resize(c, std::nullopt)); },
+             "the actor to have no controller");
 }
 
 TEST_F(Attach, OfTwoControllersAttachingAtOnceExactlyOneControls) {

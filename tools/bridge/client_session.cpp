@@ -35,7 +35,8 @@ ClientSession::ClientSession(Bridge& bridge, Socket socket, AttachRequest reques
       ws_(std::move(socket)),
       request_(std::move(request)),
       frame_(kFrameBytes),
-      behind_timer_(ws_.get_executor()) {}
+      behind_timer_(ws_.get_executor()),
+      size_timer_(ws_.get_executor()) {}
 
 void ClientSession::start() {
   ws_.read_message_max(kMaxClientMessage);
@@ -107,7 +108,11 @@ void ClientSession::on_attached(Json header, std::string payload) {
              {"attachment", *attachment_}});
   if (header.value("mode", "") == "resume") {
     flow_.emplace(request_.resume->cursor, request_.visible, now);
-    begin_resume(request_.resume->cursor);
+    // The client's size at its cursor: as it says, else (a client that does not track sizes)
+    // the actor's now.
+    size_ = request_.have.value_or(TermSize{header.value<std::uint16_t>("cols", 80),
+                                            header.value<std::uint16_t>("rows", 24)});
+    begin_resume(request_.resume->cursor, /*fresh=*/true);
   } else {
     flow_.emplace(Cursor{header.value("cursor", std::uint64_t{0})}, request_.visible, now);
     begin_snapshot(header, std::move(payload));
@@ -128,12 +133,29 @@ void ClientSession::begin_snapshot(const Json& answer, std::string payload) {
   snapshot_sent_ = 0;
   cursor_ = at;
   catch_up_end_ = stream_end();
+  // The snapshot is at its own size: changes before its cursor are in it.
+  size_ = TermSize{answer.value<std::uint16_t>("cols", 80), answer.value<std::uint16_t>("rows", 24)};
+  std::erase_if(size_changes_, [at](const auto& change) { return change.first < at; });
+  size_verified_ = at;
+  snapshot_due_ = false;
+  size_wait_over_ = false;
   phase_ = Phase::catching_up;
   pump();
 }
 
 // resume {cursor}, then the ring from it.
-void ClientSession::begin_resume(Cursor from) {
+void ClientSession::begin_resume(Cursor from, bool fresh) {
+  if (fresh) {
+    // The client told its size at `from`: changes before it are its own business.
+    std::erase_if(size_changes_, [from](const auto& change) { return change.first < from; });
+    size_verified_ = from;
+  }
+  // A follower whose view must start over, or whose size the ring contradicts with no change
+  // known to explain it (a resize while it was away, before this client subscribed): a snapshot.
+  if (snapshot_due_ || (request_.follow && unexplained_size())) {
+    request_snapshot();
+    return;
+  }
   send_json({{"type", "resume"}, {"cursor", value(from)}});
   snapshot_bytes_.clear();
   snapshot_sent_ = 0;
@@ -187,7 +209,7 @@ void ClientSession::check_behind() {
       const Cursor from = *flow_->behind();
       const auto& ring = feed_->ring();
       if (from >= ring.oldest() && ring.committed() - from <= kResumeMaxBytes) {
-        begin_resume(from);
+        begin_resume(from, /*fresh=*/false);
         return;
       }
       request_snapshot();
@@ -200,11 +222,124 @@ void ClientSession::check_behind() {
 }
 
 void ClientSession::on_engine_event(const Json& event) {
-  if (event.value("event", "") == "controller" && phase_ != Phase::closing) {
-    send_json({{"type", "controller"},
-               {"attachment", event.value("attachment", std::uint64_t{0})},
-               {"replaced", event.value("replaced", std::uint64_t{0})}});
+  if (phase_ == Phase::closing) return;
+  const std::string kind = string_field(event, "event").value_or("");
+  if (kind == "controller") {
+    Json message = {{"type", "controller"},
+                    {"attachment", event.value("attachment", std::uint64_t{0})},
+                    {"replaced", event.value("replaced", std::uint64_t{0})}};
+    // The engine's size ownership adds the size the actor has now and why control moved.
+    for (const char* field : {"cols", "rows", "reason"}) {
+      if (event.contains(field)) message[field] = event[field];
+    }
+    send_json(std::move(message));
+  } else if (kind == "resized") {
+    const auto cols = uint_field(event, "cols"), rows = uint_field(event, "rows");
+    const auto at = uint_field(event, "cursor");
+    if (!cols || !rows || !at || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) return;
+    if (size_changes_.size() >= kMaxSizeChanges) {
+      // Far behind while the actor kept resizing: a snapshot replaces them all.
+      size_changes_.clear();
+      snapshot_due_ = true;
+    }
+    size_changes_.emplace_back(Cursor{*at}, TermSize{static_cast<std::uint16_t>(*cols),
+                                                     static_cast<std::uint16_t>(*rows)});
+    pump();  // a follower waiting for this event goes on
   }
+}
+
+// ---- the actor's size in the stream ----
+
+std::optional<TermSize> ClientSession::newest_known_size() const {
+  if (!size_changes_.empty()) return size_changes_.back().second;
+  return size_;
+}
+
+bool ClientSession::unexplained_size() const {
+  const auto meta = feed_ ? feed_->ring().meta() : std::nullopt;
+  const auto known = newest_known_size();
+  if (!meta || !known) return false;
+  return TermSize{static_cast<std::uint16_t>(meta->cols), static_cast<std::uint16_t>(meta->rows)} != *known;
+}
+
+bool ClientSession::bound_by_size(Cursor& end) {
+  const Cursor committed_end = end;  // loaded before the ring's size below (stream_end())
+  while (!size_changes_.empty() && size_changes_.front().first <= cursor_) {
+    const auto [at, size] = size_changes_.front();
+    size_changes_.pop_front();
+    if (size_ == size) continue;  // the size it already has: nothing changed
+    if (at < cursor_ && request_.follow) {
+      // The event came after bytes written at the new size went out at the old one (the
+      // actor went back to a size the ring check knew, A then B then A): start over.
+      request_snapshot();
+      return false;
+    }
+    size_ = size;
+    // Every byte before cursor_ was written at the old size, every one from it at this one
+    // (a late change, for a client that does not follow, from here on as well as it can).
+    send_json({{"type", "resized"}, {"cols", size.cols}, {"rows", size.rows}, {"cursor", value(cursor_)}});
+    return false;  // send_json started writing it; its completion pumps again
+  }
+  if (!size_changes_.empty()) end = min(end, size_changes_.front().first);
+  if (request_.follow) {
+    // The engine publishes a new size in the ring before any byte written at it is committed.
+    // committed_end was loaded before this read of the size: if the size is one we know, no
+    // unknown resize happened before committed_end, and the bytes up to it are at known sizes.
+    // If not, the unknown resize is after size_verified_: wait there for its event.
+    if (unexplained_size()) {
+      if (size_wait_over_) {
+        // No event came (an engine that does not send `resized`): the snapshot is exact for
+        // its cursor and size.
+        request_snapshot();
+        return false;
+      }
+      end = min(end, max(size_verified_, cursor_));
+      arm_size_timer();
+    } else {
+      size_verified_ = max(size_verified_, committed_end);
+      size_wait_over_ = false;
+      if (size_timer_armed_) {
+        size_timer_armed_ = false;
+        size_timer_.cancel();
+      }
+    }
+  }
+  return true;
+}
+
+bool ClientSession::move_change_before_partial_character(Cursor end) {
+  if (size_changes_.empty() || size_changes_.front().first != end || cursor_ >= end) return false;
+  size_changes_.front().first = cursor_;
+  return true;
+}
+
+void ClientSession::arm_size_timer() {
+  if (size_timer_armed_) return;
+  size_timer_armed_ = true;
+  size_timer_.expires_after(kSizeEventWait);
+  size_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) {
+      self->size_timer_armed_ = false;
+      self->on_size_wait_over();
+    }
+  });
+}
+
+void ClientSession::on_size_wait_over() {
+  // Decided in pump() (bound_by_size), never while a catch-up's snapshot bytes are on their way.
+  size_wait_over_ = true;
+  pump();
+}
+
+void ClientSession::set_follow(bool follow) {
+  if (follow == request_.follow) return;
+  request_.follow = follow;
+  if (!follow) return;
+  // What the client shows was drawn at its own size: its view starts over at the actor's.
+  size_verified_ = cursor_;
+  snapshot_due_ = true;
+  pump();  // live: the snapshot is requested once the write in flight (if any) is done
 }
 
 void ClientSession::engine_lost() {
@@ -264,8 +399,30 @@ void ClientSession::on_message(std::string_view text) {
   } else if (type == "input") {
     auto data = string_field(message, "data");
     if (!data) return reject("bad_request", "input needs a string 'data'");
+    const bool paste = message.contains("paste");
+    const auto is_paste = bool_field(message, "paste");
+    if (paste && !is_paste) return reject("bad_request", "input's 'paste' is a boolean");
     if (!request_.controller) return reject("read_only", "a viewer cannot type; attach as controller");
-    bridge_.engine_call("input", {{"actor", request_.actor}}, std::move(*data), report);
+    Json fields = {{"actor", request_.actor}};
+    if (is_paste.value_or(false)) fields["paste"] = true;  // the engine writes a trailing Enter apart
+    bridge_.engine_call("input", std::move(fields), std::move(*data), report);
+  } else if (type == "take_control") {
+    // A displaced controller takes the actor's size back (the engine's size ownership).
+    if (!request_.controller || !attachment_) return reject("bad_request", "only a controller takes control");
+    Json fields = {{"attachment", *attachment_}};
+    if (message.contains("cols") || message.contains("rows")) {
+      const auto cols = int_field(message, "cols"), rows = int_field(message, "rows");
+      if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) {
+        return reject("bad_request", "take_control's cols and rows are both in 1..1000, or absent");
+      }
+      fields["cols"] = *cols;
+      fields["rows"] = *rows;
+    }
+    bridge_.engine_call("take_control", std::move(fields), report);
+  } else if (type == "follow") {
+    const auto follow = bool_field(message, "follow");
+    if (!follow) return reject("bad_request", "follow needs a boolean 'follow'");
+    set_follow(*follow);
   } else if (type == "resize") {
     const auto cols = int_field(message, "cols"), rows = int_field(message, "rows");
     if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) {
@@ -354,17 +511,33 @@ void ClientSession::pump() {
           arm_behind_timer();
           return;
         }
-        if (write_ring_frame(catch_up_end_, /*live=*/false)) return;
-        if (phase_ != Phase::catching_up) return;  // the ring lapped it: behind
+        Cursor end = catch_up_end_;
+        if (!bound_by_size(end)) return;
+        if (cursor_ < end) {
+          if (write_ring_frame(end, /*live=*/false)) return;
+          if (phase_ != Phase::catching_up) return;  // the ring lapped it: behind
+          if (move_change_before_partial_character(end)) return pump();
+        }
+        // Otherwise held (a character's last bytes, a size's event): the rest comes live.
       }
       finish_catch_up(cursor_);
       pump();
       return;
     }
     case Phase::live: {
-      const Cursor end = stream_end();
-      if (cursor_ < end && write_ring_frame(end, /*live=*/true)) return;
-      if (phase_ != Phase::live) return;  // fell behind
+      if (snapshot_due_) {
+        request_snapshot();
+        return;
+      }
+      const Cursor available = stream_end();
+      Cursor end = available;
+      if (!bound_by_size(end)) return;
+      if (cursor_ < end) {
+        if (write_ring_frame(end, /*live=*/true)) return;
+        if (phase_ != Phase::live) return;  // fell behind
+        if (move_change_before_partial_character(end)) return pump();
+      }
+      if (end < available) return;  // held until a size's event (or its timer) pumps again
       if (const auto record = ended()) {
         send_json({{"type", "exit"},
                    {"session", session_},
@@ -449,6 +622,7 @@ void ClientSession::close_with(std::uint16_t code, std::string reason) {
   if (phase_ == Phase::closing || finished_) return;
   phase_ = Phase::closing;
   behind_timer_.cancel();
+  size_timer_.cancel();
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
   pump();  // the text frames already queued (an `error`, an `exit`) go first
 }
@@ -458,6 +632,7 @@ void ClientSession::finish() {
   finished_ = true;
   phase_ = Phase::closing;
   behind_timer_.cancel();
+  size_timer_.cancel();
   if (feed_) feed_->unsubscribe(feed_handle_);
   if (attachment_) bridge_detach(bridge_, *attachment_);
   attachment_.reset();

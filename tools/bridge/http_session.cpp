@@ -92,6 +92,17 @@ std::optional<AttachRequest> attach_request(const std::map<std::string, std::str
     r.cols = static_cast<std::uint16_t>(*cols);
     r.rows = static_cast<std::uint16_t>(*rows);
   }
+  if (const auto follow = query.find("follow"); follow != query.end()) {
+    if (follow->second != "0" && follow->second != "1") return std::nullopt;
+    r.follow = follow->second == "1";
+  }
+  const auto have_cols = number(query, "have_cols"), have_rows = number(query, "have_rows");
+  if (query.contains("have_cols") || query.contains("have_rows")) {
+    if (!have_cols || !have_rows || *have_cols < 1 || *have_cols > 1000 || *have_rows < 1 || *have_rows > 1000) {
+      return std::nullopt;
+    }
+    r.have = TermSize{static_cast<std::uint16_t>(*have_cols), static_cast<std::uint16_t>(*have_rows)};
+  }
   if (query.contains("cursor") || query.contains("epoch") || query.contains("session")) {
     const auto cursor = number(query, "cursor"), session = number(query, "session");
     const auto epoch = query.find("epoch");

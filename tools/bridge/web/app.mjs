@@ -4,9 +4,17 @@ import { Terminal } from '/vendor/xterm.mjs';
 import { FitAddon } from '/vendor/addon-fit.mjs';
 import { Unicode11Addon } from '/vendor/addon-unicode11.mjs';
 import { TerminalSession } from '/session.mjs';
+import { KeyBar, isTouchDevice } from '/keybar.mjs';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+
+// Font sizes (CSS pixels) of a terminal kept at the actor's size: as large as fits the pane, at
+// most MAX; below MIN it stays at MIN and the pane pans (and the page can be pinch-zoomed).
+// 6 px still fits a 100-column screen on a 412-pixel-wide phone.
+const MIN_FONT_PX = 6;
+const MAX_FONT_PX = 16;
+const FIT_FONT_PX = 15;  // a terminal that fits the page (xterm.js's default, as before)
 
 // The token: from a #token= link (then kept in this browser and removed from the address bar),
 // else the one kept earlier, else asked for.
@@ -56,6 +64,23 @@ function showActors(actors, current) {
   }));
 }
 
+// The header's words for a session state, its colour class, and the notice under the screen
+// (null: none).
+function describe(state, detail) {
+  switch (state) {
+    case 'live': return { text: 'live', cls: '' };
+    case 'connecting': return { text: 'connecting', cls: 'warn' };
+    case 'catching-up': return { text: 'catching up', cls: 'warn' };
+    case 'reconnecting': return { text: detail ? `reconnecting (${detail})` : 'reconnecting', cls: 'warn' };
+    case 'ended': return { text: `ended (${detail})`, cls: 'bad', notice: `The program ended (${detail}).` };
+    case 'no-such-actor': return { text: detail, cls: 'bad', notice: detail };
+    case 'gone': return { text: 'gone', cls: 'bad', notice: detail };
+    case 'refused': return { text: `refused: ${detail}`, cls: 'bad', notice: detail };
+    case 'unauthorized': return { text: 'unauthorized', cls: 'bad', notice: detail };
+    default: return { text: detail ? `${state}: ${detail}` : state, cls: 'bad' };
+  }
+}
+
 async function main() {
   const token = takeToken();
   if (!token) return askToken();
@@ -94,27 +119,117 @@ async function main() {
   }
   $('actor-name').textContent = actor;
 
+  // A controller fits the page and sizes the actor, unless it chose "fit the actor" (kept in
+  // this browser; ?fit=actor or ?fit=page in the URL overrides it).
+  const fitChoice = params.get('fit') || localStorage.getItem('backscroll.fit') || 'page';
   const term = new Terminal({ allowProposedApi: true, scrollback: 10000, fontFamily: 'monospace',
-                              disableStdin: !controller, cursorBlink: controller });
+                              fontSize: FIT_FONT_PX, disableStdin: !controller, cursorBlink: controller });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.loadAddon(new Unicode11Addon());
   term.unicode.activeVersion = '11';  // the widths libvterm and programs use (docs/snapshot.md)
   term.open($('terminal'));
-  fit.fit();
+
+  const terminalBox = $('terminal');
+  let session = null;
+  const following = () => !session || session.following();
+
+  // Kept at the actor's size: the font that makes its columns (and rows) fit the pane.
+  const scaleToActor = () => {
+    const screen = term.element?.querySelector('.xterm-screen');
+    if (!screen) return;
+    const style = getComputedStyle(terminalBox);
+    const width = terminalBox.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const height = terminalBox.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+    const measure = () => screen.getBoundingClientRect();
+    let size = term.options.fontSize;
+    const now = measure();
+    if (now.width > 0 && now.height > 0 && width > 0 && height > 0) {
+      // The cell grows with the font (nearly linearly): one estimate, then down until it fits.
+      size = Math.min(MAX_FONT_PX, size * width / now.width, size * height / now.height);
+      size = Math.max(MIN_FONT_PX, Math.floor(size * 4) / 4);
+      term.options.fontSize = size;
+      for (let i = 0; i < 12 && size > MIN_FONT_PX; i++) {
+        const r = measure();
+        if (r.width <= width && r.height <= height) break;
+        size = Math.max(MIN_FONT_PX, size - 0.25);
+        term.options.fontSize = size;
+      }
+    }
+    terminalBox.classList.toggle('pan', measure().width > width + 0.5);
+  };
+  const layout = () => {
+    terminalBox.classList.toggle('follow', following());
+    if (following()) {
+      scaleToActor();
+    } else {
+      if (term.options.fontSize !== FIT_FONT_PX) term.options.fontSize = FIT_FONT_PX;
+      terminalBox.classList.remove('pan');
+      fit.fit();
+    }
+  };
 
   const status = $('status');
-  const session = new TerminalSession({
-    actor, controller, term, fit, token,
+  const keys = $('keys');
+  let bar = null;
+  const updateControls = () => {
+    const live = session && !session.ended;
+    $('fit-box').hidden = !controller;
+    $('take-control').hidden = !(controller && live && session?.replaced);
+    $('fit-actor').checked = controller && session?.follow;
+    $('fit-actor').disabled = !live;
+    bar?.update({ visible: controller && live && isTouchDevice(), enabled: controller && live });
+  };
+  let noteTimer = null;
+  session = new TerminalSession({
+    actor, controller, term, fit, token, follow: controller && fitChoice === 'actor',
     onState(state, detail) {
-      status.textContent = detail ? `${state}: ${detail}` : state;
-      status.className = state === 'live' ? '' : ['reconnecting', 'catching-up', 'connecting'].includes(state) ? 'warn' : 'bad';
-      if (['exited', 'gone', 'refused', 'unauthorized'].includes(state)) {
+      const d = describe(state, detail);
+      status.textContent = d.text;
+      status.className = d.cls;
+      status.dataset.state = state;
+      if (d.notice) {
         $('ended').hidden = false;
-        $('ended-text').textContent = detail || state;
+        $('ended-text').textContent = d.notice;
       }
+      updateControls();
+    },
+    onError(error) {
+      // A refused request while attached (read_only, stale_controller, ...): shown for a while.
+      // A refused attach's reason is the header's own (onState).
+      if (session.state !== 'live') return;
+      $('note').textContent = `${error.code}: ${error.message}`;
+      clearTimeout(noteTimer);
+      noteTimer = setTimeout(() => { $('note').textContent = ''; }, 6000);
+    },
+    onActorSize(cols, rows) {
+      $('size').textContent = `${cols}×${rows}`;
+      if (following()) scaleToActor();
+    },
+    onController(m) {
+      if (controller && session.hello && m.replaced === session.hello.attachment) {
+        $('note').textContent = 'another client took control';
+      } else if (controller && session.hello && m.attachment === session.hello.attachment) {
+        $('note').textContent = '';
+      }
+      setTimeout(updateControls);  // after the session took it in
+    },
+    onFollowChange() {
+      layout();
+      updateControls();
     },
   });
+  window.backscroll = { session, term };  // for tests and the console
+  window.__term = term;
+  if (controller) {
+    bar = new KeyBar(keys, session, term);
+  }
+  $('fit-actor').onchange = () => {
+    const choice = $('fit-actor').checked ? 'actor' : 'page';
+    localStorage.setItem('backscroll.fit', choice);
+    session.setFollow(choice === 'actor');
+  };
+  $('take-control').onclick = () => session.takeControl();
   $('reattach').onclick = () => location.reload();
   // Jump to latest: shown while the view is scrolled up into the history.
   const latest = $('latest');
@@ -125,13 +240,15 @@ async function main() {
   term.onScroll(updateLatest);
   term.onWriteParsed(updateLatest);
   latest.onclick = () => { term.scrollToBottom(); updateLatest(); };
-  // Fit the terminal to the pane; a controller's new size goes to the actor once it settles.
+  // The terminal follows the pane: refitted (a controller's new size goes to the actor once it
+  // settles), or rescaled when it keeps the actor's size.
   let fitTimer = null;
   new ResizeObserver(() => {
     clearTimeout(fitTimer);
-    fitTimer = setTimeout(() => { if (!session.catchingUp) fit.fit(); }, 100);
+    fitTimer = setTimeout(() => { if (!session.catchingUp) layout(); }, 100);
   }).observe($('pane'));
-  window.backscroll = { session, term };  // for tests and the console
+  layout();
+  updateControls();
   if (controller) term.focus();
   session.connect();
 }
