@@ -741,15 +741,19 @@ void MirrorScreen::after_text_write(bool autowrap) {
 // (state.c on_text) or with the cursor right after that glyph. At the end of a row the cursor
 // stays on the glyph (pending wrap, or autowrap off), so a mark that starts a write lands in a
 // cell of its own, on the next row with a pending wrap: the screen would depend on where writes
-// end. The rule the mirror keeps instead, for any split, is xterm's: marks join the last glyph
-// while the cursor is still on it at the row's end, its cell unchanged and the pen the one it
-// was printed with. They are written together with the glyph again, after a BS and a CUF that
+// end. The rule the mirror keeps instead, for any split, is xterm.js's: marks that follow the
+// glyph directly in the stream (no sequence or control between) join it, at the row's end too,
+// while its cell is unchanged and the pen the one it was printed with. They are written together with the glyph again, after a BS and a CUF that
 // cancel the pending wrap without leaving the cell (insert mode erases the same cells first);
 // libvterm then holds the joined glyph for REP too. Returns how many bytes of `text` (the start
 // of a write) it wrote, 0 when the rule does not apply.
 std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
   // libvterm reads a lead byte as text only in ground state (not inside a string split apart).
-  if (!last_glyph_ || text.empty() || text[0] < 0xc0 || vt_state_ != VtState::ground) return 0;
+  // The marks must continue the text the last write ended with: after a sequence or a control,
+  // xterm.js does not join them and neither does libvterm within one write.
+  if (!last_glyph_ || !text_last_ || text.empty() || text[0] < 0xc0 ||
+      vt_state_ != VtState::ground)
+    return 0;
   if (vt_autowrap_ && !pending_wrap_) return 0;
   std::size_t marks = 0;  // bytes of the leading combining marks
   while (std::size_t length = starts_with_mark(text.subspan(marks))) marks += length;

@@ -650,5 +650,24 @@ TEST(MirrorFuzzFindings, SgrColourReadsNoStaleArguments) {
   EXPECT_EQ(m.screen().cell(0, 3).pen.fg, Color::rgb(7, 8, 9)) << "an unknown mode changes nothing";
 }
 
+// A combining mark after a sequence (here ESC * C) that follows a glyph at the row's end was
+// joined to it when it started a write, and not when the same bytes came in one write (found by
+// the first tools/fuzz.sh run of the mirror; fuzz/corpus/mirror/
+// finding_mark_after_sequence_at_row_end). Marks join only the text they directly follow.
+TEST(MirrorFuzzFindings, MarkAfterASequenceAtTheRowEndDoesNotDependOnSplits) {
+  const std::string stream = "\x1b[1;5Ha\x1b*C\xcc\x81x";
+  MirrorScreen whole(5, 2);
+  whole.feed(stream);
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    MirrorScreen split(5, 2);
+    split.feed(std::string_view(stream).substr(0, cut));
+    split.feed(std::string_view(stream).substr(cut));
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 5; ++c)
+        ASSERT_EQ(split.cell(r, c), whole.cell(r, c)) << "cut " << cut << " cell " << r << "," << c;
+  }
+  EXPECT_EQ(whole.cell(0, 4).nchars, 1) << "the mark does not join across the sequence";
+}
+
 }  // namespace
 }  // namespace backscroll::testing
