@@ -89,6 +89,34 @@ TEST_F(Attach, ControllerAttachResizesFirstAndSnapshotsAtItsSize) {
   EXPECT_NE(r.payload.find("ready"), std::string::npos);
 }
 
+// The first bug of issue 15: a shell at its prompt (no line feed after it), a long line that
+// wrapped and goes on, a combining mark as the last bytes. A controller attaching from another
+// size used to get raw_replay (incomplete_sequence, cursor 0): the mirror held the text back.
+// Now the snapshot is snapshot_v1 at the new size, tagged with the committed cursor.
+TEST_F(Attach, ResizingControllerAttachAtAPromptGetsTheScreenAtTheCommittedCursor) {
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"prompt", "printf '\\033[1;32muser@host\\033[m:~$ '"},
+      {"wrapped", "printf 'x%.0s' $(seq 1 130)"},
+      {"mark", "printf 'caf\\145\\314\\201'"},
+  };
+  for (const auto& [name, script] : programs) {
+    engine_.spawn(name, {"sh", "-c", script + "; printf '\\033[?25h'; exec sleep 60"});
+    engine_.wait_output(name, "\x1b[?25h");
+    const std::uint64_t committed = engine_.status(name).at("committed");
+    const Frame r = engine_.call("attach", {{"actor", name}, {"role", "controller"},
+                                            {"cols", 100}, {"rows", 30}});
+    ASSERT_EQ(r.header.value("format", ""), "snapshot_v1") << name << ": " << r.header.dump();
+    EXPECT_EQ(r.header.at("cursor").get<std::uint64_t>(), committed) << name;
+    EXPECT_EQ(r.header.at("cols"), 100) << name;
+    EXPECT_EQ(r.header.at("rows"), 30) << name;
+    std::string why;
+    EXPECT_TRUE(engine::is_safe_snapshot(r.payload, &why)) << name << ": " << why;
+    // The last glyph printed ends the snapshot (its text run goes on after the cursor).
+    const std::string last = name == "prompt" ? " " : name == "wrapped" ? "x" : "e\xcc\x81";
+    EXPECT_EQ(r.payload.substr(r.payload.size() - last.size()), last) << name;
+  }
+}
+
 TEST_F(Attach, OnlyTheLatestControllerResizes) {
   engine_.spawn("sh", {"sleep", "60"});
   auto a = engine_.connect();

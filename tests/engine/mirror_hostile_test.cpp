@@ -669,5 +669,26 @@ TEST(MirrorFuzzFindings, MarkAfterASequenceAtTheRowEndDoesNotDependOnSplits) {
   EXPECT_EQ(whole.cell(0, 4).nchars, 1) << "the mark does not join across the sequence";
 }
 
+// The join skipped a row with DECSLRM margins set, and so depended on splits there (found by
+// the second tools/fuzz.sh run; fuzz/corpus/mirror/finding_mark_at_row_end_with_margins);
+// a wide glyph filling a two-column row from column 0 had no column for the BS.
+TEST(MirrorFuzzFindings, MarksJoinAtTheRowEndWithMarginsAndInColumnZero) {
+  for (const auto& [stream, cols] : std::vector<std::pair<std::string, int>>{
+           {"\x1b[?69h\x1b[5;10s\x1b[1;21H\xe4\xb8\xad\xcc\x81\xcc\x81x", 22},
+           {"\x1b[?69h\x1b[21;22s\x1b[1;21H\xe4\xb8\xad\xcc\x81\xcc\x81x", 22},
+           {"\xe4\xb8\xad\xcc\x81\xcc\x81x", 2}}) {
+    MirrorScreen whole(cols, 3);
+    whole.feed(stream);
+    for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+      MirrorScreen split(cols, 3);
+      split.feed(std::string_view(stream).substr(0, cut));
+      split.feed(std::string_view(stream).substr(cut));
+      for (int c = 0; c < cols; ++c)
+        ASSERT_EQ(split.cell(0, c), whole.cell(0, c)) << cols << " cols, cut " << cut;
+    }
+    EXPECT_EQ(whole.cell(0, cols - 2).nchars, 3) << cols << " cols";
+  }
+}
+
 }  // namespace
 }  // namespace backscroll::testing
