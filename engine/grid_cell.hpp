@@ -24,24 +24,31 @@ constexpr Color unpack_color(std::uint32_t v) {
                static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
 }
 
-// Attribute bits. The pen's own (what SGR sets) are bits 0-10; a cell adds its line's DECDWL /
-// DECDHL state and, in the grid only, DECSCA protection.
+// Attribute bits. The pen's own (what SGR sets) are bits 0-10 (libvterm's) and 15-17 (the
+// mirror's: faint, conceal, overline); a cell adds its line's DECDWL / DECDHL state and, in the
+// grid only, DECSCA protection.
 namespace attr {
-inline constexpr std::uint16_t kBold = 1u << 0;
-inline constexpr std::uint16_t kItalic = 1u << 1;
-inline constexpr std::uint16_t kBlink = 1u << 2;
-inline constexpr std::uint16_t kReverse = 1u << 3;
-inline constexpr std::uint16_t kStrike = 1u << 4;
+inline constexpr std::uint32_t kBold = 1u << 0;
+inline constexpr std::uint32_t kItalic = 1u << 1;
+inline constexpr std::uint32_t kBlink = 1u << 2;
+inline constexpr std::uint32_t kReverse = 1u << 3;
+inline constexpr std::uint32_t kStrike = 1u << 4;
 inline constexpr int kUnderlineShift = 5;  // 2 bits
 inline constexpr int kFontShift = 7;       // 4 bits
-inline constexpr std::uint16_t kPenMask = 0x07ff;
-inline constexpr std::uint16_t kDwl = 1u << 11;
+inline constexpr std::uint32_t kDwl = 1u << 11;
 inline constexpr int kDhlShift = 12;  // 2 bits
-inline constexpr std::uint16_t kLineMask = kDwl | 3u << kDhlShift;
-inline constexpr std::uint16_t kProtected = 1u << 14;
+inline constexpr std::uint32_t kLineMask = kDwl | 3u << kDhlShift;
+inline constexpr std::uint32_t kProtected = 1u << 14;
+inline constexpr std::uint32_t kFaint = 1u << 15;
+inline constexpr std::uint32_t kConceal = 1u << 16;
+inline constexpr std::uint32_t kOverline = 1u << 17;
+// The mirror's own pen attributes: libvterm never sets them (setpenattr), and erasing does not
+// paint them (xterm.js erases with the background colour only).
+inline constexpr std::uint32_t kExtraMask = kFaint | kConceal | kOverline;
+inline constexpr std::uint32_t kPenMask = 0x07ff | kExtraMask;
 
-constexpr std::uint16_t line_bits(bool dwl, int dhl) {
-  return static_cast<std::uint16_t>((dwl ? kDwl : 0u) | (static_cast<unsigned>(dhl) & 3u) << kDhlShift);
+constexpr std::uint32_t line_bits(bool dwl, int dhl) {
+  return (dwl ? kDwl : 0u) | (static_cast<unsigned>(dhl) & 3u) << kDhlShift;
 }
 }  // namespace attr
 
@@ -49,7 +56,7 @@ constexpr std::uint16_t line_bits(bool dwl, int dhl) {
 struct GridPen {
   std::uint32_t fg = 0;
   std::uint32_t bg = 0;
-  std::uint16_t attrs = 0;  // attr::kPenMask bits only
+  std::uint32_t attrs = 0;  // attr::kPenMask bits only
 };
 
 struct GridCell {
@@ -59,11 +66,14 @@ struct GridCell {
   std::array<char32_t, Cell::kMaxChars> chars;
   std::uint32_t fg;
   std::uint32_t bg;
-  std::uint16_t attrs;
+  std::uint32_t attrs;
 };
 
-inline void unpack_pen(std::uint16_t a, Pen& p) {
+inline void unpack_pen(std::uint32_t a, Pen& p) {
   p.bold = a & attr::kBold;
+  p.faint = a & attr::kFaint;
+  p.conceal = a & attr::kConceal;
+  p.overline = a & attr::kOverline;
   p.italic = a & attr::kItalic;
   p.blink = a & attr::kBlink;
   p.reverse = a & attr::kReverse;
@@ -72,13 +82,13 @@ inline void unpack_pen(std::uint16_t a, Pen& p) {
   p.font = static_cast<std::uint8_t>(a >> attr::kFontShift & 0xfu);
 }
 
-inline std::uint16_t pack_pen(const Pen& p) {
-  return static_cast<std::uint16_t>(
-      (p.bold ? attr::kBold : 0u) | (p.italic ? attr::kItalic : 0u) |
-      (p.blink ? attr::kBlink : 0u) | (p.reverse ? attr::kReverse : 0u) |
-      (p.strike ? attr::kStrike : 0u) |
-      (static_cast<unsigned>(p.underline) & 3u) << attr::kUnderlineShift |
-      (p.font & 0xfu) << attr::kFontShift);
+inline std::uint32_t pack_pen(const Pen& p) {
+  return (p.bold ? attr::kBold : 0u) | (p.italic ? attr::kItalic : 0u) |
+         (p.blink ? attr::kBlink : 0u) | (p.reverse ? attr::kReverse : 0u) |
+         (p.strike ? attr::kStrike : 0u) | (p.faint ? attr::kFaint : 0u) |
+         (p.conceal ? attr::kConceal : 0u) | (p.overline ? attr::kOverline : 0u) |
+         (static_cast<unsigned>(p.underline) & 3u) << attr::kUnderlineShift |
+         (p.font & 0xfu) << attr::kFontShift;
 }
 
 // The cell as the mirror reports it; `wide`: the next cell on the row is a continuation.

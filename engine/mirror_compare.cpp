@@ -23,6 +23,9 @@ std::string describe(const Color& c) {
 std::string describe(const Pen& p) {
   std::string s = "fg " + describe(p.fg) + " bg " + describe(p.bg);
   if (p.bold) s += " bold";
+  if (p.faint) s += " faint";
+  if (p.conceal) s += " conceal";
+  if (p.overline) s += " overline";
   if (p.italic) s += " italic";
   if (p.blink) s += " blink";
   if (p.reverse) s += " reverse";

@@ -226,6 +226,26 @@ bool MirrorInput::sgr_needs_rewrite(std::span<const std::uint32_t> args) {
   return false;
 }
 
+std::uint32_t MirrorInput::sgr_extras(std::uint32_t pen, std::span<const std::uint32_t> args) {
+  const std::vector<SgrParam> params = sgr_params(args);
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    switch (params[r].value) {
+      case 0: pen = 0; break;
+      case 2: pen |= kPenFaint; break;
+      case 22: pen &= ~kPenFaint; break;
+      case 8: pen |= kPenConceal; break;
+      case 28: pen &= ~kPenConceal; break;
+      case 53: pen |= kPenOverline; break;
+      case 55: pen &= ~kPenOverline; break;
+      case 38:
+      case 48:
+      case 58: r += xterm_colour(args, params, r).advance; break;
+      default: break;
+    }
+  }
+  return pen;
+}
+
 std::string MirrorInput::encode_sgr(const Csi& csi, std::span<const std::uint32_t> args) {
   // Attributes as xterm.js reads them, each one whole in one SGR of at most 16 arguments:
   // colours as 38/48;5;n or 38/48;2;r;g;b (the forms libvterm reads the same way), dropped

@@ -169,6 +169,13 @@ class MirrorInput {
   // the colours in the forms libvterm reads as xterm.js does: libvterm then applies the pen
   // xterm.js applies (underline colour aside, which it lacks).
   static std::string encode_sgr(const Csi& csi, std::span<const std::uint32_t> args);
+  // The pen attributes libvterm 0.1.4 ignores, as xterm.js sets them: faint (SGR 2, off by 22),
+  // conceal (8, 28), overline (53, 55); SGR 0 clears them, colour attributes are skipped with
+  // their arguments. `pen` and the result are kPen* bits.
+  static constexpr std::uint32_t kPenFaint = 1;
+  static constexpr std::uint32_t kPenConceal = 2;
+  static constexpr std::uint32_t kPenOverline = 4;
+  static std::uint32_t sgr_extras(std::uint32_t pen, std::span<const std::uint32_t> args);
 
  private:
   enum class State : std::uint8_t {

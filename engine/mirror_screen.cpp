@@ -29,7 +29,6 @@ namespace {
 
 constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
 constexpr std::size_t kFlushThreshold = 32 * 1024;
-constexpr char32_t kContinuation = 0xffffffffu;
 
 Color from_vterm(const VTermColor& c, bool is_fg) {
   if (is_fg ? VTERM_COLOR_IS_DEFAULT_FG(&c) : VTERM_COLOR_IS_DEFAULT_BG(&c)) return Color{};
@@ -101,12 +100,11 @@ struct MirrorScreenCallbacks {
   }
   static int setpenattr(VTermAttr attr, VTermValue* val, void* user) {
     GridPen& pen = grid(user).pen();
-    auto flag = [&](std::uint16_t bit) {
-      pen.attrs = static_cast<std::uint16_t>(val->boolean ? pen.attrs | bit : pen.attrs & ~bit);
+    auto flag = [&](std::uint32_t bit) {
+      pen.attrs = val->boolean ? pen.attrs | bit : pen.attrs & ~bit;
     };
     auto field = [&](int shift, unsigned mask) {
-      pen.attrs = static_cast<std::uint16_t>((pen.attrs & ~(mask << shift)) |
-                                             (static_cast<unsigned>(val->number) & mask) << shift);
+      pen.attrs = (pen.attrs & ~(mask << shift)) | (static_cast<unsigned>(val->number) & mask) << shift;
     };
     switch (attr) {
       case VTERM_ATTR_BOLD: flag(attr::kBold); break;
@@ -242,16 +240,8 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       else if ((c.final == 'h' || c.final == 'l') && mode == 7) ev = Event::autowrap;
     }
 
-    if (!c.overflowed && c.final == 'm' && c.plain() &&
-        MirrorInput::sgr_needs_rewrite({c.args.data(), static_cast<std::size_t>(c.argcount)})) {
-      // libvterm would misread a colour in it: CAN cancels its copy, the same pen follows.
-      flush(final_at);
-      m_.write("\x18", 1);
-      const std::string sgr =
-          MirrorInput::encode_sgr(c, {c.args.data(), static_cast<std::size_t>(c.argcount)});
-      m_.write(sgr.data(), sgr.size());
-      fed_ = final_at + 1;
-      ++m_.rewritten_;
+    if (c.final == 'm' && c.plain()) {
+      sgr(c, all_args, final_at);
       return;
     }
     if (!c.overflowed) {
@@ -270,12 +260,6 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       if (!c.controls_after_overflow.empty())
         m_.write(c.controls_after_overflow.data(), c.controls_after_overflow.size());
       m_.write("\x18", 1);
-      if (c.final == 'm' && c.plain()) {
-        const std::string sgr = MirrorInput::encode_sgr(c, all_args);
-        m_.write(sgr.data(), sgr.size());
-        fed_ = final_at + 1;
-        return;
-      }
       const std::string seq = MirrorInput::encode(c);
       m_.write(seq.data(), seq.size() - 1);
       fed_ = final_at;
@@ -301,6 +285,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       case Event::restore:
         flush(final_at + 1);
         m_.clamp_cursor_after_restore();
+        m_.restore_pen_extras();
         break;
       case Event::rep:
         rep(c, final_at);
@@ -326,12 +311,14 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     if (e.final == 'c') {  // RIS
       flush(final_at + 1);
       m_.vt_autowrap_ = true;
+      m_.set_pen_extras(0);
     } else if (e.final == '7') {
       flush(final_at + 1);
       m_.capture_saved();
     } else if (e.final == '8') {
       flush(final_at + 1);
       m_.clamp_cursor_after_restore();
+      m_.restore_pen_extras();
     }
   }
 
@@ -342,6 +329,34 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void decoder_switch(std::size_t at) override { flush(at); }
 
  private:
+  // SGR: written as it is, or rewritten where libvterm would misread it (a colour form it
+  // reads otherwise than xterm.js, or more than 16 arguments); then the pen attributes the
+  // mirror keeps itself, applied from the byte after it.
+  void sgr(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
+           std::size_t final_at) {
+    const std::span<const std::uint32_t> args =
+        c.overflowed ? all_args : std::span<const std::uint32_t>(c.args.data(), static_cast<std::size_t>(c.argcount));
+    const std::uint32_t extras = MirrorInput::sgr_extras(m_.pen_extras_, args);
+    if (c.overflowed) {
+      // libvterm has the sequence up to its 16th argument: cancel that and feed a safe copy.
+      m_.skipping_csi_ = false;
+      if (!c.controls_after_overflow.empty())
+        m_.write(c.controls_after_overflow.data(), c.controls_after_overflow.size());
+    } else if (MirrorInput::sgr_needs_rewrite(args)) {
+      flush(final_at);  // libvterm would misread a colour: CAN cancels its copy
+    } else {
+      if (extras != m_.pen_extras_) flush(final_at + 1);
+      if (extras != m_.pen_extras_) m_.set_pen_extras(extras);
+      return;  // otherwise fed with the next flush
+    }
+    m_.write("\x18", 1);
+    const std::string rewritten = MirrorInput::encode_sgr(c, args);
+    m_.write(rewritten.data(), rewritten.size());
+    fed_ = final_at + 1;
+    ++m_.rewritten_;
+    if (extras != m_.pen_extras_) m_.set_pen_extras(extras);
+  }
+
   // REP (CSI n b) repeats the last glyph libvterm printed, from the cursor to at most the end
   // of the row (state.c). Guarded against the two inputs that break libvterm 0.1.4.
   void rep(const MirrorInput::Csi& c, std::size_t final_at) {
@@ -496,6 +511,7 @@ void MirrorScreen::reset() {
   pending_wrap_ = false;
   vt_autowrap_ = true;
   text_last_ = false;
+  pen_extras_ = 0;
   combine_width_ = 0;
   last_glyph_.reset();
   glyph_damaged_ = false;
@@ -791,6 +807,27 @@ std::size_t MirrorScreen::starts_with_mark(std::span<const unsigned char> text) 
   return ch && ch->value >= 0xa0 && glyph_width(ch->value) == 0 ? ch->length : 0;
 }
 
+void MirrorScreen::set_pen_extras(std::uint32_t extras) {
+  pen_extras_ = extras;
+  GridPen& pen = grid_->pen();
+  pen.attrs = (pen.attrs & ~attr::kExtraMask) |
+              (extras & MirrorInput::kPenFaint ? attr::kFaint : 0u) |
+              (extras & MirrorInput::kPenConceal ? attr::kConceal : 0u) |
+              (extras & MirrorInput::kPenOverline ? attr::kOverline : 0u);
+}
+
+void MirrorScreen::restore_pen_extras() {
+  // DECRC restores them with the pen (xterm.js keeps them with the colours); before any DECSC
+  // the pen is the default one.
+  std::uint32_t extras = 0;
+  if (saved_) {
+    extras = (saved_->pen.faint ? MirrorInput::kPenFaint : 0u) |
+             (saved_->pen.conceal ? MirrorInput::kPenConceal : 0u) |
+             (saved_->pen.overline ? MirrorInput::kPenOverline : 0u);
+  }
+  set_pen_extras(extras);
+}
+
 void MirrorScreen::capture_saved() {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
@@ -830,6 +867,9 @@ Pen MirrorScreen::pen() const {
   VTermState* s = impl_->state;
   vterm_state_get_penattr(s, VTERM_ATTR_BOLD, &v);
   p.bold = v.boolean;
+  p.faint = pen_extras_ & MirrorInput::kPenFaint;
+  p.conceal = pen_extras_ & MirrorInput::kPenConceal;
+  p.overline = pen_extras_ & MirrorInput::kPenOverline;
   vterm_state_get_penattr(s, VTERM_ATTR_UNDERLINE, &v);
   p.underline = static_cast<Underline>(v.number & 3);
   vterm_state_get_penattr(s, VTERM_ATTR_ITALIC, &v);

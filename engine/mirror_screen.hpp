@@ -192,6 +192,10 @@ class MirrorScreen {
   std::size_t join_marks(std::span<const unsigned char> text);
   // The length of the combining mark `text` starts with, else 0.
   std::size_t starts_with_mark(std::span<const unsigned char> text) const;
+  // The pen attributes libvterm lacks (MirrorInput::kPen* bits), in the grid's pen from the
+  // next byte on; restore_pen_extras() takes the saved cursor's (DECRC).
+  void set_pen_extras(std::uint32_t extras);
+  void restore_pen_extras();
   void capture_saved();
   void clamp_cursor_after_restore();
   void resize_fixup(int reset);
@@ -217,6 +221,7 @@ class MirrorScreen {
   int cursor_shape_ = 1;
   bool pending_wrap_ = false;
   bool vt_autowrap_ = true;  // DECAWM as libvterm has it after the bytes written so far
+  std::uint32_t pen_extras_ = 0;  // MirrorInput::kPen* bits of the pen (set_pen_extras)
   bool text_last_ = false;   // see text_last()
   int combine_width_ = 0;     // width of the last glyph libvterm printed (what REP repeats)
   int last_glyph_row_ = 0;    // last glyph put (valid right after a text write)

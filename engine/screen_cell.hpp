@@ -28,9 +28,13 @@ struct Color {
 
 enum class Underline : std::uint8_t { off = 0, single = 1, double_ = 2, curly = 3 };
 
-// The graphic rendition libvterm 0.1.4 models (its SGR support: no faint, conceal or overline).
+// The graphic rendition: what libvterm 0.1.4 models, and faint, conceal and overline, which it
+// lacks and the mirror keeps itself (xterm.js shows them; MirrorScreen tracks their SGRs).
 struct Pen {
   bool bold = false;
+  bool faint = false;     // SGR 2 (off: 22)
+  bool conceal = false;   // SGR 8 (off: 28)
+  bool overline = false;  // SGR 53 (off: 55)
   bool italic = false;
   bool blink = false;
   bool reverse = false;

@@ -27,7 +27,7 @@ GridCell ScreenGrid::blank() const {
   GridCell g{};
   g.fg = pen_.fg;
   g.bg = pen_.bg;
-  g.attrs = pen_.attrs;
+  g.attrs = pen_.attrs & ~attr::kExtraMask;
   return g;
 }
 
@@ -120,7 +120,7 @@ void ScreenGrid::erase(GridRect rect, bool selective) {
   GridCell fill = blank();
   for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
     const LineAttrs line = lines_.line_attrs(row);
-    fill.attrs = static_cast<std::uint16_t>(pen_.attrs | attr::line_bits(line.dwl, line.dhl));
+    fill.attrs = (pen_.attrs & ~attr::kExtraMask) | attr::line_bits(line.dwl, line.dhl);
     GridCell* r = row_cells(row);
     for (int col = rect.start_col; col < rect.end_col; ++col) {
       if (selective && (r[col].attrs & attr::kProtected)) continue;
@@ -136,9 +136,9 @@ void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
   if (now.dwl == before.dwl && now.dhl == before.dhl) return;
   if (row < 0 || row >= rows_) return;
   GridCell* r = row_cells(row);
-  const std::uint16_t bits = attr::line_bits(now.dwl, now.dhl);
+  const std::uint32_t bits = attr::line_bits(now.dwl, now.dhl);
   for (int col = 0; col < cols_; ++col)
-    r[col].attrs = static_cast<std::uint16_t>((r[col].attrs & ~attr::kLineMask) | bits);
+    r[col].attrs = (r[col].attrs & ~attr::kLineMask) | bits;
   if (now.dwl) erase(GridRect{row, row + 1, cols_ / 2, cols_}, false);
 }
 
@@ -188,9 +188,9 @@ int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
           std::copy_n(from.chars.begin(), n_chars, to.chars.begin());
           if (n_chars < to.chars.size()) to.chars[n_chars] = 0;
         }
-        std::uint16_t pen_bits = pack_pen(from.pen);
+        std::uint32_t pen_bits = pack_pen(from.pen);
         if (reverse_video_) pen_bits ^= attr::kReverse;
-        to.attrs = static_cast<std::uint16_t>((to.attrs & ~attr::kPenMask) | pen_bits);
+        to.attrs = (to.attrs & ~attr::kPenMask) | pen_bits;
         to.fg = pack_color(from.pen.fg);
         to.bg = pack_color(from.pen.bg);
         const bool wide = from.width == 2 && col + 1 < cols_;

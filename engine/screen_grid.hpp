@@ -64,15 +64,14 @@ class ScreenGrid {
     std::size_t i = 0;
     for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
     if (i < cell.chars.size()) cell.chars[i] = 0;
-    std::uint16_t attrs = cell.attrs;
+    std::uint32_t attrs = cell.attrs;
     if (i > 0) {
       attrs = pen_.attrs;
       cell.fg = pen_.fg;
       cell.bg = pen_.bg;
     }
-    cell.attrs = static_cast<std::uint16_t>((attrs & attr::kPenMask) |
-                                            attr::line_bits(line.dwl, line.dhl) |
-                                            (protected_cell ? attr::kProtected : 0u));
+    cell.attrs = (attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
+                 (protected_cell ? attr::kProtected : 0u);
     for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
     return true;
   }

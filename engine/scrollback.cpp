@@ -14,10 +14,8 @@ std::size_t Scrollback::StoredLine::bytes() const {
 // packed, up to its last cell that is not pristine (erased, default pen, not on a DECDWL/DECDHL
 // line).
 void Scrollback::push(std::span<const GridCell> row, bool reverse_video) {
-  const std::uint16_t flip = reverse_video ? attr::kReverse : 0;
-  auto shown_attrs = [flip](const GridCell& g) {
-    return static_cast<std::uint16_t>((g.attrs & ~attr::kProtected) ^ flip);
-  };
+  const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
+  auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
   std::size_t used = row.size();
   while (used > 0) {
     const GridCell& g = row[used - 1];
@@ -31,8 +29,11 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video) {
     const GridCell& g = row[c];
     PackedCell& p = line.cells[c];
     p.ch = g.chars[0];
-    p.attrs = shown_attrs(g);
-    p.width = c + 1 < row.size() && row[c + 1].chars[0] == kContinuationChar ? 2 : 1;
+    const std::uint32_t attrs = shown_attrs(g);
+    p.attrs = static_cast<std::uint16_t>(attrs);
+    p.width_high = static_cast<std::uint8_t>(
+        (c + 1 < row.size() && row[c + 1].chars[0] == kContinuationChar ? 2 : 1) |
+        (attrs >> 16) << 2);
     p.fg = g.fg;
     p.bg = g.bg;
     p.nextra = 0;
@@ -77,12 +78,13 @@ int Scrollback::cols(std::size_t line) const {
 
 void Scrollback::unpack(const StoredLine& l, std::size_t col, std::size_t extra_at, Cell& c) {
   const PackedCell& p = l.cells[col];
-  unpack_pen(p.attrs, c.pen);
-  c.dwl = p.attrs & attr::kDwl;
-  c.dhl = static_cast<std::uint8_t>(p.attrs >> attr::kDhlShift & 3u);
+  const std::uint32_t attrs = p.attrs | std::uint32_t{p.width_high} >> 2 << 16;
+  unpack_pen(attrs, c.pen);
+  c.dwl = attrs & attr::kDwl;
+  c.dhl = static_cast<std::uint8_t>(attrs >> attr::kDhlShift & 3u);
   c.pen.fg = unpack_color(p.fg);
   c.pen.bg = unpack_color(p.bg);
-  c.width = p.width;
+  c.width = p.width_high & 3u;
   c.nchars = 0;  // every field is set: `c` may hold another cell
   if (p.ch == 0) {
     c.kind = Cell::Kind::erased;

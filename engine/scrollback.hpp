@@ -48,13 +48,13 @@ class Scrollback {
 
  private:
   // A stored cell in 16 bytes: first character (0 erased, kContinuationChar), attributes
-  // (attr:: bits without kProtected), count of combining characters kept in StoredLine::extra,
-  // width, colours.
+  // (attr:: bits 0-15 without kProtected), count of combining characters kept in
+  // StoredLine::extra, width (bits 0-1) with attribute bits 16-17 (bits 2-3), colours.
   struct PackedCell {
     char32_t ch;
     std::uint16_t attrs;
     std::uint8_t nextra;
-    std::uint8_t width;
+    std::uint8_t width_high;
     std::uint32_t fg;
     std::uint32_t bg;
   };

@@ -30,6 +30,7 @@ void append_num(std::string& out, unsigned v) {
 std::vector<std::string> sgr_groups(const Pen& p) {
   std::vector<std::string> g;
   if (p.bold) g.emplace_back("1");
+  if (p.faint) g.emplace_back("2");
   if (p.italic) g.emplace_back("3");
   switch (p.underline) {
     case Underline::single: g.emplace_back("4"); break;
@@ -39,7 +40,9 @@ std::vector<std::string> sgr_groups(const Pen& p) {
   }
   if (p.blink) g.emplace_back("5");
   if (p.reverse) g.emplace_back("7");
+  if (p.conceal) g.emplace_back("8");
   if (p.strike) g.emplace_back("9");
+  if (p.overline) g.emplace_back("53");
   if (p.font > 0 && p.font <= 9) g.emplace_back(std::to_string(10 + p.font));
   auto colour = [&](const Color& c, bool fg) {
     std::string s;

@@ -94,14 +94,17 @@ TEST_F(Attach, ControllerAttachResizesFirstAndSnapshotsAtItsSize) {
 // size used to get raw_replay (incomplete_sequence, cursor 0): the mirror held the text back.
 // Now the snapshot is snapshot_v1 at the new size, tagged with the committed cursor.
 TEST_F(Attach, ResizingControllerAttachAtAPromptGetsTheScreenAtTheCommittedCursor) {
-  const std::vector<std::pair<std::string, std::string>> programs = {
-      {"prompt", "printf '\\033[1;32muser@host\\033[m:~$ '"},
-      {"wrapped", "printf 'x%.0s' $(seq 1 130)"},
-      {"mark", "printf 'caf\\145\\314\\201'"},
+  struct Program {
+    std::string name, script, last_bytes;
   };
-  for (const auto& [name, script] : programs) {
-    engine_.spawn(name, {"sh", "-c", script + "; printf '\\033[?25h'; exec sleep 60"});
-    engine_.wait_output(name, "\x1b[?25h");
+  const std::vector<Program> programs = {
+      {"prompt", "printf '\\033[1;32muser@host\\033[m:~$ '", ":~$ "},
+      {"wrapped", "printf 'x%.0s' $(seq 1 130)", std::string(130, 'x')},
+      {"mark", "printf 'caf\\145\\314\\201'", "cafe\xcc\x81"},
+  };
+  for (const auto& [name, script, last_bytes] : programs) {
+    engine_.spawn(name, {"sh", "-c", script + "; exec sleep 60"});
+    engine_.wait_output(name, last_bytes);
     const std::uint64_t committed = engine_.status(name).at("committed");
     const Frame r = engine_.call("attach", {{"actor", name}, {"role", "controller"},
                                             {"cols", 100}, {"rows", 30}});

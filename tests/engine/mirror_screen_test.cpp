@@ -152,6 +152,32 @@ TEST(MirrorScreen, JoinsMarksInALaterWriteAtTheRowEnd) {
   EXPECT_EQ(whole.cell(7, 6).chars[0], U'\u2510');
 }
 
+// Faint, conceal and overline: libvterm 0.1.4 ignores their SGRs, xterm.js shows them. The
+// mirror keeps them in the pen, the cells and the history, as xterm.js does: SGR 22/28/55 and 0
+// clear them, DECRC restores them, erasing does not paint them.
+TEST(MirrorScreen, KeepsFaintConcealAndOverline) {
+  MirrorScreen m(20, 3, ScrollbackLimits{100, 1u << 20});
+  m.feed("\x1b[2ma\x1b[22;8mb\x1b[28;53mc\x1b[55md\x1b[2;8;53me\x1b[0mf\x1b[2;53m\x1b[K");
+  auto pen_at = [&](int col) { return m.cell(0, col).pen; };
+  EXPECT_TRUE(pen_at(0).faint);
+  EXPECT_TRUE(pen_at(1).conceal && !pen_at(1).faint);
+  EXPECT_TRUE(pen_at(2).overline && !pen_at(2).conceal);
+  EXPECT_FALSE(pen_at(3).overline);
+  EXPECT_TRUE(pen_at(4).faint && pen_at(4).conceal && pen_at(4).overline);
+  EXPECT_FALSE(pen_at(5).faint || pen_at(5).conceal || pen_at(5).overline);
+  EXPECT_FALSE(pen_at(10).faint || pen_at(10).overline) << "erased cells take the colour only";
+  EXPECT_TRUE(m.pen().faint && m.pen().overline);
+  // Saved with the cursor, restored by DECRC; kept in the history.
+  m.feed("\x1b" "7\x1b[0m\x1b" "8x\r\n\n\n\n");
+  EXPECT_TRUE(m.scrollback_cell(0, 6).pen.faint);
+  EXPECT_TRUE(m.scrollback_cell(0, 6).pen.overline);
+  EXPECT_TRUE(m.scrollback_cell(0, 4).pen.conceal);
+  // Colour arguments are not read as attributes: 38;5;2 is a colour, not faint.
+  m.feed("\x1b[0;38;5;2;48;2;8;53;2my");
+  EXPECT_FALSE(m.cell(m.cursor().row, m.cursor().col - 1).pen.faint);
+  EXPECT_FALSE(m.cell(m.cursor().row, m.cursor().col - 1).pen.overline);
+}
+
 TEST(MirrorScreen, TracksThePendingWrapAtTheLastColumn) {
   MirrorScreen m(10, 3);
   m.feed("\x1b[1;8Habc");
