@@ -32,6 +32,9 @@ constexpr std::chrono::milliseconds kHintTime{3000};     // a hint replaces the 
 // Events can make this client resize the actor or restart its view, which brings more events:
 // rounds of that per wake-up, at most (two clients cannot make it loop).
 constexpr int kSettleRounds = 4;
+// The output side may ask for fresh snapshots in a row (a growing actor whose mirror is behind
+// a flood): one at most this often.
+constexpr std::chrono::milliseconds kResyncInterval{100};
 
 // Signals the attach loop handles, through a self-pipe (the handler only writes one byte).
 constexpr int kHandledSignals[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
@@ -171,7 +174,8 @@ class AttachClient {
   // Handles the events that arrived (on the socket, or read during a call) and makes the mode
   // and the actor's size follow the policy.
   Result<void> settle();
-  std::optional<Clock::time_point> deadline() const { return guard_.deadline(); }
+  // When on_deadline() is due next: the catch-up's answer timeout, a deferred resync.
+  std::optional<Clock::time_point> deadline() const;
   bool control_lost() const { return control_lost_; }
 
  private:
@@ -206,7 +210,16 @@ class AttachClient {
   TerminalInput displaced_input_;  // what a displaced client types: only a plain `t` counts
   std::string status_;
   bool control_lost_ = false;
+  std::optional<Clock::time_point> resync_at_;  // a fresh render start is due then
+  Clock::time_point last_resync_{};
 };
+
+std::optional<Clock::time_point> AttachClient::deadline() const {
+  const auto guard = guard_.deadline();
+  if (!guard) return resync_at_;
+  if (!resync_at_) return guard;
+  return std::min(*guard, *resync_at_);
+}
 
 ViewStart AttachClient::start_from(const control::Frame& answer, ViewMode mode) const {
   const Json& h = answer.header;
@@ -272,6 +285,7 @@ void AttachClient::handle_event(const Json& event) {
   } else if (name == "resized") {
     actor_ = {static_cast<std::uint16_t>(event.value("cols", 0)),
               static_cast<std::uint16_t>(event.value("rows", 0))};
+    owner_size_ = actor_;  // only the owner resizes
     resizes_.push_back({Cursor{event.value("cursor", std::uint64_t{0})}, actor_.cols, actor_.rows});
   }
 }
@@ -386,14 +400,21 @@ void AttachClient::on_window_change() {
 Result<void> AttachClient::on_view_message(char message) {
   if (message == AttachView::kCatchUpDone) {
     guard_.sentinel_written(view_.take_answers_due(), Clock::now());
-  } else if (message == AttachView::kResyncWanted && mode_ == ViewMode::render) {
-    return restart_view(ViewMode::render);
+  } else if (message == AttachView::kResyncWanted && !resync_at_) {
+    resync_at_ = std::max(Clock::now(), last_resync_ + kResyncInterval);
   }
   if (!guard_.active() && !held_.empty()) return deliver(std::exchange(held_, {}));
   return {};
 }
 
 Result<void> AttachClient::on_deadline(Clock::time_point now) {
+  if (resync_at_ && *resync_at_ <= now) {
+    resync_at_.reset();
+    last_resync_ = now;
+    if (mode_ == ViewMode::render) {
+      if (auto r = restart_view(ViewMode::render); !r) return r;
+    }
+  }
   held_ += guard_.expire(now);  // the terminal did not answer the sentinel: stop waiting
   if (!guard_.active() && !held_.empty()) return deliver(std::exchange(held_, {}));
   return {};

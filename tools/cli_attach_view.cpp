@@ -179,7 +179,7 @@ void AttachView::add_resize(const ActorResize& resize) {
     if (resize.at < follower_->cursor()) {
       // Bytes after it were laid out at the old size: show the new size now, and start again
       // from a snapshot to be exact.
-      model_->resize(model_dimension(resize.cols), model_dimension(resize.rows));
+      resize_model(resize);
       dirty_ = true;
       notify(kResyncWanted);
       return;
@@ -187,6 +187,16 @@ void AttachView::add_resize(const ActorResize& resize) {
   }
   resizes_.push_back(resize);
   if (resizes_.size() > kKeptResizes) resizes_.pop_front();
+}
+
+void AttachView::resize_model(const ActorResize& resize) {
+  const engine::MirrorScreen& screen = model_->screen();
+  // The actor's terminal keeps what a narrower or shorter screen hid and shows it again when it
+  // grows; a snapshot holds only what was visible. Growing, the model is exact again only
+  // from a snapshot taken after the resize.
+  const bool grows = resize.cols > screen.cols() || resize.rows > screen.rows();
+  model_->resize(model_dimension(resize.cols), model_dimension(resize.rows));
+  if (grows) notify(kResyncWanted);
 }
 
 Result<AttachView::Step> AttachView::pump() {
@@ -220,7 +230,7 @@ Result<AttachView::Step> AttachView::pump() {
   bool moved = progress->written + progress->skipped > 0;
   // Every byte before a resize's cursor was written at the old size.
   while (!resizes_.empty() && resizes_.front().at <= follower_->cursor()) {
-    model_->resize(model_dimension(resizes_.front().cols), model_dimension(resizes_.front().rows));
+    resize_model(resizes_.front());
     resizes_.pop_front();
     moved = true;
   }

@@ -11,8 +11,9 @@
 //   alternate screen, with the input side's status line on the last row.
 // Commands from the input side (any thread) take effect at once: they ring a Doorbell the ring
 // wait listens to. Messages back go as one byte each on `notify_fd`: kCatchUpDone (take the
-// answers due with take_answers_due()), kResyncWanted (the model missed a resize or was
-// lapped: start it again from a fresh snapshot), kEnded (outcome() is final).
+// answers due with take_answers_due()), kResyncWanted (the model missed a resize, was lapped,
+// or grew past what its snapshot showed: start it again from a fresh snapshot), kEnded
+// (outcome() is final).
 #pragma once
 
 #include <chrono>
@@ -122,6 +123,7 @@ class AttachView {
   Result<void> begin(ViewStart start);
   Result<void> finish_catch_up();
   void add_resize(const ActorResize& resize);
+  void resize_model(const ActorResize& resize);
   Result<Step> pump();
   Result<void> feed_model(std::span<const std::byte> bytes);
   // Draws a frame when one is due; returns when the next is due, if one waits.

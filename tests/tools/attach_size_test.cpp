@@ -3,8 +3,8 @@
 // - `--read-only` watches: it never resizes the actor, window changes included, and typed keys
 //   never reach it (a hint says so);
 // - of two CLI controllers at different sizes, the displaced one shows the actor's screen at the
-//   actor's size, cropped or padded, never wrapped, with a notice on its last row; its window
-//   changes never resize the actor; `t` takes control back at its terminal's size, and the
+//   actor's size, cropped or padded, never wrapped, with a notice on its last row, and follows
+//   the owner's resizes; its own window changes never resize the actor; `t` takes control back at its terminal's size, and the
 //   other one becomes the displaced one; when the owner leaves, the other gets the actor back
 //   at its current size;
 // - the terminal's answers to queries in replayed output never reach the actor.
@@ -201,6 +201,13 @@ TEST_F(CliAttachSize, TheDisplacedControllerShowsTheActorAtItsSizeAndTakesContro
   wait_last_row(*a, "two is 60x15");
   wait_shows_actor(*a, "two", true);
   EXPECT_EQ(size_of("two"), "60x15");
+  // The owner's window grows: the actor follows it, and a's notice and view with it, text the
+  // narrower screen hid included (a's model starts again from a snapshot taken after it).
+  // b's own terminal never got that text: it shows what the program redraws, as any terminal.
+  b->resize(64, 16);
+  wait_until([&] { return size_of("two") == "64x16"; }, "b's new size");
+  wait_last_row(*a, "two is 64x16");
+  wait_shows_actor(*a, "two", true);
   // Keys other than `t` do not reach the actor (cat's terminal would echo them).
   a->type("xyz-while-displaced\r");
 
