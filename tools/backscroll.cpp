@@ -281,6 +281,8 @@ int main(int argc, char** argv) {
                    "detach key: ^X, one ASCII character, or none (default ^])")
       ->type_name("KEY")
       ->check(detach_key());
+  attach_cmd->add_flag("-r,--read-only", attach.read_only,
+                       "watch as a viewer: never resize the actor, never send keys");
   attach_cmd->add_flag("--spawn", attach.spawn,
                        "spawn NAME first (CMD, default $SHELL) unless it exists");
   add_spawn_options(attach_cmd, attach_cols, attach_rows, attach.spawn_args, "the terminal's",

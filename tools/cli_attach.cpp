@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -15,20 +14,27 @@
 #include <thread>
 
 #include "shm/ring_reader.hpp"
+#include "tools/cli_attach_view.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_raw_terminal.hpp"
 #include "tools/cli_ring_follower.hpp"
-#include "tools/cli_terminal_modes.hpp"
+#include "tools/cli_terminal_input.hpp"
 
 namespace backscroll::cli {
 namespace {
 
 using control::Json;
+using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds kWaitSlice{100};   // how often the output thread checks stop
-constexpr std::uint64_t kPumpSliceBytes = 256 * 1024;  // replay in slices: detach stays prompt
 constexpr std::size_t kInputReadBytes = 64 * 1024;
 constexpr std::chrono::milliseconds kStopTimeout{1000};  // for the output side to finish
+constexpr std::chrono::milliseconds kHintTime{3000};     // a hint replaces the status this long
+// Events can make this client resize the actor or restart its view, which brings more events:
+// rounds of that per wake-up, at most (two clients cannot make it loop).
+constexpr int kSettleRounds = 4;
+// The output side may ask for fresh snapshots in a row (a growing actor whose mirror is behind
+// a flood): one at most this often.
+constexpr std::chrono::milliseconds kResyncInterval{100};
 
 // Signals the attach loop handles, through a self-pipe (the handler only writes one byte).
 constexpr int kHandledSignals[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
@@ -84,126 +90,60 @@ class SignalPipe {
   struct sigaction previous_pipe_ {};
 };
 
-enum class End { detached, exited, deleted, signal, failed };
+// The output side's messages (AttachView::kEnded, ...), one byte each.
+class MessagePipe {
+ public:
+  MessagePipe() {
+    if (::pipe2(fds_, O_CLOEXEC) != 0) fds_[0] = fds_[1] = -1;
+    if (fds_[0] >= 0) ::fcntl(fds_[0], F_SETFL, ::fcntl(fds_[0], F_GETFL) | O_NONBLOCK);
+  }
+  MessagePipe(const MessagePipe&) = delete;
+  MessagePipe& operator=(const MessagePipe&) = delete;
+  ~MessagePipe() {
+    if (fds_[0] >= 0) ::close(fds_[0]);
+    if (fds_[1] >= 0) ::close(fds_[1]);
+  }
+  bool ok() const { return fds_[0] >= 0; }
+  int read_fd() const { return fds_[0]; }
+  int write_fd() const { return fds_[1]; }
+  // What has arrived (empty when nothing).
+  std::string take() const {
+    char buf[256];
+    const ssize_t n = ::read(fds_[0], buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  }
 
-struct Outcome {
-  End end = End::failed;
-  Error error;                                // failed
-  int signal = 0;                             // signal
-  std::optional<shm::SessionRecord> session;  // exited
+ private:
+  int fds_[2] = {-1, -1};
 };
 
-// The output side: follows the ring from `start` until told to stop or the session ends.
-// Writes its outcome, then one byte to `done_fd` so the input side wakes.
-void output_loop(const shm::RingReader& reader, Cursor start, const std::atomic<bool>& stop,
-                 TerminalModes& modes, Outcome& outcome, bool& finished, int done_fd) {
-  // Signals belong to the input side's self-pipe; keep this thread's futex waits quiet.
-  sigset_t block;
-  ::sigemptyset(&block);
-  for (const int sig : kHandledSignals) ::sigaddset(&block, sig);
-  ::pthread_sigmask(SIG_BLOCK, &block, nullptr);
-
-  RingFollower follower(reader, start);
-  const auto observe = [&modes](std::span<const std::byte> bytes) { modes.observe(bytes); };
-  std::uint64_t watched = 0;
-  auto finish = [&](Outcome o) {
-    outcome = std::move(o);
-    finished = true;
-  };
-  while (!stop.load(std::memory_order_relaxed)) {
-    auto progress = follower.pump(STDOUT_FILENO, follower.cursor() + kPumpSliceBytes, observe);
-    if (!progress) {
-      finish({End::failed, progress.error(), 0, std::nullopt});
-      break;
-    }
-    if (progress->written + progress->skipped >= kPumpSliceBytes) continue;  // more to replay
-
-    const auto meta = reader.meta();
-    if (meta && watched == 0) watched = meta->session;
-    if (meta && watched != 0) {
-      const auto record = reader.session(watched);
-      const bool sealed = record && (record->flags & shm::kSessionSealed) != 0;
-      if (sealed && follower.cursor() >= Cursor{record->end}) {
-        if (meta->session > watched) {  // restarted meanwhile: stay with the new session
-          watched = meta->session;
-          continue;
-        }
-        // A delete marks the ring closed before the seal: read the meta again, after the seal.
-        if (const auto now = reader.meta(); now && now->closed) {
-          finish({End::deleted, {}, 0, std::nullopt});
-        } else {
-          finish({End::exited, {}, 0, record});
-        }
-        break;
-      }
-      if (!record && meta->session > watched) watched = meta->session;
-    }
-
-    const auto waited = reader.wait(follower.cursor(), kWaitSlice);
-    if (waited == shm::WaitResult::closed) {
-      (void)follower.pump(STDOUT_FILENO, std::nullopt, observe);
-      finish({End::deleted, {}, 0, std::nullopt});
-      break;
-    }
-    if (waited == shm::WaitResult::timeout && !ring_owner_alive(reader)) {
-      finish(
-          {End::failed,
-           Error{Errc::engine_unavailable, "the engine that owns this actor is gone", std::nullopt},
-           0, std::nullopt});
-      break;
-    }
-  }
-  const char byte = 1;
-  (void)!::write(done_fd, &byte, 1);
-}
-
-// The terminal's size as request fields (none when stdin has no size).
-Json size_fields() {
-  const auto size = terminal_size(STDIN_FILENO);
-  if (!size) return Json::object();
-  const auto clamp = [](unsigned short v) {
-    return std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize);
-  };
-  return {{"cols", clamp(size->ws_col)}, {"rows", clamp(size->ws_row)}};
-}
-
-// Sends the terminal's size as the actor's controller. Errors are not worth ending the
-// attachment for: not_running (the session just ended; the output side will say so) and
-// stale_controller (another client took over; this one goes on watching).
-void send_size(control::ControlClient& client, const std::string& actor, std::uint64_t attachment) {
-  Json fields = size_fields();
-  if (fields.empty()) return;
-  fields["actor"] = actor;
-  fields["attachment"] = attachment;
-  (void)client.call("resize", std::move(fields));
-}
-
-// Attaches as the controller at the terminal's size and shows the actor's current screen: the
-// snapshot's bytes on a reset terminal, or nothing for a raw replay. Returns the cursor to
-// follow the ring from and the attachment id.
-struct Attached {
-  Cursor from;
-  std::uint64_t attachment;
+struct Size {
+  std::uint16_t cols = 0;
+  std::uint16_t rows = 0;
+  bool operator==(const Size&) const = default;
+  std::string text() const { return std::to_string(cols) + "x" + std::to_string(rows); }
 };
-Result<Attached> attach_and_show(control::ControlClient& client, const std::string& actor,
-                                 TerminalModes& modes) {
-  Json fields = size_fields();
-  fields["actor"] = actor;
-  fields["role"] = "controller";
-  fields["formats"] = Json::array({"snapshot_v1"});
-  auto r = client.call("attach", std::move(fields));
-  if (!r) return tl::unexpected(r.error());
-  const Json& h = r->header;
-  const Attached attached{Cursor{h.value("cursor", std::uint64_t{0})},
-                          h.value("attachment", std::uint64_t{0})};
-  if (h.value("format", "") == "snapshot_v1") {
-    // A snapshot draws on a fresh terminal: reset the modes, the region and the pen, clear.
-    constexpr std::string_view kFreshTerminal = "\x1b[!p\x1b[0m\x1b[r\x1b[H\x1b[2J";
-    if (auto w = write_all(STDOUT_FILENO, kFreshTerminal); !w) return tl::unexpected(w.error());
-    if (auto w = write_all(STDOUT_FILENO, r->payload); !w) return tl::unexpected(w.error());
-    modes.observe(std::as_bytes(std::span(r->payload.data(), r->payload.size())));
-  }
-  return attached;
+
+// The terminal's size as the user sees it, if it reports one.
+std::optional<Size> terminal_now() {
+  const auto ws = terminal_size(STDIN_FILENO);
+  if (!ws) return std::nullopt;
+  return Size{ws->ws_col, ws->ws_row};
+}
+
+// A size the engine accepts (1..1000 each).
+Size engine_size(Size s) {
+  const auto clamp = [](std::uint16_t v) {
+    return static_cast<std::uint16_t>(std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize));
+  };
+  return {clamp(s.cols), clamp(s.rows)};
+}
+
+std::string key_name(std::optional<unsigned char> key) {
+  if (!key) return "no detach key";
+  if (*key < 0x20) return std::string("Ctrl-") + static_cast<char>(*key + 0x40);
+  if (*key == 0x7f) return "Ctrl-?";
+  return std::string(1, static_cast<char>(*key));
 }
 
 // Forwards keystrokes; errors that mean "not now" (not_running, too_large) drop the bytes.
@@ -213,6 +153,296 @@ Result<void> send_input(control::ControlClient& client, const std::string& actor
   auto r = client.call("input", {{"actor", actor}}, bytes);
   if (r || r.error().code == Errc::not_running || r.error().code == Errc::too_large) return {};
   return tl::unexpected(r.error());
+}
+
+// The input side: what the engine says about the attachment (owner, sizes), what the user types
+// and how the window changes, turned into requests and the output side's mode (cli_attach.hpp).
+class AttachClient {
+ public:
+  AttachClient(control::ControlClient& client, const AttachArgs& args, AttachView& view)
+      : client_(client), args_(args), view_(view) {}
+
+  // Attaches and gives the output side its first start (before its thread runs).
+  Result<void> attach();
+  // Each handler leaves the mode to settle(), which the loop calls after every wake-up.
+  // False: the detach key.
+  Result<bool> on_stdin(std::string_view bytes);
+  void on_window_change();
+  void on_continued() { view_.redraw(); }
+  Result<void> on_view_message(char message);
+  Result<void> on_deadline(Clock::time_point now);
+  // Handles the events that arrived (on the socket, or read during a call) and makes the mode
+  // and the actor's size follow the policy.
+  Result<void> settle();
+  // When on_deadline() is due next: the catch-up's answer timeout, a deferred resync.
+  std::optional<Clock::time_point> deadline() const;
+  bool control_lost() const { return control_lost_; }
+
+ private:
+  bool owns() const { return !args_.read_only && owner_ == attachment_; }
+  ViewMode wanted_mode() const {
+    return owns() && actor_ == terminal_ ? ViewMode::passthrough : ViewMode::render;
+  }
+  ViewStart start_from(const control::Frame& answer, ViewMode mode) const;
+  // Handles the events read so far; true when there were any.
+  bool drain_events();
+  void handle_event(const Json& event);
+  Result<void> reconcile();
+  Result<void> restart_view(ViewMode mode);
+  void resize_actor(Size size);
+  Result<void> take_control();
+  Result<void> deliver(std::string keys);
+  void update_status();
+
+  control::ControlClient& client_;
+  const AttachArgs& args_;
+  AttachView& view_;
+  std::uint64_t attachment_ = 0;
+  std::optional<std::uint64_t> owner_;  // the owner's attachment, as the engine said last
+  Size owner_size_;
+  Size actor_;     // the actor's size, as the engine said last
+  Size terminal_;  // the user's terminal
+  std::optional<Size> asked_;  // the size this client asked the actor for last
+  ViewMode mode_ = ViewMode::passthrough;
+  std::vector<ActorResize> resizes_;  // learned, not yet handed to the output side
+  CatchUpGuard guard_;
+  std::string held_;               // keys typed during a catch-up
+  TerminalInput displaced_input_;  // what a displaced client types: only a plain `t` counts
+  std::string status_;
+  bool control_lost_ = false;
+  std::optional<Clock::time_point> resync_at_;  // a fresh render start is due then
+  Clock::time_point last_resync_{};
+};
+
+std::optional<Clock::time_point> AttachClient::deadline() const {
+  const auto guard = guard_.deadline();
+  if (!guard) return resync_at_;
+  if (!resync_at_) return guard;
+  return std::min(*guard, *resync_at_);
+}
+
+ViewStart AttachClient::start_from(const control::Frame& answer, ViewMode mode) const {
+  const Json& h = answer.header;
+  ViewStart start;
+  start.mode = mode;
+  start.cursor = Cursor{h.value("cursor", std::uint64_t{0})};
+  start.cols = static_cast<std::uint16_t>(h.value("cols", actor_.cols));
+  start.rows = static_cast<std::uint16_t>(h.value("rows", actor_.rows));
+  // A raw replay (graphics, an unmodelled mode, ...) starts at the oldest cursor, no snapshot.
+  if (h.value("format", "") == "snapshot_v1") start.snapshot = answer.payload;
+  return start;
+}
+
+Result<void> AttachClient::attach() {
+  terminal_ = terminal_now().value_or(Size{80, 24});
+  Json fields{{"actor", args_.actor},
+              {"role", args_.read_only ? "viewer" : "controller"},
+              {"formats", Json::array({"snapshot_v1"})}};
+  if (!args_.read_only) {
+    asked_ = engine_size(terminal_);
+    fields["cols"] = asked_->cols;
+    fields["rows"] = asked_->rows;
+  }
+  auto r = client_.call("attach", std::move(fields));
+  if (!r) return tl::unexpected(r.error());
+  attachment_ = r->header.value("attachment", std::uint64_t{0});
+  actor_ = {static_cast<std::uint16_t>(r->header.value("cols", 80)),
+            static_cast<std::uint16_t>(r->header.value("rows", 24))};
+  if (!args_.read_only) owner_ = attachment_;  // attaching made it the owner
+  // The attach's own events, and any that came after it, arrived before the answer.
+  drain_events();
+  mode_ = wanted_mode();
+  if (mode_ == ViewMode::passthrough) guard_.begin();
+  view_.start(start_from(*r, mode_), std::exchange(resizes_, {}));
+  update_status();
+  return {};
+}
+
+bool AttachClient::drain_events() {
+  bool any = false;
+  while (!control_lost_) {
+    auto event = client_.next_event(std::chrono::milliseconds(0));
+    if (!event) {
+      // The engine closed the connection: the output side tells how the attachment ended
+      // (the session's seal, or the engine gone); requests fail from now on.
+      control_lost_ = true;
+      break;
+    }
+    if (!*event) break;
+    handle_event((*event)->header);
+    any = true;
+  }
+  return any;
+}
+
+void AttachClient::handle_event(const Json& event) {
+  if (event.value("actor", "") != args_.actor) return;
+  const std::string name = event.value("event", "");
+  if (name == "controller") {
+    owner_ = event.value("attachment", std::uint64_t{0});
+    owner_size_ = {static_cast<std::uint16_t>(event.value("cols", 0)),
+                   static_cast<std::uint16_t>(event.value("rows", 0))};
+  } else if (name == "resized") {
+    actor_ = {static_cast<std::uint16_t>(event.value("cols", 0)),
+              static_cast<std::uint16_t>(event.value("rows", 0))};
+    owner_size_ = actor_;  // only the owner resizes
+    resizes_.push_back({Cursor{event.value("cursor", std::uint64_t{0})}, actor_.cols, actor_.rows});
+  }
+}
+
+Result<void> AttachClient::settle() {
+  for (int round = 0; round < kSettleRounds; ++round) {
+    if (!drain_events() && round > 0) break;
+    if (auto r = reconcile(); !r) return r;
+  }
+  view_.resized(std::exchange(resizes_, {}));
+  update_status();
+  return {};
+}
+
+Result<void> AttachClient::reconcile() {
+  // The owner keeps the actor at its terminal's size (handed back, taken, a window change
+  // while displaced); it asks once per size, so a refusal (the program ended) is not repeated.
+  const Size want = engine_size(terminal_);
+  if (owns() && actor_ != want && asked_ != want) resize_actor(want);
+  const ViewMode mode = wanted_mode();
+  if (mode != mode_) return restart_view(mode);
+  return {};
+}
+
+void AttachClient::resize_actor(Size size) {
+  asked_ = size;
+  // Refusals are not worth ending the attachment for: not_running (the session just ended;
+  // the output side will say so) and stale_controller (another client took over: its event
+  // follows).
+  auto r = client_.call("resize", {{"actor", args_.actor},
+                                   {"attachment", attachment_},
+                                   {"cols", size.cols},
+                                   {"rows", size.rows}});
+  if (r) actor_ = size;
+}
+
+Result<void> AttachClient::restart_view(ViewMode mode) {
+  // With its history: a model that grows takes lines back from it, as the actor's does.
+  auto r = client_.call("snapshot",
+                        {{"actor", args_.actor}, {"formats", Json::array({"snapshot_v1"})}});
+  if (!r) {
+    // Deleted meanwhile, or the engine gone: the output side ends the attachment.
+    if (r.error().code == Errc::no_such_actor || r.error().code == Errc::engine_unavailable) {
+      return {};
+    }
+    return tl::unexpected(r.error());
+  }
+  // Resizes announced before the answer belong with it (AttachView::start).
+  drain_events();
+  if (mode == ViewMode::passthrough) guard_.begin();
+  view_.start(start_from(*r, mode), std::exchange(resizes_, {}));
+  mode_ = mode;
+  return {};
+}
+
+Result<void> AttachClient::take_control() {
+  const Size size = engine_size(terminal_);
+  auto r = client_.call("take_control",
+                        {{"attachment", attachment_}, {"cols", size.cols}, {"rows", size.rows}});
+  if (!r) {
+    view_.show_hint(" cannot take control: " + r.error().message, kHintTime);
+    return {};
+  }
+  asked_ = size;
+  (void)displaced_input_.take_pending();
+  return {};  // its events (controller, resized) came before the answer: settle() reads them
+}
+
+Result<void> AttachClient::deliver(std::string keys) {
+  if (keys.empty()) return {};
+  if (args_.read_only) {
+    view_.show_hint(" read-only: keys are not sent | " + key_name(args_.detach_key) +
+                        ": detach | " + args_.actor + " is " + actor_.text(),
+                    kHintTime);
+    return {};
+  }
+  if (!owns()) {
+    // Displaced: the view may be cropped and another client is typing; keys are not sent.
+    std::string_view rest = keys;
+    while (auto unit = displaced_input_.next(rest)) {
+      if (unit->bytes == "t") return take_control();  // the rest of this read is dropped
+    }
+    return {};
+  }
+  return send_input(client_, args_.actor, keys);
+}
+
+Result<bool> AttachClient::on_stdin(std::string_view bytes) {
+  std::string keys = guard_.filter(bytes);
+  // The detach key acts at once, even during a catch-up; keys before it are still delivered.
+  const std::size_t key_at =
+      args_.detach_key ? keys.find(static_cast<char>(*args_.detach_key)) : std::string::npos;
+  if (key_at != std::string::npos) {
+    held_ += keys.substr(0, key_at);
+    if (auto d = deliver(std::exchange(held_, {})); !d) return tl::unexpected(d.error());
+    return false;
+  }
+  held_ += keys;
+  if (guard_.active()) return true;  // queued until the catch-up's answers are in
+  if (auto d = deliver(std::exchange(held_, {})); !d) return tl::unexpected(d.error());
+  return true;
+}
+
+void AttachClient::on_window_change() {
+  terminal_ = terminal_now().value_or(terminal_);
+  view_.set_terminal(terminal_.cols, terminal_.rows);
+  // The owner resizes the actor, as a terminal does; a displaced or read-only client only
+  // draws again (settle()).
+  if (owns()) resize_actor(engine_size(terminal_));
+}
+
+Result<void> AttachClient::on_view_message(char message) {
+  if (message == AttachView::kCatchUpDone) {
+    guard_.sentinel_written(view_.take_answers_due(), Clock::now());
+  } else if (message == AttachView::kResyncWanted && !resync_at_) {
+    resync_at_ = std::max(Clock::now(), last_resync_ + kResyncInterval);
+  }
+  if (!guard_.active() && !held_.empty()) return deliver(std::exchange(held_, {}));
+  return {};
+}
+
+Result<void> AttachClient::on_deadline(Clock::time_point now) {
+  if (resync_at_ && *resync_at_ <= now) {
+    resync_at_.reset();
+    last_resync_ = now;
+    if (mode_ == ViewMode::render) {
+      if (auto r = restart_view(ViewMode::render); !r) return r;
+    }
+  }
+  held_ += guard_.expire(now);  // the terminal did not answer the sentinel: stop waiting
+  if (!guard_.active() && !held_.empty()) return deliver(std::exchange(held_, {}));
+  return {};
+}
+
+void AttachClient::update_status() {
+  // The keys first: on a narrow terminal the line is cut on the right.
+  std::string line;
+  if (!args_.read_only && !owns() && owner_) {
+    line = " t: take control | " + key_name(args_.detach_key) + ": detach | " + args_.actor +
+           " is " + owner_size_.text() + ", controlled by another client (attachment " +
+           std::to_string(*owner_) + ")";
+  }
+  if (line == status_) return;
+  status_ = line;
+  view_.set_status(line);
+}
+
+// Waits for the output side's kEnded, reading past its other messages; false on timeout.
+bool wait_for_end(const MessagePipe& messages, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (messages.take().find(AttachView::kEnded) != std::string::npos) return true;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{messages.read_fd(), POLLIN, 0};
+    (void)::poll(&p, 1, static_cast<int>(left.count()));
+  }
 }
 
 }  // namespace
@@ -250,51 +480,62 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
   if (!reader) return report(reader.error());
 
   SignalPipe signals;
-  int done[2];
-  if (!signals.ok() || ::pipe2(done, O_CLOEXEC) != 0)
-    return report(fail_errno("pipe", errno).value());
-  struct PipeCloser {
-    int* fds;
-    ~PipeCloser() {
-      ::close(fds[0]);
-      ::close(fds[1]);
-    }
-  } done_closer{done};
+  MessagePipe messages;
+  if (!signals.ok() || !messages.ok()) return report(fail_errno("pipe", errno).value());
 
   RawTerminal terminal(STDIN_FILENO);
   if (auto raw = terminal.enter(); !raw) return report(raw.error());
-  TerminalModes modes;
-  auto attached = attach_and_show(*client, args.actor, modes);
-  if (!attached) {
+  const auto size = terminal_now().value_or(Size{80, 24});
+  AttachView view(*reader, messages.write_fd(), size.cols, size.rows);
+  AttachClient session(*client, args, view);
+  if (auto attached = session.attach(); !attached) {
     terminal.leave();
     return report(attached.error());
   }
-
-  std::atomic<bool> stop{false};
-  Outcome thread_outcome;
-  bool thread_finished = false;
-  std::thread output(output_loop, std::cref(*reader), attached->from, std::cref(stop),
-                     std::ref(modes), std::ref(thread_outcome), std::ref(thread_finished), done[1]);
+  std::thread output([&view] {
+    // Signals belong to the self-pipe: keep this thread's waits quiet.
+    sigset_t block;
+    ::sigemptyset(&block);
+    for (const int sig : kHandledSignals) ::sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, nullptr);
+    view.run();
+  });
 
   Outcome outcome{End::detached, {}, 0, std::nullopt};
+  auto fail_with = [&](const Error& e) { outcome = {End::failed, e, 0, std::nullopt}; };
   std::string input(kInputReadBytes, '\0');
   bool running = true;
+  bool view_ended = false;
   while (running) {
-    pollfd fds[3] = {
-        {STDIN_FILENO, POLLIN, 0}, {signals.read_fd(), POLLIN, 0}, {done[0], POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+    pollfd fds[4] = {{STDIN_FILENO, POLLIN, 0},
+                     {signals.read_fd(), POLLIN, 0},
+                     {messages.read_fd(), POLLIN, 0},
+                     {session.control_lost() ? -1 : client->fd(), POLLIN, 0}};
+    int timeout_ms = -1;
+    if (const auto deadline = session.deadline()) {
+      timeout_ms = static_cast<int>(std::max<std::int64_t>(
+          0, std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count()));
+    }
+    if (::poll(fds, 4, timeout_ms) < 0) {
       if (errno == EINTR) continue;
-      outcome = {End::failed, fail_errno("poll", errno).value(), 0, std::nullopt};
+      fail_with(fail_errno("poll", errno).value());
       break;
     }
-    if (fds[2].revents != 0) break;  // the output side ended: its outcome wins
-    if (fds[1].revents & POLLIN) {
+    Result<void> handled{};
+    if (fds[2].revents != 0) {
+      for (const char m : messages.take()) {
+        if (m == AttachView::kEnded) view_ended = true;  // the output side ended: its outcome wins
+        if (handled) handled = session.on_view_message(m);
+      }
+      if (view_ended) break;
+    }
+    if (handled && (fds[1].revents & POLLIN)) {
       unsigned char sigs[64];
       const ssize_t n = ::read(signals.read_fd(), sigs, sizeof sigs);
-      for (ssize_t i = 0; i < n && running; ++i) {
+      for (ssize_t i = 0; i < n && running && handled; ++i) {
         const int sig = sigs[i];
         if (sig == SIGWINCH) {
-          send_size(*client, args.actor, attached->attachment);
+          session.on_window_change();
         } else if (sig == SIGTSTP) {
           // Stopped from outside (the raw terminal sends ^Z to the program instead): give the
           // terminal back while stopped.
@@ -302,47 +543,50 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
           ::raise(SIGSTOP);
         } else if (sig == SIGCONT) {
           (void)terminal.enter();
-          send_size(*client, args.actor, attached->attachment);
+          session.on_continued();
+          session.on_window_change();
         } else {
           outcome = {End::signal, {}, sig, std::nullopt};
           running = false;
         }
       }
     }
-    if (running && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (running && handled && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(STDIN_FILENO, input.data(), input.size());
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) break;  // the terminal went away: detach
-      std::string_view bytes(input.data(), static_cast<std::size_t>(n));
-      std::size_t key_at = std::string_view::npos;
-      if (args.detach_key) key_at = bytes.find(static_cast<char>(*args.detach_key));
-      if (auto sent = send_input(*client, args.actor, bytes.substr(0, key_at)); !sent) {
-        outcome = {End::failed, sent.error(), 0, std::nullopt};
-        break;
+      auto go_on = session.on_stdin(std::string_view(input.data(), static_cast<std::size_t>(n)));
+      if (!go_on) {
+        handled = tl::unexpected(go_on.error());
+      } else if (!*go_on) {
+        running = false;  // the detach key
       }
-      if (key_at != std::string_view::npos) break;  // detach key
+    }
+    if (running && handled) handled = session.on_deadline(Clock::now());
+    if (running && handled) handled = session.settle();
+    if (!handled) {
+      fail_with(handled.error());
+      break;
     }
   }
 
-  // The output side notices `stop` within a wait slice, unless it is blocked writing to a
-  // terminal that does not read (a stopped or frozen emulator). Then it is left behind: the
-  // process ends below without touching the ring again.
-  stop.store(true, std::memory_order_relaxed);
-  pollfd finished{done[0], POLLIN, 0};
-  const bool joined = ::poll(&finished, 1, static_cast<int>(kStopTimeout.count())) == 1;
-  if (!joined) {
+  // The output side stops at once, unless it is blocked writing to a terminal that does not
+  // read (a stopped or frozen emulator). Then it is left behind: the process ends below
+  // without touching the ring again.
+  view.stop();
+  if (!view_ended && !wait_for_end(messages, kStopTimeout)) {
     // Writing anything more would block as well: restore the mode without draining and go.
     output.detach();
     terminal.leave(/*now=*/true);
     std::_Exit(kExitOk);  // no destructors: the output thread still uses the ring
   }
   output.join();
-  if (thread_finished) outcome = thread_outcome;
-  // Still raw (no output translation): undo the program's modes, then start a fresh line
-  // unless leaving the alternate screen already put the cursor back where it was.
+  if (view.finished()) outcome = view.outcome();
+  // Still raw (no output translation): undo the program's modes (or leave the screen the view
+  // drew on), then start a fresh line unless that already put the cursor at one.
   std::string farewell;
-  if (::isatty(STDOUT_FILENO) == 1) farewell = modes.reset_sequence();
-  if (!modes.alternate_screen()) farewell += "\r\n";
+  if (::isatty(STDOUT_FILENO) == 1) farewell = view.farewell();
+  if (!view.farewell_starts_line()) farewell += "\r\n";
   (void)write_all(STDOUT_FILENO, farewell);
   terminal.leave();
 

@@ -38,6 +38,17 @@ RingFollower::RingFollower(const shm::RingReader& reader, Cursor from, std::size
 
 Result<RingFollower::Progress> RingFollower::pump(int fd, std::optional<Cursor> until,
                                                   const Observer& observer) {
+  return pump_to(
+      [&](std::span<const std::byte> bytes) -> Result<void> {
+        if (auto w = write_all(fd, bytes); !w) return tl::unexpected(w.error());
+        if (observer) observer(bytes);
+        return {};
+      },
+      until);
+}
+
+Result<RingFollower::Progress> RingFollower::pump_to(const Sink& sink,
+                                                     std::optional<Cursor> until) {
   Progress progress;
   Cursor target = reader_->committed();
   if (until) target = min(target, *until);
@@ -57,8 +68,7 @@ Result<RingFollower::Progress> RingFollower::pump(int fd, std::optional<Cursor> 
     }
     const std::span<const std::byte> bytes(buffer_.data(),
                                            static_cast<std::size_t>(*end - cursor_));
-    if (auto w = write_all(fd, bytes); !w) return tl::unexpected(w.error());
-    if (observer) observer(bytes);
+    if (auto w = sink(bytes); !w) return tl::unexpected(w.error());
     progress.written += bytes.size();
     cursor_ = *end;
   }

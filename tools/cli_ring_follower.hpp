@@ -42,6 +42,9 @@ class RingFollower {
   // flooding actor cannot keep it here forever). Errors: a failed write; cursor_in_future.
   Result<Progress> pump(int fd, std::optional<Cursor> until = std::nullopt,
                         const Observer& observer = {});
+  // The same bytes handed to `sink` instead of written (attach's local terminal model).
+  using Sink = std::function<Result<void>(std::span<const std::byte>)>;
+  Result<Progress> pump_to(const Sink& sink, std::optional<Cursor> until = std::nullopt);
   Cursor cursor() const noexcept { return cursor_; }
 
  private:

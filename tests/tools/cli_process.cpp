@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -308,6 +309,11 @@ void PtyCli::type(std::string_view bytes) {
 }
 
 void PtyCli::resize(unsigned short cols, unsigned short rows) {
+  // As an emulator: what the CLI wrote so far is laid out at the old size, then the grid
+  // changes, then the program hears of it.
+  for (pollfd pending{master_, POLLIN, 0}; ::poll(&pending, 1, 0) > 0 && read_some(0);) {
+  }
+  emulator_->resize(cols, rows);
   winsize size{};
   size.ws_col = cols;
   size.ws_row = rows;
@@ -325,10 +331,48 @@ bool PtyCli::read_some(int timeout_ms) {
   if (got > 0) {
     transcript_.append(buf, static_cast<std::size_t>(got));
     emulator_->feed(std::string_view(buf, static_cast<std::size_t>(got)));
+    answer_queries();
     return true;
   }
   // The test holds the slave open, so EIO (every slave closed) does not happen; EAGAIN may.
   return got < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+void PtyCli::answer_queries() {
+  static constexpr std::string_view kQueries[] = {"\x1b[5n", "\x1b[6n", "\x1b[c", "\x1b[0c"};
+  for (;;) {
+    std::size_t at = std::string::npos;
+    std::string_view query;
+    for (const std::string_view q : kQueries) {
+      const std::size_t found = transcript_.find(q, query_scan_);
+      if (found < at) {
+        at = found;
+        query = q;
+      }
+    }
+    if (at == std::string::npos) break;
+    std::string answer;
+    if (query == "\x1b[5n") {
+      answer = "\x1b[0n";
+    } else if (query == "\x1b[6n") {
+      const engine::CursorState cursor = emulator_->cursor();
+      answer = "\x1b[" + std::to_string(cursor.row + 1) + ";" + std::to_string(cursor.col + 1) + "R";
+    } else {
+      answer = "\x1b[?62;22c";
+    }
+    write_all_or_throw(master_, answer, "answer a query");
+    answers_.push_back(answer);
+    query_scan_ = at + query.size();
+  }
+  // A query cut by the end of this read is found whole after the next one.
+  if (transcript_.size() > 3) query_scan_ = std::max(query_scan_, transcript_.size() - 3);
+}
+
+void PtyCli::read_for(std::chrono::milliseconds how_long) {
+  const auto deadline = std::chrono::steady_clock::now() + how_long;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!read_some(ms_left(deadline))) return;
+  }
 }
 
 void PtyCli::wait_for(std::string_view needle, std::size_t count) {

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <termios.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <ostream>
@@ -78,6 +79,9 @@ CliResult run_cli(const std::vector<std::string>& args, const CliOptions& option
 // `backscroll ARGS` with a pseudo-terminal as its controlling terminal and stdin, stdout and
 // stderr (what a user's terminal emulator provides). The test holds the master side and keeps
 // a descriptor of the slave side open, so the terminal's mode can be read after the CLI ended.
+// Like a terminal emulator, it answers the queries the CLI writes (read while waiting): status
+// (`CSI 5 n`: `CSI 0 n`), cursor position (`CSI 6 n`: `CSI row ; col R`) and device attributes
+// (`CSI c`: `CSI ? 62 ; 22 c`); answers() lists what it answered.
 class PtyCli {
  public:
   PtyCli(const std::vector<std::string>& args, const std::filesystem::path& runtime_dir,
@@ -108,15 +112,24 @@ class PtyCli {
   termios mode() const;
   // The mode the terminal had before the CLI started.
   const termios& original_mode() const noexcept { return original_; }
+  // The terminal's screen as the test's emulator shows it.
+  const engine::MirrorScreen& emulator() const noexcept { return *emulator_; }
+  // Every answer to a query it wrote, in order.
+  const std::vector<std::string>& answers() const noexcept { return answers_; }
+  // Reads what the terminal shows for `how_long` (answering queries meanwhile).
+  void read_for(std::chrono::milliseconds how_long);
 
  private:
   bool read_some(int timeout_ms);
+  void answer_queries();
 
   pid_t pid_ = -1;
   int master_ = -1;
   int slave_ = -1;
   termios original_{};
   std::string transcript_;
+  std::size_t query_scan_ = 0;  // transcript_ before this holds no query left to answer
+  std::vector<std::string> answers_;
   std::unique_ptr<engine::MirrorScreen> emulator_;
 };
 
