@@ -335,7 +335,9 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void sgr(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) {
     const std::span<const std::uint32_t> args =
-        c.overflowed ? all_args : std::span<const std::uint32_t>(c.args.data(), static_cast<std::size_t>(c.argcount));
+        c.overflowed ? all_args
+                     : std::span<const std::uint32_t>(c.args.data(),
+                                                      static_cast<std::size_t>(c.argcount));
     const std::uint32_t extras = MirrorInput::sgr_extras(m_.pen_extras_, args);
     if (c.overflowed) {
       // libvterm has the sequence up to its 16th argument: cancel that and feed a safe copy.
@@ -345,8 +347,10 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     } else if (MirrorInput::sgr_needs_rewrite(args)) {
       flush(final_at);  // libvterm would misread a colour: CAN cancels its copy
     } else {
-      if (extras != m_.pen_extras_) flush(final_at + 1);
-      if (extras != m_.pen_extras_) m_.set_pen_extras(extras);
+      if (extras != m_.pen_extras_) {  // they apply from the byte after it
+        flush(final_at + 1);
+        m_.set_pen_extras(extras);
+      }
       return;  // otherwise fed with the next flush
     }
     m_.write("\x18", 1);
