@@ -572,9 +572,25 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
         escape_byte(c);
         break;
       case VtState::csi:
-        if (c == 0x1b) vt_state_ = VtState::escape;
-        else if (c == 0x18 || c == 0x1a || (c >= 0x40 && c <= 0x7e) || c >= 0x80)
+      case VtState::csi_args:
+      case VtState::csi_intermed:
+        // parser.c: leader bytes, then arguments, then intermediates, then the final byte; a
+        // byte out of that order ends the sequence unfinished (the bytes after it are text).
+        // C0 controls act inside it; DEL is ignored.
+        if (c == 0x1b) {
+          vt_state_ = VtState::escape;
+        } else if (c == 0x18 || c == 0x1a) {
           vt_state_ = VtState::ground;
+        } else if (c >= 0x20 && c != 0x7f) {
+          if (vt_state_ == VtState::csi && c >= 0x3c && c <= 0x3f) break;
+          if (vt_state_ != VtState::csi_intermed && ((c >= '0' && c <= '9') || c == ':' || c == ';')) {
+            vt_state_ = VtState::csi_args;
+          } else if (c >= 0x20 && c <= 0x2f) {
+            vt_state_ = VtState::csi_intermed;
+          } else {
+            vt_state_ = VtState::ground;  // the final byte, or an invalid one
+          }
+        }
         break;
       case VtState::string:
         if (c == 0x1b) {

@@ -213,7 +213,9 @@ class MirrorScreen {
   std::size_t pending_bytes_ = 0;
   bool skipping_csi_ = false;  // inside a CSI past its 16th argument: its bytes are not fed
   // libvterm's parser as write() tracks it; in string_esc_held, the string's ESC is held back.
-  enum class VtState : std::uint8_t { ground, escape, csi, string, string_esc, string_esc_held };
+  enum class VtState : std::uint8_t {
+    ground, escape, csi, csi_args, csi_intermed, string, string_esc, string_esc_held
+  };
   VtState vt_state_ = VtState::ground;
 
   bool cursor_visible_ = true;

@@ -669,6 +669,30 @@ TEST(MirrorFuzzFindings, MarkAfterASequenceAtTheRowEndDoesNotDependOnSplits) {
   EXPECT_EQ(whole.cell(0, 4).nchars, 1) << "the mark does not join across the sequence";
 }
 
+// After a malformed CSI (`CSI 1 ?`: libvterm ends it at the `?` and prints what follows), the
+// mirror's tracker of libvterm's parser still thought it inside the sequence, so the text after
+// it did not count as text and a combining mark that started the next write did not join the
+// glyph at the row's end (found by the third tools/fuzz.sh run: ZWJ, resizes to 8x1 and 5x41;
+// fuzz/corpus/mirror/finding_zwj_after_malformed_csi). Invalid bytes after the arguments or
+// intermediates end the sequence there too.
+TEST(MirrorFuzzFindings, TextAfterAMalformedCsiIsText) {
+  // Five glyphs after the sequence: the last one is at the row's end (pending wrap).
+  for (const std::string& stream : {std::string("\x1b[1?23456\xe2\x80\x8dx"),
+                                    std::string("\x1b[1$923456\xcc\x81x"),
+                                    std::string("\x1b[?25\x7fh23456\xcc\x81x")}) {
+    MirrorScreen whole(5, 3);
+    whole.feed(stream);
+    for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+      MirrorScreen split(5, 3);
+      split.feed(std::string_view(stream).substr(0, cut));
+      split.feed(std::string_view(stream).substr(cut));
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 5; ++c)
+          ASSERT_EQ(split.cell(r, c), whole.cell(r, c)) << "cut " << cut << " cell " << r << "," << c;
+    }
+  }
+}
+
 // The join skipped a row with DECSLRM margins set, and so depended on splits there (found by
 // the second tools/fuzz.sh run; fuzz/corpus/mirror/finding_mark_at_row_end_with_margins);
 // a wide glyph filling a two-column row from column 0 had no column for the BS.
