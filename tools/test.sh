@@ -24,7 +24,7 @@ ctest -j2 --output-on-failure --timeout 300
 # A fixed seed and run count keep it deterministic: the same inputs on every run of a commit.
 # New inputs go to a scratch folder; a finding fails the run and is written to $fuzz_build.
 # BACKSCROLL_FUZZ_RUNS sets the number of inputs (0 skips it), BACKSCROLL_FUZZ_SEED the seed.
-fuzz_runs="${BACKSCROLL_FUZZ_RUNS:-6000}"
+fuzz_runs="${BACKSCROLL_FUZZ_RUNS:-3000}"
 if [ "$fuzz_runs" -gt 0 ]; then
   fuzz_build="$build-mirror-fuzz"
   CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
