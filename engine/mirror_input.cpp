@@ -226,22 +226,41 @@ bool MirrorInput::sgr_needs_rewrite(std::span<const std::uint32_t> args) {
   return false;
 }
 
+namespace {
+
+// One SGR attribute's effect on the pen attributes libvterm lacks (MirrorInput::kPen* bits).
+std::uint32_t with_extra(std::uint32_t pen, std::int64_t attribute) {
+  switch (attribute) {
+    case 0: return 0;
+    case 2: return pen | MirrorInput::kPenFaint;
+    case 22: return pen & ~MirrorInput::kPenFaint;
+    case 8: return pen | MirrorInput::kPenConceal;
+    case 28: return pen & ~MirrorInput::kPenConceal;
+    case 53: return pen | MirrorInput::kPenOverline;
+    case 55: return pen & ~MirrorInput::kPenOverline;
+    default: return pen;
+  }
+}
+
+}  // namespace
+
 std::uint32_t MirrorInput::sgr_extras(std::uint32_t pen, std::span<const std::uint32_t> args) {
+  // Every SGR of a coloured flood comes here: only one with a colour attribute (whose
+  // arguments xterm.js skips) pays for the parameter list.
+  const bool colour = std::any_of(args.begin(), args.end(), [](std::uint32_t a) {
+    const std::uint32_t v = a & ~kArgMore;
+    return v == 38 || v == 48 || v == 58;
+  });
+  if (!colour) {
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (i == 0 || !(args[i - 1] & kArgMore)) pen = with_extra(pen, arg_value(args[i], 0));
+    return pen;
+  }
   const std::vector<SgrParam> params = sgr_params(args);
   for (std::size_t r = 0; r < params.size(); ++r) {
-    switch (params[r].value) {
-      case 0: pen = 0; break;
-      case 2: pen |= kPenFaint; break;
-      case 22: pen &= ~kPenFaint; break;
-      case 8: pen |= kPenConceal; break;
-      case 28: pen &= ~kPenConceal; break;
-      case 53: pen |= kPenOverline; break;
-      case 55: pen &= ~kPenOverline; break;
-      case 38:
-      case 48:
-      case 58: r += xterm_colour(args, params, r).advance; break;
-      default: break;
-    }
+    const std::int64_t v = params[r].value;
+    if (v == 38 || v == 48 || v == 58) r += xterm_colour(args, params, r).advance;
+    else pen = with_extra(pen, v);
   }
   return pen;
 }
