@@ -198,12 +198,8 @@ Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
 }
 
 Result<Json> Engine::op_detach(ConnectionId connection, const Json& request) {
-  auto id = uint_field(request, "attachment");
+  auto id = own_attachment(connection, request);
   if (!id) return tl::unexpected(id.error());
-  const auto a = attachments_.find(*id);
-  if (a == attachments_.end() || a->second.connection != connection) {
-    return fail(Errc::bad_request, "no attachment " + std::to_string(*id) + " on this connection");
-  }
   end_attachment(*id);
   return Json{{"attachment", *id}};
 }

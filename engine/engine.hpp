@@ -120,6 +120,8 @@ class Engine final : public ActorHost, public RequestHandler {
                                  const Actor& actor, Cursor not_before, control::Json reply);
   // Size ownership (ownership_ops.cpp, docs/protocol.md "Size ownership").
   Result<control::Json> op_take_control(ConnectionId connection, const control::Json& request);
+  // The request's `attachment` when it is one of this connection's, else bad_request.
+  Result<std::uint64_t> own_attachment(ConnectionId connection, const control::Json& request) const;
   // A resize must come from the actor's owner, or from anyone while it has no controller.
   Result<void> check_resize_owner(const Actor& actor, const control::Json& request) const;
   // The actor's owner: its controller attachment that took control last.

@@ -131,13 +131,20 @@ void Engine::end_attachment(std::uint64_t attachment) {
   apply_owner_size(*found->second);
 }
 
-Result<Json> Engine::op_take_control(ConnectionId connection, const Json& request) {
+Result<std::uint64_t> Engine::own_attachment(ConnectionId connection, const Json& request) const {
   auto id = uint_field(request, "attachment");
   if (!id) return tl::unexpected(id.error());
   const auto a = attachments_.find(*id);
   if (a == attachments_.end() || a->second.connection != connection) {
     return fail(Errc::bad_request, "no attachment " + std::to_string(*id) + " on this connection");
   }
+  return *id;
+}
+
+Result<Json> Engine::op_take_control(ConnectionId connection, const Json& request) {
+  auto id = own_attachment(connection, request);
+  if (!id) return tl::unexpected(id.error());
+  const auto a = attachments_.find(*id);
   if (!a->second.controller) {
     return fail(Errc::bad_request, "a viewer cannot take control: attach as a controller");
   }
