@@ -95,6 +95,12 @@ struct MirrorScreenCallbacks {
     return 1;
   }
   static int erase(VTermRect rect, int selective, void* user) {
+    MirrorScreen& m = of(user);
+    if (m.keep_cursor_row_) {
+      // ED 0's first erase is the cursor's row from its column (state.c): dropped.
+      m.keep_cursor_row_ = false;
+      if (rect.end_row == rect.start_row + 1) return 1;
+    }
     grid(user).erase(to_grid(rect), selective != 0);
     return 1;
   }
@@ -226,10 +232,14 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
 
   void csi(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) override {
-    enum class Event { none, clear, rep, alt_enter, save, restore, autowrap, clear_history };
+    enum class Event {
+      none, clear, rep, alt_enter, save, restore, autowrap, clear_history, erase_right
+    };
     Event ev = Event::none;
     const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
-    if (c.plain()) {
+    if ((c.final == 'K' || c.final == 'J') && (c.plain() || c.dec_private()) && c.arg(0, 0) == 0) {
+      ev = Event::erase_right;  // EL 0, ED 0 and their selective forms DECSEL, DECSED
+    } else if (c.plain()) {
       if (c.final == 'b') ev = Event::rep;
       else if (c.final == 'J' && c.arg(0, 0) == 3) ev = Event::clear_history;
       else if (std::strchr("ABCDEFGH`adefjk", c.final) != nullptr) ev = Event::clear;
@@ -293,6 +303,23 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       case Event::autowrap:
         flush(final_at + 1);
         m_.vt_autowrap_ = c.final == 'h';
+        break;
+      case Event::erase_right:
+        // At a pending wrap xterm.js's cursor is one past the last column, and EL 0 / ED 0
+        // erase from there: nothing of the cursor's row (VTE and kitty agree; xterm and
+        // libvterm erase the last column). The wrap stays pending in both. An EL is cancelled
+        // (the tap's libvterm sees the same CAN); an ED still erases the rows below.
+        if (!m_.pending_wrap_) break;  // fed with the next flush
+        ++m_.rewritten_;
+        if (c.final == 'K' || m_.cursor().row + 1 >= m_.rows_) {
+          m_.write("\x18", 1);
+          fed_ = final_at + 1;
+        } else {
+          m_.keep_cursor_row_ = true;
+          flush(final_at + 1);
+          m_.keep_cursor_row_ = false;
+          if (m_.tap_) m_.tap_->departed();
+        }
         break;
       case Event::clear_history:
         // xterm and xterm.js empty the history (libvterm 0.1.4 has no sb_clear): lines pushed

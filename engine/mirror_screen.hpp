@@ -37,6 +37,9 @@ class VtermTap {
   virtual void resized(int cols, int rows) = 0;
   // The mirror emptied the history (CSI 3 J, which libvterm 0.1.4 ignores: xterm clears it).
   virtual void history_cleared() {}
+  // The mirror kept cells libvterm erases (ED 0 at a pending wrap keeps the cursor's row, as
+  // xterm.js does): from here on until created(), the screens are not expected to agree.
+  virtual void departed() {}
 };
 
 // Cursor state a snapshot restores.
@@ -222,6 +225,9 @@ class MirrorScreen {
   bool cursor_blink_ = true;
   int cursor_shape_ = 1;
   bool pending_wrap_ = false;
+  // Set while an ED 0 at a pending wrap is written: libvterm's erase of the cursor's row from
+  // its column is dropped (xterm.js erases from one past the last column: nothing of the row).
+  bool keep_cursor_row_ = false;
   bool vt_autowrap_ = true;  // DECAWM as libvterm has it after the bytes written so far
   std::uint32_t pen_extras_ = 0;  // MirrorInput::kPen* bits of the pen (set_pen_extras)
   bool text_last_ = false;   // see text_last()

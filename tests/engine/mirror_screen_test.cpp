@@ -198,6 +198,39 @@ TEST(MirrorScreen, TracksThePendingWrapAtTheLastColumn) {
   EXPECT_EQ(m.cursor().col, 8);
 }
 
+// EL 0 and ED 0 at a pending wrap erase from one past the last column, as in xterm.js (VTE and
+// kitty): nothing of the cursor's row. ED still erases the rows below, in the current
+// background. The wrap stays pending; the result does not depend on where writes end.
+TEST(MirrorScreen, ErasesNothingOfTheRowAtAPendingWrap) {
+  const std::string stream = "1\r\n2\r\n3\x1b[H\x1b[31mabcdefghij\x1b[K\x1b[?K\x1b[44m\x1b[J";
+  MirrorScreen whole(10, 4);
+  whole.feed(stream);
+  EXPECT_EQ(text_of_row(whole, 0), "abcdefghij");
+  EXPECT_EQ(whole.cell(0, 9).pen.fg, engine::Color::indexed(1));
+  for (int row = 1; row < 4; ++row) {
+    EXPECT_EQ(text_of_row(whole, row), "") << row;
+    EXPECT_EQ(whole.cell(row, 0).pen.bg, engine::Color::indexed(4)) << row;
+  }
+  EXPECT_TRUE(whole.cursor().pending_wrap);
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    MirrorScreen split(10, 4);
+    split.feed(std::string_view(stream).substr(0, cut));
+    split.feed(std::string_view(stream).substr(cut));
+    ASSERT_EQ(first_difference(model_of(whole), model_of(split), 0), "") << "split at " << cut;
+  }
+  whole.feed("k");  // the wrap was still pending
+  EXPECT_EQ(text_of_row(whole, 1), "k");
+  // On the last row and after a wide glyph in the last two columns: the same.
+  MirrorScreen last(10, 2);
+  last.feed("\x1b[2;9H\xe4\xb8\xad\x1b[J\x1b[K");
+  EXPECT_EQ(last.cell(1, 8).chars[0], U'\u4e2d');
+  EXPECT_TRUE(last.cursor().pending_wrap);
+  // Away from a pending wrap, the last column is erased.
+  MirrorScreen plain(10, 2);
+  plain.feed("abcdefghij\x1b[1;10H\x1b[K");
+  EXPECT_EQ(text_of_row(plain, 0), "abcdefghi");
+}
+
 TEST(MirrorScreen, KeepsTheMainScreenWhileTheAlternateOneIsActive) {
   MirrorScreen m(20, 4);
   m.feed("main text\x1b[?1049h\x1b[Halt text");

@@ -331,6 +331,8 @@ struct ScreenLayerTap::Impl {
   std::deque<std::vector<VTermScreenCell>> history;  // as sb_pushline gave them
   std::uint64_t pushed = 0;
   std::uint64_t popped = 0;
+  bool departed = false;     // since created(): see VtermTap::departed()
+  std::uint64_t departures = 0;
   explicit Impl(std::size_t lines) : max_lines(lines) {}
   ~Impl() { destroy(); }
   void destroy() {
@@ -387,7 +389,7 @@ void ScreenLayerTap::created(int cols, int rows) {
   im.destroy();
   im.history.clear();
   im.pushed = im.popped = 0;
-  im.alt = im.reverse = false;
+  im.alt = im.reverse = im.departed = false;
   im.vt = vterm_new(rows, cols);
   vterm_set_utf8(im.vt, 1);
   im.screen = vterm_obtain_screen(im.vt);
@@ -407,6 +409,13 @@ void ScreenLayerTap::resized(int cols, int rows) { vterm_set_size(impl_->vt, row
 
 void ScreenLayerTap::history_cleared() { impl_->history.clear(); }
 
+void ScreenLayerTap::departed() {
+  if (!impl_->departed) ++impl_->departures;
+  impl_->departed = true;
+}
+
+std::uint64_t ScreenLayerTap::departures() const { return impl_->departures; }
+
 std::uint64_t ScreenLayerTap::pushed() const { return impl_->pushed; }
 std::uint64_t ScreenLayerTap::popped() const { return impl_->popped; }
 
@@ -419,6 +428,7 @@ static Cell without_extras(Cell c) {
 
 std::string ScreenLayerTap::difference(const engine::MirrorScreen& m) const {
   const Impl& im = *impl_;
+  if (im.departed) return "";
   int rows = 0, cols = 0;
   vterm_get_size(im.vt, &rows, &cols);
   std::ostringstream o;

@@ -98,13 +98,16 @@ class ScreenLayerTap final : public engine::VtermTap {
   void wrote(std::string_view bytes) override;
   void resized(int cols, int rows) override;
   void history_cleared() override;
+  void departed() override;
 
   // The first difference between the mirror's cells, flags and history and this screen layer's
   // ("" when they agree). The main screen is compared while it is shown (libvterm keeps the
-  // hidden one to itself).
+  // hidden one to itself). Nothing is compared after the mirror departed from libvterm on
+  // purpose (VtermTap::departed), until the next created().
   std::string difference(const engine::MirrorScreen& mirror) const;
   std::uint64_t pushed() const;
   std::uint64_t popped() const;
+  std::uint64_t departures() const;  // feeds (since construction) where the mirror departed
 
  private:
   struct Impl;

@@ -5,7 +5,6 @@
 // Input (stdin): one JSON object per line
 //   {"id": any, "cols": n, "rows": n, "writes": [base64, ...],
 //    "history": n (optional, default 0), "probe": base64 (optional),
-//    "xtermErase": true (optional: EL 0 / ED 0 at a pending wrap as xterm does it, see below),
 //    "unicode": "6" | "11" (optional, default "11": character widths; see below)}
 // Each write is one term.write() call with the decoded bytes (a Uint8Array: xterm.js decodes
 // UTF-8 itself, keeping a character split across writes), awaited before the next one.
@@ -13,12 +12,6 @@
 // loaded and activated; browser clients must do that, or every emoji (U+1F300..., U+2615, ...)
 // takes one cell where libvterm, glibc's wcwidth and so the programs count two. "11" loads
 // @xterm/addon-unicode11 (pinned in package.json) and activates it.
-// xtermErase: stock xterm.js (like VTE, kitty, iTerm2) erases nothing of the current row on EL 0
-// or ED 0 while a wrap is pending (cursor x == cols); xterm, and libvterm (the mirror), erase the
-// last column and keep the wrap pending. With this option CSI K / CSI 0 K / CSI J / CSI 0 J at a
-// pending wrap run xterm.js's own handler from the last column and then put the pending wrap
-// back, so the test can tell that one known difference from any other (docs/snapshot.md,
-// "Equivalence with xterm.js").
 // Output (stdout): one JSON line per case, in input order:
 //   {"id": ..., "state": STATE, "probed": STATE (only with "probe": the state after the probe
 //    bytes were written on top of the first state)}
@@ -166,20 +159,6 @@ async function run(c) {
   }
   let title = '';
   term.onTitleChange((t) => { title = t; });
-  if (c.xtermErase) {
-    const core = term._core;
-    const handlers = { K: (p) => core._inputHandler.eraseInLine(p), J: (p) => core._inputHandler.eraseInDisplay(p) };
-    for (const final of Object.keys(handlers)) {
-      term.parser.registerCsiHandler({ final }, (params) => {
-        const buf = core._bufferService.buffer;
-        if (buf.x < term.cols || params.length > 1 || (params.length === 1 && params[0] !== 0)) return false;
-        buf.x = term.cols - 1;
-        handlers[final]({ params: Int32Array.of(0), length: 1 });
-        buf.x = term.cols;
-        return true;
-      });
-    }
-  }
   for (const w of c.writes) await write(term, Buffer.from(w, 'base64'));
   const out = { id: c.id, state: observe(term, title, c.history ?? 0) };
   if (c.probe !== undefined) {
