@@ -6,7 +6,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BACKSCROLL_BUILD_DIR:-$root/build}"
 "$root/.ci/setup"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKSCROLL_WERROR=ON >/dev/null
+# Line tables only (-g1): backtraces keep file and line, and the build is ~25% faster than with
+# full debug information (CI's 20-minute budget on 2 cores; most of it is this build).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKSCROLL_WERROR=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
 ninja -C "$build" -j2
 cd "$build"
 # rapidcheck properties draw fresh cases on every run by default. Here the seed comes from the
