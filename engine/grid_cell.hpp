@@ -1,10 +1,13 @@
 // GridCell: a screen cell as ScreenGrid stores it, and the packed colour and attribute words it
 // shares with the scrollback store. Plain data, no libvterm types: what libvterm 0.1.4's screen
-// layer keeps per cell (screen.c ScreenCell), laid out for filling and copying (36 bytes).
+// layer keeps per cell (screen.c ScreenCell), laid out for filling and copying (36 bytes). A
+// glyph of more than six characters keeps the rest in its grid's tail table.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "engine/screen_cell.hpp"
 
@@ -12,6 +15,10 @@ namespace backscroll::engine {
 
 // chars[0] of the right half of a wide glyph (libvterm's (uint32_t)-1).
 inline constexpr char32_t kContinuationChar = 0xffffffffu;
+// chars[5] of a glyph of more than six characters: this bit | the index of its characters from
+// the sixth on in the grid's tail table (no code point has it).
+inline constexpr char32_t kTailTag = 0x80000000u;
+inline constexpr std::size_t kInlineChars = 6;  // libvterm's VTERM_MAX_CHARS_PER_CELL
 
 // A colour in one word: kind << 24 | index_or_red << 16 | green << 8 | blue. The default
 // colour packs to 0.
@@ -61,9 +68,10 @@ struct GridPen {
 
 struct GridCell {
   // chars[0]: 0 for an erased cell, kContinuationChar for the right half of a wide glyph,
-  // otherwise the glyph's characters up to the first 0 (all six used: no terminator). Past the
-  // terminator, and past chars[0] in erased and continuation cells, the values are stale.
-  std::array<char32_t, Cell::kMaxChars> chars;
+  // otherwise the glyph's characters up to the first 0 (all six used: no terminator; chars[5]
+  // with kTailTag: five here, the rest in the tail table). Past the terminator, and past
+  // chars[0] in erased and continuation cells, the values are stale.
+  std::array<char32_t, kInlineChars> chars;
   std::uint32_t fg;
   std::uint32_t bg;
   std::uint32_t attrs;
@@ -91,8 +99,26 @@ inline std::uint32_t pack_pen(const Pen& p) {
          (p.font & 0xfu) << attr::kFontShift;
 }
 
-// The cell as the mirror reports it; `wide`: the next cell on the row is a continuation.
-inline Cell to_cell(const GridCell& g, bool wide) {
+// A glyph whose characters from the sixth on are in the tail table (see GridCell).
+inline bool has_tail(const GridCell& g) {
+  return (g.chars[kInlineChars - 1] & kTailTag) != 0 && g.chars[0] != kContinuationChar &&
+         g.chars[0] != 0 && g.chars[1] != 0 && g.chars[2] != 0 && g.chars[3] != 0 &&
+         g.chars[4] != 0;
+}
+inline std::size_t tail_index(const GridCell& g) { return g.chars[kInlineChars - 1] & ~kTailTag; }
+
+// A glyph's characters: the inline ones, then its tail (`tail`: has_tail(g)'s entry).
+template <typename Visit>
+void for_each_char(const GridCell& g, const std::u32string* tail, Visit&& visit) {
+  const std::size_t inline_count = tail ? kInlineChars - 1 : kInlineChars;
+  for (std::size_t i = 0; i < inline_count && g.chars[i] != 0; ++i) visit(g.chars[i]);
+  if (tail)
+    for (char32_t c : *tail) visit(c);
+}
+
+// The cell as the mirror reports it; `wide`: the next cell on the row is a continuation;
+// `tail`: the tail table's entry when has_tail(g).
+inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* tail = nullptr) {
   Cell c;
   if (g.chars[0] == 0) {
     c.kind = Cell::Kind::erased;
@@ -100,11 +126,10 @@ inline Cell to_cell(const GridCell& g, bool wide) {
     c.kind = Cell::Kind::continuation;
   } else {
     c.kind = Cell::Kind::glyph;
-    int n = 0;
-    while (n < Cell::kMaxChars && g.chars[static_cast<std::size_t>(n)] != 0) {
-      c.chars[static_cast<std::size_t>(n)] = g.chars[static_cast<std::size_t>(n)];
-      ++n;
-    }
+    std::size_t n = 0;
+    for_each_char(g, tail, [&](char32_t ch) {
+      if (n < c.chars.size()) c.chars[n++] = ch;
+    });
     c.nchars = static_cast<std::uint8_t>(n);
   }
   c.width = wide ? 2 : 1;

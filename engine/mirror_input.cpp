@@ -9,8 +9,14 @@
 #include <charconv>
 #include <vector>
 
+#include "engine/grid_cell.hpp"
+#include "engine/zero_width.hpp"
+
 namespace backscroll::engine {
 namespace {
+
+// The smallest character each UTF-8 length encodes; libvterm decodes a longer form to U+FFFD.
+constexpr char32_t kShortest[7] = {0, 0, 0x80, 0x800, 0x10000, 0x200000, 0x4000000};
 
 constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
 // How often to offer a split point inside one long token (text run, string, CSI).
@@ -556,20 +562,29 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
             sink.split_point(pos, false);
           }
           prev_ascii_ = true;
+          cluster_ = 1;
           continue;
         }
         if (gl_table && prev_ascii_ && pos >= switch_from) sink.decoder_switch(pos);
         prev_ascii_ = false;
         if (c < 0xc0) {
+          if (utf8_remaining_ == 0) cluster_ = 1;  // a stray continuation byte: U+FFFD
           if (utf8_remaining_ > 0) {
             utf8_cp_ = (utf8_cp_ << 6) | (c & 0x3fu);
             if (--utf8_remaining_ == 0) {
               if (utf8_c2_ && c <= 0x9f) {
                 // U+0080-U+009F: libvterm 0.1.4 gives it width -1 and moves the cursor left of
-                // column 0; the next erase then dereferences a null cell.
+                // column 0; the next erase then dereferences a null cell. (A C1 control in
+                // xterm.js: the glyph ends.)
                 sink.drop_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
+                cluster_ = 0;
               } else if (utf8_cp_ > 0x10ffff) {
                 sink.replace_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
+                cluster_ = 1;
+              } else if (!is_zero_width(utf8_cp_) || utf8_cp_ < kShortest[utf8_length_]) {
+                cluster_ = 1;  // a glyph, or U+FFFD for an overlong form (encoding.c)
+              } else if (cluster_ > 0 && ++cluster_ > static_cast<int>(kInlineChars)) {
+                sink.cluster_overflow(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
               }
             }
           }
@@ -586,11 +601,14 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
           // byte may not reach libvterm (a dropped C1 or unfinished character): invariant,
           // libvterm is never left holding part of a character the tokenizer has ended.
           sink.replace_text(utf8_lead_at_, pos - utf8_lead_at_);
+          cluster_ = 1;
         }
         utf8_c2_ = (c == 0xc2);
         utf8_lead_at_ = pos;
         utf8_remaining_ = c < 0xe0 ? 1 : c < 0xf0 ? 2 : c < 0xf8 ? 3 : c < 0xfc ? 4 : c < 0xfe ? 5
                                                                                                : 0;
+        utf8_length_ = utf8_remaining_ + 1;
+        if (utf8_remaining_ == 0) cluster_ = 1;  // 0xFE, 0xFF: U+FFFD
         utf8_cp_ = c & (c < 0xe0 ? 0x1fu : c < 0xf0 ? 0x0fu : c < 0xf8 ? 0x07u : c < 0xfc ? 0x03u
                                                                                           : 0x01u);
         if (utf8_remaining_ > 0) token_start_ = pos;
@@ -609,6 +627,7 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
     }
 
     // Everything else, one byte at a time (parser.c vterm_input_write).
+    cluster_ = 0;
     if (c == 0x00 || c == 0x7f) {  // NUL, DEL: ignored everywhere
       ++pos;
       if (state_ == State::ground) sink.split_point(pos, false);

@@ -95,6 +95,12 @@ class MirrorInput {
     // Bytes [at, at + len) decode to a value past U+10FFFF (libvterm accepts 5- and 6-byte
     // forms): libvterm gets U+FFFD instead, so every cell holds a Unicode scalar value.
     virtual void replace_text(std::size_t at, std::size_t len) = 0;
+    // Bytes [at, at + len) are `c`, a zero-width character that directly follows six
+    // characters of one glyph (a base and its zero-width characters, nothing between them).
+    // libvterm keeps six per cell and, inside one write, would start a lone glyph with it:
+    // they must not reach libvterm, and the mirror adds `c` to that glyph itself, as xterm.js
+    // joins every such character.
+    virtual void cluster_overflow(std::size_t at, std::size_t len, char32_t c) = 0;
     // The 17th argument of a CSI starts at `at`: feed nothing of the sequence from here on.
     virtual void csi_overflow(std::size_t at) = 0;
     // An overflowed CSI ended without being dispatched: by CAN, SUB or ESC at `at`, or by an
@@ -213,6 +219,10 @@ class MirrorInput {
   std::size_t text_start_ = 0;
   std::size_t last_split_ = 0;     // last split point reported in this buffer
   bool prev_ascii_ = false;        // previous text byte was printable ASCII
+  // Characters of the glyph being printed: its base and the zero-width characters that
+  // directly follow it; 0 after anything but text (a zero-width character then starts none).
+  int cluster_ = 0;
+  int utf8_length_ = 0;  // bytes of the pending UTF-8 character
   std::size_t token_start_ = 0;    // where the sequence being parsed began (see incomplete_from)
 
   // Modes and sticky flags (see Unmodelled).

@@ -16,6 +16,7 @@
 #include "engine/mirror_screen.hpp"
 #include "engine/screen_grid.hpp"
 #include "engine/utf8.hpp"
+#include "engine/zero_width.hpp"
 
 #include <vterm.h>
 
@@ -214,6 +215,14 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     // damage): its pending wrap and REP glyph count even if the run prints nothing after it.
     m_.after_text_write(m_.input_.autowrap());
     fed_ = at + len;
+    ++m_.rewritten_;
+  }
+  void cluster_overflow(std::size_t at, std::size_t len, char32_t c) override {
+    flush(at);  // libvterm has the glyph's first six characters
+    // Where libvterm did not join the characters before (a lone mark it printed after the
+    // row's end), it reads this one too, as before: the bytes go with the next flush.
+    if (!m_.extend_last_glyph(c)) return;
+    fed_ = std::max(fed_, at + len);
     ++m_.rewritten_;
   }
   void csi_overflow(std::size_t at) override {
@@ -798,6 +807,21 @@ void MirrorScreen::after_text_write(bool autowrap) {
     vterm_state_get_cursorpos(impl_->state, &pos);
     if (pos.row != last_glyph_row_ || pos.col != last_glyph_col_) pending_wrap_ = false;
   }
+}
+
+bool MirrorScreen::extend_last_glyph(char32_t c) {
+  if (!last_glyph_) return false;
+  LastGlyph& g = *last_glyph_;
+  // A lone mark (libvterm's glyph without a base, which xterm.js does not make) keeps
+  // libvterm's six.
+  if (g.nchars < static_cast<int>(kInlineChars) || is_zero_width(g.chars[0])) return false;
+  const Cell now = cell(g.row, g.col);
+  if (now.kind != Cell::Kind::glyph || now.nchars != g.nchars ||
+      !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, now.chars.begin()))
+    return false;
+  grid_->append_char(g.row, g.col, c);
+  if (g.nchars < Cell::kMaxChars) g.chars[static_cast<std::size_t>(g.nchars++)] = c;
+  return true;
 }
 
 // libvterm 0.1.4 joins a combining mark to the glyph before it only inside one piece of text

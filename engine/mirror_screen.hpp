@@ -192,6 +192,10 @@ class MirrorScreen {
   void write(const char* bytes, std::size_t len);
   void vt_write(const char* bytes, std::size_t len);
   void after_text_write(bool autowrap);
+  // Adds `c` to the last glyph's cell, past the six characters libvterm keeps
+  // (MirrorInput::Sink::cluster_overflow), when that cell still holds the glyph with six or
+  // more characters; false (nothing changed) otherwise.
+  bool extend_last_glyph(char32_t c);
   std::size_t join_marks(std::span<const unsigned char> text);
   // The length of the combining mark `text` starts with, else 0.
   std::size_t starts_with_mark(std::span<const unsigned char> text) const;

@@ -52,10 +52,12 @@ struct Pen {
 // wide character as a continuation cell.
 struct Cell {
   enum class Kind : std::uint8_t { erased, glyph, continuation };
-  static constexpr int kMaxChars = 6;  // VTERM_MAX_CHARS_PER_CELL: a base and 5 combining marks
+  // A base and up to 31 zero-width characters joined to it (xterm.js keeps any number; libvterm
+  // 0.1.4 six, VTERM_MAX_CHARS_PER_CELL: the mirror adds the rest itself, docs/snapshot.md).
+  static constexpr int kMaxChars = 32;
 
   Kind kind = Kind::erased;
-  std::uint8_t nchars = 0;  // glyph: how many of `chars` are used (1..6)
+  std::uint8_t nchars = 0;  // glyph: how many of `chars` are used (1..kMaxChars)
   std::uint8_t width = 1;   // 2 when the next cell is a continuation cell
   bool dwl = false;         // on a DECDWL/DECDHL line
   std::uint8_t dhl = 0;     // DECDHL half: 1 top, 2 bottom

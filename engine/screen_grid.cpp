@@ -52,7 +52,51 @@ Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
   if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return Cell{};
   const GridCell* r = row_cells(buffer, row);
   // vterm_screen_get_cell(): wide when the next cell on the row continues it.
-  return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar);
+  return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar,
+                 tail_of(r[col]));
+}
+
+void ScreenGrid::append_char(int row, int col, char32_t c) {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return;
+  GridCell& cell = row_cells(row)[col];
+  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  std::u32string chars;
+  for_each_char(cell, tail_of(cell), [&](char32_t ch) { chars += ch; });
+  if (chars.size() >= static_cast<std::size_t>(Cell::kMaxChars)) return;
+  chars += c;
+  store_chars(cell, chars);
+}
+
+void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
+  if (chars.size() <= kInlineChars) {
+    std::copy(chars.begin(), chars.end(), cell.chars.begin());
+    if (chars.size() < kInlineChars) cell.chars[chars.size()] = 0;
+    return;
+  }
+  std::copy_n(chars.begin(), kInlineChars - 1, cell.chars.begin());
+  cell.chars[kInlineChars - 1] = 0;  // not tagged while the sweep runs
+  if (tails_.size() >= 64 + 2 * tails_alive_) sweep_tails();
+  cell.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(tails_.size());
+  tails_.emplace_back(chars.substr(kInlineChars - 1));
+}
+
+void ScreenGrid::sweep_tails() {
+  constexpr std::size_t kUnused = ~std::size_t{0};
+  std::vector<std::size_t> moved_to(tails_.size(), kUnused);
+  std::vector<std::u32string> kept;
+  for (Buffer& b : buffers_) {
+    for (GridCell& g : b.cells) {
+      if (!has_tail(g)) continue;
+      std::size_t& to = moved_to[tail_index(g)];
+      if (to == kUnused) {
+        to = kept.size();
+        kept.push_back(std::move(tails_[tail_index(g)]));
+      }
+      g.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(to);
+    }
+  }
+  tails_ = std::move(kept);
+  tails_alive_ = tails_.size();
 }
 
 // scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
@@ -92,7 +136,7 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
 void ScreenGrid::move_rect(GridRect dest, GridRect src) {
   if (dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_ && active_ == 0) {
     for (int r = 0; r < src.start_row; ++r)
-      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_);
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, tails_);
   }
   const int downward = src.start_row - dest.start_row;
   if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {
@@ -185,8 +229,7 @@ int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
           to.chars[1] = 0;
         } else {
           const std::size_t n_chars = from.kind == Cell::Kind::glyph ? from.nchars : 0;
-          std::copy_n(from.chars.begin(), n_chars, to.chars.begin());
-          if (n_chars < to.chars.size()) to.chars[n_chars] = 0;
+          store_chars(to, std::u32string_view(from.chars.data(), n_chars));
         }
         std::uint32_t pen_bits = pack_pen(from.pen);
         if (reverse_video_) pen_bits ^= attr::kReverse;

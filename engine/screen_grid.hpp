@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/grid_cell.hpp"
@@ -52,7 +54,7 @@ class ScreenGrid {
   bool reverse_video() const { return reverse_video_; }
 
   // --- the state layer's callbacks (screen.c's state_cbs) ---
-  // chars: up to Cell::kMaxChars, 0-terminated when fewer. False off the screen.
+  // chars: up to six (kInlineChars), 0-terminated when fewer. False off the screen.
   // putglyph(): the pen is applied only when there are characters; protection and the line's
   // attributes always. A wide glyph marks the cells it covers as continuations (their pens
   // are left as they were). Inline: called once per character printed.
@@ -81,6 +83,10 @@ class ScreenGrid {
   void set_alt_screen(bool on) { active_ = on ? 1 : 0; }
   void set_reverse_video(bool on) { reverse_video_ = on; }
   void set_line_attrs(int row, LineAttrs now, LineAttrs before);
+  // Adds a character to the glyph at (row, col) of the active buffer, past the six libvterm
+  // keeps (MirrorScreen: the seventh and later zero-width characters of a cluster). Ignored on
+  // a cell that is not a glyph or already holds Cell::kMaxChars.
+  void append_char(int row, int col, char32_t c);
   // The terminal is now new_rows x new_cols; `cursor_row` is the state's cursor before the
   // resize. Returns how far the cursor's row moves (lines pushed on a shrink: negative; lines
   // popped back from the scrollback on a grow: positive).
@@ -111,6 +117,14 @@ class ScreenGrid {
   }
   Cell cell_of(int buffer, int row, int col) const;
   GridCell blank() const;
+  const std::u32string* tail_of(const GridCell& g) const {
+    return has_tail(g) ? &tails_[tail_index(g)] : nullptr;
+  }
+  // Stores `chars` (1..Cell::kMaxChars) in `cell`, the rest past five in a new tail entry.
+  void store_chars(GridCell& cell, std::u32string_view chars);
+  // Drops the tail entries no cell refers to (entries are never changed in place: a copied
+  // cell shares its entry).
+  void sweep_tails();
   void move_rect(GridRect dest, GridRect src);
   bool row_blank(int row) const;
   void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
@@ -127,6 +141,10 @@ class ScreenGrid {
   // scrolls the old buffer (the state has the new size by then).
   int state_rows_;
   std::vector<Cell> popped_;  // scratch for lines popped back on a grow
+  // Characters of glyphs longer than six, from the sixth on (GridCell). Bounded: swept when
+  // it reaches 64 + twice the entries alive at the last sweep.
+  std::vector<std::u32string> tails_;
+  std::size_t tails_alive_ = 0;
 };
 
 }  // namespace backscroll::engine

@@ -13,7 +13,8 @@ std::size_t Scrollback::StoredLine::bytes() const {
 // Invariant: a stored line is what libvterm 0.1.4's vterm_screen_get_cell reports of the row,
 // packed, up to its last cell that is not pristine (erased, default pen, not on a DECDWL/DECDHL
 // line).
-void Scrollback::push(std::span<const GridCell> row, bool reverse_video) {
+void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
+                      const std::vector<std::u32string>& tails) {
   const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
   auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
   std::size_t used = row.size();
@@ -39,7 +40,15 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video) {
     p.nextra = 0;
     if (p.ch != 0 && p.ch != kContinuationChar) {
       std::size_t n = 1;
-      while (n < g.chars.size() && g.chars[n] != 0) line.extra.push_back(g.chars[n++]);
+      while (n < kInlineChars && g.chars[n] != 0) {
+        if (n == kInlineChars - 1 && has_tail(g)) {
+          const std::u32string& tail = tails[tail_index(g)];
+          line.extra.insert(line.extra.end(), tail.begin(), tail.end());
+          n += tail.size();
+          break;
+        }
+        line.extra.push_back(g.chars[n++]);
+      }
       p.nextra = static_cast<std::uint8_t>(n - 1);
     }
   }

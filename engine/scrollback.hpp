@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/grid_cell.hpp"
@@ -28,7 +29,9 @@ class Scrollback {
 
   // Stores a row as libvterm's screen layer hands it to sb_pushline: each cell's reverse bit
   // as shown (XOR DECSCNM: `reverse_video`), a glyph wide when the next cell continues it.
-  void push(std::span<const GridCell> row, bool reverse_video);
+  // `tails`: the grid's tail table (glyphs of more than six characters).
+  void push(std::span<const GridCell> row, bool reverse_video,
+            const std::vector<std::u32string>& tails);
   // Removes the newest line into `out` (cells past its stored ones read as pristine); false
   // when there is none.
   bool pop(std::span<Cell> out);

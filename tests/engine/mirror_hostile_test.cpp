@@ -131,7 +131,7 @@ TEST(MirrorHostile, HundredThousandCombiningMarksOnOneCell) {
   expect_bounded(m);
   const Cell cell = m.screen().cell(0, 0);
   EXPECT_EQ(cell.chars[0], U'e');
-  EXPECT_EQ(cell.nchars, Cell::kMaxChars);  // a cell keeps 6 characters, however many came
+  EXPECT_EQ(cell.nchars, Cell::kMaxChars);  // a cell keeps 32 characters, however many came
   EXPECT_EQ(m.screen().cell(0, 1).kind, Cell::Kind::erased);
   expect_safe_snapshot(m);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/mirror_screen.hpp"
+#include "engine/zero_width.hpp"
 #include "tests/engine/vterm_reference.hpp"
 
 namespace backscroll::testing {
@@ -150,6 +151,65 @@ TEST(MirrorScreen, JoinsMarksInALaterWriteAtTheRowEnd) {
   EXPECT_EQ(whole.cell(7, 3).chars[0], U'\u2502');
   EXPECT_EQ(whole.cell(7, 5).chars[0], U'\u2500');
   EXPECT_EQ(whole.cell(7, 6).chars[0], U'\u2510');
+}
+
+// The mirror's table of zero-width characters (what it counts to find glyphs longer than
+// libvterm's six characters) is libvterm's own, for every code point.
+TEST(MirrorScreen, ZeroWidthTableIsLibvterms) {
+  MirrorScreen m(10, 2);
+  std::size_t zero_width = 0;
+  for (char32_t c = 0xa0; c <= 0x10ffff; ++c) {
+    if (c >= 0xd800 && c < 0xe000) continue;
+    const bool libvterm = m.glyph_width(c) == 0;
+    ASSERT_EQ(engine::is_zero_width(c), libvterm) << std::hex << "U+" << static_cast<unsigned>(c);
+    zero_width += libvterm;
+  }
+  EXPECT_GT(zero_width, 500u);
+}
+
+// Glyphs of more than six characters (libvterm keeps six per cell and, inside one write,
+// prints the seventh as a lone glyph): the mirror keeps up to Cell::kMaxChars in the cell, as
+// xterm.js joins them, at a row's start, middle and end, in the history and popped back from
+// it, however the stream is split.
+TEST(MirrorScreen, KeepsEveryCharacterOfALongGlyph) {
+  const std::string flag = "\xf0\x9f\x8f\xb4\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xb3"
+                           "\xf3\xa0\x81\xa3\xf3\xa0\x81\xb4\xf3\xa0\x81\xbf";  // 7 characters
+  std::string zalgo = "Z";
+  for (int i = 0; i < 20; ++i) zalgo += i % 2 ? "\xcc\x81" : "\xcd\xa3";  // U+0301, U+0363
+  std::string stream = flag + " mid" + zalgo + "x\x1b[1;10H" + zalgo + "y\r\n";
+  for (int i = 0; i < 40; ++i) stream += std::string(1, static_cast<char>('a' + i % 26)) + zalgo;
+  MirrorScreen whole(10, 4, ScrollbackLimits{100, 1u << 20});
+  whole.feed(stream);
+  for (std::size_t cut = 1; cut < stream.size(); cut += 3) {
+    MirrorScreen split(10, 4, ScrollbackLimits{100, 1u << 20});
+    split.feed(std::string_view(stream).substr(0, cut));
+    split.feed(std::string_view(stream).substr(cut));
+    ASSERT_EQ(first_difference(model_of(whole), model_of(split), 0), "") << "split at " << cut;
+    ASSERT_EQ(split.scrollback_cell(0, 9).nchars, 21) << "split at " << cut;
+  }
+  MirrorScreen bytewise(10, 4, ScrollbackLimits{100, 1u << 20});
+  for (char c : stream) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_EQ(first_difference(model_of(whole), model_of(bytewise), 0), "");
+  // In the history: the flag (row 0), Zalgo mid-row and at the last column.
+  const Cell f = whole.scrollback_cell(0, 0);
+  ASSERT_EQ(f.nchars, 7);
+  EXPECT_EQ(f.chars[6], U'\U000E007F');
+  EXPECT_EQ(whole.scrollback_cell(0, 6).nchars, 21);
+  EXPECT_EQ(whole.scrollback_cell(0, 9).nchars, 21);
+  EXPECT_EQ(whole.scrollback_cell(0, 9).chars[20], U'\u0301');
+  // On the screen, and after a grow pulls history lines back.
+  const engine::CursorState cur = whole.cursor();
+  EXPECT_EQ(whole.cell(cur.row, cur.pending_wrap ? cur.col : cur.col - 1).nchars, 21);
+  whole.resize(10, 12);
+  EXPECT_EQ(whole.cell(0, 0).nchars, 7);
+  EXPECT_EQ(whole.cell(0, 9).nchars, 21);
+  // More than Cell::kMaxChars: the rest is dropped, nothing else changes.
+  MirrorScreen capped(10, 2);
+  std::string many = "e";
+  for (int i = 0; i < 50; ++i) many += "\xcc\x81";
+  capped.feed(many + "f");
+  EXPECT_EQ(capped.cell(0, 0).nchars, Cell::kMaxChars);
+  EXPECT_EQ(capped.cell(0, 1).chars[0], U'f');
 }
 
 // Faint, conceal and overline: libvterm 0.1.4 ignores their SGRs, xterm.js shows them. The

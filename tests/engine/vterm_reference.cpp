@@ -33,7 +33,7 @@ Cell cell_of(const VTermScreenCell& v) {
   } else {
     c.kind = Cell::Kind::glyph;
     int n = 0;
-    while (n < Cell::kMaxChars && v.chars[n] != 0) {
+    while (n < VTERM_MAX_CHARS_PER_CELL && v.chars[n] != 0) {
       c.chars[static_cast<std::size_t>(n)] = v.chars[n];
       ++n;
     }
@@ -420,9 +420,11 @@ std::uint64_t ScreenLayerTap::pushed() const { return impl_->pushed; }
 std::uint64_t ScreenLayerTap::popped() const { return impl_->popped; }
 
 // The grid's cell as libvterm's screen layer can hold it: without the pen attributes the
-// mirror keeps itself (faint, conceal, overline), which libvterm ignores.
+// mirror keeps itself (faint, conceal, overline), which libvterm ignores, and without the
+// characters past the six it keeps (the mirror adds them itself; libvterm never sees them).
 static Cell without_extras(Cell c) {
   c.pen.faint = c.pen.conceal = c.pen.overline = false;
+  if (c.nchars > VTERM_MAX_CHARS_PER_CELL) c.nchars = VTERM_MAX_CHARS_PER_CELL;
   return c;
 }
 

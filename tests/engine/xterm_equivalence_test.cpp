@@ -1020,12 +1020,18 @@ std::vector<Workload> fidelity_workloads() {
       "38;5mI" + e + "m\r\n" + e + "1;38:5:1;4:3mJ" + e + "38;2;300;2;3;48:5:17mK" + e + "m\r\n";
   const std::string man_zwj_woman = utf8(0x1f468) + utf8(0x200d) + utf8(0x1f469);
   const std::string thumbs_tone = utf8(0x1f44d) + utf8(0x1f3fd);
-  // A tag sequence of six characters: a cell keeps at most six (docs/status.md, issue 15).
-  const std::string flag_tags = utf8(0x1f3f4) + utf8(0xe0067) + utf8(0xe0062) + utf8(0xe0065) +
-                                utf8(0xe0073) + utf8(0xe007f);
+  // Glyphs of more than the six characters libvterm keeps per cell: a subdivision flag (seven,
+  // one cell), a family (each person in a cell of its own in xterm.js), "Zalgo" text (a base
+  // with twenty marks).
+  const std::string flag_tags = utf8(0x1f3f4) + utf8(0xe0067) + utf8(0xe0062) + utf8(0xe0073) +
+                                utf8(0xe0063) + utf8(0xe0074) + utf8(0xe007f);
+  const std::string family = utf8(0x1f468) + utf8(0x200d) + utf8(0x1f469) + utf8(0x200d) +
+                             utf8(0x1f467) + utf8(0x200d) + utf8(0x1f466);
+  std::string zalgo = "Z";
+  for (int i = 0; i < 20; ++i) zalgo += utf8(static_cast<char32_t>(0x300 + 7 * i % 0x70));
   const std::string vs16 = utf8(0x2764) + utf8(0xfe0f);
   std::string clusters;
-  for (const std::string& c : {man_zwj_woman, thumbs_tone, flag_tags, vs16,
+  for (const std::string& c : {man_zwj_woman, thumbs_tone, flag_tags, family, zalgo, vs16,
                                std::string("e") + utf8(0x301) + utf8(0x302)}) {
     // On a cleared screen (a narrow glyph over half of a wide one is a known difference):
     // at a row's start and middle, at its end (then wrapped), a wide one in the last two
