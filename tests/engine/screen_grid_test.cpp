@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/mirror_screen.hpp"
+#include "engine/screen_grid.hpp"
 #include "tests/engine/vterm_reference.hpp"
 
 #ifndef BACKSCROLL_CORPUS_DIR
@@ -71,6 +72,35 @@ std::string row_text(const MirrorScreen& m, std::size_t history_line) {
   }
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
+}
+
+// Glyphs of more than six characters keep the rest in the grid's tail table: a copied cell
+// shares its entry, an overwritten one leaves garbage that a sweep drops, so the table stays
+// within 64 + twice the entries alive however often long glyphs are rewritten.
+TEST(ScreenGrid, TailTableStaysBoundedAndCopiesKeepTheirCharacters) {
+  struct NoLineAttrs final : engine::ScreenGrid::LineAttrsSource {
+    engine::LineAttrs line_attrs(int) const override { return {}; }
+  } lines;
+  engine::Scrollback history(kLimits);
+  engine::ScreenGrid grid(3, 4, history, lines);
+  auto long_glyph = [&](int row, int col, char32_t base, int marks) {
+    const std::uint32_t chars[7] = {static_cast<std::uint32_t>(base), 0};
+    grid.put_glyph(row, col, chars, 1, false, {});
+    for (int i = 0; i < marks; ++i) grid.append_char(row, col, U'\u0301');
+  };
+  long_glyph(0, 0, U'Z', 20);
+  grid.scroll_rect(engine::GridRect{0, 3, 0, 4}, -1, 0);  // row 0 moves down: a copy
+  long_glyph(0, 0, U'Y', 9);
+  for (int i = 0; i < 10'000; ++i) long_glyph(2, 3, U'a' + i % 26, 7);
+  EXPECT_LE(grid.tail_entries(), 64u + 2 * 3);
+  EXPECT_EQ(grid.cell(1, 0).nchars, 21);
+  EXPECT_EQ(grid.cell(1, 0).chars[0], U'Z');
+  EXPECT_EQ(grid.cell(0, 0).nchars, 10);
+  EXPECT_EQ(grid.cell(2, 3).nchars, 8);
+  // Scrolled into the history with all its characters.
+  grid.scroll_rect(engine::GridRect{0, 3, 0, 4}, 2, 0);
+  ASSERT_EQ(history.lines(), 2u);
+  EXPECT_EQ(history.cell(1, 0).nchars, 21);
 }
 
 TEST(ScreenGrid, ScrollingTheWholeScreenPushesEachLineOnceInOrder) {
