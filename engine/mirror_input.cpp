@@ -357,6 +357,7 @@ void MirrorInput::dispatch_esc(unsigned char final, std::size_t at, Sink& sink) 
     switch (final) {
       case 'c':  // RIS: vterm_state_reset(state, 1)
         autowrap_ = true;
+        insert_ = false;
         lnm_ = false;
         declrmm_ = false;
         margin_left_ = 0;
@@ -389,6 +390,7 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
       case 'h':
       case 'l':
         if (c.argcount > 0 && (c.args[0] & ~kArgMore) == 20) lnm_ = (cmd == 'h');
+        if (c.argcount > 0 && (c.args[0] & ~kArgMore) == 4) insert_ = (cmd == 'h');
         break;
       case 's': {  // DECSLRM, state.c
         std::int64_t left = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
@@ -583,7 +585,9 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
                 cluster_ = 1;
               } else if (!is_zero_width(utf8_cp_) || utf8_cp_ < kShortest[utf8_length_]) {
                 cluster_ = 1;  // a glyph, or U+FFFD for an overlong form (encoding.c)
-              } else if (cluster_ > 0 && ++cluster_ > static_cast<int>(kInlineChars)) {
+              } else if (cluster_ == 0) {
+                sink.lone_zero_width(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
+              } else if (++cluster_ > static_cast<int>(kInlineChars)) {
                 sink.cluster_overflow(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
               }
             }
@@ -626,8 +630,9 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
       continue;
     }
 
-    // Everything else, one byte at a time (parser.c vterm_input_write).
-    cluster_ = 0;
+    // Everything else, one byte at a time (parser.c vterm_input_write). Any of it but DEL
+    // ends the glyph being printed (xterm.js: every parser action but "ignore").
+    if (c != 0x7f) cluster_ = 0;
     if (c == 0x00 || c == 0x7f) {  // NUL, DEL: ignored everywhere
       ++pos;
       if (state_ == State::ground) sink.split_point(pos, false);

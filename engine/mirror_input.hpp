@@ -101,6 +101,11 @@ class MirrorInput {
     // they must not reach libvterm, and the mirror adds `c` to that glyph itself, as xterm.js
     // joins every such character.
     virtual void cluster_overflow(std::size_t at, std::size_t len, char32_t c) = 0;
+    // Bytes [at, at + len) are `c`, a zero-width character that follows no glyph (after a
+    // control or a sequence, or another such character): xterm.js gives it a column of its
+    // own, libvterm a cell it does not advance past, or joins it to a glyph before a sequence.
+    // They must not reach libvterm; the mirror prints `c` in a column itself.
+    virtual void lone_zero_width(std::size_t at, std::size_t len, char32_t c) = 0;
     // The 17th argument of a CSI starts at `at`: feed nothing of the sequence from here on.
     virtual void csi_overflow(std::size_t at) = 0;
     // An overflowed CSI ended without being dispatched: by CAN, SUB or ESC at `at`, or by an
@@ -147,6 +152,7 @@ class MirrorInput {
 
   // DECAWM as libvterm has it after the bytes scanned so far.
   bool autowrap() const { return autowrap_; }
+  bool insert() const { return insert_; }  // IRM, as libvterm has it
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
   // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'
   // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.
@@ -227,6 +233,7 @@ class MirrorInput {
 
   // Modes and sticky flags (see Unmodelled).
   bool autowrap_ = true;
+  bool insert_ = false;
   bool lnm_ = false;
   bool declrmm_ = false;
   int margin_left_ = 0;

@@ -225,6 +225,22 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     fed_ = std::max(fed_, at + len);
     ++m_.rewritten_;
   }
+  void lone_zero_width(std::size_t at, std::size_t len, char32_t c) override {
+    flush(at);
+    fed_ = std::max(fed_, at + len);
+    ++m_.rewritten_;
+    // At a pending wrap xterm.js's cursor is one past the last column: the character lands
+    // nowhere and the wrap stays pending.
+    if (m_.pending_wrap_) return;
+    // A space takes the column in libvterm (the pen, a wide glyph's half, the pending wrap at
+    // the row's end: as any narrow character), then the cell gets `c`. In insert mode it
+    // overwrites: xterm.js inserts as many cells as the character is wide (none).
+    m_.glyph_damaged_ = false;
+    if (m_.input_.insert()) m_.write("\x1b[4l \x1b[4h", 9);
+    else m_.write(" ", 1);
+    m_.after_text_write(m_.input_.autowrap());
+    m_.replace_last_glyph(c);
+  }
   void csi_overflow(std::size_t at) override {
     flush(at);
     m_.skipping_csi_ = true;
@@ -809,6 +825,15 @@ void MirrorScreen::after_text_write(bool autowrap) {
   }
 }
 
+void MirrorScreen::replace_last_glyph(char32_t c) {
+  if (!last_glyph_) return;
+  LastGlyph& g = *last_glyph_;
+  grid_->set_chars(g.row, g.col, std::u32string_view(&c, 1));
+  g.nchars = 1;
+  g.chars = {};
+  g.chars[0] = c;
+}
+
 bool MirrorScreen::extend_last_glyph(char32_t c) {
   if (!last_glyph_) return false;
   LastGlyph& g = *last_glyph_;
@@ -858,6 +883,25 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
   if (c.kind != Cell::Kind::glyph || c.width != g.width || c.nchars != g.nchars ||
       !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) || !(c.pen == pen()))
     return 0;
+  if (g.chars[0] < 0x80 && input_.designation(input_.gl_set()) != 'u') {
+    // GL holds a table (ESC ( B, as `tput sgr0` prints, included): libvterm decodes a piece
+    // that starts with ASCII by the table and the marks after it in a call of their own, which
+    // joins nothing at the row's end, so a glyph printed again would not take them either. The
+    // grid's cell takes them itself; libvterm's last glyph (what REP repeats) keeps the
+    // glyph's own characters, and libvterm's screen layer no longer matches the grid.
+    for (std::size_t at = 0; at < marks;) {
+      const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));
+      if (!ch) break;
+      grid_->append_char(g.row, g.col, ch->value);
+      at += ch->length;
+    }
+    const Cell joined = cell(g.row, g.col);
+    last_glyph_->nchars = joined.nchars;
+    last_glyph_->chars = joined.chars;
+    if (tap_) tap_->departed();
+    ++rewritten_;
+    return marks;
+  }
   // A glyph in column 0 fills its row (the mirror has at least two columns): CUF, then BS.
   std::string again = g.col > 0 ? "\b\x1b[C" : "\x1b[C\b";
   for (int i = 0; i < g.nchars; ++i) append_utf8(again, g.chars[static_cast<std::size_t>(i)]);

@@ -196,6 +196,9 @@ class MirrorScreen {
   // (MirrorInput::Sink::cluster_overflow), when that cell still holds the glyph with six or
   // more characters; false (nothing changed) otherwise.
   bool extend_last_glyph(char32_t c);
+  // The last glyph's cell holds `c` instead (a lone zero-width character printed as a space:
+  // MirrorInput::Sink::lone_zero_width).
+  void replace_last_glyph(char32_t c);
   std::size_t join_marks(std::span<const unsigned char> text);
   // The length of the combining mark `text` starts with, else 0.
   std::size_t starts_with_mark(std::span<const unsigned char> text) const;

@@ -67,6 +67,13 @@ void ScreenGrid::append_char(int row, int col, char32_t c) {
   store_chars(cell, chars);
 }
 
+void ScreenGrid::set_chars(int row, int col, std::u32string_view chars) {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || chars.empty()) return;
+  GridCell& cell = row_cells(row)[col];
+  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  store_chars(cell, chars.substr(0, static_cast<std::size_t>(Cell::kMaxChars)));
+}
+
 void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
   if (chars.size() <= kInlineChars) {
     std::copy(chars.begin(), chars.end(), cell.chars.begin());

@@ -87,6 +87,8 @@ class ScreenGrid {
   // keeps (MirrorScreen: the seventh and later zero-width characters of a cluster). Ignored on
   // a cell that is not a glyph or already holds Cell::kMaxChars.
   void append_char(int row, int col, char32_t c);
+  // The glyph at (row, col) of the active buffer holds `chars` (1..Cell::kMaxChars) instead.
+  void set_chars(int row, int col, std::u32string_view chars);
   // The terminal is now new_rows x new_cols; `cursor_row` is the state's cursor before the
   // resize. Returns how far the cursor's row moves (lines pushed on a shrink: negative; lines
   // popped back from the scrollback on a grow: positive).

@@ -155,6 +155,16 @@ class Writer {
     phantom_ = false;
   }
 
+  // Moves along the current row with a sequence even when the cursor is there already, so a
+  // zero-width character printed next takes a column of its own (xterm.js and the mirror join
+  // one that directly follows a glyph).
+  void move_to_with_sequence(int col) {
+    if (phantom_ || col != col_) return move_to(col);
+    std::string s;
+    if (col > 0) append_num(s, static_cast<unsigned>(col + 1));
+    csi(s + 'G');
+  }
+
   // Prints a glyph at the cursor (autowrap is on while the snapshot draws).
   void print(const char32_t* chars, int n, int width, int row_width) {
     for (int i = 0; i < n; ++i) append_utf8(out_, chars[i]);
@@ -273,10 +283,8 @@ class Writer {
     }
     std::vector<bool>& must_draw = must_draw_;
     std::vector<bool>& made_continuation = made_continuation_;
-    std::vector<int>& deferred = deferred_;
     must_draw.assign(static_cast<std::size_t>(W), false);
     made_continuation.assign(static_cast<std::size_t>(W), false);
-    deferred.clear();
     // Nothing to draw on a line of pristine cells.
     if (std::all_of(cells.begin(), cells.end(), [](const Cell& x) { return is_pristine(x); })) return;
     if (is_plain(cells)) {
@@ -284,24 +292,24 @@ class Writer {
       return;
     }
 
-    auto lone_combining = [&](const Cell& cell) {
-      return cell.kind == Cell::Kind::glyph && m_.glyph_width(cell.chars[0]) == 0;
-    };
-    // libvterm joins a leading combining mark to the last glyph printed when the cursor is
-    // right after it (state.c on_text).
-    auto would_merge = [&](int c) { return last_row_ == row_ && last_col_ + last_width_ == c; };
+    // A cell whose first character is zero-width (a lone one: after a sequence or a control,
+    // xterm.js and the mirror give it a column), printed after a sequence.
     auto draw_lone = [&](int c) {
       const Cell& cell = cells[static_cast<std::size_t>(c)];
+      if (cell.nchars > 1) {
+        // Several in one cell: libvterm's own lone glyph (marks after a glyph at the row's end
+        // that the mirror could not join); printed after a sequence, each would take a column.
+        fail("unreproducible_cells", "zero-width characters without a glyph");
+        return;
+      }
       if (cell.width == 2) {
         move_to(c);
         print_stand_in(W);
         made_continuation[static_cast<std::size_t>(c + 1)] = true;
       }
-      move_to(c);
-      if (would_merge(c)) return false;
       pen(cell.pen);
-      print(cell.chars.data(), cell.nchars, 0, W);
-      return true;
+      move_to_with_sequence(c);
+      print(cell.chars.data(), cell.nchars, 1, W);
     };
 
     // Pass 0: continuation cells at the start of the row (a DCH moved them there) are made
@@ -345,13 +353,7 @@ class Writer {
       }
     }
 
-    // Pass 1: lone combining marks (zero-width glyphs) first, while no glyph of this line sits
-    // just left of them; libvterm would otherwise merge them into it.
-    for (int c = 0; c < W; ++c) {
-      if (lone_combining(cells[static_cast<std::size_t>(c)]) && !draw_lone(c)) deferred.push_back(c);
-    }
-
-    // Pass 2: everything else, left to right.
+    // Pass 1: every cell, left to right.
     int c = 0;
     while (c < W) {
       const Cell& cell = cells[static_cast<std::size_t>(c)];
@@ -401,8 +403,8 @@ class Writer {
         }
         case Cell::Kind::glyph: {
           const int w0 = m_.glyph_width(cell.chars[0]);
-          if (w0 == 0) {  // drawn in pass 1, again if a wide print clobbered it
-            if (must_draw[uc] && !draw_lone(c)) deferred.push_back(c);
+          if (w0 == 0) {
+            draw_lone(c);
             c += cell.width;
             break;
           }
@@ -436,9 +438,6 @@ class Writer {
           break;
         }
       }
-    }
-    for (int d : deferred) {
-      if (!draw_lone(d)) fail("unreproducible_cells", "combining mark would join a glyph");
     }
   }
 
@@ -715,6 +714,12 @@ class Writer {
     section("last glyph");
     const std::optional<LastGlyph>& g = glyph_;
     if (!g) return;  // checked by check_last_glyph(): nothing printed, or a fallback
+    if (g->width == 0) {
+      // libvterm's own lone zero-width glyph (marks it could not join, MirrorScreen::
+      // join_marks aside): printed after a sequence, a zero-width character takes a column.
+      fail("unreproducible_cursor", "last glyph is zero-width characters without a glyph");
+      return;
+    }
     // With a pending wrap, place_cursor() prints the glyph that sets it last: libvterm's last
     // glyph when it was printed there, else check_last_glyph() falls back. A run of text that
     // goes on ends the snapshot with it (end_text_run).
@@ -925,7 +930,6 @@ class Writer {
   const char* section_ = "";
   std::vector<bool> must_draw_;
   std::vector<bool> made_continuation_;
-  std::vector<int> deferred_;
   Pen pen_;
   bool pen_known_ = true;  // a fresh terminal starts with the default pen
   int row_ = 0;

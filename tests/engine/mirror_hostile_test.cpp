@@ -694,6 +694,38 @@ TEST(MirrorFuzzFindings, TextAfterAMalformedCsiIsText) {
   }
 }
 
+// Marks after a NUL that follows a glyph: libvterm ignores the NUL and joins them (without
+// bound), the mirror counted them as following nothing and kept more of them after a snapshot
+// round trip (found by a tools/fuzz.sh run of the glyph-length change; fuzz/corpus/mirror/
+// finding_marks_after_nul). As in xterm.js, where NUL is a control that ends the glyph, each
+// such mark now takes a column of its own.
+TEST(MirrorFuzzFindings, MarksAfterANulFollowNoGlyph) {
+  std::string stream = "e\xcc\x81N";
+  stream += '\0';
+  for (int i = 0; i < 20; ++i) stream += "\xcc\x81";
+  stream += "x";
+  EXPECT_EQ(split_difference(stream, 12, 4), "");
+  MirrorScreen whole(12, 4);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(0, 1).nchars, 1) << "N is not joined";
+  EXPECT_EQ(whole.cell(0, 2).chars[0], U'\u0301');
+  EXPECT_EQ(whole.cell(0, 2).nchars, 1);
+}
+
+// After ESC ( B (GL a table: `tput sgr0` prints it), libvterm decodes a piece of text that
+// starts with ASCII by the table and joins no mark to an ASCII glyph at the row's end, even
+// printed again with the marks; the mirror's cell takes them itself, as xterm.js joins them
+// (found by Mirror.ContractHoldsAtRandomCutsOfRepeatedStreams once snapshots refused
+// libvterm's lone marks).
+TEST(MirrorFuzzFindings, MarksJoinAnAsciiGlyphAtTheRowEndAfterADesignation) {
+  const std::string stream = "\x1b(B\x1b[1;5HS\xcc\x8a\xcc\x83x";
+  EXPECT_EQ(split_difference(stream, 5, 3), "");
+  MirrorScreen whole(5, 3);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(0, 4).nchars, 3);
+  EXPECT_EQ(whole.cell(1, 0).chars[0], U'x');
+}
+
 // The join skipped a row with DECSLRM margins set, and so depended on splits there (found by
 // the second tools/fuzz.sh run; fuzz/corpus/mirror/finding_mark_at_row_end_with_margins);
 // a wide glyph filling a two-column row from column 0 had no column for the BS.

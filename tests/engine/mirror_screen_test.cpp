@@ -212,6 +212,34 @@ TEST(MirrorScreen, KeepsEveryCharacterOfALongGlyph) {
   EXPECT_EQ(capped.cell(0, 1).chars[0], U'f');
 }
 
+// A zero-width character that follows no glyph (after a control or a sequence, or after
+// another such character) takes a column of its own, as in xterm.js: at a row's start, after
+// an SGR, in insert mode (overwriting), not at a pending wrap (it lands nowhere); libvterm
+// would print it in a cell it does not advance past, or join it to the glyph before the SGR.
+TEST(MirrorScreen, GivesALoneZeroWidthCharacterAColumn) {
+  const std::string stream =
+      "\r\n\xe2\x80\x8bstart"                // U+200B at a row's start
+      "\x1b[3;1Hab\x1b[1m\xcc\x81\xcc\x81" "c"  // two marks after an SGR: a column each
+      "\x1b[4h\x1b[4;1Hxyz\x1b[4;2H\xcc\x81\x1b[4l"  // insert mode: overwrites y
+      "\x1b[5;9Hpq\x1b[m\xcc\x81r";            // at a pending wrap: nowhere
+  MirrorScreen whole(10, 6);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(1, 0).chars[0], U'\u200b');
+  EXPECT_EQ(text_of_row(whole, 1), "?start");
+  EXPECT_EQ(text_of_row(whole, 2), "ab??c");
+  EXPECT_EQ(whole.cell(2, 1).nchars, 1) << "not joined to b";
+  EXPECT_TRUE(whole.cell(2, 3).pen.bold);
+  EXPECT_EQ(text_of_row(whole, 3), "x?z");
+  EXPECT_EQ(text_of_row(whole, 4), "        pq");
+  EXPECT_EQ(text_of_row(whole, 5), "r");
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    MirrorScreen split(10, 6);
+    split.feed(std::string_view(stream).substr(0, cut));
+    split.feed(std::string_view(stream).substr(cut));
+    ASSERT_EQ(first_difference(model_of(whole), model_of(split), 0), "") << "split at " << cut;
+  }
+}
+
 // Faint, conceal and overline: libvterm 0.1.4 ignores their SGRs, xterm.js shows them. The
 // mirror keeps them in the pen, the cells and the history, as xterm.js does: SGR 22/28/55 and 0
 // clear them, DECRC restores them, erasing does not paint them.

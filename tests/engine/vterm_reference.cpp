@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/mirror_screen.hpp"
+#include "engine/zero_width.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -428,6 +429,14 @@ static Cell without_extras(Cell c) {
   return c;
 }
 
+// A lone zero-width character has a column of its own in the mirror, which libvterm was
+// given as a space (MirrorInput::Sink::lone_zero_width): that cell as libvterm holds it.
+static Cell lone_as_space(Cell c) {
+  if (c.kind == Cell::Kind::glyph && c.nchars == 1 && engine::is_zero_width(c.chars[0]))
+    c.chars[0] = U' ';
+  return c;
+}
+
 std::string ScreenLayerTap::difference(const engine::MirrorScreen& m) const {
   const Impl& im = *impl_;
   if (im.departed) return "";
@@ -447,7 +456,7 @@ std::string ScreenLayerTap::difference(const engine::MirrorScreen& m) const {
       Cell expected = cell_of(v);
       expected.pen.reverse = expected.pen.reverse != im.reverse;  // the cell's own bit
       const Cell got = without_extras(m.cell(r, c));
-      if (!(got == expected)) {
+      if (!(got == expected) && !(lone_as_space(got) == expected)) {
         o << (im.alt ? "alternate" : "main") << " screen cell (" << r << "," << c << "): grid "
           << describe(got) << ", screen layer " << describe(expected);
         return o.str();
@@ -471,12 +480,14 @@ std::string ScreenLayerTap::difference(const engine::MirrorScreen& m) const {
     }
     row.assign(line.size(), Cell{});
     m.scrollback_row(i, row);
-    for (std::size_t c = 0; c < line.size(); ++c)
-      if (!(without_extras(row[c]) == cell_of(line[c]))) {
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      const Cell got = without_extras(row[c]);
+      if (!(got == cell_of(line[c])) && !(lone_as_space(got) == cell_of(line[c]))) {
         o << "history line " << i << " col " << c << ": grid " << describe(row[c])
           << ", screen layer " << describe(cell_of(line[c]));
         return o.str();
       }
+    }
   }
   return "";
 }

@@ -1011,7 +1011,8 @@ TEST(xterm_equivalence, ContractHoldsForRecordingsOfRealPrograms) {
 // stream can be cut: colours in the colon and malformed forms, combining marks, variation
 // selectors, ZWJ sequences and tag characters at a row's start, middle and end, DEC graphics
 // after non-ASCII text, coloured text wrapping at the row's end, faint, conceal and overline
-// in lines that scroll into the history. Every byte is a cut.
+// in lines that scroll into the history, zero-width characters after no glyph. Every byte is a
+// cut.
 std::vector<Workload> fidelity_workloads() {
   const std::string e = "\x1b[";
   const std::string sgr_forms =
@@ -1054,10 +1055,19 @@ std::vector<Workload> fidelity_workloads() {
                   "23m " + e + "2;3mboth" + e + "0m " + e + "8mhid" + e + "28m " + e +
                   "53;2mover" + e + "55m" + e + "K" + e + "m\r\n";
   attributes += e + "2;53m\x1b" "7" + e + "0mplain\x1b" "8again" + e + "m";
+  // Zero-width characters that follow no glyph take a column of their own in xterm.js: at a
+  // row's start, after an SGR or a cursor move, two in a row, in insert mode, at the last
+  // column (then the wrap is pending) and at a pending wrap (where they land nowhere).
+  const std::string zwsp = utf8(0x200b);
+  const std::string acute = utf8(0x301);
+  std::string lone = "\r\n" + zwsp + "start" + e + "1m" + acute + "bold" + e + "m" + e + "3;5H" +
+                     zwsp + zwsp + "two" + e + "4h" + e + "3;2H" + acute + e + "4l" + e + "4;20H" +
+                     acute + "wrapped" + e + "5;19Hxy" + e + "31m" + zwsp + "z" + e + "m\r\n";
+  for (int i = 0; i < 8; ++i) lone += zwsp + "line " + std::to_string(i) + "\r\n";
   std::vector<Workload> out;
   for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
            {"sgr-forms", sgr_forms}, {"clusters", clusters}, {"graphics", graphics},
-           {"wrapped", wrapped}, {"attributes", attributes}}) {
+           {"wrapped", wrapped}, {"attributes", attributes}, {"lone-zero-width", lone}}) {
     out.push_back({"fidelity-" + name + "-20x6", 20, 6, bytes});
     out.push_back({"fidelity-" + name + "-80x24", 80, 24, bytes});
   }
