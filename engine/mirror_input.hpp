@@ -153,6 +153,8 @@ class MirrorInput {
   // DECAWM as libvterm has it after the bytes scanned so far.
   bool autowrap() const { return autowrap_; }
   bool insert() const { return insert_; }  // IRM, as libvterm has it
+  // The glyph being printed is over: a zero-width character next follows no glyph.
+  void end_glyph() { cluster_ = 0; }
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
   // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'
   // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.

@@ -238,8 +238,9 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     m_.glyph_damaged_ = false;
     if (m_.input_.insert()) m_.write("\x1b[4l \x1b[4h", 9);
     else m_.write(" ", 1);
+    const bool printed = m_.glyph_damaged_;  // read as the last glyph by after_text_write()
     m_.after_text_write(m_.input_.autowrap());
-    m_.replace_last_glyph(c);
+    if (printed) m_.replace_last_glyph(c);
   }
   void csi_overflow(std::size_t at) override {
     flush(at);
@@ -733,6 +734,11 @@ void MirrorScreen::resize(int cols, int rows) {
   const int c = std::clamp(cols, kMinCols, kMaxCols);
   const int r = std::clamp(rows, 1, kMaxRows);
   size_clamped_ = (c != cols || r != rows);
+  // A resize ends the glyph being printed: libvterm joins nothing to it once the resize moved
+  // its cursor (a shrink pushes lines), and a snapshot after the resize cannot continue it. A
+  // zero-width character after it follows no glyph (xterm.js would still join it: a resize
+  // between a glyph and its marks is the one place the mirror differs).
+  input_.end_glyph();
   // Bytes before the resize reach libvterm before it when that matters: C0 controls inside a
   // sequence act at once. A held sequence without them acts only when it is complete, after
   // the resize either way, and part of a UTF-8 character has no effect until it is complete:

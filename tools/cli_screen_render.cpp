@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/utf8.hpp"
+#include "engine/zero_width.hpp"
 
 namespace backscroll::cli {
 namespace {
@@ -134,7 +135,10 @@ std::string ScreenRenderer::frame(const engine::MirrorScreen& screen, std::strin
       if (want == shown_[at]) continue;
       move_to(out, row, col);
       set_pen(out, want.pen);
-      if (want.kind == Cell::Kind::erased) {
+      // A cell that starts with a zero-width character (one that followed no glyph) would
+      // join the glyph before it or not advance the cursor in this terminal: a space keeps the
+      // columns in place.
+      if (want.kind == Cell::Kind::erased || engine::is_zero_width(want.chars[0])) {
         out += ' ';
       } else {
         for (int i = 0; i < want.nchars; ++i) {

@@ -712,6 +712,25 @@ TEST(MirrorFuzzFindings, MarksAfterANulFollowNoGlyph) {
   EXPECT_EQ(whole.cell(0, 2).nchars, 1);
 }
 
+// Marks after a resize that came between a glyph and them (here inside the first mark's UTF-8
+// bytes): libvterm joined nothing once the shrink moved its cursor and printed a lone glyph
+// the next character overwrote, while a mirror fed a snapshot taken after the resize made
+// columns of them (found by the final tools/fuzz.sh run; fuzz/corpus/mirror/
+// finding_marks_after_a_resize). A resize ends the glyph: the marks follow no glyph.
+TEST(MirrorFuzzFindings, AResizeEndsTheGlyph) {
+  MirrorScreen m(12, 22);
+  m.feed("\x1b[22;1Hab\xcc\x81\xcc");
+  m.resize(56, 17);
+  m.feed("\x81\xcc\x81\x1b[1m\xcc\x81" "c");
+  const engine::CursorState cur = m.cursor();
+  const int row = cur.row;
+  EXPECT_EQ(m.cell(row, 1).nchars, 2) << "b keeps the mark before the resize";
+  EXPECT_EQ(m.cell(row, 2).chars[0], U'\u0301');
+  EXPECT_EQ(m.cell(row, 3).chars[0], U'\u0301');
+  EXPECT_TRUE(m.cell(row, 4).pen.bold);
+  EXPECT_EQ(m.cell(row, 5).chars[0], U'c');
+}
+
 // After ESC ( B (GL a table: `tput sgr0` prints it), libvterm decodes a piece of text that
 // starts with ASCII by the table and joins no mark to an ASCII glyph at the row's end, even
 // printed again with the marks; the mirror's cell takes them itself, as xterm.js joins them

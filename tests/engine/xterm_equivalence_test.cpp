@@ -443,10 +443,10 @@ const std::vector<Workload>& recordings() {
 // - CHT after a CR (at a pending wrap xterm.js keeps the wrap pending, libvterm does not);
 // - REP after a CR, short of the last column and not in insert mode (libvterm stops at the end
 //   of the row and does not insert, xterm.js wraps and inserts);
-// - no piece writes over half of a wide character or puts a combining mark after a cursor move
-//   on purpose (libvterm keeps the other half or prints a lone mark, xterm.js erases it or
-//   makes a zero-width cell); where text lands on them by chance, the snapshot draws the same
-//   overlap and xterm.js agrees with itself (measured);
+// - no piece writes over half of a wide character on purpose (libvterm keeps the other half,
+//   xterm.js erases it); where text lands on one by chance, the snapshot draws the same overlap
+//   and xterm.js agrees with itself (measured); a combining mark after a cursor move takes a
+//   column of its own in both (the fidelity class lone-zero-width);
 // - DEC special graphics text without 'y' and 'z' (libvterm maps them to U+2A7D/U+2A7E,
 //   xterm and xterm.js to U+2264/U+2265), and no non-ASCII text while GL holds them;
 // - DECSCUSR 2, 4 and 6 only (steady), no CSI ? 12: xterm.js keeps the blink of ?12 apart from
