@@ -1,9 +1,14 @@
 #include "shm/segment.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/permissions.hpp>
@@ -13,15 +18,30 @@ namespace bip = boost::interprocess;
 
 namespace backscroll::shm {
 
+// A created segment keeps Boost's read-write region; an opened one is mapped read-only from the
+// descriptor its checks ran on.
 struct Segment::Mapping {
-  bip::mapped_region region;
+  std::optional<bip::mapped_region> region;
+  void* address = nullptr;
+  std::size_t bytes = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (address != nullptr) ::munmap(address, bytes);
+  }
 };
 
 Segment::Segment(std::string name, std::unique_ptr<Mapping> mapping)
-    : name_(std::move(name)),
-      mapping_(std::move(mapping)),
-      data_(static_cast<std::byte*>(mapping_->region.get_address())),
-      size_(mapping_->region.get_size()) {}
+    : name_(std::move(name)), mapping_(std::move(mapping)) {
+  if (mapping_->region) {
+    data_ = static_cast<std::byte*>(mapping_->region->get_address());
+    size_ = mapping_->region->get_size();
+  } else {
+    data_ = static_cast<std::byte*>(mapping_->address);
+    size_ = mapping_->bytes;
+  }
+}
 
 Segment::Segment(Segment&&) noexcept = default;
 Segment& Segment::operator=(Segment&&) noexcept = default;
@@ -53,7 +73,8 @@ Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
       bip::shared_memory_object::remove(name.c_str());
       return fail_errno("reserve " + std::to_string(bytes) + " bytes for segment " + name, err);
     }
-    auto mapping = std::make_unique<Mapping>(Mapping{bip::mapped_region(object, bip::read_write)});
+    auto mapping = std::make_unique<Mapping>();
+    mapping->region.emplace(object, bip::read_write);
     return Segment(name, std::move(mapping));
   } catch (const bip::interprocess_exception& e) {
     if (created) bip::shared_memory_object::remove(name.c_str());  // never leave a half-made name
@@ -62,17 +83,47 @@ Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
 }
 
 Result<Segment> Segment::open_read_only(const std::string& name) {
-  try {
-    bip::shared_memory_object object(bip::open_only, name.c_str(), bip::read_only);
-    bip::offset_t size = 0;
-    if (!object.get_size(size) || size <= 0) {
-      return fail(Errc::bad_segment, "segment " + name + " is empty");
-    }
-    auto mapping = std::make_unique<Mapping>(Mapping{bip::mapped_region(object, bip::read_only)});
-    return Segment(name, std::move(mapping));
-  } catch (const bip::interprocess_exception& e) {
-    return from_boost("open", name, e);
+  // Every check runs on the open descriptor, and the mapping comes from it: a name replaced
+  // between the checks and the mapping cannot slip through. glibc's shm_open opens
+  // /dev/shm/<name> with O_NOFOLLOW: a symbolic link is ELOOP. O_NONBLOCK: a FIFO planted under
+  // the name would block the open.
+  const int fd =
+      ::shm_open(("/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return fail(Errc::no_such_actor, "segment " + name + " does not exist");
+    if (err == ELOOP) return fail(Errc::bad_segment, "segment " + name + " is a symbolic link");
+    return fail_errno("open segment " + name, err);
   }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail_errno("stat segment " + name, errno);
+  // Only what the engine makes is trusted (it creates segments 0600, owned by its user, one
+  // name each): another local user can create a file in the sticky /dev/shm, with any mode.
+  auto refuse = [&](const std::string& why) {
+    return fail(Errc::bad_segment, "segment " + name + " " + why + ": not opened");
+  };
+  if (!S_ISREG(st.st_mode)) return refuse("is not a regular file");
+  if (st.st_uid != ::geteuid())
+    return refuse("belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
+                  std::to_string(::geteuid()) + ")");
+  if ((st.st_mode & 07777) != 0600) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return refuse(std::string("has mode ") + mode + ", not 0600");
+  }
+  if (st.st_nlink != 1) return refuse("has " + std::to_string(st.st_nlink) + " links");
+  if (st.st_size <= 0) return fail(Errc::bad_segment, "segment " + name + " is empty");
+  const auto bytes = static_cast<std::size_t>(st.st_size);
+  void* address = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) return fail_errno("map segment " + name, errno);
+  auto mapping = std::make_unique<Mapping>();
+  mapping->address = address;
+  mapping->bytes = bytes;
+  return Segment(name, std::move(mapping));
 }
 
 bool Segment::remove(const std::string& name) noexcept {

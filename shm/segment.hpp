@@ -1,6 +1,8 @@
-// Segment: one named POSIX shared-memory object and its mapping, through Boost.Interprocess.
-// The engine creates segments read-write with mode 0600 (whatever the umask); readers open them
-// read-only, so a reader can never modify the engine's or another reader's view.
+// Segment: one named POSIX shared-memory object and its mapping. The engine creates segments
+// read-write with mode 0600 (whatever the umask, through Boost.Interprocess); readers open them
+// read-only, so a reader can never modify the engine's or another reader's view, and only
+// after checking, on the open descriptor, that the object is one its own engine could have made
+// (docs/security.md).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +18,9 @@ class Segment {
  public:
   // Creates `name` (it must not exist) with `bytes` zero-filled bytes, mode 0600, mapped rw.
   static Result<Segment> create(const std::string& name, std::size_t bytes);
-  // Maps an existing segment read-only; its size is the object's size.
+  // Maps an existing segment read-only; its size is the object's size. Refused (bad_segment)
+  // unless it is a regular file owned by this process's effective uid, mode 0600, with one
+  // link (not a symbolic link, FIFO, or a name linked to another).
   static Result<Segment> open_read_only(const std::string& name);
   // Unlinks the name; mappings stay valid until unmapped. False when it did not exist.
   static bool remove(const std::string& name) noexcept;

@@ -553,6 +553,45 @@ TEST(Segment, OpensReadOnlyWithTheObjectsSizeAndBytes) {
   EXPECT_EQ(view->data()[5], std::byte{0x43});
 }
 
+// Another local user can create files in the sticky /dev/shm under any name the engine would
+// use, with any mode, and link or symlink to the engine's own: a reader opens only what its
+// engine could have made, with a clear error and nothing mapped otherwise.
+TEST(Segment, OpensOnlyWhatItsOwnEngineCouldHaveMade) {
+  auto refused = [](const std::string& name, const std::string& says) {
+    auto view = Segment::open_read_only(name);
+    if (view.has_value()) return std::string("opened");
+    if (view.error().code != Errc::bad_segment) return "code " + view.error().describe();
+    if (view.error().message.find(says) == std::string::npos) return view.error().message;
+    return std::string();
+  };
+  ScopedSegmentName name;
+  ASSERT_TRUE(Segment::create(name.str(), kPageBytes).has_value());
+  const std::string path = "/dev/shm/" + name.str();
+
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  EXPECT_EQ(refused(name.str(), "has mode 0644, not 0600"), "");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_TRUE(Segment::open_read_only(name.str()).has_value());
+
+  ScopedSegmentName linked;
+  ASSERT_EQ(::link(path.c_str(), ("/dev/shm/" + linked.str()).c_str()), 0);
+  EXPECT_EQ(refused(linked.str(), "has 2 links"), "");
+  EXPECT_EQ(refused(name.str(), "has 2 links"), "");
+  ScopedSegmentName symlinked;
+  ASSERT_EQ(::symlink(path.c_str(), ("/dev/shm/" + symlinked.str()).c_str()), 0);
+  EXPECT_EQ(refused(symlinked.str(), "is a symbolic link"), "");
+  ScopedSegmentName fifo;
+  ASSERT_EQ(::mkfifo(("/dev/shm/" + fifo.str()).c_str(), 0600), 0);
+  EXPECT_EQ(refused(fifo.str(), "is not a regular file"), "");  // and does not block
+
+  if (::geteuid() == 0) {  // CI runs as root: hand the segment to another user
+    ScopedSegmentName foreign;
+    ASSERT_TRUE(Segment::create(foreign.str(), kPageBytes).has_value());
+    ASSERT_EQ(::chown(("/dev/shm/" + foreign.str()).c_str(), 65534, 65534), 0);
+    EXPECT_EQ(refused(foreign.str(), "belongs to uid 65534, not to this user"), "");
+  }
+}
+
 TEST(Segment, ReportsNoSuchActorForAMissingName) {
   auto segment = Segment::open_read_only(ScopedSegmentName::next_name() + "-missing");
   ASSERT_FALSE(segment.has_value());
