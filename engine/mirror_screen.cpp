@@ -737,8 +737,10 @@ void MirrorScreen::resize(int cols, int rows) {
   // A resize ends the glyph being printed: libvterm joins nothing to it once the resize moved
   // its cursor (a shrink pushes lines), and a snapshot after the resize cannot continue it. A
   // zero-width character after it follows no glyph (xterm.js would still join it: a resize
-  // between a glyph and its marks is the one place the mirror differs).
+  // between a glyph and its marks is the one place the mirror differs), and a snapshot does not
+  // end inside a text run.
   input_.end_glyph();
+  text_last_ = false;
   // Bytes before the resize reach libvterm before it when that matters: C0 controls inside a
   // sequence act at once. A held sequence without them acts only when it is complete, after
   // the resize either way, and part of a UTF-8 character has no effect until it is complete:

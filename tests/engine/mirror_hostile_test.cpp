@@ -729,6 +729,14 @@ TEST(MirrorFuzzFindings, AResizeEndsTheGlyph) {
   EXPECT_EQ(m.cell(row, 3).chars[0], U'\u0301');
   EXPECT_TRUE(m.cell(row, 4).pen.bold);
   EXPECT_EQ(m.cell(row, 5).chars[0], U'c');
+  // A snapshot right after a resize does not end inside the text run (the next run found a
+  // U+FFFD, a resize, then a mark joined after the snapshot only; corpus
+  // finding_resize_between_glyph_and_mark).
+  MirrorScreen n(12, 6);
+  n.feed("\xad");
+  ASSERT_TRUE(n.text_last());
+  n.resize(30, 10);
+  EXPECT_FALSE(n.text_last());
 }
 
 // After ESC ( B (GL a table: `tput sgr0` prints it), libvterm decodes a piece of text that
