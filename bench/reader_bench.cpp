@@ -93,7 +93,7 @@ std::vector<double> catch_up(int passes) {
   std::vector<std::byte> block(64 * 1024, std::byte{'x'});
   for (std::uint64_t n = 0; n < 2 * kRingBytes; n += block.size()) writer.append(block);
   const std::vector<double> rates = in_child([&] {
-    auto reader = shm::RingReader::open_segment(name);
+    auto reader = shm::RingReader::open_announced(writer.announcement());
     if (!reader) bench::fail(reader.error());
     std::vector<double> out;
     std::uint64_t sum = 0;
@@ -129,7 +129,7 @@ std::vector<double> wake_up(int samples) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(ready[0]);
-    auto reader = shm::RingReader::open_segment(name);
+    auto reader = shm::RingReader::open_announced(writer.announcement());
     if (!reader) bench::fail(reader.error());
     Cursor at = reader->committed();
     (void)!::write(ready[1], "r", 1);

@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "engine/actor_record.hpp"
 #include "engine/log.hpp"
+#include "shm/random_hex.hpp"
 #include "shm/ring_reader.hpp"
 
 namespace backscroll::engine {
@@ -37,12 +37,7 @@ namespace {
 
 std::uint64_t random_epoch() {
   std::uint64_t epoch = 0;
-  while (epoch == 0) {
-    if (::getrandom(&epoch, sizeof epoch, 0) != sizeof epoch) {
-      epoch = static_cast<std::uint64_t>(
-          std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ULL;
-    }
-  }
+  while (epoch == 0) random_bytes(std::as_writable_bytes(std::span(&epoch, 1)));
   return epoch;
 }
 
@@ -63,7 +58,12 @@ Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& plac
   const std::uint64_t epoch = past ? past->epoch : random_epoch();
   shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes),
                              past ? past->start : Cursor{0}};
-  auto ring = shm::RingWriter::create(places.segment_name(name), identity);
+  std::vector<std::string> taken;
+  auto ring = shm::RingWriter::create_unique(places.segment_stem(name), identity, taken);
+  for (const std::string& squatted : taken) {
+    log(LogLevel::warn, "segment name {} is taken (by another user?); drew another for '{}'",
+        squatted, name);
+  }
   if (!ring) return tl::unexpected(ring.error());
   auto actor = std::unique_ptr<Actor>(
       new Actor(host, std::move(name), std::move(*ring), epoch, settings, consumer_notify_fd));

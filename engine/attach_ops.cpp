@@ -16,7 +16,7 @@ using control::Json;
 
 void Engine::mirror_add(Actor& actor) {
   if (!mirror_) return;
-  auto ring = shm::RingReader::open_segment(actor.ring().segment_name());
+  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
   if (!ring) {
     log(LogLevel::error, "actor {}: no mirror ({})", actor.name(), ring.error().describe());
     return;

@@ -177,6 +177,7 @@ Json Engine::status_of(const Actor& actor) const {
           {"rows", actor.size().rows},
           {"capacity", ring.capacity()},
           {"segment", ring.segment_name()},
+          {"nonce", ring.announcement().nonce},
           {"argv", std::move(argv)},
           {"cwd", actor.spec().cwd},
           {"input_queued", actor.input_queued()},

@@ -131,7 +131,7 @@ void Engine::restore_actors() {
     actors_.emplace(name, std::move(*actor));
     mirror_add(a);
     const WriterActorId id = next_id_++;
-    auto ring = shm::RingReader::open_segment(a.ring().segment_name());
+    auto ring = shm::RingReader::open_announced(a.ring().announcement());
     if (!ring) {
       log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
       continue;
@@ -168,7 +168,7 @@ void Engine::transcript_add(Actor& actor) {
   }
   auto store = TranscriptStore::open(folder, settings_.transcript);
   if (!store) return give_up(store.error());
-  auto ring = shm::RingReader::open_segment(actor.ring().segment_name());
+  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
   if (!ring) return give_up(ring.error());
   t.id = next_id_++;
   const auto session = actor.current_session();

@@ -1,12 +1,18 @@
-// Fuzz target: the ring header a reader maps (validate_ring_header, RingReader over it). A small
-// input describes a ring the harness builds with RingWriter::over, then damages and queries it:
-// validation must reject or accept without crashing, and an accepted ring must never hand out a
-// span outside its data area, whatever its cursors say. Input layout (little-endian):
+// Fuzz target: the ring segment a reader maps (validate_ring_header, RingReader over it, and
+// RingReader::open_announced over a real shared-memory segment holding the crafted image). A
+// small input describes a ring the harness builds with RingWriter::over, then damages and queries
+// it: validation must reject or accept without crashing, an accepted ring must never hand out a
+// span outside its data area, whatever its cursors say, and a segment that does not match its
+// announcement (size, actor, nonce, mode) must be refused. Input layout (little-endian):
 //   [0] capacity (1 + b % 16 pages)  [1] mapped size (exact / shorter / longer / tiny, delta)
 //   [2..9] start cursor  [10..13] bytes appended first (mod 4 x capacity)
 //   then ops until the input ends: 0 poke(u16 offset, u8 n, n bytes), 1 field(u8 which, u64),
-//   2 query(u8 mode, u64 cursor, u32 max), 3 writer(u8 what, u32 n).
+//   2 query(u8 mode, u64 cursor, u32 max), 3 writer(u8 what, u32 n),
+//   4 segment(u8 how, u64 capacity, then a query's operands).
 // Run: ring_header_fuzz -dict=fuzz/ring_header.dict -max_len=512 fuzz/corpus/ring_header
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +21,11 @@
 #include <span>
 #include <vector>
 
+#include "shm/random_hex.hpp"
 #include "shm/ring_layout.hpp"
 #include "shm/ring_reader.hpp"
 #include "shm/ring_writer.hpp"
+#include "shm/segment.hpp"
 
 namespace {
 
@@ -119,17 +127,12 @@ void check_view(const ReadView& view, const std::byte* data, std::uint64_t capac
   }
 }
 
-void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
+// Reads through an accepted reader whose mapping is `mapped` bytes from its header.
+void exercise(Input& in, const RingReader* reader, std::size_t mapped) {
   const std::uint8_t mode = in.u8();
   const std::uint64_t raw = in.take(8);
   const std::uint32_t max_raw = static_cast<std::uint32_t>(in.take(4));
-  auto header = validate_ring_header(buffer.data(), mapped);
-  if (!header) {
-    if (header.error().code != Errc::bad_segment) violated();
-    return;
-  }
-  auto reader = RingReader::over(buffer.data(), mapped);
-  if (!reader) violated();
+  const std::byte* base = reinterpret_cast<const std::byte*>(&reader->header());
   const std::uint64_t capacity = reader->capacity();
   if (capacity != mapped - kHeaderBytes || capacity % kPageBytes != 0) violated();
   const Cursor committed = reader->committed();
@@ -143,7 +146,7 @@ void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
     default: break;
   }
   const std::size_t max = max_raw % span;
-  const std::byte* data = buffer.data() + kHeaderBytes;
+  const std::byte* data = base + kHeaderBytes;
 
   auto view = reader->read(c, max);
   if (view) {
@@ -178,6 +181,70 @@ void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
   if (h.meta.seq % 2 == 0) (void)reader->meta();
   if (h.sessions[raw % kSessionSlots].seq % 2 == 0) (void)reader->session(raw);
   (void)reader->epoch();
+}
+
+void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
+  auto header = validate_ring_header(buffer.data(), mapped);
+  if (!header) {
+    if (header.error().code != Errc::bad_segment) violated();
+    (void)in.take(13);  // the operands a query takes
+    return;
+  }
+  auto reader = RingReader::over(buffer.data(), mapped);
+  if (!reader) violated();
+  exercise(in, &*reader, mapped);
+}
+
+// The image, `mapped` bytes of it, in a real segment, opened through open_announced with an
+// announcement that matches it or differs in one way `how` picks. A differing announcement, a
+// mode other than 0600 or an image that does not validate must be refused; an accepted one is
+// read like any other.
+void through_segment(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
+  const std::uint8_t how = in.u8();
+  const std::uint64_t other_capacity = in.take(8);
+  static const std::string name = "bs-fuzz-" + std::to_string(::getpid());
+  Segment::remove(name);
+  if (mapped == 0) return;
+  auto segment = Segment::create(name, mapped);
+  if (!segment) return;  // /dev/shm full: nothing to learn
+  std::memcpy(segment->data(), buffer.data(), std::min(mapped, buffer.size()));
+  const auto& h = *reinterpret_cast<const RingHeader*>(buffer.data());
+  const bool fits = mapped >= kHeaderBytes;
+  RingAnnouncement announced{"fuzz", name, std::string(2 * kRingNonceBytes, '0'),
+                             fits ? mapped - kHeaderBytes : other_capacity};
+  bool differs = false;
+  if (how & 1) {
+    announced.capacity = other_capacity % (4 * kMaxCapacity);
+    differs |= !fits || announced.capacity != mapped - kHeaderBytes;
+  }
+  if (fits) {
+    const std::string nonce = to_hex(h.nonce);
+    if (how & 2) {
+      announced.nonce = random_hex(kRingNonceBytes);
+      differs |= announced.nonce != nonce;
+    } else {
+      differs |= announced.nonce != nonce;  // pokes may have changed the header's
+    }
+    const char* end = static_cast<const char*>(std::memchr(h.actor, '\0', sizeof h.actor));
+    const std::string actor = end ? std::string(h.actor, end) : std::string();
+    if (how & 4) announced.actor = "other";
+    differs |= announced.actor != actor;
+  }
+  if (how & 8) {
+    ::chmod(("/dev/shm/" + name).c_str(), 0640);
+    differs = true;
+  }
+  auto reader = RingReader::open_announced(announced);
+  if (reader) {
+    if (differs || !fits) violated();
+    if (reader->capacity() != announced.capacity) violated();
+    exercise(in, &*reader, mapped);
+  } else {
+    (void)in.take(13);
+    const Errc code = reader.error().code;
+    if (code != Errc::bad_segment && code != Errc::stale_segment) violated();
+  }
+  Segment::remove(name);  // the mappings end with `segment` and `reader`
 }
 
 void writer_op(Input& in, RingWriter& writer) {
@@ -237,7 +304,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto& header = *reinterpret_cast<RingHeader*>(buffer.data());
 
   for (int ops = 0; !in.done() && ops < 256; ++ops) {
-    switch (in.u8() % 4) {
+    switch (in.u8() % 5) {
       case 0: {
         const std::size_t offset = static_cast<std::size_t>(in.take(2)) % buffer.size();
         const auto bytes = in.bytes(in.u8() % 32);
@@ -251,7 +318,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       case 2: query(in, buffer, mapped); break;
-      default: writer_op(in, writer); break;
+      case 3: writer_op(in, writer); break;
+      default: through_segment(in, buffer, mapped); break;
     }
   }
   // Every input ends with one query, so even an input of only the prelude validates something.

@@ -29,6 +29,22 @@ Result<ControlClient> ControlClient::connect(const Places& places) {
     }
     return fail_errno("connect " + path, err);
   }
+  // The engine is the root of every reader's trust (it announces which rings are real), so the
+  // process serving the socket must be this user's: another user who got a socket into this
+  // path (a runtime folder under /tmp made before ours) is refused before a byte is exchanged.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail_errno("read the credentials of " + path, err);
+  }
+  if (peer.uid != ::geteuid()) {
+    ::close(fd);
+    return fail(Errc::permission_denied, "the process serving " + path + " runs as uid " +
+                                             std::to_string(peer.uid) + ", not as this user (uid " +
+                                             std::to_string(::geteuid()) + "); not used");
+  }
   return ControlClient(fd);
 }
 

@@ -17,7 +17,8 @@ namespace backscroll::control {
 
 class ControlClient {
  public:
-  // engine_unavailable when nothing listens on the socket.
+  // engine_unavailable when nothing listens on the socket; permission_denied when the process
+  // serving it is another user's (SO_PEERCRED).
   static Result<ControlClient> connect(const Places& places);
 
   ControlClient(ControlClient&& other) noexcept;

@@ -6,8 +6,10 @@
 //                the runtime dir, in <runtime dir>/../state
 //   socket       <runtime dir>/engine.sock
 //   lock         <runtime dir>/engine.lock (held by the live engine: one engine per runtime dir)
-//   segments     /dev/shm/bs-<uid>-<8 hex digits of the runtime dir's hash>-<actor>
-// The hash keeps two engines of one user (tests, a second runtime dir) from sharing segment names.
+//   segments     /dev/shm/bs-<uid>-<8 hex digits of the runtime dir's hash>-<actor>.<16 random hex>
+// The hash keeps two engines of one user (tests, a second runtime dir) apart when the engine
+// clears a dead engine's leftovers; the random suffix keeps another user from guessing (and so
+// squatting or imitating) a name. Readers never derive a name: the engine announces it.
 #pragma once
 
 #include <filesystem>
@@ -35,7 +37,10 @@ struct Places {
   std::filesystem::path deleted_dir() const { return state_dir / "deleted"; }
   // Every segment of this engine starts with this prefix (used to find a dead engine's leftovers).
   std::string segment_prefix() const;
-  std::string segment_name(std::string_view actor) const { return segment_prefix() + std::string(actor); }
+  // What an actor's segment name starts with; the engine appends a random suffix.
+  std::string segment_stem(std::string_view actor) const {
+    return segment_prefix() + std::string(actor) + ".";
+  }
 };
 
 }  // namespace backscroll

@@ -33,11 +33,12 @@
 namespace backscroll::shm {
 
 inline constexpr std::uint64_t kRingMagic = 0x31474e4952534b42ULL;  // "BKSRING1" little-endian
-inline constexpr std::uint32_t kRingLayoutVersion = 1;
+inline constexpr std::uint32_t kRingLayoutVersion = 2;  // 2: the nonce
 inline constexpr std::size_t kCacheLine = 64;  // fixed: a cross-process layout must not vary
 inline constexpr std::size_t kHeaderBytes = 16384;
 inline constexpr std::size_t kSessionSlots = 64;  // session id s lives in slot s % kSessionSlots
 inline constexpr std::size_t kPageBytes = 4096;   // capacity is a multiple of this
+inline constexpr std::size_t kRingNonceBytes = 16;  // 128 random bits per segment
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free);
@@ -96,6 +97,9 @@ struct RingHeader {
   std::uint64_t epoch;               // random id of this actor's cursor space
   std::int64_t engine_pid;           // the engine that owns the segment
   std::uint64_t engine_start_ticks;  // its start time (clock ticks since boot, /proc/PID/stat)
+  // Random per segment (getrandom), announced by the engine over its control socket: a reader
+  // trusts a segment only when this matches the announcement (docs/security.md).
+  std::byte nonce[kRingNonceBytes];
   char actor[kActorNameMax + 1];     // NUL terminated
 
   // --- published cursors, each alone on its cache line ------------------------------------

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "shm/control_client.hpp"
 #include "shm/process_identity.hpp"
+#include "shm/random_hex.hpp"
 #include "shm/seqlock.hpp"
 
 namespace backscroll::shm {
@@ -66,31 +68,73 @@ Result<RingReader> RingReader::over(const std::byte* base, std::size_t mapped_by
   return RingReader(std::nullopt, *header);
 }
 
-Result<RingReader> RingReader::open_segment(const std::string& segment_name) {
-  auto segment = Segment::open_read_only(segment_name);
-  if (!segment) {
-    return tl::unexpected(segment.error());
+Result<RingReader> RingReader::open_announced(const RingAnnouncement& announced) {
+  const std::string& name = announced.segment;
+  auto segment = Segment::open_read_only(name);
+  if (!segment) return tl::unexpected(segment.error());
+  auto refuse = [&](const std::string& why) {
+    return fail(Errc::bad_segment, "segment " + name + " " + why +
+                                       ": it is not the ring the engine announced; not read");
+  };
+  if (segment->size() != kHeaderBytes + announced.capacity) {
+    return refuse("is " + std::to_string(segment->size()) + " bytes, not " +
+                  std::to_string(kHeaderBytes + announced.capacity));
   }
   auto header = validate_ring_header(segment->data(), segment->size());
   if (!header) {
     Error e = header.error();
-    e.message = "segment " + segment_name + ": " + e.message;
+    e.message = "segment " + name + ": " + e.message;
     return tl::unexpected(std::move(e));
   }
+  if (std::string_view((*header)->actor) != announced.actor) {
+    return refuse("holds actor '" + std::string((*header)->actor) + "', not '" +
+                  announced.actor + "'");
+  }
+  if (to_hex((*header)->nonce) != announced.nonce) return refuse("has another nonce");
   const ProcessIdentity owner{static_cast<pid_t>((*header)->engine_pid),
                               (*header)->engine_start_ticks};
   if (!owner.alive()) {
-    return fail(Errc::stale_segment, "segment " + segment_name + " belongs to engine pid " +
+    return fail(Errc::stale_segment, "segment " + name + " belongs to engine pid " +
                                          std::to_string(owner.pid) + ", which is gone");
   }
   return RingReader(std::move(*segment), *header);
 }
 
+namespace {
+
+Result<RingAnnouncement> ask_engine_for_ring(const Places& places, std::string_view actor) {
+  auto client = control::ControlClient::connect(places);
+  if (!client) return tl::unexpected(client.error());
+  auto answer = client->call("status", control::Json{{"actor", actor}});
+  if (!answer) return tl::unexpected(answer.error());
+  // A malformed answer is the engine's bug, not the reader's: internal, with what was missing.
+  const control::Json& actors = answer->header.value("actors", control::Json::array());
+  if (!actors.is_array() || actors.size() != 1 || !actors[0].is_object()) {
+    return fail(Errc::internal, "the engine's status answer for '" + std::string(actor) +
+                                    "' has no actor entry");
+  }
+  const control::Json& a = actors[0];
+  const auto segment = a.find("segment");
+  const auto nonce = a.find("nonce");
+  const auto capacity = a.find("capacity");
+  if (segment == a.end() || !segment->is_string() || nonce == a.end() || !nonce->is_string() ||
+      capacity == a.end() || !capacity->is_number_unsigned()) {
+    return fail(Errc::internal, "the engine's status answer for '" + std::string(actor) +
+                                    "' lacks segment, nonce or capacity");
+  }
+  return RingAnnouncement{std::string(actor), segment->get<std::string>(),
+                          nonce->get<std::string>(), capacity->get<std::uint64_t>()};
+}
+
+}  // namespace
+
 Result<RingReader> RingReader::open(const Places& places, std::string_view actor) {
   if (!is_valid_actor_name(actor)) {
     return fail(Errc::bad_actor_name, "invalid actor name '" + std::string(actor) + "'");
   }
-  return open_segment(places.segment_name(actor));
+  auto announced = ask_engine_for_ring(places, actor);
+  if (!announced) return tl::unexpected(announced.error());
+  return open_announced(*announced);
 }
 
 Cursor RingReader::committed() const noexcept {

@@ -16,6 +16,7 @@
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
 #include "shm/places.hpp"
+#include "shm/ring_announcement.hpp"
 #include "shm/ring_layout.hpp"
 #include "shm/segment.hpp"
 
@@ -39,10 +40,15 @@ Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_
 
 class RingReader {
  public:
-  // Opens the ring of `actor` of the engine at `places`: validates, then checks that the engine
-  // that made it is still alive (stale_segment otherwise).
+  // Opens the ring of `actor` of the engine at `places`: asks the engine (`status` on its control
+  // socket) where the ring is and what it holds, then open_announced. An actor the engine does
+  // not have is no_such_actor, whatever /dev/shm holds; no engine is engine_unavailable.
   static Result<RingReader> open(const Places& places, std::string_view actor);
-  static Result<RingReader> open_segment(const std::string& segment_name);
+  // Maps the announced segment only if it is exactly what was announced: the descriptor checks
+  // of Segment::open_read_only (owner, mode, links, file type), then size, header, actor name and
+  // nonce; finally the engine that made it must still run (stale_segment otherwise). A mismatch
+  // is bad_segment, a vanished name no_such_actor (the actor was deleted meanwhile).
+  static Result<RingReader> open_announced(const RingAnnouncement& announced);
   // Over memory the caller keeps mapped (tests, benchmarks): validation only.
   static Result<RingReader> over(const std::byte* base, std::size_t mapped_bytes);
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "shm/process_identity.hpp"
+#include "shm/random_hex.hpp"
 #include "shm/seqlock.hpp"
 
 namespace backscroll::shm {
@@ -24,12 +25,25 @@ const std::string kNoName;
 
 }  // namespace
 
+RingWriter RingWriter::over_segment(Segment segment, const RingIdentity& identity) {
+  std::byte* base = segment.data();
+  return RingWriter(std::move(segment), base, identity);
+}
+
 Result<RingWriter> RingWriter::create(const std::string& segment_name,
                                       const RingIdentity& identity) {
   auto segment = Segment::create(segment_name, kHeaderBytes + identity.capacity);
   if (!segment) return tl::unexpected(segment.error());
-  std::byte* base = segment->data();
-  return RingWriter(std::move(*segment), base, identity);
+  return over_segment(std::move(*segment), identity);
+}
+
+Result<RingWriter> RingWriter::create_unique(const std::string& stem, const RingIdentity& identity,
+                                             std::vector<std::string>& taken,
+                                             const Segment::SuffixSource& next_suffix) {
+  auto segment =
+      Segment::create_unique(stem, kHeaderBytes + identity.capacity, taken, next_suffix);
+  if (!segment) return tl::unexpected(segment.error());
+  return over_segment(std::move(*segment), identity);
 }
 
 RingWriter RingWriter::over(std::byte* base, const RingIdentity& identity) {
@@ -59,6 +73,9 @@ void RingWriter::initialise(const RingIdentity& identity) noexcept {
   const ProcessIdentity self = ProcessIdentity::self();
   h.engine_pid = self.pid;
   h.engine_start_ticks = self.start_ticks;
+  // A segment's nonce is random; a ring over caller memory (tests) keeps the zeros it was given.
+  std::memset(h.nonce, 0, sizeof h.nonce);
+  if (segment_) random_bytes(h.nonce);
   std::memset(h.actor, 0, sizeof h.actor);
   std::memcpy(h.actor, identity.actor.data(), std::min(identity.actor.size(), kActorNameMax));
   h.committed = h.reserved = h.floor = value(identity.start);
@@ -145,6 +162,10 @@ void RingWriter::publish_session(const SessionRecord& session) noexcept {
 
 const std::string& RingWriter::segment_name() const noexcept {
   return segment_ ? segment_->name() : kNoName;
+}
+
+RingAnnouncement RingWriter::announcement() const {
+  return RingAnnouncement{header_->actor, segment_name(), to_hex(header_->nonce), capacity_};
 }
 
 }  // namespace backscroll::shm

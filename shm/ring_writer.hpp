@@ -9,9 +9,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
+#include "shm/ring_announcement.hpp"
 #include "shm/ring_layout.hpp"
 #include "shm/segment.hpp"
 
@@ -26,9 +28,16 @@ struct RingIdentity {
 
 class RingWriter {
  public:
-  // Creates the named segment (0600), writes the identity and publishes `magic` last.
+  // Creates the named segment (0600), writes the identity and a fresh random nonce, and
+  // publishes `magic` last.
   static Result<RingWriter> create(const std::string& segment_name, const RingIdentity& identity);
-  // Over caller-owned memory of kHeaderBytes + capacity bytes (tests, benchmarks).
+  // create() under an unguessable name, `stem` + 16 random hex digits (Segment::create_unique:
+  // names found taken are appended to `taken`). The engine makes every ring this way.
+  static Result<RingWriter> create_unique(const std::string& stem, const RingIdentity& identity,
+                                          std::vector<std::string>& taken,
+                                          const Segment::SuffixSource& next_suffix = {});
+  // Over caller-owned memory of kHeaderBytes + capacity bytes (tests, benchmarks). Its nonce is
+  // all zeros: nothing announces such a ring.
   static RingWriter over(std::byte* base, const RingIdentity& identity);
 
   RingWriter(RingWriter&&) noexcept = default;
@@ -66,9 +75,12 @@ class RingWriter {
   RingHeader* header() const noexcept { return header_; }
   // The segment's name, empty for a ring over caller memory.
   const std::string& segment_name() const noexcept;
+  // What the engine tells readers about this ring (status answers; its own reads).
+  RingAnnouncement announcement() const;
 
  private:
   RingWriter(std::optional<Segment> segment, std::byte* base, const RingIdentity& identity);
+  static RingWriter over_segment(Segment segment, const RingIdentity& identity);  // create()'s end
   void initialise(const RingIdentity& identity) noexcept;
   void publish_reserved(Cursor reserved) noexcept;
 

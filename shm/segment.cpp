@@ -14,6 +14,8 @@
 #include <boost/interprocess/permissions.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
+#include "shm/random_hex.hpp"
+
 namespace bip = boost::interprocess;
 
 namespace backscroll::shm {
@@ -60,6 +62,28 @@ tl::unexpected<Error> from_boost(const char* what, const std::string& name,
 }  // namespace
 
 Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
+  bool name_taken = false;
+  auto segment = create_named(name, bytes, name_taken);
+  if (name_taken) return fail_errno("create segment " + name, EEXIST);
+  return segment;
+}
+
+Result<Segment> Segment::create_unique(const std::string& stem, std::size_t bytes,
+                                       std::vector<std::string>& taken,
+                                       const SuffixSource& next_suffix) {
+  for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
+    const std::string name = stem + (next_suffix ? next_suffix() : random_hex(8));
+    bool name_taken = false;
+    auto segment = create_named(name, bytes, name_taken);
+    if (!name_taken) return segment;
+    taken.push_back(name);
+  }
+  return fail(Errc::io_error, "no free segment name for " + stem + "*: " +
+                                  std::to_string(kNameAttempts) + " names drawn were all taken");
+}
+
+Result<Segment> Segment::create_named(const std::string& name, std::size_t bytes,
+                                      bool& name_taken) {
   bool created = false;
   try {
     bip::permissions owner_only(0600);  // Boost fchmods after shm_open, so the umask is moot
@@ -78,6 +102,10 @@ Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
     return Segment(name, std::move(mapping));
   } catch (const bip::interprocess_exception& e) {
     if (created) bip::shared_memory_object::remove(name.c_str());  // never leave a half-made name
+    if (!created && e.get_native_error() == EEXIST) {
+      name_taken = true;
+      return fail(Errc::io_error, "segment " + name + " exists");
+    }
     return from_boost("create", name, e);
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,15 @@ class Segment {
  public:
   // Creates `name` (it must not exist) with `bytes` zero-filled bytes, mode 0600, mapped rw.
   static Result<Segment> create(const std::string& name, std::size_t bytes);
+  // Draws names `stem` + next_suffix() until one is free, and creates it. Another local user can
+  // create any name in the sticky /dev/shm, so a taken name is never fatal: it is appended to
+  // `taken` (the engine logs it) and another is drawn, at most kNameAttempts times. The default
+  // suffix is 16 random hex digits: nobody can guess the name, let alone squat it.
+  using SuffixSource = std::function<std::string()>;
+  static constexpr int kNameAttempts = 16;
+  static Result<Segment> create_unique(const std::string& stem, std::size_t bytes,
+                                       std::vector<std::string>& taken,
+                                       const SuffixSource& next_suffix = {});
   // Maps an existing segment read-only; its size is the object's size. Refused (bad_segment)
   // unless it is a regular file owned by this process's effective uid, mode 0600, with one
   // link (not a symbolic link, FIFO, or a name linked to another).
@@ -38,6 +48,9 @@ class Segment {
  private:
   struct Mapping;
   Segment(std::string name, std::unique_ptr<Mapping> mapping);
+  // create(), with EEXIST reported through `name_taken` rather than as an error.
+  static Result<Segment> create_named(const std::string& name, std::size_t bytes,
+                                      bool& name_taken);
 
   std::string name_;
   std::unique_ptr<Mapping> mapping_;

@@ -12,8 +12,8 @@ Result<shm::RingReader> open_ring(const Places& places, std::string_view actor) 
   if (reader) return reader;
   Error e = reader.error();
   if (e.code == Errc::no_such_actor) {
-    e.message =
-        "no actor named '" + std::string(actor) + "' (no ring " + places.segment_name(actor) + ")";
+    e.message = "no actor named '" + std::string(actor) + "' in the engine at " +
+                places.runtime_dir.string();
   } else if (e.code == Errc::stale_segment) {
     e.message = "the ring of '" + std::string(actor) + "' belongs to an engine that is gone";
   }

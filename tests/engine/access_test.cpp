@@ -21,12 +21,15 @@
 
 #include "shm/control_frame.hpp"
 #include "shm/ring_reader.hpp"
+#include "shm/ring_writer.hpp"
+#include "shm/segment.hpp"
 #include "tests/engine/engine_process.hpp"
+#include "tests/engine/other_user.hpp"
 
 namespace backscroll::testing {
 namespace {
 
-constexpr uid_t kNobody = 65534;
+constexpr uid_t kNobody = kOtherUser;
 
 mode_t mode_of(const std::filesystem::path& path, mode_t* type = nullptr) {
   struct stat st {};
@@ -35,36 +38,12 @@ mode_t mode_of(const std::filesystem::path& path, mode_t* type = nullptr) {
   return st.st_mode & 07777;
 }
 
-// Runs `body` in a child process as uid/gid 65534 ("nobody"); returns what it reports (empty
-// means it saw everything it expected).
-std::string as_nobody(const std::function<std::string()>& body) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string report;
-    if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) {
-      report = std::string("cannot become nobody: ") + std::strerror(errno);
-    } else {
-      report = body();
-    }
-    [[maybe_unused]] const ssize_t n = ::write(fds[1], report.data(), report.size());
-    ::_exit(report.empty() ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string report;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) report.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (report.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    report = "the child died: wait status " + std::to_string(status);
-  }
-  return report;
-}
+// Removes a segment name when the test ends (root may remove another user's name in /dev/shm).
+struct RemovedAtEnd {
+  explicit RemovedAtEnd(std::string segment) : name(std::move(segment)) {}
+  ~RemovedAtEnd() { shm::Segment::remove(name); }
+  std::string name;
+};
 
 // connect() to the engine's socket; the errno, 0 on success (fd returned through `out`).
 int try_connect(const Places& places, int* out = nullptr) {
@@ -189,25 +168,27 @@ TEST(EngineAccess, AnotherUserCanNeitherConnectNorMapARing) {
   ASSERT_TRUE(engine.start());
   engine.spawn("secret", {"sh", "-c", "echo classified; exec sleep 1000"});
   engine.wait_output("secret", "classified");
-  const std::string segment = engine.status("secret").at("segment");
+  const shm::RingAnnouncement announced = engine.ring_of("secret");
+  const std::string& segment = announced.segment;
   const Places places = engine.places();
 
-  const std::string report = as_nobody([&]() -> std::string {
+  const std::string report = as_other_user([&]() -> std::string {
     std::string problems;
     if (const int err = try_connect(places); err != EACCES) {
       problems += "connect: expected EACCES, got " + std::string(std::strerror(err)) + "; ";
     }
-    // Segment names carry the uid, so this user's name for the actor finds nothing...
+    // RingReader::open asks the engine first: the socket is closed to this user...
     if (auto mine = shm::RingReader::open(places, "secret");
-        mine || mine.error().code != Errc::no_such_actor) {
-      problems += "RingReader::open found a ring under another user's name; ";
+        mine || mine.error().code != Errc::permission_denied) {
+      problems += "RingReader::open: expected permission_denied, got " +
+                  (mine ? std::string("a ring") : mine.error().describe()) + "; ";
     }
-    // ...and the engine's segment, named exactly, cannot be mapped.
-    auto reader = shm::RingReader::open_segment(segment);
+    // ...and even knowing the announcement (it cannot), the segment cannot be mapped.
+    auto reader = shm::RingReader::open_announced(announced);
     if (reader) {
-      problems += "RingReader::open_segment succeeded; ";
+      problems += "RingReader::open_announced succeeded; ";
     } else if (reader.error().code != Errc::permission_denied) {
-      problems += "RingReader::open_segment: " + reader.error().describe() + "; ";
+      problems += "RingReader::open_announced: " + reader.error().describe() + "; ";
     }
     const int fd = ::open(("/dev/shm/" + segment).c_str(), O_RDONLY);
     if (fd >= 0 || errno != EACCES) problems += "open of the segment was not EACCES; ";
@@ -215,6 +196,107 @@ TEST(EngineAccess, AnotherUserCanNeitherConnectNorMapARing) {
   });
   EXPECT_EQ(report, "");
   EXPECT_TRUE(engine.connect().call("ping"));
+}
+
+// Another user plants a valid ring, kept alive by a process of theirs, under every name this
+// user's engine could be expected to use for an actor it does not have: the old predictable
+// name, the stem of today's names with a made-up suffix. A reader asks the engine, which has no
+// such actor: no_such_actor, and not one byte of the planted ring is mapped.
+TEST(EngineAccess, ARingAnotherUserPlantsIsNeverOpened) {
+  if (!can_act_as_another_user()) GTEST_SKIP() << "needs root to act as another user";
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start());
+  const Places places = engine.places();
+  const std::vector<std::string> names{places.segment_prefix() + "evil",
+                                       places.segment_stem("evil") + "0000000000000000"};
+  const OtherUserProcess planter([&]() -> std::string {
+    for (const std::string& name : names) {
+      auto ring = shm::RingWriter::create(name, {"evil", 1, shm::kMinCapacity, Cursor{0}});
+      if (!ring) return "plant " + name + ": " + ring.error().describe();
+      const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
+      ring->append(std::as_bytes(std::span(payload)));
+      if (::chmod(("/dev/shm/" + name).c_str(), 0644) != 0) return "chmod " + name;
+      static std::vector<shm::RingWriter> keep;  // mapped while the planter lives
+      keep.push_back(std::move(*ring));
+    }
+    return "";
+  });
+  ASSERT_EQ(planter.report(), "");
+  const RemovedAtEnd cleanup_old(names[0]);
+  const RemovedAtEnd cleanup_new(names[1]);
+
+  auto reader = shm::RingReader::open(places, "evil");
+  ASSERT_FALSE(reader.has_value()) << "a planted ring was opened";
+  EXPECT_EQ(reader.error().code, Errc::no_such_actor) << reader.error().describe();
+  // Named exactly, the planted segments fail the descriptor checks too.
+  for (const std::string& name : names) {
+    auto planted = shm::RingReader::open_announced({"evil", name, "", shm::kMinCapacity});
+    ASSERT_FALSE(planted.has_value()) << name;
+    EXPECT_NE(planted.error().message.find("belongs to uid 65534"), std::string::npos)
+        << planted.error().describe();
+  }
+}
+
+// Another user pre-creates the names a spawn of `work` would have used before names were
+// random: the spawn still works, under a name nobody could guess.
+TEST(EngineAccess, NamesAnotherUserSquatsDoNotStopASpawn) {
+  if (!can_act_as_another_user()) GTEST_SKIP() << "needs root to act as another user";
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start());
+  const Places places = engine.places();
+  const std::vector<std::string> names{places.segment_prefix() + "work",
+                                       places.segment_stem("work")};
+  const std::string report = as_other_user([&]() -> std::string {
+    for (const std::string& name : names) {
+      if (!shm::Segment::create(name, shm::kPageBytes)) return "could not squat " + name;
+    }
+    return "";
+  });
+  ASSERT_EQ(report, "");
+  const RemovedAtEnd cleanup_old(names[0]);
+  const RemovedAtEnd cleanup_stem(names[1]);
+
+  engine.spawn("work", {"sh", "-c", "echo ready; exec sleep 1000"});
+  engine.wait_output("work", "ready");
+  const shm::RingAnnouncement ring = engine.ring_of("work");
+  EXPECT_EQ(ring.segment.rfind(places.segment_stem("work"), 0), 0u) << ring.segment;
+  EXPECT_EQ(ring.segment.size(), places.segment_stem("work").size() + 16) << ring.segment;
+  auto reader = shm::RingReader::open(places, "work");
+  ASSERT_TRUE(reader.has_value()) << reader.error().describe();
+  EXPECT_EQ(reader->header().engine_pid, engine.pid());
+}
+
+// The engine is every reader's root of trust, so a reader talks only to an engine of its own
+// user: a socket another user serves in the runtime folder is refused before any request.
+TEST(EngineAccess, AReaderRefusesAnEngineSocketServedByAnotherUser) {
+  if (!can_act_as_another_user()) GTEST_SKIP() << "needs root to act as another user";
+  TempDir dir;
+  const auto rt = dir.path() / "rt";
+  ASSERT_EQ(::mkdir(rt.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(rt.c_str(), 0777), 0);
+  const Places places = Places::at(rt);
+  const OtherUserProcess impostor([&]() -> std::string {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string path = places.socket_path().string();
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return "bind";
+    if (::chmod(path.c_str(), 0666) != 0) return "chmod";
+    if (::listen(fd, 8) != 0) return "listen";
+    return "";  // the process stays alive, listening, until the test ends
+  });
+  ASSERT_EQ(impostor.report(), "");
+
+  auto client = control::ControlClient::connect(places);
+  ASSERT_FALSE(client.has_value()) << "connected to another user's socket";
+  EXPECT_EQ(client.error().code, Errc::permission_denied);
+  EXPECT_NE(client.error().message.find("runs as uid 65534"), std::string::npos)
+      << client.error().describe();
+  auto reader = shm::RingReader::open(places, "anything");
+  ASSERT_FALSE(reader.has_value());
+  EXPECT_EQ(reader.error().code, Errc::permission_denied);
 }
 
 TEST(EngineAccess, PeerCredentialsRefuseAnotherUserWhoReachesTheSocket) {
@@ -228,7 +310,7 @@ TEST(EngineAccess, PeerCredentialsRefuseAnotherUserWhoReachesTheSocket) {
   ASSERT_EQ(::chmod(places.runtime_dir.c_str(), 0711), 0);
   ASSERT_EQ(::chmod(places.socket_path().c_str(), 0666), 0);
 
-  const std::string report = as_nobody([&]() -> std::string {
+  const std::string report = as_other_user([&]() -> std::string {
     int fd = -1;
     if (const int err = try_connect(places, &fd); err != 0) {
       return "connect failed: " + std::string(std::strerror(err));

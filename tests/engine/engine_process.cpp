@@ -310,6 +310,11 @@ Json EngineProcess::status(const std::string& actor) {
   return answer.at("actors").at(0);
 }
 
+shm::RingAnnouncement EngineProcess::ring_of(const std::string& actor) {
+  const Json a = status(actor);
+  return {actor, a.at("segment"), a.at("nonce"), a.at("capacity")};
+}
+
 std::string EngineProcess::history(const std::string& actor, std::uint64_t from) {
   std::string out;
   for (;;) {

@@ -29,6 +29,7 @@
 #include "shm/control_frame.hpp"
 #include "shm/error.hpp"
 #include "shm/places.hpp"
+#include "shm/ring_announcement.hpp"
 
 namespace backscroll::testing {
 
@@ -110,6 +111,8 @@ class EngineProcess {
              Json extra = Json::object());
   // The status object of one actor.
   Json status(const std::string& actor);
+  // What the engine announces about the actor's ring (status: segment, nonce, capacity).
+  shm::RingAnnouncement ring_of(const std::string& actor);
   // Every byte of the actor's history from `from` to its committed cursor (several calls).
   std::string history(const std::string& actor, std::uint64_t from = 0);
   // Waits until the actor's newest session is sealed; returns that session's status entry.

@@ -66,15 +66,16 @@ TEST(Places, SegmentPrefixIsStableForTheSameDirectory) {
 
 TEST(Places, SegmentPrefixIgnoresATrailingSlash) {
   // Regression: the prefix hashed "/tmp/bs/" and "/tmp/bs" differently, so a tool started with
-  // BACKSCROLL_RUNTIME_DIR=/tmp/bs/ reached the engine's socket but never found its segments.
+  // BACKSCROLL_RUNTIME_DIR=/tmp/bs/ reached the engine's socket but never found its segments
+  // (tools now take names from the engine; the engine still clears leftovers by prefix).
   EXPECT_EQ(Places::at("/tmp/bs/").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
   EXPECT_EQ(Places::at("/tmp/bs//").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
   EXPECT_NE(Places::at("/").segment_prefix(), Places::at("/tmp").segment_prefix());
 }
 
-TEST(Places, SegmentNameIsThePrefixFollowedByTheActor) {
+TEST(Places, SegmentStemIsThePrefixAndTheActorBeforeARandomSuffix) {
   const Places places = Places::at("/tmp/bs");
-  EXPECT_EQ(places.segment_name("web-1"), places.segment_prefix() + "web-1");
+  EXPECT_EQ(places.segment_stem("web-1"), places.segment_prefix() + "web-1.");
 }
 
 TEST(Places, SocketAndLockLiveInTheRuntimeDirectory) {

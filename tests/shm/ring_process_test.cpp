@@ -269,10 +269,10 @@ struct ReaderReport {
   std::uint32_t reached_end = 0;
 };
 
-ReaderReport follow_stream(const std::string& name, std::uint64_t seed, const ReaderPlan& plan,
-                           Pipe& ready) {
+ReaderReport follow_stream(const RingAnnouncement& ring, std::uint64_t seed,
+                           const ReaderPlan& plan, Pipe& ready) {
   ReaderReport report;
-  auto reader = RingReader::open_segment(name);
+  auto reader = RingReader::open_announced(ring);
   const char go = 'r';
   ready.send(go);
   if (!reader) return report;
@@ -383,7 +383,7 @@ ReaderReport run_stream(const StreamRun& run) {
   const pid_t child = fork_child([&] {
     ready.close_read();
     results.close_read();
-    const ReaderReport report = follow_stream(name.str(), seed, plan, ready);
+    const ReaderReport report = follow_stream(writer->announcement(), seed, plan, ready);
     return results.send(report) ? 0 : 3;
   });
   ready.close_write();
@@ -448,7 +448,7 @@ TEST(RingProcess, ReaderMappingFaultsOnWriteAndLeavesTheWriterDataIntact) {
   const pid_t child = fork_child([&] {
     rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
-    auto reader = RingReader::open_segment(name.str());
+    auto reader = RingReader::open_announced(writer->announcement());
     if (!reader) return 2;
     auto view = reader->read(Cursor{0}, 10);
     if (!view || view->empty()) return 3;
@@ -632,14 +632,69 @@ TEST(Segment, ListFindsTheSegmentsThatStartWithAPrefix) {
   EXPECT_TRUE(Segment::list(prefix).empty());
 }
 
-// --- RingReader::open / open_segment ------------------------------------------------------
+// --- Segment::create_unique ----------------------------------------------------------------
 
-TEST(RingReader, OpenSegmentReadsWhatTheWriterAppended) {
+TEST(Segment, CreateUniqueDrawsAnotherNameWhileOneIsTaken) {
+  const std::string stem = ScopedSegmentName::next_name() + "-unique.";
+  const ScopedSegmentName squatted(stem + "aaaa");
+  const ScopedSegmentName also_squatted(stem + "bbbb");
+  const ScopedSegmentName chosen(stem + "cccc");
+  ASSERT_TRUE(Segment::create(squatted.str(), kPageBytes).has_value());
+  ASSERT_TRUE(Segment::create(also_squatted.str(), kPageBytes).has_value());
+  const std::vector<std::string> suffixes{"aaaa", "bbbb", "cccc"};
+  std::size_t next = 0;
+  std::vector<std::string> taken;
+  auto segment = Segment::create_unique(stem, 2 * kPageBytes, taken,
+                                        [&] { return suffixes.at(next++); });
+  ASSERT_TRUE(segment.has_value()) << segment.error().describe();
+  EXPECT_EQ(segment->name(), chosen.str());
+  EXPECT_EQ(segment->size(), 2 * kPageBytes);
+  EXPECT_EQ(taken, (std::vector<std::string>{squatted.str(), also_squatted.str()}));
+  // The squatters' names are untouched: still one page each.
+  EXPECT_EQ(Segment::open_read_only(squatted.str())->size(), kPageBytes);
+}
+
+TEST(Segment, CreateUniqueGivesUpWithAClearErrorWhenEveryNameDrawnIsTaken) {
+  const std::string stem = ScopedSegmentName::next_name() + "-full.";
+  const ScopedSegmentName squatted(stem + "x");
+  ASSERT_TRUE(Segment::create(squatted.str(), kPageBytes).has_value());
+  std::vector<std::string> taken;
+  auto segment = Segment::create_unique(stem, kPageBytes, taken, [] { return std::string("x"); });
+  ASSERT_FALSE(segment.has_value());
+  EXPECT_EQ(segment.error().code, Errc::io_error);
+  EXPECT_NE(segment.error().message.find("were all taken"), std::string::npos);
+  EXPECT_EQ(taken.size(), static_cast<std::size_t>(Segment::kNameAttempts));
+}
+
+TEST(Segment, CreateUniqueNamesAreRandom) {
+  const std::string stem = ScopedSegmentName::next_name() + "-random.";
+  std::vector<std::string> taken;
+  auto a = Segment::create_unique(stem, kPageBytes, taken);
+  auto b = Segment::create_unique(stem, kPageBytes, taken);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  const ScopedSegmentName remove_a(a->name());
+  const ScopedSegmentName remove_b(b->name());
+  EXPECT_NE(a->name(), b->name());
+  for (const Segment* s : {&*a, &*b}) {
+    const std::string suffix = s->name().substr(stem.size());
+    EXPECT_EQ(suffix.size(), 16u) << s->name();
+    EXPECT_EQ(suffix.find_first_not_of("0123456789abcdef"), std::string::npos) << s->name();
+  }
+  EXPECT_TRUE(taken.empty());
+}
+
+// --- RingReader::open_announced ---------------------------------------------------------------
+
+TEST(RingReader, OpenAnnouncedReadsWhatTheWriterAppended) {
   ScopedSegmentName name;
   auto writer = RingWriter::create(name.str(), RingIdentity{"open", 77, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   writer->append(std::as_bytes(std::span("hello", 5)));
-  auto reader = RingReader::open_segment(name.str());
+  const RingAnnouncement announced = writer->announcement();
+  EXPECT_EQ(announced.actor, "open");
+  EXPECT_EQ(announced.segment, name.str());
+  EXPECT_EQ(announced.capacity, kMinCapacity);
+  auto reader = RingReader::open_announced(announced);
   ASSERT_TRUE(reader.has_value()) << reader.error().describe();
   EXPECT_EQ(reader->epoch(), 77u);
   EXPECT_EQ(reader->actor(), "open");
@@ -649,47 +704,106 @@ TEST(RingReader, OpenSegmentReadsWhatTheWriterAppended) {
   EXPECT_EQ(out, "hello");
 }
 
-TEST(RingReader, OpenFindsAnActorsRingThroughPlaces) {
-  const Places places = Places::at("/tmp/" + ScopedSegmentName::next_name());
-  const ScopedSegmentName name(places.segment_name("web-1"));
-  auto writer = RingWriter::create(name.str(), RingIdentity{"web-1", 5, kMinCapacity, Cursor{0}});
-  ASSERT_TRUE(writer.has_value()) << writer.error().describe();
-  auto reader = RingReader::open(places, "web-1");
-  auto other = RingReader::open(Places::at("/tmp/elsewhere-" + std::to_string(::getpid())), "web-1");
-  auto bad = RingReader::open(places, "../web-1");
-  ASSERT_TRUE(reader.has_value()) << reader.error().describe();
-  EXPECT_EQ(reader->actor(), "web-1");
-  ASSERT_FALSE(other.has_value());
-  EXPECT_EQ(other.error().code, Errc::no_such_actor);
-  ASSERT_FALSE(bad.has_value());
-  EXPECT_EQ(bad.error().code, Errc::bad_actor_name);
+TEST(RingReader, EverySegmentGetsItsOwnRandomNonce) {
+  ScopedSegmentName a;
+  ScopedSegmentName b;
+  auto first = RingWriter::create(a.str(), RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
+  auto second = RingWriter::create(b.str(), RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  const std::string one = first->announcement().nonce;
+  const std::string two = second->announcement().nonce;
+  EXPECT_EQ(one.size(), 2 * kRingNonceBytes);
+  EXPECT_EQ(one.find_first_not_of("0123456789abcdef"), std::string::npos) << one;
+  EXPECT_NE(one, std::string(2 * kRingNonceBytes, '0'));
+  EXPECT_NE(one, two);
 }
 
-TEST(RingReader, OpenSegmentReportsNoSuchActorForAMissingSegment) {
-  auto reader = RingReader::open_segment(ScopedSegmentName::next_name() + "-missing");
+// A segment that is not exactly what the engine announced is refused with a clear reason and
+// nothing read from it: the reader gets no RingReader at all.
+TEST(RingReader, OpenAnnouncedRefusesASegmentThatDiffersFromTheAnnouncement) {
+  ScopedSegmentName name;
+  auto writer = RingWriter::create(name.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
+  ASSERT_TRUE(writer.has_value());
+  writer->append(std::as_bytes(std::span("\x1b]0;PWNED\x07", 11)));
+  const RingAnnouncement good = writer->announcement();
+  auto refused = [](const RingAnnouncement& announced, const std::string& says) {
+    auto reader = RingReader::open_announced(announced);
+    if (reader.has_value()) return std::string("opened");
+    if (reader.error().code != Errc::bad_segment) return "code " + reader.error().describe();
+    if (reader.error().message.find(says) == std::string::npos) return reader.error().message;
+    return std::string();
+  };
+
+  RingAnnouncement wrong_nonce = good;
+  wrong_nonce.nonce[0] = wrong_nonce.nonce[0] == '0' ? '1' : '0';
+  EXPECT_EQ(refused(wrong_nonce, "has another nonce"), "");
+  RingAnnouncement other_actor = good;
+  other_actor.actor = "other";
+  EXPECT_EQ(refused(other_actor, "holds actor 'ann', not 'other'"), "");
+  RingAnnouncement other_capacity = good;
+  other_capacity.capacity = 2 * kMinCapacity;
+  EXPECT_EQ(refused(other_capacity, "bytes, not"), "");
+
+  // Truncated: the size no longer matches what was announced.
+  const std::string path = "/dev/shm/" + name.str();
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kHeaderBytes)), 0);
+  EXPECT_EQ(refused(good, "is 16384 bytes, not"), "");
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kHeaderBytes + kMinCapacity)), 0);
+  EXPECT_TRUE(RingReader::open_announced(good).has_value());
+
+  // Replaced between the announcement and the open: same name, actor and size, another ring.
+  ASSERT_TRUE(Segment::remove(name.str()));
+  auto impostor = RingWriter::create(name.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
+  ASSERT_TRUE(impostor.has_value());
+  EXPECT_EQ(refused(good, "has another nonce"), "");
+  EXPECT_TRUE(RingReader::open_announced(impostor->announcement()).has_value());
+
+  // A symbolic link under the announced name, even to the right ring.
+  ScopedSegmentName real;
+  auto target = RingWriter::create(real.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
+  ASSERT_TRUE(target.has_value());
+  ScopedSegmentName link;
+  ASSERT_EQ(::symlink(("/dev/shm/" + real.str()).c_str(), ("/dev/shm/" + link.str()).c_str()), 0);
+  RingAnnouncement via_link = target->announcement();
+  via_link.segment = link.str();
+  EXPECT_EQ(refused(via_link, "is a symbolic link"), "");
+}
+
+TEST(RingReader, OpenAnnouncedReportsNoSuchActorForAMissingSegment) {
+  const RingAnnouncement gone{"gone", ScopedSegmentName::next_name() + "-missing",
+                              std::string(2 * kRingNonceBytes, '0'), kMinCapacity};
+  auto reader = RingReader::open_announced(gone);
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::no_such_actor);
 }
 
-TEST(RingReader, OpenSegmentReportsBadSegmentForAnUninitialisedRing) {
+TEST(RingReader, OpenAnnouncedReportsBadSegmentForAnUninitialisedRing) {
   ScopedSegmentName name;
   auto segment = Segment::create(name.str(), kHeaderBytes + kMinCapacity);  // magic still 0
   ASSERT_TRUE(segment.has_value());
-  auto reader = RingReader::open_segment(name.str());
+  const RingAnnouncement announced{"u", name.str(), std::string(2 * kRingNonceBytes, '0'),
+                                   kMinCapacity};
+  auto reader = RingReader::open_announced(announced);
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::bad_segment);
   EXPECT_NE(reader.error().message.find(name.str()), std::string::npos);
 }
 
-TEST(RingReader, OpenSegmentReportsStaleSegmentWhenTheEngineExited) {
+TEST(RingReader, OpenAnnouncedReportsStaleSegmentWhenTheEngineExited) {
   ScopedSegmentName name;
+  Pipe announced_pipe;
   // RingWriter::create records the calling process as the engine: let a child be the engine.
   const pid_t engine = fork_child([&] {
     auto writer = RingWriter::create(name.str(), RingIdentity{"stale", 3, kMinCapacity, Cursor{0}});
-    return writer ? 0 : 2;
+    if (!writer) return 2;
+    const std::string nonce = writer->announcement().nonce;
+    for (const char c : nonce) announced_pipe.send(c);
+    return 0;
   });
   const int status = wait_for_exit(engine);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string nonce;
+  for (char c = 0; nonce.size() < 2 * kRingNonceBytes && announced_pipe.receive(c);) nonce += c;
 
   // The segment itself is a valid ring; only its engine is gone.
   auto raw = Segment::open_read_only(name.str());
@@ -698,19 +812,19 @@ TEST(RingReader, OpenSegmentReportsStaleSegmentWhenTheEngineExited) {
   ASSERT_TRUE(header.has_value()) << header.error().describe();
   EXPECT_EQ((*header)->engine_pid, engine);
 
-  auto reader = RingReader::open_segment(name.str());
+  auto reader = RingReader::open_announced(RingAnnouncement{"stale", name.str(), nonce, kMinCapacity});
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::stale_segment);
 }
 
-TEST(RingReader, OpenSegmentReportsStaleSegmentWhenTheEnginePidWasReused) {
+TEST(RingReader, OpenAnnouncedReportsStaleSegmentWhenTheEnginePidWasReused) {
   ScopedSegmentName name;
   auto writer = RingWriter::create(name.str(), RingIdentity{"reused", 3, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
-  ASSERT_TRUE(RingReader::open_segment(name.str()).has_value());
+  ASSERT_TRUE(RingReader::open_announced(writer->announcement()).has_value());
   // Same pid, another start time: a different process that got the dead engine's pid.
   writer->header()->engine_start_ticks += 1;
-  auto reader = RingReader::open_segment(name.str());
+  auto reader = RingReader::open_announced(writer->announcement());
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::stale_segment);
 }
@@ -723,7 +837,7 @@ class RingWait : public ::testing::Test {
     auto w = RingWriter::create(name_.str(), RingIdentity{"wait", 1, kMinCapacity, Cursor{0}});
     ASSERT_TRUE(w.has_value()) << w.error().describe();
     writer_.emplace(std::move(*w));
-    auto r = RingReader::open_segment(name_.str());
+    auto r = RingReader::open_announced(writer_->announcement());
     ASSERT_TRUE(r.has_value()) << r.error().describe();
     reader_.emplace(std::move(*r));
   }
@@ -744,7 +858,7 @@ class RingWait : public ::testing::Test {
     const pid_t child = fork_child([&] {
       ready.close_read();
       result.close_read();
-      auto reader = RingReader::open_segment(name_.str());
+      auto reader = RingReader::open_announced(writer_->announcement());
       if (!reader) return 2;
       const char go = 'w';
       ready.send(go);

@@ -217,7 +217,7 @@ TEST(CliAutostart, NoAutostartFailsWithEngineUnavailableAndCreatesNothing) {
 TEST(CliAutostart, TailAndShutdownNeverStartAnEngine) {
   AutostartedEngine rt;
   const CliResult tail = rt.run({"tail", "x"});
-  EXPECT_TRUE(FailsWithOneLine(tail, 1, "backscroll: no_such_actor: "));
+  EXPECT_TRUE(FailsWithOneLine(tail, 1, "backscroll: engine_unavailable: "));
   const CliResult down = rt.run({"shutdown"});
   ASSERT_TRUE(Succeeds(down)) << ::testing::PrintToString(down);
   EXPECT_EQ(down.out, "no engine running\n");

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "shm/ring_writer.hpp"
+#include "shm/segment.hpp"
+#include "tests/engine/other_user.hpp"
 #include "tests/tools/cli_process.hpp"
 
 namespace backscroll::testing {
@@ -172,7 +175,13 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   EXPECT_EQ(a["cols"], 90);
   EXPECT_EQ(a["rows"], 30);
   EXPECT_GT(a["capacity"].get<std::int64_t>(), 0);
-  EXPECT_EQ(a["segment"], engine_.places().segment_name("j"));
+  const std::string stem = engine_.places().segment_stem("j");
+  EXPECT_TRUE(std::regex_match(a["segment"].get<std::string>(),
+                               std::regex(std::regex_replace(stem, std::regex("[.]"), "\\.") +
+                                          "[0-9a-f]{16}")))
+      << a["segment"];
+  EXPECT_TRUE(std::regex_match(a["nonce"].get<std::string>(), std::regex("[0-9a-f]{32}")))
+      << a["nonce"];
   EXPECT_EQ(a["argv"], Json(argv));
   EXPECT_EQ(a["cwd"], "/");
   EXPECT_EQ(a["input_queued"], 0);
@@ -208,7 +217,7 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   const std::string p = std::to_string(pid);
   for (const std::string& line : std::vector<std::string>{
            "name      d", "state     running", "pid       " + p, "session   1", "size      90x30",
-           "cursors   floor 0, committed 3", "segment   " + engine_.places().segment_name("d"),
+           "cursors   floor 0, committed 3", "segment   " + engine_.status("d").at("segment").get<std::string>(),
            "command   sh -c 'printf '\\''abc'\\''; exec sleep 1000'", "input     0 bytes queued"}) {
     EXPECT_NE(("\n" + r.out).find("\n" + line + "\n"), std::string::npos) << line << " in\n"
                                                                           << r.out;
@@ -550,6 +559,7 @@ TEST_F(CliLifecycle, RestartStartsSessionTwoWhereTheOldOneEnded) {
 TEST_F(CliLifecycle, DeleteRemovesTheActorAndItsRing) {
   spawn("d", {"sleep", "1000"});
   spawn("keep", {"sleep", "1000"});
+  const std::string segment = engine_.status("d").at("segment");
   const CliResult r = cli({"delete", "d"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
   EXPECT_EQ(r.out, "d deleted\n");
@@ -557,7 +567,8 @@ TEST_F(CliLifecycle, DeleteRemovesTheActorAndItsRing) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(words(rows[1]).at(0), "keep");
   const auto segments = engine_.segments();
-  EXPECT_EQ(std::count(segments.begin(), segments.end(), engine_.places().segment_name("d")), 0);
+  EXPECT_EQ(segments.size(), 1u);
+  EXPECT_EQ(std::count(segments.begin(), segments.end(), segment), 0);
   EXPECT_TRUE(FailsWithOneLine(cli({"status", "d"}), 1, "backscroll: no_such_actor: "));
 }
 
@@ -632,6 +643,48 @@ TEST_F(CliErrors, EveryActorCommandOnAnUnknownActorIsNoSuchActor) {
                                              {"history", "nope", "--from", "0"}}) {
     SCOPED_TRACE(args.front());
     EXPECT_TRUE(FailsWithOneLine(cli(args), 1, "backscroll: no_such_actor: "));
+  }
+}
+
+// A valid ring planted under the names an actor `evil` could have (the old predictable name,
+// today's stem with a made-up suffix), its bytes a title change and a clipboard write: every
+// command that reads rings asks the engine, which has no `evil`, and prints nothing of it. As
+// root the planter is another user (docs/security.md's attack); otherwise it is this user.
+TEST_F(CliErrors, ARingPlantedForAnActorTheEngineDoesNotHaveIsNeverPrinted) {
+  const Places& places = engine_.places();
+  const std::vector<std::string> names{places.segment_prefix() + "evil",
+                                       places.segment_stem("evil") + "0000000000000000"};
+  auto plant = [&]() -> std::string {
+    for (const std::string& name : names) {
+      auto ring = shm::RingWriter::create(name, {"evil", 1, shm::kMinCapacity, Cursor{0}});
+      if (!ring) return "plant " + name + ": " + ring.error().describe();
+      const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
+      ring->append(std::as_bytes(std::span(payload)));
+      static std::vector<shm::RingWriter> keep;  // mapped while the planter lives
+      keep.push_back(std::move(*ring));
+    }
+    return "";
+  };
+  std::optional<OtherUserProcess> other;
+  if (can_act_as_another_user()) {
+    other.emplace(plant);
+    ASSERT_EQ(other->report(), "");
+  } else {
+    ASSERT_EQ(plant(), "");
+  }
+  struct Cleanup {
+    const std::vector<std::string>& names;
+    ~Cleanup() {
+      for (const auto& n : names) shm::Segment::remove(n);
+    }
+  } cleanup{names};
+
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"tail", "evil"}, {"tail", "evil", "-f"}, {"status", "evil", "-f"}, {"verify", "evil"}}) {
+    SCOPED_TRACE(args.front() + (args.size() > 2 ? " " + args.back() : ""));
+    const CliResult r = cli(args);
+    EXPECT_TRUE(FailsWithOneLine(r, 1, "backscroll: no_such_actor: "));
+    EXPECT_EQ(r.err.find("PWNED"), std::string::npos) << r.err;
   }
 }
 

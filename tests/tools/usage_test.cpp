@@ -158,10 +158,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(CliUsage, CursorWithLeadingZerosIsDecimalNotOctal) {
   // docs/cli.md: plain decimal. "010" is ten (not octal eight, not an error), so the command
-  // gets past the command line and fails on the missing actor instead (tail starts no engine).
+  // gets past the command line and fails on the missing engine instead (tail starts none).
   NoEngine none;
   const CliResult r = none.run({"tail", "x", "--from", "010"});
-  EXPECT_TRUE(FailsWithOneLine(r, 1, "backscroll: no_such_actor: "));
+  EXPECT_TRUE(FailsWithOneLine(r, 1, "backscroll: engine_unavailable: "));
 }
 
 TEST(CliUsage, AttachWithPipedStdinIsAUsageErrorEvenWithInput) {

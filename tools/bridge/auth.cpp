@@ -1,7 +1,6 @@
 #include "tools/bridge/auth.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,24 +8,6 @@
 #include <vector>
 
 namespace backscroll::bridge {
-
-std::string random_hex(std::size_t bytes) {
-  std::vector<unsigned char> raw(bytes);
-  std::size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-    // n < 0: only EINTR is possible for a request this small once the pool is initialized.
-  }
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes);
-  for (const unsigned char b : raw) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 0xF];
-  }
-  return out;
-}
 
 namespace {
 

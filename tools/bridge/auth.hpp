@@ -14,11 +14,9 @@
 #include <unordered_map>
 
 #include "shm/error.hpp"
+#include "shm/random_hex.hpp"
 
 namespace backscroll::bridge {
-
-// A fresh secret of `bytes` random bytes (getrandom), as lowercase hex.
-std::string random_hex(std::size_t bytes);
 
 // The token in `path`: read it when the file exists (it must be a regular file of ours, mode
 // 0600, holding a token), else create it (0600, created exclusively) with a fresh one.
