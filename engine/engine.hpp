@@ -166,9 +166,13 @@ class Engine final : public ActorHost, public RequestHandler {
   void transcript_session(const Actor& actor, const shm::SessionRecord& session);
   void transcript_clear(const Actor& actor, Cursor floor);
   void transcript_remove(const std::string& actor);
-  // Bytes [from, limit) of `actor`'s transcript, for history below the ring's floor.
+  // Bytes [from, limit) of `actor`'s transcript, for history below the ring's floor; up to the
+  // next gap, and data_lost inside one.
   Result<std::string> transcript_history(const Actor& actor, Cursor from, Cursor limit,
-                                         std::size_t max_bytes) const;
+                                         std::size_t max_bytes);
+  // Records a gap in `actor`'s transcript (once): the status list, a log warning, a `damaged`
+  // event.
+  void report_damage(const std::string& actor, const TranscriptGap& gap);
   // The writer's events: seals become reports, failures archive_error.
   void answer_writer();
   bool seal_pending(const std::string& actor) const;
@@ -230,6 +234,7 @@ class Engine final : public ActorHost, public RequestHandler {
     std::filesystem::path folder;
     Cursor cleared_at{0};          // history never reads the transcript below the last clear
     std::optional<std::string> archive_error;
+    std::vector<TranscriptGap> damaged;  // found at restore or by a read since, oldest first
   };
   std::map<std::string, Transcript> transcripts_;
   struct PendingSeal {

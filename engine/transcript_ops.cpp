@@ -105,6 +105,11 @@ void Engine::restore_actors() {
     // latest clear saw.
     const Cursor cleared = load_cleared(entry.path());
     const Cursor end = max(max(store->end(), record->cursor), cleared);
+    std::vector<TranscriptGap> damaged = store->damaged();
+    if (const Cursor held = max(store->end(), cleared); record->cursor > held) {
+      // The record was synced after these bytes were appended: they were on disk, and are not.
+      damaged.push_back({held, record->cursor, "the newest segment ends before the actor record"});
+    }
     ActorPast past{record->epoch, end, record->spec, record->sessions, record->created_ms};
     if (!store->empty() &&
         (past.sessions.empty() || store->segments().back().session > past.sessions.back().id)) {
@@ -137,7 +142,8 @@ void Engine::restore_actors() {
       continue;
     }
     const std::uint64_t bytes = store->bytes();
-    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt};
+    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt, {}};
+    for (const TranscriptGap& gap : damaged) report_damage(name, gap);
     writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
                        past.sessions.empty() ? 0 : past.sessions.back().id);
     transcript_record(a);
@@ -151,7 +157,7 @@ void Engine::transcript_add(Actor& actor) {
   if (!writer_) return;
   const std::string& name = actor.name();
   const fs::path folder = places_.transcripts_dir() / name;
-  Transcript t{0, folder, Cursor{0}, std::nullopt};
+  Transcript t{0, folder, Cursor{0}, std::nullopt, {}};
   const auto give_up = [&](const Error& e) {
     t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
@@ -240,7 +246,7 @@ void Engine::transcript_remove(const std::string& actor) {
 }
 
 Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, Cursor limit,
-                                               std::size_t max_bytes) const {
+                                               std::size_t max_bytes) {
   const auto t = transcripts_.find(actor.name());
   const Cursor floor = actor.ring().floor();
   if (t == transcripts_.end() || t->second.folder.empty()) {
@@ -250,11 +256,42 @@ Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, 
   if (from < t->second.cleared_at) {
     return fail(Errc::cursor_expired, "cleared", value(t->second.cleared_at));
   }
+  // A known gap answers data_lost, even where no file shows it any more (a cut newest tail).
+  for (const TranscriptGap& gap : t->second.damaged) {
+    if (gap.from <= from && from < gap.to) {
+      return fail_data_lost(value(gap.from), value(gap.to), gap.reason);
+    }
+    if (from < gap.from) limit = min(limit, gap.from);  // serve up to the gap, not into it
+  }
   std::string out(static_cast<std::size_t>(std::min<std::uint64_t>(limit - from, max_bytes)), '\0');
   auto n = TranscriptStore::read_folder(t->second.folder, from, limit, std::span(out));
-  if (!n) return tl::unexpected(n.error());
+  if (!n) {
+    if (n.error().code == Errc::data_lost && n.error().from && n.error().cursor) {
+      // Damage that appeared since the restore (a disk error, a tampered file).
+      report_damage(actor.name(), {Cursor{*n.error().from}, Cursor{*n.error().cursor},
+                                   "damaged record"});
+    }
+    return tl::unexpected(n.error());
+  }
   out.resize(*n);
   return out;
+}
+
+void Engine::report_damage(const std::string& actor, const TranscriptGap& gap) {
+  const auto t = transcripts_.find(actor);
+  if (t == transcripts_.end()) return;
+  auto& known = t->second.damaged;
+  const bool seen = std::any_of(known.begin(), known.end(), [&](const TranscriptGap& g) {
+    return g.from < gap.to && gap.from < g.to;
+  });
+  if (seen || gap.to <= gap.from) return;
+  known.push_back(gap);
+  std::sort(known.begin(), known.end(),
+            [](const TranscriptGap& a, const TranscriptGap& b) { return a.from < b.from; });
+  log(LogLevel::warn, "actor {}: transcript lost cursors {}..{} ({})", actor, value(gap.from),
+      value(gap.to), gap.reason);
+  broadcast({{"event", "damaged"}, {"actor", actor}, {"from", value(gap.from)},
+             {"to", value(gap.to)}, {"reason", gap.reason}});
 }
 
 void Engine::answer_writer() {

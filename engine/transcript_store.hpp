@@ -3,12 +3,20 @@
 // bytes of one session from a start cursor on:
 //
 //   <folder>/<start cursor: 16 hex digits>.seg
-//     header   "BSTX0002", epoch (u64 LE), session (u64 LE), start cursor (u64 LE)   32 bytes
-//     records  length (u32 LE, 1..kMaxRecord), CRC-32C of the bytes (u32 LE), the bytes
+//     header   "BSTX0003", epoch (u64), session (u64), start cursor (u64), flags (u32),
+//              CRC-32C of the 44 bytes before it (u32)                                 48 bytes
+//     records  length (u32, 1..kMaxRecord), check (u32), cursor of the first byte (u64), bytes
+//              check = CRC-32C of (length, cursor, CRC-32C of the bytes)
+//   (all little-endian). Flag kContinues: the segment starts where the one before it ended, so a
+//   shortfall between the two is lost data, not a clear. Version 2 segments ("BSTX0002": a
+//   32-byte header without flags and CRC, records of length and CRC only) are still read.
 //
-// A segment's name and header map cursors to files without an index. Records make a torn tail
-// detectable: open() keeps every record whose length and CRC check out and cuts the newest
-// segment after the last one (a crash leaves at most the record being written). Retention keeps
+// A segment's name and header map cursors to files without an index. Every record names its
+// cursor and checks itself, so damage costs only the damaged bytes: open() keeps every record
+// that checks out, and after a damaged one resynchronises on the next record whose length,
+// cursor and check hold (docs/transcripts.md, "Damage"). Each stretch lost is a gap with its
+// cursor range and reason (damaged()); a read inside one answers data_lost. The newest
+// segment's torn tail (a crash leaves at most the record being written) is cut. Retention keeps
 // the newest `retain_bytes` in whole segments: never less, never more than that plus one
 // segment. Not thread-safe: one owner (the writer thread; tests).
 #pragma once
@@ -16,6 +24,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,17 +43,29 @@ struct TranscriptSegment {
   std::uint64_t epoch = 0;
   std::uint64_t session = 0;
   Cursor start{0};
-  Cursor end{0};  // after its last intact record
+  Cursor end{0};  // after its last intact record; for a lost segment, the end of what it covered
+  bool lost = false;  // its header is damaged: none of its bytes are served
+  std::uint64_t bytes() const noexcept { return lost ? 0 : end - start; }
+};
+
+// Cursors whose bytes a transcript lost, [from, to), and why.
+struct TranscriptGap {
+  Cursor from{0};
+  Cursor to{0};
+  std::string reason;
+  bool operator==(const TranscriptGap&) const = default;
 };
 
 class TranscriptStore {
  public:
-  static constexpr std::size_t kHeaderBytes = 32;
-  static constexpr std::size_t kRecordHeaderBytes = 8;
+  static constexpr std::size_t kHeaderBytes = 48;
+  static constexpr std::size_t kRecordHeaderBytes = 16;
   static constexpr std::uint32_t kMaxRecord = 1u << 20;
+  static constexpr std::uint32_t kContinues = 1u << 0;  // header flag
 
-  // Opens the folder (created 0700 with its parents), reads every segment, cuts a torn tail.
-  // Files that are not segments are left alone; a segment with a bad header is an error.
+  // Opens the folder (created 0700 with its parents), reads every segment, records what is
+  // damaged (damaged()), cuts the newest segment's torn tail. Files that are not segments are
+  // left alone; a segment whose header is damaged is kept, lost, until retention removes it.
   static Result<TranscriptStore> open(std::filesystem::path folder, TranscriptOptions options);
 
   TranscriptStore(TranscriptStore&&) noexcept;
@@ -62,14 +83,15 @@ class TranscriptStore {
   // Deletes every segment (the actor was cleared); the next append starts a new one.
   Result<void> clear();
 
-  // Copies bytes from cursor `from` into `out`, up to its size and the end of `from`'s segment:
-  // the count copied (0 at end()). cursor_expired (with oldest()) before the oldest retained
-  // byte or inside a gap between segments; cursor_in_future past end().
+  // Copies bytes from cursor `from` into `out`, up to its size, the end of `from`'s segment and
+  // the next gap: the count copied (0 at end()). cursor_expired (with oldest()) before the oldest
+  // retained byte or inside a cleared stretch; data_lost (with the gap) inside damage;
+  // cursor_in_future past end().
   Result<std::size_t> read(Cursor from, std::span<char> out) const;
   // The same for a reader that does not own the store (the io thread, while the writer thread
-  // appends): the folder is listed anew and each record's CRC checked, so a segment deleted
-  // meanwhile answers cursor_expired and a record still being written is never served. Reads
-  // stop at `limit` (the caller knows every byte before it was appended). cursor_expired
+  // appends): the folder is listed anew and each record checked, so a segment deleted
+  // meanwhile answers cursor_expired and damage found since open() still answers data_lost.
+  // Reads stop at `limit` (the caller knows every byte before it was appended). cursor_expired
   // carries the oldest cursor the folder still holds, or `limit` when it holds none after `from`.
   static Result<std::size_t> read_folder(const std::filesystem::path& folder, Cursor from,
                                          Cursor limit, std::span<char> out);
@@ -81,6 +103,8 @@ class TranscriptStore {
   static Result<void> remove_folder(const std::filesystem::path& folder);
 
   const std::vector<TranscriptSegment>& segments() const noexcept { return segments_; }
+  // What open() found lost, oldest first.
+  const std::vector<TranscriptGap>& damaged() const noexcept { return damaged_; }
   bool empty() const noexcept { return segments_.empty(); }
   Cursor oldest() const noexcept { return empty() ? Cursor{0} : segments_.front().start; }
   Cursor end() const noexcept { return empty() ? Cursor{0} : segments_.back().end; }
@@ -95,6 +119,7 @@ class TranscriptStore {
   std::filesystem::path folder_;
   TranscriptOptions options_;
   std::vector<TranscriptSegment> segments_;  // oldest first, contiguous within a session
+  std::vector<TranscriptGap> damaged_;
   int fd_ = -1;                              // the newest segment, open for appending
   // Closed segments written since the last sync(), with their start cursors: sync() waits for
   // their writeback too, so a seal makes every byte durable, not just the newest segment's.

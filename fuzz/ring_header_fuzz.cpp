@@ -127,6 +127,13 @@ void check_view(const ReadView& view, const std::byte* data, std::uint64_t capac
   }
 }
 
+// A refused ring takes a query's operands too, so what follows in the input keeps its meaning.
+void skip_query_operands(Input& in) {
+  (void)in.u8();
+  (void)in.take(8);
+  (void)in.take(4);
+}
+
 // Reads through an accepted reader whose mapping is `mapped` bytes from its header.
 void exercise(Input& in, const RingReader* reader, std::size_t mapped) {
   const std::uint8_t mode = in.u8();
@@ -187,7 +194,7 @@ void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
   auto header = validate_ring_header(buffer.data(), mapped);
   if (!header) {
     if (header.error().code != Errc::bad_segment) violated();
-    (void)in.take(13);  // the operands a query takes
+    skip_query_operands(in);
     return;
   }
   auto reader = RingReader::over(buffer.data(), mapped);
@@ -240,7 +247,7 @@ void through_segment(Input& in, const AlignedBuffer& buffer, std::size_t mapped)
     if (reader->capacity() != announced.capacity) violated();
     exercise(in, &*reader, mapped);
   } else {
-    (void)in.take(13);
+    skip_query_operands(in);
     const Errc code = reader.error().code;
     if (code != Errc::bad_segment && code != Errc::stale_segment) violated();
   }

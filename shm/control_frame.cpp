@@ -115,6 +115,10 @@ Json ok_response(const Json& request_id, Json fields) {
 Json error_response(const Json& request_id, const Error& error) {
   Json e = {{"code", std::string(to_string(error.code))}, {"message", error.message}};
   if (error.cursor) e["cursor"] = *error.cursor;
+  if (error.from) {  // data_lost: the gap, as {from, to}
+    e["from"] = *error.from;
+    if (error.cursor) e["to"] = *error.cursor;
+  }
   Json out = {{"ok", false}, {"error", std::move(e)}};
   if (!request_id.is_null()) out["id"] = request_id;
   return out;
@@ -122,13 +126,16 @@ Json error_response(const Json& request_id, const Error& error) {
 
 std::optional<Error> error_from_response(const Json& header) {
   if (header.value("ok", false)) return std::nullopt;
-  Error e{Errc::internal, "malformed error response", std::nullopt};
+  Error e{Errc::internal, "malformed error response", std::nullopt, std::nullopt};
   const auto it = header.find("error");
   if (it == header.end() || !it->is_object()) return e;
   if (auto code = errc_from_string(it->value("code", std::string{}))) e.code = *code;
   e.message = it->value("message", std::string{});
   if (auto c = it->find("cursor"); c != it->end() && c->is_number_unsigned()) {
     e.cursor = c->get<std::uint64_t>();
+  }
+  if (auto f = it->find("from"); f != it->end() && f->is_number_unsigned()) {
+    e.from = f->get<std::uint64_t>();
   }
   return e;
 }

@@ -7,7 +7,7 @@
 namespace backscroll {
 namespace {
 
-constexpr std::array<std::pair<Errc, std::string_view>, 20> kNames{{
+constexpr std::array<std::pair<Errc, std::string_view>, 21> kNames{{
     {Errc::bad_request, "bad_request"},
     {Errc::unknown_op, "unknown_op"},
     {Errc::no_such_actor, "no_such_actor"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Errc, std::string_view>, 20> kNames{{
     {Errc::not_running, "not_running"},
     {Errc::cursor_expired, "cursor_expired"},
     {Errc::cursor_in_future, "cursor_in_future"},
+    {Errc::data_lost, "data_lost"},
     {Errc::wrong_epoch, "wrong_epoch"},
     {Errc::stale_controller, "stale_controller"},
     {Errc::too_large, "too_large"},
@@ -44,6 +45,16 @@ std::optional<Errc> errc_from_string(std::string_view name) noexcept {
     if (n == name) return c;
   }
   return std::nullopt;
+}
+
+tl::unexpected<Error> fail_data_lost(std::uint64_t from, std::uint64_t to, std::string_view why) {
+  std::string message = "cursors " + std::to_string(from) + ".." + std::to_string(to) + " are lost";
+  if (!why.empty()) {
+    message += " (";
+    message += why;
+    message += ")";
+  }
+  return tl::unexpected<Error>(Error{Errc::data_lost, std::move(message), to, from});
 }
 
 std::string Error::describe() const {

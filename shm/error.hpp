@@ -21,6 +21,7 @@ enum class Errc : std::uint8_t {
   not_running,         // the actor has no live session (input, resize)
   cursor_expired,      // the cursor is older than the oldest retained byte; `cursor` = that oldest
   cursor_in_future,    // the cursor is past the last committed byte; `cursor` = committed
+  data_lost,           // the bytes at the cursor were damaged or lost; the gap is [`from`, `cursor`)
   wrong_epoch,         // the cursor belongs to another epoch (an earlier engine's cursor space)
   stale_controller,    // resize from an attachment that is no longer the controller
   too_large,           // frame, payload, size or queue over its bound
@@ -42,7 +43,10 @@ struct Error {
   Errc code = Errc::internal;
   std::string message;
   // For cursor_expired: the oldest retained cursor. For cursor_in_future: the committed cursor.
+  // For data_lost: the first cursor after the gap (where reading can go on).
   std::optional<std::uint64_t> cursor;
+  // For data_lost: the first cursor of the gap.
+  std::optional<std::uint64_t> from = std::nullopt;
 
   // "cursor_expired: <message>", the form the CLI prints.
   std::string describe() const;
@@ -53,8 +57,11 @@ using Result = tl::expected<T, Error>;
 
 inline tl::unexpected<Error> fail(Errc code, std::string message,
                                   std::optional<std::uint64_t> cursor = std::nullopt) {
-  return tl::unexpected<Error>(Error{code, std::move(message), cursor});
+  return tl::unexpected<Error>(Error{code, std::move(message), cursor, std::nullopt});
 }
+
+// data_lost for the gap [from, to).
+tl::unexpected<Error> fail_data_lost(std::uint64_t from, std::uint64_t to, std::string_view why);
 
 // An OS failure with errno text and the context that explains it ("open segment bs-1: ...").
 tl::unexpected<Error> fail_errno(std::string_view context, int err);

@@ -232,6 +232,9 @@ int main(int argc, char** argv) {
       ->add_option("-o,--output", history.output,
                    "write to FILE (created 0600, truncated) instead of stdout")
       ->type_name("FILE");
+  history_cmd->add_flag("--skip-damaged", history.skip_damaged,
+                        "write the bytes around a damaged stretch of the transcript and list each "
+                        "gap on stderr (default: stop at the first gap, exit 1)");
 
   // snapshot
   SnapshotArgs snapshot;

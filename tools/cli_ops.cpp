@@ -343,7 +343,17 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
     if (args.to) fields["to"] = value(*args.to);
     if (!args.epoch.empty()) fields["epoch"] = args.epoch;
     auto r = client->call("history", std::move(fields));
-    if (!r) return report(r.error());
+    if (!r) {
+      const Error& e = r.error();
+      // A damaged stretch of the transcript: everything before it is written already.
+      if (e.code == Errc::data_lost && args.skip_damaged && e.cursor && Cursor{*e.cursor} > from) {
+        warn("history: skipped " + e.message);
+        from = Cursor{*e.cursor};
+        if (args.to && from >= *args.to) break;
+        continue;
+      }
+      return report(e);
+    }
     if (auto w = out.write(r->payload); !w) return report(w.error());
     const auto to = r->header.find("to");
     if (!r->header.value("more", false)) break;

@@ -44,6 +44,7 @@ struct HistoryArgs {
   std::optional<Cursor> to;  // default: the committed cursor
   std::string epoch;         // empty: not checked
   std::string output;        // empty or "-": stdout
+  bool skip_damaged = false; // go on after a data_lost gap (listed on stderr) instead of failing
 };
 
 struct SnapshotArgs {

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -210,6 +211,95 @@ TEST_F(Persistence, ARestartedEngineContinuesTheCursorSpaceFromTheTranscript) {
   EXPECT_EQ(wrong.code, Errc::wrong_epoch);
   const Frame same = engine.call("history", {{"actor", "log"}, {"from", 0}, {"epoch", epoch}});
   EXPECT_GT(same.payload.size(), 0u);
+}
+
+std::vector<fs::path> segments_of(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    if (e.path().extension() == ".seg") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void xor_bytes(const fs::path& file, std::uint64_t offset, std::size_t n) {
+  std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+  std::string bytes(n, '\0');
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(bytes.data(), static_cast<std::streamsize>(n));
+  for (char& c : bytes) c = static_cast<char>(c ^ 0x5a);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(n));
+}
+
+// The issue's own case: 4 bytes XORed in a middle segment, the newest one cut by 1,000 bytes.
+// The restarted engine logs both gaps, lists them in status, and history serves every byte
+// around them and data_lost (with the gap) inside them, never cursor_expired.
+TEST_F(Persistence, DamageIsReportedAtRestoreAndByHistory) {
+  constexpr std::uint64_t kTotal = 3'500'000;  // four 1 MiB segments
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("log", pattern_argv(kTotal));
+    engine.wait_sealed("log");
+    engine.stop();
+  }
+  const auto files = segments_of(folder("log"));
+  ASSERT_EQ(files.size(), 4u);
+  xor_bytes(files[1], 500'000, 4);
+  fs::resize_file(files.back(), fs::file_size(files.back()) - 1000);
+
+  EngineProcess engine;
+  EngineConfig config = persisting(runtime_dir());
+  config.args = {"--ring-bytes", "65536"};
+  ASSERT_TRUE(engine.start(config));
+  const Json damaged = engine.status("log").at("transcript").at("damaged");
+  ASSERT_EQ(damaged.size(), 2u) << damaged;
+  const std::uint64_t a = damaged[0].at("from"), b = damaged[0].at("to");
+  const std::uint64_t c = damaged[1].at("from"), d = damaged[1].at("to");
+  // The XORed bytes lie in one record of the second segment (cursor ~1 MiB + 500,000).
+  EXPECT_EQ(damaged[0].at("reason"), "damaged record");
+  EXPECT_LT(a, (1u << 20) + 500'000u);
+  EXPECT_GT(b, (1u << 20) + 500'000u - 1000u);
+  EXPECT_LE(b - a, 1u << 20);
+  EXPECT_EQ(damaged[1].at("reason"), "the newest segment ends before the actor record");
+  EXPECT_EQ(d, kTotal);
+  EXPECT_LE(kTotal - c, 1000u + (1u << 20));
+  EXPECT_GE(kTotal - c, 1000u - 16u);
+  for (const Json& gap : damaged) {
+    const std::string line = "actor log: transcript lost cursors " +
+                             std::to_string(gap.at("from").get<std::uint64_t>()) + ".." +
+                             std::to_string(gap.at("to").get<std::uint64_t>());
+    EXPECT_NE(engine.log().find(line), std::string::npos) << engine.log();
+  }
+
+  // history: exact up to each gap, data_lost with the gap inside it.
+  auto read_to_gap = [&](std::uint64_t from) {
+    std::string out;
+    for (;;) {
+      auto r = engine.try_call("history", {{"actor", "log"}, {"from", from}});
+      if (!r) return std::pair{out, r.error()};
+      out += r->payload;
+      from = r->header.at("to");
+      if (!r->header.at("more").get<bool>()) return std::pair{out, Error{}};
+    }
+  };
+  auto [first, lost] = read_to_gap(0);
+  EXPECT_EQ(first, expected(0, a));
+  EXPECT_EQ(lost.code, Errc::data_lost) << lost.describe();
+  EXPECT_EQ(lost.from, a);
+  EXPECT_EQ(lost.cursor, b);
+  auto [second, lost_tail] = read_to_gap(b);
+  EXPECT_EQ(second, expected(b, c));
+  EXPECT_EQ(lost_tail.code, Errc::data_lost) << lost_tail.describe();
+  EXPECT_EQ(lost_tail.from, c);
+  EXPECT_EQ(lost_tail.cursor, d);
+  const Error inside = expect_error(
+      engine.try_call("history", {{"actor", "log"}, {"from", (a + b) / 2}}), "history in a gap");
+  EXPECT_EQ(inside.code, Errc::data_lost);
+  // Cursors continue after the newest gap: the next session starts at the recorded end.
+  const Frame restarted = engine.call("restart", {{"actor", "log"}});
+  EXPECT_EQ(restarted.header.at("cursor"), kTotal);
 }
 
 TEST_F(Persistence, AKilledEngineLeavesAnExactPrefixAndCursorsContinueFromIt) {

@@ -18,6 +18,7 @@
 #include "shm/ring_writer.hpp"
 #include "shm/segment.hpp"
 #include "tests/engine/other_user.hpp"
+#include "tests/engine/pattern.hpp"
 #include "tests/tools/cli_process.hpp"
 
 namespace backscroll::testing {
@@ -473,6 +474,65 @@ TEST_F(CliSmallRing, TailFromAnOverwrittenCursorWarnsOnceAndGoesOnAtTheOldest) {
   const CliResult plain = cli({"tail", "big"});
   ASSERT_TRUE(Succeeds(plain)) << ::testing::PrintToString(plain);
   EXPECT_EQ(plain.out, r.out);
+}
+
+// Persistence on and a small ring, so history of an ended actor comes from its transcript.
+class CliDamagedTranscript : public CliCommandTest {
+ protected:
+  EngineConfig engine_config() override {
+    EngineConfig config =
+        EngineConfig::with({"--ring-bytes", "65536", "--grace-ms", "500", "--drain-ms", "300"});
+    config.settings_yaml = "terminal_transcript:\n  persist: true\n";
+    return config;
+  }
+  static std::string pattern(std::uint64_t from, std::uint64_t to) {
+    std::string out(to - from, '\0');
+    Pattern(7, /*crlf=*/false).fill(from, out);
+    return out;
+  }
+};
+
+// A segment damaged while the engine runs (a disk error, a tampered file): history writes what
+// precedes the gap and exits 1 with data_lost and the gap's range; --skip-damaged writes all the
+// rest and lists the gap; status and the log know it from then on.
+TEST_F(CliDamagedTranscript, HistoryStopsAtAGapOrSkipsItAndStatusListsIt) {
+  constexpr std::uint64_t kTotal = 3'000'000;
+  spawn("log", {child_binary(), "pattern", "7", std::to_string(kTotal), "raw"});
+  engine_.wait_sealed("log");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(engine_.places().transcripts_dir() / "log")) {
+    if (e.path().extension() == ".seg") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 2u);
+  {
+    std::fstream f(files[1], std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(500'000);
+    f.write("\xde\xad\xbe\xef", 4);
+  }
+
+  const CliResult stopped = cli({"history", "log", "--from", "0"});
+  EXPECT_EQ(stopped.exit_code(), 1) << ::testing::PrintToString(stopped);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      stopped.err, m,
+      std::regex("backscroll: data_lost: cursors ([0-9]+)\\.\\.([0-9]+) are lost \\(damaged record\\)\n")))
+      << stopped.err;
+  const std::uint64_t from = std::stoull(m[1].str()), to = std::stoull(m[2].str());
+  EXPECT_LT(from, to);
+  EXPECT_EQ(stopped.out, pattern(0, from));
+
+  const CliResult skipped = cli({"history", "log", "--from", "0", "--skip-damaged"});
+  EXPECT_EQ(skipped.exit_code(), 0) << ::testing::PrintToString(skipped);
+  EXPECT_EQ(skipped.err, "backscroll: history: skipped cursors " + m[1].str() + ".." + m[2].str() +
+                             " are lost (damaged record)\n");
+  EXPECT_EQ(skipped.out.size(), kTotal - (to - from));
+  EXPECT_TRUE(skipped.out == pattern(0, from) + pattern(to, kTotal)) << "the bytes around the gap";
+
+  const Json damaged = engine_.status("log").at("transcript").at("damaged");
+  EXPECT_EQ(damaged, Json::parse("[{\"from\": " + m[1].str() + ", \"to\": " + m[2].str() +
+                                 ", \"reason\": \"damaged record\"}]"));
+  EXPECT_NE(engine_.log().find("transcript lost cursors " + m[1].str()), std::string::npos);
 }
 
 // An engine that releases a stopped actor's ring at once (its tail stays in the cache).
