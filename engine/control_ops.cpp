@@ -162,9 +162,13 @@ Json Engine::status_of(const Actor& actor) const {
   const auto owner = owner_of(actor.name());
   Json argv = actor.spec().argv;
   Json archive_error = nullptr;
+  Json unarchived = nullptr;
   Json transcript = nullptr;
   if (const auto t = transcripts_.find(actor.name()); t != transcripts_.end()) {
-    if (t->second.archive_error) archive_error = *t->second.archive_error;
+    if (t->second.archive_error) {
+      archive_error = *t->second.archive_error;
+      unarchived = ring.committed() - min(ring.committed(), t->second.archived_to);
+    }
     Json damaged = Json::array();
     for (const TranscriptGap& gap : t->second.damaged) {
       damaged.push_back({{"from", value(gap.from)}, {"to", value(gap.to)}, {"reason", gap.reason}});
@@ -189,6 +193,7 @@ Json Engine::status_of(const Actor& actor) const {
           {"paused", actor.paused()},
           {"persist", transcripts_.count(actor.name()) > 0},
           {"archive_error", archive_error},
+          {"unarchived_bytes", unarchived},
           {"transcript", std::move(transcript)},
           {"controller", owner ? Json(*owner) : Json(nullptr)},
           {"sessions", std::move(sessions)}};

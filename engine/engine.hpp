@@ -234,6 +234,7 @@ class Engine final : public ActorHost, public RequestHandler {
     std::filesystem::path folder;
     Cursor cleared_at{0};          // history never reads the transcript below the last clear
     std::optional<std::string> archive_error;
+    Cursor archived_to{0};  // with archive_error: bytes from here on are in memory only
     std::vector<TranscriptGap> damaged;  // found at restore or by a read since, oldest first
   };
   std::map<std::string, Transcript> transcripts_;

@@ -142,7 +142,7 @@ void Engine::restore_actors() {
       continue;
     }
     const std::uint64_t bytes = store->bytes();
-    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt, {}};
+    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt, Cursor{0}, {}};
     for (const TranscriptGap& gap : damaged) report_damage(name, gap);
     writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
                        past.sessions.empty() ? 0 : past.sessions.back().id);
@@ -157,12 +157,13 @@ void Engine::transcript_add(Actor& actor) {
   if (!writer_) return;
   const std::string& name = actor.name();
   const fs::path folder = places_.transcripts_dir() / name;
-  Transcript t{0, folder, Cursor{0}, std::nullopt, {}};
+  Transcript t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}};
   const auto give_up = [&](const Error& e) {
     t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
-    broadcast({{"event", "archive_error"}, {"actor", name}, {"message", e.describe()}});
+    broadcast({{"event", "archive_error"}, {"actor", name}, {"message", e.describe()},
+               {"archived_to", value(t.archived_to)}});
     transcripts_[name] = std::move(t);
   };
   std::error_code ec;
@@ -315,8 +316,10 @@ void Engine::answer_writer() {
       continue;
     }
     t->second.archive_error = e.error;
-    log(LogLevel::error, "actor {}: transcript given up, history stays in memory: {}", t->first,
-        e.error);
+    t->second.archived_to = e.archived_to;
+    log(LogLevel::error,
+        "actor {}: transcript given up at cursor {}, history from there stays in memory: {}",
+        t->first, value(e.archived_to), e.error);
     // Its record and cursors stop here while the actor goes on: a later engine must not restore
     // it into the same epoch. Moved aside (a rename needs no space); this engine still reads
     // the intact bytes there.
@@ -327,7 +330,8 @@ void Engine::answer_writer() {
         log(LogLevel::error, "actor {}: {}", t->first, to.error().describe());
       }
     }
-    broadcast({{"event", "archive_error"}, {"actor", t->first}, {"message", e.error}});
+    broadcast({{"event", "archive_error"}, {"actor", t->first}, {"message", e.error},
+               {"archived_to", value(e.archived_to)}});
   }
 }
 

@@ -406,6 +406,28 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
   return store;
 }
 
+bool TranscriptStore::fault(std::atomic<std::uint64_t> IoFaultPlan::*counter,
+                            std::uint64_t IoFaultPlan::*nth) {
+  const auto& plan = options_.faults;
+  return plan && plan.get()->*nth != 0 && ((*plan).*counter).fetch_add(1) + 1 == (*plan).*nth;
+}
+
+Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
+                                    const std::filesystem::path& path) {
+  if (fault(&IoFaultPlan::writes, &IoFaultPlan::fail_write)) {
+    return os_error("write " + path.string(), options_.faults->error);
+  }
+  return write_all(fd, data, n, path);
+}
+
+Result<void> TranscriptStore::sync_fd(int fd, const std::string& what) {
+  if (fault(&IoFaultPlan::syncs, &IoFaultPlan::fail_sync)) {
+    return os_error("fdatasync " + what, options_.faults->error);
+  }
+  if (::fdatasync(fd) != 0) return os_error("fdatasync " + what);
+  return {};
+}
+
 Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session) {
   if (fd_ >= 0) {
     // Not synced here (DESIGN: fsync at seal, not per chunk): its writeback starts now, and the
@@ -435,7 +457,7 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
   put64(head + 24, value(at));
   put32(head + 40, continues ? kContinues : 0);
   put32(head + 44, crc32c(head, 44));
-  if (auto r = write_all(fd, head, sizeof head, seg.path); !r) {
+  if (auto r = write(fd, head, sizeof head, seg.path); !r) {
     close_fd();
     std::error_code ec;
     std::filesystem::remove(seg.path, ec);  // no half header left behind
@@ -465,8 +487,8 @@ Result<void> TranscriptStore::append(Cursor at, std::uint64_t epoch, std::uint64
     put64(head + 8, value(at));
     // Invariant: a record is written header first, then its bytes; one cut short by a crash
     // or a full disk fails its check and is cut at the next open.
-    if (auto r = write_all(fd_, head, sizeof head, seg.path); !r) return r;
-    if (auto r = write_all(fd_, bytes.data(), n, seg.path); !r) return r;
+    if (auto r = write(fd_, head, sizeof head, seg.path); !r) return r;
+    if (auto r = write(fd_, bytes.data(), n, seg.path); !r) return r;
     seg.end = seg.end + n;
     at = at + n;
     bytes = bytes.subspan(n);
@@ -498,13 +520,16 @@ Result<void> TranscriptStore::enforce_retention() {
 Result<void> TranscriptStore::sync() {
   while (!unsynced_.empty()) {
     const auto [start, fd] = unsynced_.front();
-    const int r = ::fdatasync(fd);
-    const int err = errno;
-    if (r != 0) return os_error("fdatasync segment " + segment_name(start), err);
+    if (auto r = sync_fd(fd, "segment " + segment_name(start)); !r) return r;
     ::close(fd);
     unsynced_.erase(unsynced_.begin());
   }
-  if (fd_ >= 0 && ::fdatasync(fd_) != 0) return os_error("fdatasync " + segments_.back().path.string());
+  if (fd_ >= 0) {
+    if (auto r = sync_fd(fd_, segments_.back().path.string()); !r) return r;
+  }
+  if (fault(&IoFaultPlan::syncs, &IoFaultPlan::fail_sync)) {
+    return os_error("fsync " + folder_.string(), options_.faults->error);
+  }
   return sync_folder(folder_);
 }
 

@@ -21,8 +21,10 @@
 // segment. Not thread-safe: one owner (the writer thread; tests).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,9 +35,20 @@
 
 namespace backscroll::engine {
 
+// A test seam (null in the engine): the Nth write, or the Nth sync, of the stores sharing the
+// plan fails with `error` before it reaches the OS, as a failing disk would (counted from 1).
+struct IoFaultPlan {
+  std::uint64_t fail_write = 0;  // 0: never
+  std::uint64_t fail_sync = 0;   // fdatasync of a segment or fsync of the folder; 0: never
+  int error = EIO;
+  std::atomic<std::uint64_t> writes{0};
+  std::atomic<std::uint64_t> syncs{0};
+};
+
 struct TranscriptOptions {
   std::uint64_t retain_bytes = 10'485'760;   // settings.yaml terminal_transcript.per_actor_bytes
   std::uint64_t segment_bytes = 1u << 20;    // a segment is closed once it holds this much
+  std::shared_ptr<IoFaultPlan> faults = nullptr;  // tests only
 };
 
 struct TranscriptSegment {
@@ -115,6 +128,10 @@ class TranscriptStore {
   Result<void> start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session);
   Result<void> enforce_retention();
   void close_fd() noexcept;
+  // write_all and fdatasync through the fault plan.
+  Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
+  Result<void> sync_fd(int fd, const std::string& what);
+  bool fault(std::atomic<std::uint64_t> IoFaultPlan::*counter, std::uint64_t IoFaultPlan::*nth);
 
   std::filesystem::path folder_;
   TranscriptOptions options_;

@@ -213,9 +213,10 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
 
 void TranscriptWriter::give_up(Slot& slot, const std::string& why) {
   if (!slot.store) return;
+  const Cursor archived_to = slot.store->end();
   slot.store.reset();
   slot.consumer->detach();  // the actor no longer waits for its transcript
-  emit(WriterEvent{WriterEvent::Kind::archive_error, slot.id, 0, false, why});
+  emit(WriterEvent{WriterEvent::Kind::archive_error, slot.id, 0, false, why, archived_to});
 }
 
 void TranscriptWriter::emit(WriterEvent e) {

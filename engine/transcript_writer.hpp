@@ -41,6 +41,8 @@ struct WriterEvent {
   std::uint64_t token = 0;  // sealed: the seal request's token
   bool durable = false;     // sealed: every byte before the seal's cursor is on disk, synced
   std::string error;        // archive_error: what failed
+  Cursor archived_to{0};    // archive_error: every byte before it was written to the transcript,
+                            // none after
 };
 
 class TranscriptWriter {

@@ -344,7 +344,12 @@ TEST_F(Persistence, AFailedTranscriptDetachesAndTheRingKeepsTheHistory) {
   const Json error = events.wait_for("archive_error", "log");
   EXPECT_NE(error.at("message").get<std::string>().find("io_error"), std::string::npos) << error;
   EXPECT_EQ(events.wait_for("sealed", "log").at("durable"), false);
-  EXPECT_FALSE(engine.status("log").at("archive_error").is_null());
+  const Json status = engine.status("log");
+  EXPECT_FALSE(status.at("archive_error").is_null());
+  // How much the transcript lacks: everything after the cursor it was given up at.
+  const std::uint64_t archived_to = error.at("archived_to");
+  EXPECT_LE(archived_to, 20000u);
+  EXPECT_EQ(status.at("unarchived_bytes"), 20000u - archived_to);
   EXPECT_EQ(engine.history("log"), expected(0, 20000));
 }
 
