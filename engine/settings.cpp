@@ -1,5 +1,6 @@
 #include "engine/settings.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,19 +51,22 @@ Take section(std::string_view origin, Fields fields) {
   };
 }
 
+// Exactly `true` or `false`: YAML 1.1's yes/no/on/off/y/n are refused, they read as strings to
+// half the tools that read this file.
 Take boolean(std::string_view origin, bool& out) {
   return [origin, &out](const YAML::Node& v, const std::string& key) -> Result<void> {
-    bool b = false;
-    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b))
-      return bad(origin, v, key, "expected true or false");
-    out = b;
+    // A plain scalar only (tag "?"): a quoted "true" is a string.
+    const std::string text = v.IsScalar() && v.Tag() == "?" ? v.Scalar() : std::string();
+    if (text != "true" && text != "false") return bad(origin, v, key, "expected true or false");
+    out = text == "true";
     return {};
   };
 }
 
-// A whole number; 0 keeps the default, anything above Settings::kMaxNumber is capped there.
-Take number(std::string_view origin, std::uint64_t& out) {
-  return [origin, &out](const YAML::Node& v, const std::string& key) -> Result<void> {
+// A whole number; 0 keeps the default, anything above Settings::kMaxNumber is capped there, and
+// anything else below `minimum` is an error that names the minimum.
+Take number(std::string_view origin, std::uint64_t& out, std::uint64_t minimum = 1) {
+  return [origin, &out, minimum](const YAML::Node& v, const std::string& key) -> Result<void> {
     const std::string text = v.IsScalar() ? v.Scalar() : std::string();
     if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
       return bad(origin, v, key, "expected a whole number (0 means the default)");
@@ -67,17 +74,106 @@ Take number(std::string_view origin, std::uint64_t& out) {
     const std::string digits = first == std::string::npos ? "0" : text.substr(first);
     // More than 9 digits is past the cap whatever they are (and past 2^64 from 20 digits).
     const std::uint64_t n = digits.size() > 9 ? Settings::kMaxNumber : std::stoull(digits);
+    if (n != 0 && n < minimum) {
+      return bad(origin, v, key,
+                 "expected at least " + std::to_string(minimum) + " (or 0 for the default), got " +
+                     std::to_string(n));
+    }
     if (n != 0) out = std::min(n, Settings::kMaxNumber);
     return {};
   };
 }
+
+// Checks the file's shape on the parser's events, before a tree is built: one document, nesting
+// no deeper than kMaxDepth, no anchors or aliases (nothing here needs them, and an alias bomb
+// expands exponentially), and no key given twice in one mapping (yaml-cpp would keep the last
+// silently: `persist: true` ... `persist: false` must not quietly turn persistence off).
+class ShapeCheck final : public YAML::EventHandler {
+ public:
+  static constexpr int kMaxDepth = 8;  // settings nest two levels
+
+  struct Refused {
+    int line;  // 0-based, as YAML::Mark
+    std::string what;
+  };
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1) throw Refused{mark.line, "more than one YAML document"};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    node(mark, anchor, std::nullopt);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw Refused{mark.line, "aliases (*name) are not allowed in settings"};
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    node(mark, anchor, value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    node(mark, anchor, std::nullopt);
+    open(mark, false);
+  }
+  void OnSequenceEnd() override { levels_.pop_back(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    node(mark, anchor, std::nullopt);
+    open(mark, true);
+  }
+  void OnMapEnd() override { levels_.pop_back(); }
+
+ private:
+  struct Level {
+    bool map = false;
+    bool at_key = true;                // a mapping's next node is a key
+    std::map<std::string, int> keys;  // key -> its line
+  };
+
+  void open(const YAML::Mark& mark, bool map) {
+    if (static_cast<int>(levels_.size()) >= kMaxDepth) {
+      throw Refused{mark.line, "nested deeper than " + std::to_string(kMaxDepth) + " levels"};
+    }
+    levels_.push_back(Level{map, true, {}});
+  }
+
+  // Every node: within a mapping, keys and values alternate (a node that opens a collection
+  // counts before it is opened).
+  void node(const YAML::Mark& mark, YAML::anchor_t anchor, const std::optional<std::string>& scalar) {
+    if (anchor != YAML::NullAnchor) throw Refused{mark.line, "anchors (&name) are not allowed in settings"};
+    if (levels_.empty() || !levels_.back().map) return;
+    Level& level = levels_.back();
+    const bool key = level.at_key;
+    level.at_key = !level.at_key;
+    if (!key) return;
+    if (!scalar) throw Refused{mark.line, "a key must be a plain name"};
+    const auto [it, fresh] = level.keys.emplace(*scalar, mark.line);
+    if (!fresh) {
+      throw Refused{mark.line, "key '" + *scalar + "' given twice (lines " +
+                                   std::to_string(it->second + 1) + " and " +
+                                   std::to_string(mark.line + 1) + ")"};
+    }
+  }
+
+  int documents_ = 0;
+  std::vector<Level> levels_;
+};
 
 }  // namespace
 
 Result<Settings> parse_settings(std::string_view yaml, std::string_view origin) {
   YAML::Node root;
   try {
+    std::istringstream in{std::string(yaml)};
+    YAML::Parser parser(in);
+    ShapeCheck shape;
+    while (parser.HandleNextDocument(shape)) {
+    }
     root = YAML::Load(std::string(yaml));
+  } catch (const ShapeCheck::Refused& r) {
+    return fail(Errc::bad_request,
+                std::string(origin) + " line " + std::to_string(r.line + 1) + ": " + r.what);
   } catch (const YAML::ParserException& e) {
     return fail(Errc::bad_request, std::string(origin) + " line " + std::to_string(e.mark.line + 1) +
                                        ": not valid YAML: " + e.msg);
@@ -87,7 +183,8 @@ Result<Settings> parse_settings(std::string_view yaml, std::string_view origin) 
   const Fields top = {
       {"terminal_transcript", section(origin, {{"enabled", boolean(origin, s.transcript_enabled)},
                                                {"persist", boolean(origin, s.persist)},
-                                               {"per_actor_bytes", number(origin, s.per_actor_bytes)}})},
+                                               {"per_actor_bytes", number(origin, s.per_actor_bytes,
+                                                                          Settings::kMinPerActorBytes)}})},
       {"snapshot", section(origin, {{"scrollback_lines", number(origin, s.snapshot_scrollback_lines)}})},
       {"retention_days", number(origin, s.retention_days)},
   };

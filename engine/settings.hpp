@@ -9,9 +9,11 @@
 //   retention_days: 7
 //
 // Every key is optional. A number of 0 means the key's default; numbers above 50,000,000 are
-// capped there. A file that is not YAML, a key this engine does not know, or a value of the
-// wrong type is an error that names the key (dotted) and its line: a typo must not silently
-// turn persistence off. A missing file means every default. docs/settings.md.
+// capped there, numbers below a key's minimum are an error. A file that is not YAML, a key this
+// engine does not know or gives twice, a value of the wrong type (booleans are exactly true or
+// false), anchors, aliases or deep nesting are an error that names the line (and the dotted
+// key): a typo must not silently turn persistence off. A missing file means every default.
+// docs/settings.md.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ namespace backscroll::engine {
 
 struct Settings {
   static constexpr std::uint64_t kMaxNumber = 50'000'000;
+  static constexpr std::uint64_t kMinPerActorBytes = 65'536;  // the smallest ring
 
   bool transcript_enabled = true;
   bool persist = false;

@@ -12,20 +12,30 @@
 namespace backscroll::testing {
 namespace {
 
-TEST(EngineSettings, AMalformedFileStopsTheEngineNamingTheKeyAndLine) {
+void expect_refused(const std::string& yaml, const std::string& message) {
+  SCOPED_TRACE(yaml);
   EngineProcess engine;
   EngineConfig config;
-  config.settings_yaml = "terminal_transcript:\n  persist: yes please\n";
+  config.settings_yaml = yaml;
   config.wait_ready = false;
   ASSERT_TRUE(engine.start(config));
   const auto status = engine.wait_exit();
   ASSERT_TRUE(status);
   ASSERT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 2);
-  EXPECT_NE(engine.log().find("settings.yaml line 2: terminal_transcript.persist: expected true "
-                              "or false"),
-            std::string::npos)
-      << engine.log();
+  EXPECT_NE(engine.log().find(message), std::string::npos) << engine.log();
+}
+
+TEST(EngineSettings, AMalformedFileStopsTheEngineNamingTheKeyAndLine) {
+  expect_refused("terminal_transcript:\n  persist: yes please\n",
+                 "settings.yaml line 2: terminal_transcript.persist: expected true or false");
+  expect_refused("terminal_transcript:\n  persist: yes\n",
+                 "settings.yaml line 2: terminal_transcript.persist: expected true or false");
+  // The last of two keys would silently turn persistence off.
+  expect_refused("terminal_transcript:\n  persist: true\n  persist: false\n",
+                 "settings.yaml line 3: key 'persist' given twice (lines 2 and 3)");
+  expect_refused("terminal_transcript:\n  per_actor_bytes: 1\n",
+                 "terminal_transcript.per_actor_bytes: expected at least 65536");
 }
 
 TEST(EngineSettings, RingSizeAndSnapshotHistoryComeFromTheFile) {

@@ -83,6 +83,64 @@ TEST(Settings, MalformedFilesNameTheKeyAndTheLine) {
   EXPECT_NE(error_of("a: b: c\n").find("not valid YAML"), std::string::npos);
 }
 
+// Ambiguity is refused, never resolved silently: yaml-cpp alone would let the last of two
+// `persist` keys win and read `yes` as true.
+TEST(Settings, AKeyGivenTwiceAtAnyLevelNamesTheKeyAndBothLines) {
+  EXPECT_EQ(error_of("terminal_transcript:\n  persist: true\n  per_actor_bytes: 65536\n"
+                     "  persist: false\n"),
+            "settings.yaml line 4: key 'persist' given twice (lines 2 and 4)");
+  EXPECT_EQ(error_of("retention_days: 3\nsnapshot: {}\nretention_days: 4\n"),
+            "settings.yaml line 3: key 'retention_days' given twice (lines 1 and 3)");
+  EXPECT_EQ(error_of("snapshot: {scrollback_lines: 1, scrollback_lines: 2}\n"),
+            "settings.yaml line 1: key 'scrollback_lines' given twice (lines 1 and 1)");
+  // The same key in two different mappings is no duplicate.
+  EXPECT_TRUE(parsed("terminal_transcript: {persist: true}\nsnapshot: {scrollback_lines: 9}\n").persist);
+}
+
+TEST(Settings, BooleansAreExactlyTrueOrFalse) {
+  for (const char* word : {"yes", "no", "on", "off", "y", "n", "True", "FALSE", "1", "0", "\"true\""}) {
+    SCOPED_TRACE(word);
+    EXPECT_EQ(error_of(std::string("terminal_transcript:\n  persist: ") + word + "\n"),
+              "settings.yaml line 2: terminal_transcript.persist: expected true or false");
+  }
+  EXPECT_TRUE(parsed("terminal_transcript: {persist: true}\n").persist);
+  EXPECT_FALSE(parsed("terminal_transcript: {persist: false}\n").persist);
+}
+
+TEST(Settings, AValueBelowItsMinimumNamesTheMinimum) {
+  EXPECT_EQ(error_of("terminal_transcript:\n  per_actor_bytes: 1\n"),
+            "settings.yaml line 2: terminal_transcript.per_actor_bytes: expected at least 65536 "
+            "(or 0 for the default), got 1");
+  EXPECT_EQ(error_of("terminal_transcript: {per_actor_bytes: 65535}\n"),
+            "settings.yaml line 1: terminal_transcript.per_actor_bytes: expected at least 65536 "
+            "(or 0 for the default), got 65535");
+  EXPECT_EQ(parsed("terminal_transcript: {per_actor_bytes: 65536}\n").per_actor_bytes, 65'536u);
+  EXPECT_EQ(parsed("snapshot: {scrollback_lines: 1}\n").snapshot_scrollback_lines, 1u);
+}
+
+TEST(Settings, AnchorsAliasesDeepNestingAndSeveralDocumentsNameTheLine) {
+  EXPECT_EQ(error_of("terminal_transcript: &t {persist: true}\nsnapshot: *t\n"),
+            "settings.yaml line 1: anchors (&name) are not allowed in settings");
+  EXPECT_EQ(error_of("a: [1]\nb: *x\n").substr(0, 20), "settings.yaml line 2");
+  // An alias bomb: refused at its first anchor, long before anything expands.
+  std::string bomb = "a: &a [x, x]\n";
+  for (char c = 'b'; c <= 'k'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [*" + static_cast<char>(c - 1) + ", *" +
+            static_cast<char>(c - 1) + "]\n";
+  }
+  EXPECT_EQ(error_of(bomb), "settings.yaml line 1: anchors (&name) are not allowed in settings");
+  // Deep nesting: refused at the level past the limit, without recursing through the rest.
+  std::string deep = "snapshot:\n  x: ";
+  for (int i = 0; i < 100'000; ++i) deep += "{a: ";
+  deep += "1" + std::string(100'000, '}') + "\n";
+  EXPECT_EQ(error_of(deep), "settings.yaml line 2: nested deeper than 8 levels");
+  const std::string unbalanced = "snapshot:\n  x: " + std::string(100'000, '[') + "\n";
+  EXPECT_EQ(error_of(unbalanced).substr(0, 21), "settings.yaml line 2:");
+  EXPECT_EQ(error_of("retention_days: 1\n---\nretention_days: 2\n"),
+            "settings.yaml line 2: more than one YAML document");
+  EXPECT_EQ(error_of("? [a, b]\n: 1\n"), "settings.yaml line 1: a key must be a plain name");
+}
+
 TEST(Settings, AMissingFileIsEveryDefaultAndAnUnreadableOneAnError) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("settings_test_" + std::to_string(::getpid()));
