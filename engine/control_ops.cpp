@@ -100,13 +100,24 @@ Result<Json> Engine::op_spawn(const Json& request) {
   if (argv == request.end() || !argv->is_array() || argv->empty()) {
     return fail(Errc::bad_request, "\"argv\" must be a non-empty array of strings");
   }
-  for (const auto& a : *argv) {
+  // execve takes C strings: a NUL (JSON \u0000) would cut an argument or a variable short
+  // without a word. Refused, naming where.
+  const auto nul_in = [](const std::string& text, const std::string& where) -> Result<void> {
+    if (text.find('\0') == std::string::npos) return {};
+    return fail(Errc::bad_request, where + " holds a NUL byte");
+  };
+  for (std::size_t i = 0; i < argv->size(); ++i) {
+    const Json& a = (*argv)[i];
     if (!a.is_string()) return fail(Errc::bad_request, "\"argv\" must hold only strings");
     spec.argv.push_back(a.get<std::string>());
+    if (auto r = nul_in(spec.argv.back(), "\"argv\" entry " + std::to_string(i)); !r) {
+      return tl::unexpected(r.error());
+    }
   }
   if (request.contains("cwd")) {
     auto cwd = string_field(request, "cwd");
     if (!cwd) return tl::unexpected(cwd.error());
+    if (auto r = nul_in(*cwd, "\"cwd\""); !r) return tl::unexpected(r.error());
     spec.cwd = *cwd;
   }
   if (const auto env = request.find("env"); env != request.end()) {
@@ -114,6 +125,9 @@ Result<Json> Engine::op_spawn(const Json& request) {
     for (const auto& [k, v] : env->items()) {
       if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
         return fail(Errc::bad_request, "\"env\" must map names to strings");
+      }
+      if (auto r = nul_in(k + v.get<std::string>(), "\"env\" entry '" + k + "'"); !r) {
+        return tl::unexpected(r.error());
       }
       spec.env.emplace_back(k, v.get<std::string>());
     }

@@ -1,10 +1,12 @@
 #include "engine/control_server.hpp"
 
+#include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "engine/log.hpp"
 
@@ -52,6 +54,11 @@ class ControlServer::Connection {
     server_.loop_.recv(fd_, std::as_writable_bytes(std::span(buffer_)), &recv_op_);
   }
 
+  // An idle connection keeps a small receive buffer (it waits with a recv in flight); one that
+  // fills it grows it to kLargeReceive, where large requests are read in few completions.
+  static constexpr std::size_t kSmallReceive = 4096;
+  static constexpr std::size_t kLargeReceive = 65536;
+
   void on_recv(int result) noexcept {
     receiving_ = false;
     if (result <= 0 || closing_) {
@@ -64,6 +71,9 @@ class ControlServer::Connection {
       return;
     }
     decoder_.feed({buffer_.data(), static_cast<std::size_t>(result)});
+    if (static_cast<std::size_t>(result) == buffer_.size() && buffer_.size() < kLargeReceive) {
+      buffer_.resize(kLargeReceive);
+    }
     handle_frames();
   }
 
@@ -95,7 +105,14 @@ class ControlServer::Connection {
   void flush() noexcept {
     if (sending_in_flight_) return;
     if (sent_ == sending_.size()) {
-      sending_.clear();
+      // A large reply's buffer goes back to the allocator once sent: an idle connection keeps
+      // none (2,000 connections that each once fetched a 16 MiB history would otherwise hold
+      // gigabytes).
+      if (sending_.capacity() > kKeptSendCapacity) {
+        std::string().swap(sending_);
+      } else {
+        sending_.clear();
+      }
       sent_ = 0;
       std::swap(sending_, pending_);
     }
@@ -135,12 +152,13 @@ class ControlServer::Connection {
 
   // One reply may add up to a full history payload (16 MiB) on top of this.
   static constexpr std::size_t kMaxUnsentBeforeReading = 4u << 20;
+  static constexpr std::size_t kKeptSendCapacity = 64u << 10;
 
   ControlServer& server_;
   ConnectionId id_;
   int fd_;
   control::FrameDecoder decoder_;
-  std::array<char, 65536> buffer_{};
+  std::vector<char> buffer_ = std::vector<char>(kSmallReceive);
   std::string sending_;
   std::size_t sent_ = 0;
   std::string pending_;
@@ -246,6 +264,12 @@ void ControlServer::reap(ConnectionId id) noexcept {
   if (it == connections_.end() || !it->second->closing() || it->second->busy()) return;
   connections_.erase(it);
   handler_.on_disconnect(id);
+  // Freed connection buffers stay in the allocator's heap until trimmed: after many closes, give
+  // them back so a burst of connections does not leave the engine's footprint raised.
+  if (++reaped_since_trim_ >= kTrimAfterReaps) {
+    reaped_since_trim_ = 0;
+    ::malloc_trim(0);
+  }
 }
 
 void ControlServer::close_all() noexcept {

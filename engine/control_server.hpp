@@ -37,6 +37,7 @@ class ControlServer {
   static constexpr std::size_t kMaxQueuedEventBytes = 4u << 20;
   static constexpr std::size_t kMaxConnections = 4096;
   static constexpr std::chrono::milliseconds kAcceptRetry{100};
+  static constexpr std::size_t kTrimAfterReaps = 256;  // malloc_trim after this many closes
 
   // Takes ownership of `listen_fd` (bound, listening, non-blocking, close-on-exec).
   ControlServer(UringLoop& loop, TimerQueue& timers, RequestHandler& handler, int listen_fd);
@@ -69,6 +70,7 @@ class ControlServer {
   bool closed_ = false;
   uid_t uid_;
   ConnectionId next_id_ = 1;
+  std::size_t reaped_since_trim_ = 0;
   std::unordered_map<ConnectionId, std::unique_ptr<Connection>> connections_;
   OpSlot<&ControlServer::on_accept> accept_op_{this};
 };

@@ -71,6 +71,11 @@ Result<std::optional<Frame>> FrameDecoder::next() {
     // Parsed once per frame: a payload that trickles in must not cost a parse per recv.
     if (available < 4 + std::size_t{header_len}) return std::nullopt;
     const std::string_view text(buffer_.data() + consumed_ + 4, header_len);
+    // JSON allows no raw NUL anywhere (inside a string it must be \u0000), and the JSON parser
+    // would stop at one as at the end of input: "{...}\0junk" must not pass as "{...}".
+    if (text.find('\0') != std::string_view::npos) {
+      return failure(Errc::bad_request, "frame header holds a NUL byte");
+    }
     if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
       return failure(Errc::bad_request, "frame header nests deeper than " +
                                             std::to_string(kMaxJsonDepth) + " levels");

@@ -345,6 +345,16 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(handshake(own), 101) << "the bridge's own page";
   EXPECT_EQ(handshake("http://evil.example:1", "evil.example:1"), 403)
       << "a name that could be rebound to this machine";
+  // A refused handshake spends its ticket: it is good for one try, whatever the outcome.
+  for (const auto& [origin, host] : std::vector<std::pair<std::string, std::string>>{
+           {"http://evil.example", ""}, {"http://evil.example:1", "evil.example:1"}}) {
+    const std::string spent = bridge_->ticket();
+    auto headers = upgrade;
+    headers.push_back("Origin: " + origin);
+    if (!host.empty()) headers.push_back("Host: " + host);
+    EXPECT_EQ(bridge_->http("GET", "/ws?ticket=" + spent + "&actor=cat", headers).status, 403);
+    EXPECT_EQ(closed_with("ticket=" + spent + "&actor=cat"), 4401) << "a ticket refused once is spent";
+  }
 
   EXPECT_EQ(bridge_->http("GET", "/api/actors").status, 401);
   EXPECT_EQ(bridge_->http("POST", "/api/ticket", {"Authorization: Bearer wrong"}).status, 401);
@@ -604,6 +614,11 @@ TEST_F(BridgeTest, AClientThatDoesNotAckStopsAtTheHighWaterAndIsCaughtUpAfter) {
   EXPECT_LE(live, 512u * 1024) << "never more than the high water unacknowledged";
   EXPECT_GT(live, 0u);
   EXPECT_EQ(got, history("flood", c.replayed, c.replayed + live));
+  // Acknowledging bytes it was never sent is an error, and opens nothing.
+  client->send({{"type", "ack"}, {"cursor", c.replayed + live + 1000}});
+  const Json refused = client->until("error").json();
+  EXPECT_EQ(refused["code"], "bad_request");
+  EXPECT_NE(refused["message"].get<std::string>().find("beyond what was sent"), std::string::npos);
   client->send({{"type", "ack"}, {"cursor", c.replayed + live}});
   const CatchUp again = [&] {
     CatchUp out;

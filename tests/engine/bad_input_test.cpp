@@ -229,6 +229,10 @@ TEST_F(BadInput, MistypedFieldsAreBadRequestsNotInternalErrors) {
       {"spawn", {{"actor", "x"}, {"argv", {"true"}}, {"cwd", 5}}},
       {"spawn", {{"actor", "x"}, {"argv", {"true"}}, {"env", {{"A", 1}}}}},
       {"spawn", {{"actor", "x"}, {"argv", {"true"}}, {"env", {{"A=B", "c"}}}}},
+      // execve would cut these short at the NUL without a word.
+      {"spawn", {{"actor", "x"}, {"argv", {"echo", std::string("a\0b", 3)}}}},
+      {"spawn", {{"actor", "x"}, {"argv", {"true"}}, {"cwd", std::string("/tmp\0/etc", 9)}}},
+      {"spawn", {{"actor", "x"}, {"argv", {"true"}}, {"env", {{"A", std::string("1\0", 2)}}}}},
       {"spawn", {{"actor", 5}, {"argv", {"true"}}}},
       {"input", {{"actor", "witness"}, {"paste", "yes"}}},
       {"history", {{"actor", "witness"}, {"from", -1}}},
@@ -347,6 +351,31 @@ TEST_F(BadInput, ThreeHundredIdleConnectionsDoNotStarveAnotherClient) {
              "the engine to close the 300 connections");
 }
 
+// 2,000 connections, each having sent a request and read its answer, then closed: the engine's
+// memory goes back to about where it was (regression: every connection kept a 64 KiB receive
+// buffer, and the freed buffers stayed in the heap: ~110 MB after they had all closed).
+TEST_F(BadInput, TwoThousandClosedConnectionsLeaveNoMemoryBehind) {
+  expect_healthy();
+  const long rss_before = vm_rss_kb(engine_.pid());
+  long rss_open = 0;
+  {
+    std::vector<std::unique_ptr<RawConnection>> clients;
+    for (int i = 0; i < 2000; ++i) {
+      clients.push_back(std::make_unique<RawConnection>(engine_.places()));
+      ASSERT_TRUE(clients.back()->send(raw_frame(R"({"op":"ping","id":1})")));
+    }
+    for (auto& c : clients) ASSERT_TRUE(c->next_frame());
+    rss_open = vm_rss_kb(engine_.pid());
+  }
+  wait_until([&] { return engine_.call("status").header.contains("actors") &&
+                          vm_rss_kb(engine_.pid()) - rss_before < 16 * 1024; },
+             "the engine to give back the closed connections' memory");
+  std::printf("engine RSS: %ld KiB before, %ld KiB with 2000 connections open, %ld KiB after\n",
+              rss_before, rss_open, vm_rss_kb(engine_.pid()));
+  EXPECT_LT(rss_open - rss_before, 48 * 1024) << "idle connections hold large buffers";
+  expect_healthy();
+}
+
 TEST_F(BadInput, ClientThatDoesNotReadItsRepliesCannotMakeTheEngineBufferWithoutBound) {
   // Regression: the engine handled every request it had received and queued each reply, however
   // much was already waiting unsent: a client pipelining history requests without reading made
@@ -418,6 +447,24 @@ TEST_F(BadInput, SubscriberThatNeverReadsIsDisconnectedInsteadOfBuffered) {
   }
   EXPECT_LT(events, 100000);
   EXPECT_NE(engine_.log().find("events unread; disconnecting"), std::string::npos);
+  expect_healthy();
+}
+
+// docs/protocol.md: replies count towards a subscriber's 4 MiB. A subscriber that asked for 6 MiB
+// of history and reads none of it is disconnected at the next event, not buffered for.
+TEST_F(BadInput, RepliesCountTowardsASubscribersUnreadBound) {
+  constexpr std::uint64_t kBytes = 6 << 20;
+  engine_.spawn("big", {child_binary(), "pattern", "3", std::to_string(kBytes), "raw", "0", "wait"});
+  wait_until([&] { return engine_.status("big").at("committed") == kBytes; }, "the output");
+  RawConnection lazy(engine_.places());
+  ASSERT_TRUE(lazy.send(control::encode_frame({{"op", "subscribe"}, {"id", 1}})));
+  ASSERT_TRUE(lazy.next_frame());
+  ASSERT_TRUE(lazy.send(control::encode_frame(
+      {{"op", "history"}, {"id", 2}, {"actor", "big"}, {"from", 0}})));
+  // The 6 MiB reply is queued (more than the socket buffer takes); then an event arrives.
+  wait_until([&] { return engine_.log().find("events unread; disconnecting") != std::string::npos ||
+                          (engine_.call("clear", {{"actor", "witness"}}), false); },
+             "the subscriber to be disconnected");
   expect_healthy();
 }
 

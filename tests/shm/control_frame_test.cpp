@@ -161,6 +161,10 @@ TEST(FrameDecoder, ReportsBadRequestForAHeaderThatIsNotJson) {
   EXPECT_EQ(first_error(raw_frame("{\"op\":\"list\"")), Errc::bad_request);
   EXPECT_EQ(first_error(raw_frame("{\"op\":\"\xff\"}")), Errc::bad_request);  // not UTF-8
   EXPECT_EQ(first_error(raw_frame("{} {}")), Errc::bad_request);
+  // A NUL is the end of input to the JSON parser: what follows must not be ignored.
+  EXPECT_EQ(first_error(raw_frame(std::string("{\"op\":\"list\"}\0", 14))), Errc::bad_request);
+  EXPECT_EQ(first_error(raw_frame(std::string("{\"op\":\"list\"}\0junk", 18))), Errc::bad_request);
+  EXPECT_EQ(first_error(raw_frame(std::string("{\"op\":\"li\0st\"}", 15))), Errc::bad_request);
 }
 
 TEST(FrameDecoder, ReportsBadRequestForJsonThatIsNotAnObject) {

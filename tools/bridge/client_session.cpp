@@ -385,6 +385,13 @@ void ClientSession::on_message(std::string_view text) {
     const auto cursor = uint_field(message, "cursor");
     if (!cursor) return reject("bad_request", "ack needs a cursor");
     if (!flow_) return;  // before the first catch-up there is nothing to acknowledge
+    if (Cursor{*cursor} > flow_->sent_cursor()) {
+      // A client acknowledging bytes it never got has lost track of the stream (or lies):
+      // trusting it would let it hold the flow control open.
+      return reject("bad_request", "ack of cursor " + std::to_string(*cursor) +
+                                       " beyond what was sent (up to " +
+                                       std::to_string(value(flow_->sent_cursor())) + ")");
+    }
     flow_->ack(Cursor{*cursor}, now);
     if (phase_ == Phase::behind) check_behind();
     pump();

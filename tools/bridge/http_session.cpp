@@ -167,17 +167,27 @@ void HttpSession::on_request(Request request) {
   const auto error = [&](http::status status, std::string code, std::string message) {
     reply(status, to_text(Json{{"error", {{"code", std::move(code)}, {"message", std::move(message)}}}}) + "\n");
   };
+  const auto target = parse_target(sv(request.target()));
+  // A WebSocket request refused below still spends its ticket: a ticket is good for one try,
+  // and a page a foreign origin loaded must not learn a ticket it could use again.
+  const auto spend_ticket = [&] {
+    if (!target || target->path != "/ws") return;
+    if (const auto t = target->query.find("ticket"); t != target->query.end()) {
+      (void)bridge_.tickets().redeem(t->second, TicketBook::Clock::now());
+    }
+  };
   const std::string host(request[http::field::host]);
   if (!bridge_.host_allowed(host)) {
+    spend_ticket();
     return error(http::status::forbidden, "permission_denied",
                  "Host '" + host + "' is not this bridge's (see --allow-host)");
   }
   const auto origin = request.find(http::field::origin);
   if (origin != request.end() && !bridge_.origin_allowed(sv(origin->value()), host)) {
+    spend_ticket();
     return error(http::status::forbidden, "permission_denied",
                  "Origin '" + std::string(sv(origin->value())) + "' may not use this bridge (see --allow-origin)");
   }
-  const auto target = parse_target(sv(request.target()));
   if (!target) return error(http::status::bad_request, "bad_request", "malformed request target");
 
   if (target->path == "/ws") {
