@@ -357,6 +357,12 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
     if (const int err = open_segment_file(path, start, O_RDWR, f)) {
       return os_error("open " + path.string(), err);
     }
+    if (!f.header_ok && newest && f.size < kHeaderBytesV2) {
+      // A header never written whole: the engine died creating the newest segment.
+      ::close(std::exchange(f.fd, -1));
+      std::filesystem::remove(path, ec);
+      break;
+    }
     TranscriptSegment seg{path, f.epoch, f.session, start, start};
     // Whatever lies between the segment before and this one is lost when this one continues
     // it, or when that one ended in damage.
@@ -373,12 +379,6 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
     }
     previous_damaged_tail = false;
     if (!f.header_ok) {
-      if (newest && f.size < kHeaderBytesV2) {
-        // A header never written whole: the engine died creating the newest segment.
-        ::close(std::exchange(f.fd, -1));
-        std::filesystem::remove(path, ec);
-        break;
-      }
       // Lost: none of its bytes are trusted. It covers up to the next segment, or as many
       // cursors as its bytes could have held.
       seg.lost = true;

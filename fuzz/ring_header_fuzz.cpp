@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "fuzz/fuzz_input.hpp"
 #include "shm/random_hex.hpp"
 #include "shm/ring_layout.hpp"
 #include "shm/ring_reader.hpp"
@@ -50,33 +51,7 @@ void append_filler(RingWriter& writer, std::uint64_t n) {
   }
 }
 
-// Reads operands from the input; past its end every value is 0 and done() is true.
-class Input {
- public:
-  Input(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  bool done() const { return at_ >= size_; }
-  std::uint64_t take(std::size_t bytes) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < bytes; ++i) {
-      const std::uint64_t b = at_ < size_ ? data_[at_] : 0;
-      ++at_;
-      v |= b << (8 * i);
-    }
-    return v;
-  }
-  std::uint8_t u8() { return static_cast<std::uint8_t>(take(1)); }
-  std::span<const std::uint8_t> bytes(std::size_t n) {
-    const std::size_t start = std::min(at_, size_);
-    const std::size_t k = std::min(n, size_ - start);
-    at_ += n;
-    return {data_ + start, k};
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t at_ = 0;
-};
+using Input = fuzzing::FuzzInput;
 
 class AlignedBuffer {
  public:

@@ -4,7 +4,7 @@
 #
 #   tools/fuzz.sh [--minutes N] [--jobs J] [TARGET...]
 #
-# TARGET: frame_decoder, ring_header, vt_scanner, mirror (default: all of them, one after the
+# TARGET: frame_decoder, ring_header, vt_scanner, mirror, transcript (default: all of them, one after the
 # other). Each runs N minutes of wall time (default 10) in J processes (default 1): N x J
 # CPU-minutes. New coverage is merged into fuzz/corpus/TARGET (minimized with -merge=1; commit
 # it); a crash or contract break stops the target, leaves its input in build-fuzz/findings/ and
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(frame_decoder ring_header vt_scanner mirror)
+all=(frame_decoder ring_header vt_scanner mirror transcript)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # Each target's input bound (the header comment of its source says why).
@@ -33,6 +33,7 @@ max_len() {
   case "$1" in
     frame_decoder|mirror) echo 4096 ;;
     ring_header) echo 512 ;;
+    transcript) echo 1024 ;;
     vt_scanner) echo 16384 ;;
     *) echo "fuzz.sh: unknown target '$1' (one of: ${all[*]})" >&2; exit 2 ;;
   esac

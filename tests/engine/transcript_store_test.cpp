@@ -61,6 +61,14 @@ TranscriptStore opened(const std::filesystem::path& folder, TranscriptOptions o 
   return std::move(*t);
 }
 
+// A transcript of one segment holding `text` from cursor `at`; the segment's path.
+std::filesystem::path one_segment(const std::filesystem::path& folder, Cursor at,
+                                  std::string_view text) {
+  TranscriptStore t = opened(folder);
+  if (!t.append(at, 1, 1, text)) throw std::runtime_error("append failed");
+  return t.segments().back().path;
+}
+
 TEST(TranscriptStore, KeepsEveryByteAcrossSegmentsAndReopens) {
   TempFolder dir;
   const std::string s = stream_bytes(300'000, 1);
@@ -163,12 +171,7 @@ TEST(TranscriptStore, ATornTailIsCutAtTheLastWholeRecord) {
 
 TEST(TranscriptStore, ASegmentLeftWithoutARecordIsReplaced) {
   TempFolder dir;
-  std::filesystem::path file;
-  {
-    TranscriptStore t = opened(dir.path());
-    ASSERT_TRUE(t.append(Cursor{40}, 1, 1, std::string_view("x")));
-    file = t.segments().back().path;
-  }
+  const std::filesystem::path file = one_segment(dir.path(), Cursor{40}, "x");
   // The engine died after writing the header of a segment at cursor 40, before its record.
   std::filesystem::resize_file(file, TranscriptStore::kHeaderBytes);
   TranscriptStore t = opened(dir.path());
@@ -456,6 +459,21 @@ TEST_F(TranscriptDamage, TheNewestSegmentsTornTailIsCutNotReported) {
   const auto cut = records_touching(newest, size - 1000, size);
   std::filesystem::resize_file(newest, size - 1000);
   expect_only(d_, {}, cut.first);
+}
+
+// The transcript fuzzer's first finding: a segment ending in damage, then a newest segment whose
+// header was never written whole. The stub is removed, and no gap may be reported for it (it
+// was: from the damaged tail to the stub's name, past the transcript's end).
+TEST(TranscriptStore, AStubAfterADamagedTailIsRemovedWithoutAGap) {
+  TempFolder dir;
+  const std::filesystem::path file = one_segment(dir.path(), Cursor{0}, "kept bytes");
+  { std::ofstream(file, std::ios::app) << std::string("\x10\0\0\0torn record", 15); }
+  std::ofstream(dir.path() / "0000000000000100.seg") << "BSTX";  // 4 bytes of a header
+  const TranscriptStore t = opened(dir.path());
+  EXPECT_TRUE(t.damaged().empty());
+  EXPECT_EQ(t.end(), Cursor{10});
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "0000000000000100.seg"));
+  EXPECT_EQ(read_all(t), "kept bytes");
 }
 
 TEST(TranscriptStore, ReadsVersion2SegmentsAndAppendsInVersion3) {
