@@ -230,7 +230,9 @@ SegmentScan scan_segment(const SegmentFile& f) {
       s.damaged_tail = true;
       break;
     }
-    s.gaps.push_back({at, next->at, "damaged record"});
+    // A record found at its own cursor after damage (a block copied over the one it replaced)
+    // loses nothing.
+    if (next->at > at) s.gaps.push_back({at, next->at, "damaged record"});
     offset = next->offset;
     at = next->at;
   }

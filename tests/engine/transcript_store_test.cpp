@@ -476,6 +476,19 @@ TEST(TranscriptStore, AStubAfterADamagedTailIsRemovedWithoutAGap) {
   EXPECT_EQ(read_all(t), "kept bytes");
 }
 
+// The fuzzer's second finding: garbage before a record that is intact and at its own cursor
+// (a block written twice, a misplaced write) loses nothing, so no gap: one of [0, 0) was reported.
+TEST(TranscriptStore, GarbageBeforeARecordAtItsOwnCursorIsNoGap) {
+  TempFolder dir;
+  const std::filesystem::path file = one_segment(dir.path(), Cursor{0}, "first record");
+  std::string bytes = file_bytes(file);
+  bytes.insert(TranscriptStore::kHeaderBytes, std::string(16, '\x7f'));
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  const TranscriptStore t = opened(dir.path());
+  EXPECT_TRUE(t.damaged().empty());
+  EXPECT_EQ(read_all(t), "first record");
+}
+
 TEST(TranscriptStore, ReadsVersion2SegmentsAndAppendsInVersion3) {
   TempFolder dir;
   // A version 2 segment as the previous release wrote it: a 32-byte header, records of
