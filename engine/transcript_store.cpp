@@ -503,7 +503,7 @@ Result<void> TranscriptStore::enforce_retention() {
   // that, never more than that plus the oldest segment.
   std::uint64_t total = bytes();
   while (segments_.size() > 1) {
-    const std::uint64_t oldest = segments_.front().end - segments_.front().start;
+    const std::uint64_t oldest = segments_.front().bytes();
     if (total - oldest < options_.retain_bytes) break;
     std::error_code ec;
     std::filesystem::remove(segments_.front().path, ec);

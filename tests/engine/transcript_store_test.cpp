@@ -231,6 +231,31 @@ TEST(TranscriptStore, AForeignFileNamedLikeASegmentIsALostSegment) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "notes.txt"));
 }
 
+// A lost segment holds no bytes: retention must count it as none (it counted the cursors it
+// covered, and with fewer bytes retained than that, the unsigned total wrapped and every
+// segment was deleted).
+TEST(TranscriptStore, RetentionCountsALostSegmentAsNoBytes) {
+  TempFolder dir;
+  one_segment(dir.path(), Cursor{0}, std::string(1000, 'a'));
+  std::ofstream(dir.path() / "00000000000003e8.seg") << std::string(5000, 'x');  // lost, at 1000
+  TranscriptStore t = opened(dir.path(), {4000, 1024});
+  ASSERT_EQ(t.damaged().size(), 1u);
+  const std::string s = stream_bytes(4000, 4);
+  const Cursor from = t.end();
+  for (std::size_t at = 0; at < s.size(); at += 500) {
+    ASSERT_TRUE(t.append(from + at, 1, 1, std::span(s).subspan(at, 500)));
+  }
+  // The 1000 bytes before the lost segment went (the newest 4000 suffice); nothing after it.
+  EXPECT_EQ(t.bytes(), 4000u) << "retention deleted bytes it had to keep";
+  std::string back(s.size(), '\0');
+  for (std::size_t at = 0; at < back.size();) {
+    auto n = t.read(from + at, std::span(back).subspan(at));
+    ASSERT_TRUE(n && *n > 0) << "at " << at;
+    at += *n;
+  }
+  EXPECT_TRUE(back == s);
+}
+
 // --- damage (docs/transcripts.md, "Damage") ---------------------------------------------------
 //
 // A generated transcript (several sessions and segments, records of random sizes) is damaged in
