@@ -510,6 +510,7 @@ TEST_F(CliDamagedTranscript, HistoryStopsAtAGapOrSkipsItAndStatusListsIt) {
     f.seekp(500'000);
     f.write("\xde\xad\xbe\xef", 4);
   }
+  EventStream events(engine_.places());
 
   const CliResult stopped = cli({"history", "log", "--from", "0"});
   EXPECT_EQ(stopped.exit_code(), 1) << ::testing::PrintToString(stopped);
@@ -533,6 +534,11 @@ TEST_F(CliDamagedTranscript, HistoryStopsAtAGapOrSkipsItAndStatusListsIt) {
   EXPECT_EQ(damaged, Json::parse("[{\"from\": " + m[1].str() + ", \"to\": " + m[2].str() +
                                  ", \"reason\": \"damaged record\"}]"));
   EXPECT_NE(engine_.log().find("transcript lost cursors " + m[1].str()), std::string::npos);
+  // Reported once, when the first read found it.
+  const Json event = events.wait_for("damaged", "log");
+  EXPECT_EQ(event.at("from"), from);
+  EXPECT_EQ(event.at("to"), to);
+  EXPECT_EQ(event.at("reason"), "damaged record");
 }
 
 // An engine that releases a stopped actor's ring at once (its tail stays in the cache).
