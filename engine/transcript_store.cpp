@@ -408,22 +408,16 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
   return store;
 }
 
-bool TranscriptStore::fault(std::atomic<std::uint64_t> IoFaultPlan::*counter,
-                            std::uint64_t IoFaultPlan::*nth) {
-  const auto& plan = options_.faults;
-  return plan && plan.get()->*nth != 0 && ((*plan).*counter).fetch_add(1) + 1 == (*plan).*nth;
-}
-
 Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
                                     const std::filesystem::path& path) {
-  if (fault(&IoFaultPlan::writes, &IoFaultPlan::fail_write)) {
+  if (options_.faults && options_.faults->fails_write()) {
     return os_error("write " + path.string(), options_.faults->error);
   }
   return write_all(fd, data, n, path);
 }
 
 Result<void> TranscriptStore::sync_fd(int fd, const std::string& what) {
-  if (fault(&IoFaultPlan::syncs, &IoFaultPlan::fail_sync)) {
+  if (options_.faults && options_.faults->fails_sync()) {
     return os_error("fdatasync " + what, options_.faults->error);
   }
   if (::fdatasync(fd) != 0) return os_error("fdatasync " + what);
@@ -529,7 +523,7 @@ Result<void> TranscriptStore::sync() {
   if (fd_ >= 0) {
     if (auto r = sync_fd(fd_, segments_.back().path.string()); !r) return r;
   }
-  if (fault(&IoFaultPlan::syncs, &IoFaultPlan::fail_sync)) {
+  if (options_.faults && options_.faults->fails_sync()) {
     return os_error("fsync " + folder_.string(), options_.faults->error);
   }
   return sync_folder(folder_);

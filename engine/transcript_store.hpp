@@ -43,6 +43,10 @@ struct IoFaultPlan {
   int error = EIO;
   std::atomic<std::uint64_t> writes{0};
   std::atomic<std::uint64_t> syncs{0};
+
+  // Counts one write (sync); true when it is the one to fail.
+  bool fails_write() { return fail_write != 0 && writes.fetch_add(1) + 1 == fail_write; }
+  bool fails_sync() { return fail_sync != 0 && syncs.fetch_add(1) + 1 == fail_sync; }
 };
 
 struct TranscriptOptions {
@@ -131,7 +135,6 @@ class TranscriptStore {
   // write_all and fdatasync through the fault plan.
   Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
   Result<void> sync_fd(int fd, const std::string& what);
-  bool fault(std::atomic<std::uint64_t> IoFaultPlan::*counter, std::uint64_t IoFaultPlan::*nth);
 
   std::filesystem::path folder_;
   TranscriptOptions options_;
