@@ -132,6 +132,8 @@ Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   record.pid = process->pid;
   if (sessions_.size() == kSessionHistory) sessions_.erase(sessions_.begin());
   sessions_.push_back(record);
+  lease_session_ = record.id;
+  lease_limit_ = ring_.committed();  // nothing until the session's own lease is granted
   state_ = shm::ActorState::running;
   publish_session();
   publish_meta();
@@ -144,13 +146,19 @@ Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   return record;
 }
 
+bool Actor::lease_used_up() const noexcept {
+  return live_ && settings_.leased_cursors && lease_limit_ <= ring_.committed();
+}
+
 void Actor::submit_read() noexcept {
   if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
-  if (gate_.hold(ring_.committed())) {  // an internal consumer is too far behind
+  if (gate_.hold(ring_.committed()) || lease_used_up()) {
     live_->held_in_window = true;
     return;
   }
-  const std::span<std::byte> space = ring_.reserve(settings_.read_chunk);
+  std::size_t room = settings_.read_chunk;
+  if (settings_.leased_cursors) room = std::min<std::uint64_t>(room, lease_limit_ - ring_.committed());
+  const std::span<std::byte> space = ring_.reserve(room);
   reading_ = true;
   host_.loop().read(live_->process.master_fd, space, &read_op_);
 }
@@ -190,6 +198,18 @@ void Actor::on_read_ready(int) noexcept {
   } else {
     maybe_seal();
   }
+}
+
+void Actor::grant_lease(std::uint64_t session, Cursor limit) noexcept {
+  if (!settings_.leased_cursors || session != lease_session_ || limit <= lease_limit_) return;
+  lease_limit_ = limit;
+  resume_if_possible();
+}
+
+void Actor::drop_lease() noexcept {
+  if (!settings_.leased_cursors) return;
+  settings_.leased_cursors = false;
+  resume_if_possible();
 }
 
 void Actor::resume_if_possible() noexcept {
@@ -328,7 +348,7 @@ void Actor::on_exit(int) noexcept {
       record.term_signal ? record.term_signal : record.exit_code);
   host_.on_exited(*this, record);
   // A descendant may keep the PTY open: read until EOF, but no longer than the drain window.
-  live_->held_in_window = gate_.paused();
+  live_->held_in_window = gate_.paused() || lease_used_up();
   live_->drain_timer = host_.timers().schedule(
       std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });
   maybe_seal();
@@ -339,8 +359,8 @@ void Actor::on_drain_window() noexcept {
   // The window counts only while the engine may read: while an internal consumer holds the
   // reads back, the program's last bytes wait in the PTY and must not be dropped. After a
   // hold, a whole new window follows.
-  if (live_->held_in_window || gate_.paused()) {
-    live_->held_in_window = gate_.paused();
+  if (const bool held = gate_.paused() || lease_used_up(); live_->held_in_window || held) {
+    live_->held_in_window = held;
     live_->drain_timer = host_.timers().schedule(
         std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });
     return;

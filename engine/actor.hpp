@@ -52,13 +52,16 @@ struct ActorSettings {
   std::chrono::milliseconds drain_window{1000};  // after exit, read until EOF or this passes
   std::size_t input_capacity = 1 << 20;
   std::size_t read_chunk = 64 * 1024;
+  // Durable cursor leases (persistence on): each session commits nothing until its lease is
+  // granted (grant_lease), and then only below the granted cursor.
+  bool leased_cursors = false;
 };
 
 // What a restarted engine knows of an actor from its durable transcript (ActorRecord): the
 // actor comes back idle in the same cursor space.
 struct ActorPast {
   std::uint64_t epoch = 0;
-  Cursor start{0};  // the ring's first cursor: after the last durable byte
+  Cursor start{0};  // the ring's first cursor: where the stream continues (resume_after)
   SpawnSpec spec;
   std::vector<shm::SessionRecord> sessions;  // sealed, oldest first
   std::int64_t created_ms = 0;
@@ -81,8 +84,16 @@ class Actor {
   // True while an io_uring op still refers to this actor (it must not be destroyed).
   bool busy() const noexcept;
 
-  // Starts a new session at the committed cursor. Idle actors only.
+  // Starts a new session at the committed cursor. Idle actors only. With leased cursors, its
+  // output waits in the PTY until the session's lease is granted.
   Result<shm::SessionRecord> start(SpawnSpec spec);
+  // The writer thread made a lease durable: `session` may commit bytes below `limit`. A grant
+  // for another session (one sealed since) changes nothing.
+  void grant_lease(std::uint64_t session, Cursor limit) noexcept;
+  // No lease any more (the transcript was given up): reads go on unbounded.
+  void drop_lease() noexcept;
+  // Reads wait for the writer thread's next grant.
+  bool lease_used_up() const noexcept;
   // SIGHUP to the process group now, SIGKILL to the group after `grace` or at the seal, whichever
   // comes first. A second stop can only shorten the grace period. Nothing when idle.
   void stop(std::chrono::milliseconds grace);
@@ -167,6 +178,10 @@ class Actor {
   SpawnSpec spec_;
   shm::ActorState state_ = shm::ActorState::idle;
   std::vector<shm::SessionRecord> sessions_;
+  // The running session's lease (settings_.leased_cursors): the session it was granted to and
+  // the cursor no commit reaches. Io thread only.
+  std::uint64_t lease_session_ = 0;
+  Cursor lease_limit_{0};
   std::chrono::steady_clock::time_point last_wake_{};
   bool wake_pending_ = false;
   bool closed_ = false;        // the segment is being removed (meta.closed)

@@ -205,6 +205,7 @@ Json Engine::status_of(const Actor& actor) const {
           {"cwd", actor.spec().cwd},
           {"input_queued", actor.input_queued()},
           {"paused", actor.paused()},
+          {"waiting_for_lease", actor.lease_used_up()},
           {"persist", transcripts_.count(actor.name()) > 0},
           {"archive_error", archive_error},
           {"unarchived_bytes", unarchived},

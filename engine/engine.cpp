@@ -74,6 +74,7 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   if (settings_.mirror) mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
   if (settings_.persist) writer_ = std::make_unique<TranscriptWriter>(notify_fd_);
+  settings_.actor.leased_cursors = writer_ != nullptr;
 }
 
 Engine::~Engine() {

@@ -9,6 +9,7 @@
 
 #include "engine/actor_record.hpp"
 #include "engine/durable_file.hpp"
+#include "engine/lease_file.hpp"
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
@@ -79,6 +80,7 @@ void Engine::restore_actors() {
   if (auto r = private_folder(root); !r) {
     log(LogLevel::error, "transcripts: {}; persistence is off", r.error().describe());
     writer_.reset();
+    settings_.actor.leased_cursors = false;
     return;
   }
   std::error_code ec;
@@ -101,14 +103,17 @@ void Engine::restore_actors() {
           store.error().describe());
       continue;
     }
-    // Cursors continue after the last durable byte, and never below one the record or the
-    // latest clear saw.
+    // Cursors continue after the last durable byte, never below one the record or the latest
+    // clear saw, and after an unclean stop past any byte the dead engine let a reader see: the
+    // stretch between is lost, and said so.
     const Cursor cleared = load_cleared(entry.path());
-    const Cursor end = max(max(store->end(), record->cursor), cleared);
+    const Resumption resumed =
+        resume_after(max(store->end(), cleared), record->cursor, LeaseFile::read(entry.path()));
+    const Cursor end = resumed.next;
     std::vector<TranscriptGap> damaged = store->damaged();
-    if (const Cursor held = max(store->end(), cleared); record->cursor > held) {
-      // The record was synced after these bytes were appended: they were on disk, and are not.
-      damaged.push_back({held, record->cursor, "the newest segment ends before the actor record"});
+    if (resumed.lost) {
+      damaged.push_back({resumed.lost->first, resumed.lost->second, resumed.reason});
+      store->mark_lost_until(end);  // kept as a gap by the segment the next session starts
     }
     ActorPast past{record->epoch, end, record->spec, record->sessions, record->created_ms};
     if (!store->empty() &&
@@ -139,6 +144,7 @@ void Engine::restore_actors() {
     auto ring = shm::RingReader::open_announced(a.ring().announcement());
     if (!ring) {
       log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
+      a.drop_lease();
       continue;
     }
     const std::uint64_t bytes = store->bytes();
@@ -159,6 +165,7 @@ void Engine::transcript_add(Actor& actor) {
   const fs::path folder = places_.transcripts_dir() / name;
   Transcript t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}};
   const auto give_up = [&](const Error& e) {
+    actor.drop_lease();
     t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
@@ -180,7 +187,9 @@ void Engine::transcript_add(Actor& actor) {
   t.id = next_id_++;
   const auto session = actor.current_session();
   writer_->add_actor(t.id, std::move(*ring), actor.attach_consumer(), std::move(*store),
-                     actor.epoch(), session ? session->id : 0);
+                     actor.epoch(), 0);
+  // Its lease, which the session's first bytes wait for.
+  if (session) writer_->new_session(t.id, Cursor{session->start}, session->id);
   transcripts_[name] = std::move(t);
   transcript_record(actor);
 }
@@ -312,9 +321,17 @@ void Engine::answer_writer() {
     const auto t = std::find_if(transcripts_.begin(), transcripts_.end(),
                                 [&](const auto& entry) { return entry.second.id == e.id; });
     if (t == transcripts_.end()) {
-      log(LogLevel::warn, "transcript of a deleted actor: {}", e.error);
+      if (e.kind == WriterEvent::Kind::archive_error) {
+        log(LogLevel::warn, "transcript of a deleted actor: {}", e.error);
+      }
       continue;
     }
+    const auto actor = actors_.find(t->first);
+    if (e.kind == WriterEvent::Kind::lease) {
+      if (actor != actors_.end()) actor->second->grant_lease(e.session, e.lease);
+      continue;
+    }
+    if (actor != actors_.end()) actor->second->drop_lease();
     t->second.archive_error = e.error;
     t->second.archived_to = e.archived_to;
     log(LogLevel::error,

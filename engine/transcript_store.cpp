@@ -16,6 +16,7 @@
 #include "engine/actor_record.hpp"
 #include "engine/crc32c.hpp"
 #include "engine/durable_file.hpp"
+#include "engine/little_endian.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -32,22 +33,10 @@ tl::unexpected<Error> os_error(const std::string& what, int err = errno) {
   return fail(Errc::io_error, what + ": " + std::strerror(err));
 }
 
-void put64(char* at, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) at[i] = static_cast<char>(v >> (8 * i));
-}
-void put32(char* at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) at[i] = static_cast<char>(v >> (8 * i));
-}
-std::uint64_t get64(const char* at) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(at[i]);
-  return v;
-}
-std::uint32_t get32(const char* at) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(at[i]);
-  return v;
-}
+using le::get32;
+using le::get64;
+using le::put32;
+using le::put64;
 
 // A version 3 record's check: binds its length and cursor to its bytes.
 std::uint32_t record_check(std::uint32_t length, Cursor at, const char* bytes) {
@@ -298,7 +287,7 @@ TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions
 TranscriptStore::TranscriptStore(TranscriptStore&& o) noexcept
     : folder_(std::move(o.folder_)), options_(o.options_), segments_(std::move(o.segments_)),
       damaged_(std::move(o.damaged_)), fd_(std::exchange(o.fd_, -1)),
-      unsynced_(std::move(o.unsynced_)) {
+      unsynced_(std::move(o.unsynced_)), lost_until_(o.lost_until_) {
   o.unsynced_.clear();
 }
 
@@ -312,6 +301,7 @@ TranscriptStore& TranscriptStore::operator=(TranscriptStore&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     unsynced_ = std::move(o.unsynced_);
     o.unsynced_.clear();
+    lost_until_ = o.lost_until_;
   }
   return *this;
 }
@@ -432,7 +422,8 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
     unsynced_.emplace_back(segments_.back().start, fd_);
     fd_ = -1;
   }
-  const bool continues = !empty() && at == segments_.back().end;
+  const bool continues =
+      !empty() && (at == segments_.back().end || (at == lost_until_ && at > segments_.back().end));
   if (!empty() && segments_.back().end == segments_.back().start && !segments_.back().lost) {
     // A segment without a record (the engine died right after creating it): replaced, since
     // the new one may start at the same cursor.

@@ -99,6 +99,9 @@ class TranscriptStore {
   Result<void> sync();
   // Deletes every segment (the actor was cleared); the next append starts a new one.
   Result<void> clear();
+  // The bytes from end() up to `to` are lost (an unclean stop skipped them): the segment that
+  // starts at `to` is marked as continuing this one, so every later open() reports the stretch.
+  void mark_lost_until(Cursor to) noexcept { lost_until_ = to; }
 
   // Copies bytes from cursor `from` into `out`, up to its size, the end of `from`'s segment and
   // the next gap: the count copied (0 at end()). cursor_expired (with oldest()) before the oldest
@@ -119,6 +122,8 @@ class TranscriptStore {
   // Deletes a transcript folder with every segment and the record (the actor was deleted).
   static Result<void> remove_folder(const std::filesystem::path& folder);
 
+  const std::filesystem::path& folder() const noexcept { return folder_; }
+  const TranscriptOptions& options() const noexcept { return options_; }
   const std::vector<TranscriptSegment>& segments() const noexcept { return segments_; }
   // What open() found lost, oldest first.
   const std::vector<TranscriptGap>& damaged() const noexcept { return damaged_; }
@@ -144,6 +149,7 @@ class TranscriptStore {
   // Closed segments written since the last sync(), with their start cursors: sync() waits for
   // their writeback too, so a seal makes every byte durable, not just the newest segment's.
   std::vector<std::pair<Cursor, int>> unsynced_;
+  Cursor lost_until_{0};  // mark_lost_until()
 };
 
 }  // namespace backscroll::engine

@@ -23,6 +23,11 @@ struct TranscriptWriter::Slot {
   // The ring's committed cursor, loaded before this round's commands were drained: every mark
   // at or before it is in `marks` (MirrorThread's rule, docs/memory-ordering.md).
   Cursor limit{0};
+  // The cursor lease: what the lease file holds (opened at the first write), and whether the
+  // session it leases runs (between its session mark and its seal).
+  std::optional<LeaseFile> lease_file;
+  CursorLease lease;
+  bool session_running = false;
 };
 
 TranscriptWriter::TranscriptWriter(int notify_fd) : notify_fd_(notify_fd) {
@@ -96,6 +101,7 @@ bool TranscriptWriter::drain_commands() {
       slot->session = add->session;
       slot->position = slot->consumer->position();
       slot->limit = slot->position;  // its committed cursor is loaded next round
+      slot->lease = CursorLease{slot->position, false};  // the first session's reaches past it
       slots_.push_back(std::move(slot));
       continue;
     }
@@ -134,6 +140,8 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
     switch (m.kind) {
       case Mark::Kind::session:
         slot.session = m.value;
+        slot.session_running = true;
+        if (slot.store) extend_lease(slot, max(m.at, slot.ring->committed()), /*always=*/true);
         break;
       case Mark::Kind::clear:
         slot.position = std::max(slot.position, m.at);
@@ -152,6 +160,10 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
           if (auto r = slot.store->sync(); r) durable = true;
           else give_up(slot, r.error().describe());
         }
+        // Nothing was committed past the seal, and the next session commits nothing before its
+        // own open lease is durable: a restart may continue exactly here.
+        slot.session_running = false;
+        if (slot.store && !write_lease(slot, CursorLease{m.at, false})) durable = false;
         // The gate hears of the appended bytes no later than the io thread of the seal.
         if (slot.store) slot.consumer->advance_to(slot.position);
         emit(WriterEvent{WriterEvent::Kind::sealed, slot.id, m.value, durable, {}});
@@ -165,6 +177,9 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
 // Appends at most `budget` bytes of the slot's ring, applying marks at their cursors.
 bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
   bool worked = false;
+  if (slot.store && slot.session_running && !extend_lease(slot, slot.ring->committed(), false)) {
+    return true;
+  }
   for (;;) {
     worked |= apply_due_marks(slot);
     if (!slot.store) {
@@ -211,6 +226,37 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
   return worked;
 }
 
+bool TranscriptWriter::write_lease(Slot& slot, CursorLease lease) {
+  if (!slot.lease_file) {
+    auto file = LeaseFile::open(slot.store->folder(), slot.store->options().faults);
+    if (!file) {
+      give_up(slot, file.error().describe());
+      return false;
+    }
+    slot.lease_file = std::move(*file);
+  }
+  if (auto r = slot.lease_file->write(lease); !r) {
+    give_up(slot, r.error().describe());
+    return false;
+  }
+  slot.lease = lease;
+  return true;
+}
+
+bool TranscriptWriter::extend_lease(Slot& slot, Cursor committed, bool always) {
+  const std::uint64_t span = lease_bytes(slot.ring->capacity());
+  if (!always && slot.lease.open && committed + span / 2 < slot.lease.limit) return true;
+  const Cursor limit = max(slot.lease.limit, committed + std::min(span, ~value(committed)));
+  if (!write_lease(slot, CursorLease{limit, true})) return false;
+  WriterEvent e;
+  e.kind = WriterEvent::Kind::lease;
+  e.id = slot.id;
+  e.session = slot.session;
+  e.lease = limit;
+  emit(std::move(e));
+  return true;
+}
+
 void TranscriptWriter::give_up(Slot& slot, const std::string& why) {
   if (!slot.store) return;
   const Cursor archived_to = slot.store->end();
@@ -228,7 +274,12 @@ bool TranscriptWriter::has_work() {
   if (commands_.size_approx() > 0) return true;
   for (const auto& slot : slots_) {
     if (!slot->marks.empty()) return true;
-    if (slot->store && slot->ring->committed() > slot->position) return true;
+    const Cursor committed = slot->ring->committed();
+    if (slot->store && committed > slot->position) return true;
+    if (slot->store && slot->session_running &&
+        committed + lease_bytes(slot->ring->capacity()) / 2 >= slot->lease.limit) {
+      return true;  // a lease to renew
+    }
   }
   return false;
 }

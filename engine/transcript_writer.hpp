@@ -8,16 +8,25 @@
 // cursor is appended first. A seal is answered once everything before its cursor is appended
 // and synced (fdatasync + folder fsync): the io thread reports the session sealed only then.
 //
+// Cursor leases (lease_file.hpp): while a session runs, the io thread commits bytes only below
+// a limit this thread made durable first. A session's start writes an open lease and grants it
+// (a `lease` event tagged with the session); the thread renews it, ahead of need, while the
+// session's bytes come; its seal writes a closed lease at the session's end, after the bytes
+// are synced. Grants are tagged with their session, so one granted before a seal never lets the
+// next session read before its own open lease is durable.
+//
 // On an I/O error (a full disk, a removed folder) the actor's transcript is given up: its
 // consumer detaches (the actor drains at full speed, history stays in memory), an archive_error
 // event says why, and later seals are answered at once, not durable.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <variant>
@@ -26,6 +35,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "engine/consumer_gate.hpp"
+#include "engine/lease_file.hpp"
 #include "engine/transcript_store.hpp"
 #include "engine/wake_signal.hpp"
 #include "shm/ring_reader.hpp"
@@ -35,7 +45,7 @@ namespace backscroll::engine {
 using WriterActorId = std::uint64_t;
 
 struct WriterEvent {
-  enum class Kind : std::uint8_t { sealed, archive_error };
+  enum class Kind : std::uint8_t { sealed, archive_error, lease };
   Kind kind = Kind::sealed;
   WriterActorId id = 0;
   std::uint64_t token = 0;  // sealed: the seal request's token
@@ -43,6 +53,8 @@ struct WriterEvent {
   std::string error;        // archive_error: what failed
   Cursor archived_to{0};    // archive_error: every byte before it was written to the transcript,
                             // none after
+  std::uint64_t session = 0;  // lease: the session it is for
+  Cursor lease{0};            // lease: the session may commit bytes below this cursor
 };
 
 class TranscriptWriter {
@@ -55,6 +67,13 @@ class TranscriptWriter {
   // clears, seals) still wake it at once.
   static constexpr std::chrono::milliseconds kStreamingWindow{20};
   static constexpr int kStreamingTickMs = 2;
+  // A lease reaches this far past the committed cursor (at least twice the ring), and is renewed
+  // once less than half of it is left: one small fdatasync per ~8 MiB or more of a flood, before
+  // the PTY could ever wait for it.
+  static constexpr std::uint64_t kMinLeaseBytes = 16u << 20;
+  static constexpr std::uint64_t lease_bytes(std::uint64_t ring_capacity) noexcept {
+    return std::max(kMinLeaseBytes, 2 * ring_capacity);
+  }
 
   // `notify_fd`: the io thread's eventfd, written after an event is queued. Starts the thread.
   explicit TranscriptWriter(int notify_fd);
@@ -64,13 +83,14 @@ class TranscriptWriter {
   TranscriptWriter& operator=(const TranscriptWriter&) = delete;
 
   // io thread only, in stream order.
-  // Keeps the ring's bytes from the consumer's position on, as `session` of `epoch`.
+  // Keeps the ring's bytes from the consumer's position on, as `session` of `epoch`, with no
+  // session running: the next one starts with new_session, even the one a spawn starts.
   void add_actor(WriterActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
                  TranscriptStore store, std::uint64_t epoch, std::uint64_t session);
   // Stops keeping the actor; with a non-empty `erase`, then deletes that folder (a delete moves
   // the actor's folder out of the way first, so a new actor of the same name never meets it).
   void remove_actor(WriterActorId id, std::filesystem::path erase = {});
-  // Bytes from `at` on belong to `session`.
+  // Bytes from `at` on belong to `session`, which may commit nothing until its lease event.
   void new_session(WriterActorId id, Cursor at, std::uint64_t session);
   // The bytes before `at` were cleared: the transcript is deleted, keeping goes on from `at`.
   void clear(WriterActorId id, Cursor at);
@@ -116,6 +136,11 @@ class TranscriptWriter {
   bool drain_commands();
   bool pump(Slot& slot, std::size_t budget);
   bool apply_due_marks(Slot& slot);
+  // Writes `lease` durably; false after giving the transcript up.
+  bool write_lease(Slot& slot, CursorLease lease);
+  // Opens a lease for the slot's session reaching lease_bytes() past `committed`, when less than
+  // half of that is left (or `always`), and grants it. False after giving up.
+  bool extend_lease(Slot& slot, Cursor committed, bool always);
   void give_up(Slot& slot, const std::string& why);
   void emit(WriterEvent e);
   bool has_work();

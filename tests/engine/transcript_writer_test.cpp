@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/lease_file.hpp"
 #include "engine/transcript_writer.hpp"
 #include "tests/engine/test_ring.hpp"
 
@@ -72,8 +73,8 @@ class TranscriptWriterTest : public ::testing::Test {
     return ring;
   }
 
-  // The next event (poll on the notify eventfd, generous timeout).
-  WriterEvent next() {
+  // The next event of any kind (poll on the notify eventfd, generous timeout).
+  WriterEvent next_any() {
     WriterEvent e;
     for (int i = 0; i < 3000; ++i) {
       if (writer_.next_event(e)) return e;
@@ -84,6 +85,33 @@ class TranscriptWriterTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no event from the writer thread";
     return e;
+  }
+
+  // The next event other than a lease grant; grants passed over are kept in leases_.
+  WriterEvent next() {
+    for (;;) {
+      WriterEvent e = next_any();
+      if (e.kind != WriterEvent::Kind::lease) return e;
+      leases_.push_back(e);
+    }
+  }
+
+  // The next lease grant.
+  WriterEvent next_lease() {
+    if (leases_.empty()) {
+      const WriterEvent e = next_any();
+      EXPECT_EQ(e.kind, WriterEvent::Kind::lease) << "another event first";
+      return e;
+    }
+    const WriterEvent e = leases_.front();
+    leases_.erase(leases_.begin());
+    return e;
+  }
+
+  std::optional<engine::CursorLease> lease_on_disk(engine::WriterActorId id) const {
+    auto lease = engine::LeaseFile::read(folder(id));
+    EXPECT_TRUE(lease) << lease.error().describe();
+    return lease ? *lease : std::nullopt;
   }
 
   WriterEvent seal(engine::WriterActorId id, TestRing& ring, std::uint64_t token) {
@@ -104,6 +132,7 @@ class TranscriptWriterTest : public ::testing::Test {
   std::filesystem::path root_;
   std::vector<std::unique_ptr<TestRing>> rings_;
   std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
+  std::vector<WriterEvent> leases_;  // grants next() passed over, oldest first
   TranscriptWriter writer_;  // last: stopped before the rings it reads go away
 };
 
@@ -150,6 +179,95 @@ TEST_F(TranscriptWriterTest, SessionsAndClearsApplyAfterTheBytesBeforeThem) {
   const TranscriptStore t = reopened(1);
   EXPECT_EQ(read_all(t), "after the clear");
   EXPECT_EQ(t.oldest(), ring.writer.committed() - 15);
+}
+
+// Cursor leases: a session's open lease is durable before it is granted, and tagged with the
+// session; it is renewed before the stream reaches it (never after); a seal replaces it with a
+// closed lease at the session's end, after the bytes are synced.
+TEST_F(TranscriptWriterTest, ASessionIsGrantedADurableLeaseRenewedAheadAndClosedByItsSeal) {
+  TestRing& ring = add(1);
+  EXPECT_EQ(lease_on_disk(1), std::nullopt) << "no lease before a session";
+  const Cursor start = ring.writer.committed();
+  writer_.new_session(1, start, 2);
+  const WriterEvent first = next_lease();
+  EXPECT_EQ(first.id, 1u);
+  EXPECT_EQ(first.session, 2u);
+  const std::uint64_t span = TranscriptWriter::lease_bytes(TestRing::kCapacity);
+  EXPECT_EQ(first.lease, start + span);
+  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{first.lease, true}));
+
+  // Bytes up to just before half the lease: no renewal; one more byte: renewed, past it.
+  std::string chunk(64 * 1024, 'x');
+  while (ring.writer.committed() + chunk.size() + span / 2 < first.lease) {
+    ring.write(chunk);
+    writer_.wake();
+  }
+  EXPECT_TRUE(seal(1, ring, 9).durable);  // everything so far appended and synced
+  EXPECT_TRUE(leases_.empty()) << "renewed with more than half the lease left";
+  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{ring.writer.committed(), false}))
+      << "the seal closes the lease at the session's end";
+
+  // The next session: a new open lease, then renewals while its bytes come.
+  writer_.new_session(1, ring.writer.committed(), 3);
+  const WriterEvent second = next_lease();
+  EXPECT_EQ(second.session, 3u);
+  EXPECT_EQ(second.lease, ring.writer.committed() + span);
+  Cursor granted = second.lease;
+  int renewals = 0;
+  for (int i = 0; i < 600; ++i) {  // 37.5 MiB: more than twice the span
+    ASSERT_LT(ring.writer.committed() + chunk.size(), granted) << "a commit would pass the lease";
+    ring.write(chunk);
+    writer_.wake();
+    // Keep the ring's producer no further ahead than the engine's gate would let it be.
+    while (consumers_[0]->position() + TestRing::kCapacity / 2 < ring.writer.committed()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      writer_.wake();
+    }
+    // A producer that had to wait would get its grant here; it must come before the limit.
+    while (ring.writer.committed() + chunk.size() >= granted) {
+      const WriterEvent e = next_lease();
+      ASSERT_EQ(e.session, 3u);
+      ASSERT_GT(e.lease, granted);
+      granted = e.lease;
+      ++renewals;
+    }
+    WriterEvent e;
+    while (writer_.next_event(e)) {
+      ASSERT_EQ(e.kind, WriterEvent::Kind::lease);
+      EXPECT_GT(e.lease, granted);
+      granted = e.lease;
+      ++renewals;
+    }
+  }
+  EXPECT_GE(renewals, 2);
+  const auto open = lease_on_disk(1);
+  ASSERT_TRUE(open);
+  EXPECT_TRUE(open->open);
+  EXPECT_GE(open->limit, granted) << "a grant is never ahead of the file";
+  EXPECT_TRUE(seal(1, ring, 10).durable);
+  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{ring.writer.committed(), false}));
+}
+
+// A grant issued before a seal carries the old session: it can never let the next session read
+// before that session's own lease is on disk.
+TEST_F(TranscriptWriterTest, GrantsNameTheSessionTheyAreFor) {
+  TestRing& ring = add(1);
+  writer_.new_session(1, ring.writer.committed(), 4);
+  ring.write("four");
+  writer_.seal(1, ring.writer.committed(), 1);
+  writer_.new_session(1, ring.writer.committed(), 5);
+  writer_.wake();
+  const WriterEvent a = next_any();
+  const WriterEvent sealed = next_any();
+  const WriterEvent b = next_any();
+  ASSERT_EQ(a.kind, WriterEvent::Kind::lease);
+  EXPECT_EQ(a.session, 4u);
+  ASSERT_EQ(sealed.kind, WriterEvent::Kind::sealed);
+  EXPECT_TRUE(sealed.durable);
+  ASSERT_EQ(b.kind, WriterEvent::Kind::lease);
+  EXPECT_EQ(b.session, 5u);
+  EXPECT_EQ(b.lease, ring.writer.committed() + TranscriptWriter::lease_bytes(TestRing::kCapacity));
+  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{b.lease, true}));
 }
 
 TEST_F(TranscriptWriterTest, AClearAheadOfTheWriterIsWaitedForNotAFailure) {
@@ -209,6 +327,14 @@ TEST_F(TranscriptWriterTest, AFailingWriteOrSyncAtAnyPointKeepsAnExactPrefix) {
       std::string all;
       std::optional<WriterEvent> error;
       for (int round = 0; round < 16 && !error; ++round) {
+        // A session per round: its open lease and its seal's closed one can fail too. As the io
+        // thread does, the session's bytes come only once its lease is granted.
+        writer_.new_session(id, ring.writer.committed(), 2 + static_cast<std::uint64_t>(round));
+        if (const WriterEvent granted = next_any(); granted.kind != WriterEvent::Kind::lease) {
+          EXPECT_EQ(granted.kind, WriterEvent::Kind::archive_error);
+          error = granted;
+          break;
+        }
         std::string chunk(1500, '\0');
         for (char& c : chunk) c = static_cast<char>(gen());
         ring.write(chunk);
