@@ -19,7 +19,13 @@ tl::unexpected<Error> os_error(const std::string& what, int err) {
 
 Result<void> write_file_durably(const std::filesystem::path& path, std::string_view text) {
   const std::filesystem::path temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // Always a new file: never one that is there already, never through a symlink. One a crash
+  // left behind (or anything planted under its name) is removed first; unlink never follows.
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(temporary.c_str(), kFlags, 0600);
+  if (fd < 0 && errno == EEXIST && ::unlink(temporary.c_str()) == 0) {
+    fd = ::open(temporary.c_str(), kFlags, 0600);
+  }
   if (fd < 0) return os_error("create " + temporary.string(), errno);
   Result<void> r;
   for (std::size_t done = 0; r && done < text.size();) {

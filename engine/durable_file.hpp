@@ -1,6 +1,7 @@
 // Small files that must never be seen half written and must survive a crash once written: the
-// actor record, a clear's floor, deletion snapshots. Written to "<path>.tmp" (0600 whatever the
-// umask), fdatasync'ed, renamed over `path`; the folder's fsync (sync_folder) makes the rename
+// actor record, a clear's floor, deletion snapshots. Written to a new "<path>.tmp" (created with
+// O_EXCL | O_NOFOLLOW, 0600 whatever the umask; a stale one is unlinked first), fdatasync'ed,
+// renamed over `path`; the folder's fsync (sync_folder) makes the rename
 // itself durable. On an error the temporary file is removed and `path` is untouched.
 #pragma once
 
