@@ -72,6 +72,15 @@ Cursor load_cleared(const fs::path& folder) {
   return Cursor{in ? floor : 0};
 }
 
+// A crash between creating a small file's temporary copy and renaming it leaves "<name>.tmp"
+// (durable_file.hpp): never read, removed at the next start.
+void remove_temporary_files(const fs::path& folder) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 void Engine::restore_actors() {
@@ -88,6 +97,7 @@ void Engine::restore_actors() {
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
     if (!is_valid_actor_name(name) || !entry.is_directory()) continue;
+    remove_temporary_files(entry.path());
     auto record = load_record(entry.path());
     if (record && record->name != name) {
       record = fail(Errc::bad_request, "its record names actor '" + record->name + "'");
@@ -186,12 +196,14 @@ void Engine::transcript_add(Actor& actor) {
   if (!ring) return give_up(ring.error());
   t.id = next_id_++;
   const auto session = actor.current_session();
-  writer_->add_actor(t.id, std::move(*ring), actor.attach_consumer(), std::move(*store),
+  const WriterActorId id = t.id;
+  writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(*store),
                      actor.epoch(), 0);
-  // Its lease, which the session's first bytes wait for.
-  if (session) writer_->new_session(t.id, Cursor{session->start}, session->id);
   transcripts_[name] = std::move(t);
+  // The record first, then the session's lease, which its first byte waits for: no byte is
+  // published before a restarted engine can bring the actor back.
   transcript_record(actor);
+  if (session) writer_->new_session(id, Cursor{session->start}, session->id);
 }
 
 void Engine::transcript_record(const Actor& actor) {
