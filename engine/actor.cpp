@@ -152,6 +152,12 @@ bool Actor::lease_used_up() const noexcept {
 
 void Actor::submit_read() noexcept {
   if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
+  if (ring_.committed() == kCursorEnd) {
+    // The program's further output stays in the PTY; the session seals once it exits.
+    log(LogLevel::error, "actor {}: the cursor space is used up; output stops here", name_);
+    live_->output_done = true;
+    return;
+  }
   if (gate_.hold(ring_.committed()) || lease_used_up()) {
     live_->held_in_window = true;
     return;

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <string_view>
 
+#include "engine/io_faults.hpp"
 #include "shm/error.hpp"
 
 namespace backscroll::engine {
 
-Result<void> write_file_durably(const std::filesystem::path& path, std::string_view text);
+// `faults`: a test seam (io_faults.hpp), null in the engine.
+Result<void> write_file_durably(const std::filesystem::path& path, std::string_view text,
+                                IoFaultPlan* faults = nullptr);
 // fsync of a folder: the names created, renamed or removed in it are durable.
-Result<void> sync_folder(const std::filesystem::path& folder);
+Result<void> sync_folder(const std::filesystem::path& folder, IoFaultPlan* faults = nullptr);
 
 }  // namespace backscroll::engine

@@ -73,7 +73,7 @@ Resumption resume_after(Cursor held, Cursor recorded,
   Resumption r;
   r.next = max(held, recorded);
   if (!lease) {
-    r.next = r.next + LeaseFile::kUnreadableLeaseJump;
+    r.next = advance_capped(r.next, LeaseFile::kUnreadableLeaseJump);
     r.reason = "unclean stop, and the cursor lease is unreadable (" + lease.error().message + ")";
   } else if (*lease && (*lease)->open) {
     r.next = max(r.next, (*lease)->limit);
@@ -106,6 +106,7 @@ Result<LeaseFile> LeaseFile::open(const std::filesystem::path& folder,
   int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   bool created = false;
   if (fd < 0 && errno == ENOENT) {
+    if (injected(faults.get(), IoOp::create)) return os_error("create " + path.string(), faults->error);
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     created = fd >= 0;
   }
@@ -113,7 +114,7 @@ Result<LeaseFile> LeaseFile::open(const std::filesystem::path& folder,
   LeaseFile file(fd, path, 0, std::move(faults));
   if (created) {
     if (::fchmod(fd, 0600) != 0) return os_error("chmod " + path.string());
-    if (auto r = sync_folder(folder); !r) return tl::unexpected(r.error());
+    if (auto r = sync_folder(folder, file.faults_.get()); !r) return tl::unexpected(r.error());
     return file;
   }
   auto contents = read_contents(fd, path);
@@ -157,14 +158,14 @@ Result<void> LeaseFile::write(const CursorLease& lease) {
   le::put32(slot + 24, lease.open ? kOpen : 0);
   le::put32(slot + 28, crc32c(slot, 28));
   const auto offset = static_cast<off_t>((sequence % 2) * kSlotStride);
-  if (faults_ && faults_->fails_write()) return os_error("write " + path_.string(), faults_->error);
+  if (injected(faults_.get(), IoOp::write)) return os_error("write " + path_.string(), faults_->error);
   for (std::size_t done = 0; done < sizeof slot;) {
     const ssize_t n = ::pwrite(fd_, slot + done, sizeof slot - done, offset + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return os_error("write " + path_.string(), n < 0 ? errno : ENOSPC);
     done += static_cast<std::size_t>(n);
   }
-  if (faults_ && faults_->fails_sync()) return os_error("fdatasync " + path_.string(), faults_->error);
+  if (injected(faults_.get(), IoOp::sync)) return os_error("fdatasync " + path_.string(), faults_->error);
   if (::fdatasync(fd_) != 0) return os_error("fdatasync " + path_.string());
   sequence_ = sequence;
   return {};

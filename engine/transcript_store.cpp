@@ -400,16 +400,12 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
 
 Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
                                     const std::filesystem::path& path) {
-  if (options_.faults && options_.faults->fails_write()) {
-    return os_error("write " + path.string(), options_.faults->error);
-  }
+  if (injected(faults(), IoOp::write)) return os_error("write " + path.string(), faults()->error);
   return write_all(fd, data, n, path);
 }
 
 Result<void> TranscriptStore::sync_fd(int fd, const std::string& what) {
-  if (options_.faults && options_.faults->fails_sync()) {
-    return os_error("fdatasync " + what, options_.faults->error);
-  }
+  if (injected(faults(), IoOp::sync)) return os_error("fdatasync " + what, faults()->error);
   if (::fdatasync(fd) != 0) return os_error("fdatasync " + what);
   return {};
 }
@@ -427,12 +423,11 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
   if (!empty() && segments_.back().end == segments_.back().start && !segments_.back().lost) {
     // A segment without a record (the engine died right after creating it): replaced, since
     // the new one may start at the same cursor.
-    std::error_code ec;
-    std::filesystem::remove(segments_.back().path, ec);
-    if (ec) return fail(Errc::io_error, "remove " + segments_.back().path.string() + ": " + ec.message());
+    if (auto r = remove_file(segments_.back().path); !r) return r;
     segments_.pop_back();
   }
   TranscriptSegment seg{folder_ / segment_name(at), epoch, session, at, at};
+  if (injected(faults(), IoOp::create)) return os_error("create " + seg.path.string(), faults()->error);
   const int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return os_error("create " + seg.path.string());
   fd_ = fd;
@@ -490,9 +485,7 @@ Result<void> TranscriptStore::enforce_retention() {
   while (segments_.size() > 1) {
     const std::uint64_t oldest = segments_.front().bytes();
     if (total - oldest < options_.retain_bytes) break;
-    std::error_code ec;
-    std::filesystem::remove(segments_.front().path, ec);
-    if (ec) return fail(Errc::io_error, "remove " + segments_.front().path.string() + ": " + ec.message());
+    if (auto r = remove_file(segments_.front().path); !r) return r;
     std::erase_if(unsynced_, [&](const auto& u) {
       if (u.first != segments_.front().start) return false;
       ::close(u.second);  // deleted: nothing of it needs to reach the disk
@@ -514,21 +507,16 @@ Result<void> TranscriptStore::sync() {
   if (fd_ >= 0) {
     if (auto r = sync_fd(fd_, segments_.back().path.string()); !r) return r;
   }
-  if (options_.faults && options_.faults->fails_sync()) {
-    return os_error("fsync " + folder_.string(), options_.faults->error);
-  }
-  return sync_folder(folder_);
+  return sync_folder(folder_, faults());
 }
 
 Result<void> TranscriptStore::clear() {
   close_fd();
-  for (const auto& seg : segments_) {
-    std::error_code ec;
-    std::filesystem::remove(seg.path, ec);
-    if (ec) return fail(Errc::io_error, "remove " + seg.path.string() + ": " + ec.message());
+  while (!segments_.empty()) {
+    if (auto r = remove_file(segments_.back().path); !r) return r;
+    segments_.pop_back();
   }
-  segments_.clear();
-  return sync_folder(folder_);
+  return sync_folder(folder_, faults());
 }
 
 Result<std::size_t> TranscriptStore::read(Cursor from, std::span<char> out) const {
@@ -579,7 +567,15 @@ Result<std::size_t> TranscriptStore::read_folder(const std::filesystem::path& fo
 }
 
 Result<void> TranscriptStore::save_record(std::string_view text) {
-  return write_file_durably(folder_ / std::string(ActorRecord::kFileName), text);
+  return write_file_durably(folder_ / std::string(ActorRecord::kFileName), text, faults());
+}
+
+Result<void> TranscriptStore::remove_file(const std::filesystem::path& path) {
+  if (injected(faults(), IoOp::remove)) return os_error("remove " + path.string(), faults()->error);
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  if (ec) return fail(Errc::io_error, "remove " + path.string() + ": " + ec.message());
+  return {};
 }
 
 Result<void> TranscriptStore::remove_folder(const std::filesystem::path& folder) {

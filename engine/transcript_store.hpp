@@ -30,24 +30,11 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/io_faults.hpp"
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
 
 namespace backscroll::engine {
-
-// A test seam (null in the engine): the Nth write, or the Nth sync, of the stores sharing the
-// plan fails with `error` before it reaches the OS, as a failing disk would (counted from 1).
-struct IoFaultPlan {
-  std::uint64_t fail_write = 0;  // 0: never
-  std::uint64_t fail_sync = 0;   // fdatasync of a segment or fsync of the folder; 0: never
-  int error = EIO;
-  std::atomic<std::uint64_t> writes{0};
-  std::atomic<std::uint64_t> syncs{0};
-
-  // Counts one write (sync); true when it is the one to fail.
-  bool fails_write() { return fail_write != 0 && writes.fetch_add(1) + 1 == fail_write; }
-  bool fails_sync() { return fail_sync != 0 && syncs.fetch_add(1) + 1 == fail_sync; }
-};
 
 struct TranscriptOptions {
   std::uint64_t retain_bytes = 10'485'760;   // settings.yaml terminal_transcript.per_actor_bytes
@@ -137,9 +124,11 @@ class TranscriptStore {
   Result<void> start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session);
   Result<void> enforce_retention();
   void close_fd() noexcept;
-  // write_all and fdatasync through the fault plan.
+  // write_all, fdatasync and remove through the fault plan.
   Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
   Result<void> sync_fd(int fd, const std::string& what);
+  Result<void> remove_file(const std::filesystem::path& path);
+  IoFaultPlan* faults() const noexcept { return options_.faults.get(); }
 
   std::filesystem::path folder_;
   TranscriptOptions options_;

@@ -141,7 +141,7 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
       case Mark::Kind::session:
         slot.session = m.value;
         slot.session_running = true;
-        if (slot.store) extend_lease(slot, max(m.at, slot.ring->committed()), /*always=*/true);
+        if (slot.store) extend_lease(slot, max(m.at, slot.ring->committed()));
         break;
       case Mark::Kind::clear:
         slot.position = std::max(slot.position, m.at);
@@ -177,7 +177,7 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
 // Appends at most `budget` bytes of the slot's ring, applying marks at their cursors.
 bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
   bool worked = false;
-  if (slot.store && slot.session_running && !extend_lease(slot, slot.ring->committed(), false)) {
+  if (lease_due(slot, slot.ring->committed()) && !extend_lease(slot, slot.ring->committed())) {
     return true;
   }
   for (;;) {
@@ -243,10 +243,15 @@ bool TranscriptWriter::write_lease(Slot& slot, CursorLease lease) {
   return true;
 }
 
-bool TranscriptWriter::extend_lease(Slot& slot, Cursor committed, bool always) {
-  const std::uint64_t span = lease_bytes(slot.ring->capacity());
-  if (!always && slot.lease.open && committed + span / 2 < slot.lease.limit) return true;
-  const Cursor limit = max(slot.lease.limit, committed + std::min(span, ~value(committed)));
+bool TranscriptWriter::lease_due(const Slot& slot, Cursor committed) {
+  const std::uint64_t half = lease_bytes(slot.ring->capacity()) / 2;
+  return slot.store && slot.session_running && slot.lease.limit < kCursorEnd &&
+         advance_capped(committed, half) >= slot.lease.limit;
+}
+
+bool TranscriptWriter::extend_lease(Slot& slot, Cursor committed) {
+  const Cursor limit =
+      max(slot.lease.limit, advance_capped(committed, lease_bytes(slot.ring->capacity())));
   if (!write_lease(slot, CursorLease{limit, true})) return false;
   WriterEvent e;
   e.kind = WriterEvent::Kind::lease;
@@ -276,10 +281,7 @@ bool TranscriptWriter::has_work() {
     if (!slot->marks.empty()) return true;
     const Cursor committed = slot->ring->committed();
     if (slot->store && committed > slot->position) return true;
-    if (slot->store && slot->session_running &&
-        committed + lease_bytes(slot->ring->capacity()) / 2 >= slot->lease.limit) {
-      return true;  // a lease to renew
-    }
+    if (lease_due(*slot, committed)) return true;
   }
   return false;
 }

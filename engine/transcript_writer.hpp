@@ -138,9 +138,12 @@ class TranscriptWriter {
   bool apply_due_marks(Slot& slot);
   // Writes `lease` durably; false after giving the transcript up.
   bool write_lease(Slot& slot, CursorLease lease);
-  // Opens a lease for the slot's session reaching lease_bytes() past `committed`, when less than
-  // half of that is left (or `always`), and grants it. False after giving up.
-  bool extend_lease(Slot& slot, Cursor committed, bool always);
+  // Whether the slot's running session needs a longer lease: less than half a span is left
+  // (and the cursor space has room for more).
+  static bool lease_due(const Slot& slot, Cursor committed);
+  // Writes an open lease for the slot's session reaching lease_bytes() past `committed` and
+  // grants it. False after giving up.
+  bool extend_lease(Slot& slot, Cursor committed);
   void give_up(Slot& slot, const std::string& why);
   void emit(WriterEvent e);
   bool has_work();

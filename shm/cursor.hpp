@@ -25,4 +25,14 @@ constexpr std::uint64_t operator-(Cursor later, Cursor earlier) noexcept {
 constexpr Cursor max(Cursor a, Cursor b) noexcept { return a < b ? b : a; }
 constexpr Cursor min(Cursor a, Cursor b) noexcept { return a < b ? a : b; }
 
+// The cursor space ends here: no byte is ever written at or past it (at 10 GB/s that takes 58
+// years of one epoch's output). Below it, a cursor plus a ring's capacity (< 2^26) or any sum
+// capped with advance_capped never overflows. A session that reaches it ends its output.
+inline constexpr Cursor kCursorEnd{~std::uint64_t{0} - (std::uint64_t{1} << 32)};
+
+// `c + bytes`, but never past kCursorEnd.
+constexpr Cursor advance_capped(Cursor c, std::uint64_t bytes) noexcept {
+  return c >= kCursorEnd || bytes >= kCursorEnd - c ? kCursorEnd : c + bytes;
+}
+
 }  // namespace backscroll

@@ -182,7 +182,8 @@ bool RingReader::intact(Cursor from) const noexcept {
   // precedes any kernel write into the newly reserved space.
   std::atomic_thread_fence(std::memory_order_acquire);
   const std::uint64_t reserved = load(header_->reserved, std::memory_order_relaxed);
-  return reserved <= value(from) + capacity_;
+  // Written as a difference: `from + capacity` could overflow in a damaged header's cursor space.
+  return reserved <= value(from) || reserved - value(from) <= capacity_;
 }
 
 Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noexcept {

@@ -102,7 +102,8 @@ void RingWriter::publish_reserved(Cursor reserved) noexcept {
 
 std::span<std::byte> RingWriter::reserve(std::size_t max_bytes) noexcept {
   const std::uint64_t offset = value(committed_) % capacity_;
-  const std::uint64_t n = std::min<std::uint64_t>(max_bytes, capacity_ - offset);
+  const std::uint64_t n =
+      std::min<std::uint64_t>({max_bytes, capacity_ - offset, kCursorEnd - committed_});
   const Cursor end = committed_ + n;
   if (reserved_ < end) publish_reserved(end);
   return {data_ + offset, static_cast<std::size_t>(n)};
@@ -115,13 +116,16 @@ void RingWriter::commit(std::size_t bytes) noexcept {
   store_release(header_->committed, committed_);
 }
 
-void RingWriter::append(std::span<const std::byte> bytes) noexcept {
-  while (!bytes.empty()) {
-    const std::span<std::byte> space = reserve(bytes.size());
-    std::memcpy(space.data(), bytes.data(), space.size());
+std::size_t RingWriter::append(std::span<const std::byte> bytes) noexcept {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const std::span<std::byte> space = reserve(bytes.size() - done);
+    if (space.empty()) break;  // the end of the cursor space
+    std::memcpy(space.data(), bytes.data() + done, space.size());
     commit(space.size());
-    bytes = bytes.subspan(space.size());
+    done += space.size();
   }
+  return done;
 }
 
 void RingWriter::clear() noexcept {

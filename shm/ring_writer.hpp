@@ -44,13 +44,15 @@ class RingWriter {
   RingWriter& operator=(RingWriter&&) noexcept = default;
 
   // Contiguous free space at committed(), at most `max_bytes`, never crossing the end of the data
-  // area. Publishes floor and reserved before returning: the caller may then let the kernel write
-  // the span. At most one reservation is outstanding; commit() or a new reserve() ends it.
+  // area nor kCursorEnd (empty there). Publishes floor and reserved before returning: the caller
+  // may then let the kernel write the span. At most one reservation is outstanding; commit() or a
+  // new reserve() ends it.
   std::span<std::byte> reserve(std::size_t max_bytes) noexcept;
   // Makes the first `bytes` of the outstanding reservation readable (the commit point).
   void commit(std::size_t bytes) noexcept;
-  // reserve + memcpy + commit, wrapping as needed (tests, benchmarks, engine-made bytes).
-  void append(std::span<const std::byte> bytes) noexcept;
+  // reserve + memcpy + commit, wrapping as needed (tests, benchmarks, engine-made bytes). The
+  // bytes appended: all of them, unless the cursor space ends first.
+  std::size_t append(std::span<const std::byte> bytes) noexcept;
   // Empties the readable range: floor = committed. The cursor space only moves forward.
   void clear() noexcept;
   // Gives the data area's memory back to the system (an idle actor's ring): floor rises to

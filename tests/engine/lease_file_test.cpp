@@ -104,7 +104,8 @@ TEST_F(LeaseFileTest, NeverThroughASymlinkNorFromSomethingElseThanAFile) {
 TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
   for (const bool sync : {false, true}) {
     auto plan = std::make_shared<engine::IoFaultPlan>();
-    (sync ? plan->fail_sync : plan->fail_write) = 2;
+    plan->op = sync ? engine::IoOp::sync : engine::IoOp::write;
+    plan->nth = 2;
     fs::remove(file());
     auto file = LeaseFile::open(dir_.path(), plan);
     ASSERT_TRUE(file);

@@ -307,22 +307,30 @@ TEST_F(TranscriptWriterTest, AnIoErrorGivesTheTranscriptUpAndLetsTheActorGo) {
   EXPECT_EQ(read_all(reopened(2)), "other actor");
 }
 
-// A failing disk below the store, injected at every write and then every sync in turn: the
-// transcript is given up with archive_error saying where (archived_to), the actor is let go
-// (its consumer detaches), and after a reopen every byte before archived_to reads back exact,
-// with nothing reported damaged.
-TEST_F(TranscriptWriterTest, AFailingWriteOrSyncAtAnyPointKeepsAnExactPrefix) {
+// A failing disk below the store, injected at the Nth operation of each kind in turn (writes,
+// syncs, creating, removing and renaming files, folder syncs; across segments, the actor record
+// and the lease): the transcript is given up with archive_error saying where (archived_to), the
+// actor is let go (its consumer detaches), and after a reopen every retained byte before
+// archived_to reads back exact, with nothing reported damaged.
+TEST_F(TranscriptWriterTest, AFailingOperationOfAnyKindAtAnyPointKeepsAnExactPrefix) {
+  using engine::IoOp;
   engine::WriterActorId id = 100;
   std::uint64_t token = 1000;
   std::mt19937 gen(9);
-  for (const bool sync : {false, true}) {
-    for (std::uint64_t n = 1; n <= 12; ++n) {
-      SCOPED_TRACE((sync ? "sync " : "write ") + std::to_string(n));
+  const std::pair<IoOp, std::uint64_t> kinds[] = {
+      {IoOp::write, 12}, {IoOp::sync, 12},   {IoOp::create, 6},
+      {IoOp::remove, 3}, {IoOp::rename, 6}, {IoOp::folder_sync, 6}};
+  for (const auto& [op, most] : kinds) {
+    for (std::uint64_t n = 1; n <= most; ++n) {
+      SCOPED_TRACE("operation " + std::to_string(static_cast<int>(op)) + ", number " +
+                   std::to_string(n));
       auto plan = std::make_shared<engine::IoFaultPlan>();
-      (sync ? plan->fail_sync : plan->fail_write) = n;
+      plan->op = op;
+      plan->nth = n;
       ++id;
-      // Small segments: segment headers are written (and can fail) along the way.
-      TestRing& ring = add(id, {1u << 30, 4096, plan});
+      // Small segments and retention: segment headers are written and old segments removed (and
+      // either can fail) along the way.
+      TestRing& ring = add(id, {8192, 4096, plan});
       const std::size_t consumer = consumers_.size() - 1;
       std::string all;
       std::optional<WriterEvent> error;
@@ -339,6 +347,7 @@ TEST_F(TranscriptWriterTest, AFailingWriteOrSyncAtAnyPointKeepsAnExactPrefix) {
         for (char& c : chunk) c = static_cast<char>(gen());
         ring.write(chunk);
         all += chunk;
+        writer_.save_record(id, ring.writer.committed(), "{\"round\":" + std::to_string(round) + "}");
         writer_.wake();
         writer_.seal(id, ring.writer.committed(), ++token);
         for (;;) {  // up to this seal's answer, noting an archive_error on the way
@@ -358,13 +367,15 @@ TEST_F(TranscriptWriterTest, AFailingWriteOrSyncAtAnyPointKeepsAnExactPrefix) {
       EXPECT_TRUE(consumers_[consumer]->detached());
       const std::uint64_t kept = value(error->archived_to);
       EXPECT_LE(kept, all.size());
-      if (sync) {
+      if (op == IoOp::sync) {
         EXPECT_EQ(kept, all.size()) << "a failed sync loses no write";
       }
       const TranscriptStore reopened_store = reopened(id);
       EXPECT_TRUE(reopened_store.damaged().empty());
       EXPECT_EQ(reopened_store.end(), error->archived_to);
-      EXPECT_TRUE(read_all(reopened_store) == all.substr(0, kept)) << "the prefix before the fault";
+      const std::uint64_t oldest = value(reopened_store.oldest());
+      EXPECT_TRUE(read_all(reopened_store) == all.substr(oldest, kept - oldest))
+          << "the retained prefix before the fault";
       writer_.remove_actor(id);
     }
   }

@@ -383,6 +383,71 @@ TEST_F(RingStartingBelowOneCapacity, ReaderServesNothingBelowTheStartCursor) {
   EXPECT_EQ(view.error().cursor, 1000u);
 }
 
+// --- cursors near 2^63 and the end of the cursor space ---------------------------------------
+
+// A ring whose cursors start `before` bytes ahead of `point`: laps, reads and intact() across
+// 2^63 (the sign bit of a signed cast) and up to kCursorEnd, where the cursor space ends.
+class RingNearACursorLimit : public Ring, public ::testing::WithParamInterface<std::uint64_t> {
+ protected:
+  static constexpr std::uint64_t kBefore = 3 * kCapacity + 777;
+  RingNearACursorLimit() : Ring(Cursor{GetParam() - kBefore}) {}
+};
+
+TEST_P(RingNearACursorLimit, ReadsLapsAndIntactHoldAcrossIt) {
+  const Cursor start{GetParam() - kBefore};
+  const Cursor limit{GetParam()};
+  Cursor read_at = start;
+  // A reader that keeps up reads every byte exactly, right up to the limit.
+  while (writer().committed() < limit) {
+    const std::uint64_t n = std::min<std::uint64_t>(5000, limit - writer().committed());
+    append_pattern(writer(), n, 1500);
+    std::vector<std::byte> got(n);
+    auto to = reader().copy(read_at, got);
+    ASSERT_TRUE(to.has_value()) << to.error().describe();
+    ASSERT_EQ(*to, read_at + n);
+    ASSERT_EQ(got, pattern(read_at, n)) << "at " << value(read_at);
+    read_at = *to;
+  }
+  EXPECT_EQ(writer().committed(), limit);
+  // A reader a lap behind is told, with the oldest cursor; one inside the last lap is intact.
+  EXPECT_EQ(reader().oldest(), limit - kCapacity);
+  const auto lapped = reader().read(limit - kCapacity - 1, 10);
+  ASSERT_FALSE(lapped.has_value());
+  EXPECT_EQ(lapped.error().code, Errc::cursor_expired);
+  EXPECT_EQ(lapped.error().cursor, value(limit) - kCapacity);
+  EXPECT_FALSE(reader().intact(limit - kCapacity - 1));
+  EXPECT_TRUE(reader().intact(limit - kCapacity));
+  EXPECT_TRUE(reader().intact(limit - 1));
+  auto view = reader().read(limit - 100, 1000);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(bytes_of(*view), pattern(limit - 100, 100));
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoToTheSixtyThreeAndTheEnd, RingNearACursorLimit,
+                         ::testing::Values(std::uint64_t{1} << 63, value(kCursorEnd)));
+
+class RingAtTheEndOfTheCursorSpace : public Ring {
+ protected:
+  static constexpr std::uint64_t kBefore = 3 * kCapacity + 777;
+  RingAtTheEndOfTheCursorSpace() : Ring(kCursorEnd - kBefore) {}
+};
+
+TEST_F(RingAtTheEndOfTheCursorSpace, NoByteIsWrittenAtOrPastItAndNothingWraps) {
+  append_pattern(writer(), kBefore, 4096);
+  EXPECT_EQ(writer().committed(), kCursorEnd);
+  EXPECT_TRUE(writer().reserve(4096).empty()) << "no byte at or past kCursorEnd";
+  const std::vector<std::byte> more(100, std::byte{1});
+  EXPECT_EQ(writer().append(more), 0u);
+  EXPECT_EQ(writer().committed(), kCursorEnd);
+  EXPECT_EQ(reader().committed(), kCursorEnd);
+  EXPECT_TRUE(reader().intact(kCursorEnd - 1));
+  // Released like an idle ring: reserved = committed + capacity, still no overflow.
+  (void)writer().release_pages();  // on heap memory the madvise fails; reserved is published first
+  EXPECT_FALSE(reader().intact(kCursorEnd - 1));
+  EXPECT_EQ(advance_capped(kCursorEnd - 10, 1ULL << 40), kCursorEnd);
+  EXPECT_EQ(advance_capped(Cursor{5}, 10), Cursor{15});
+}
+
 // --- validate_ring_header -------------------------------------------------------------------
 
 class ValidateRingHeader : public ::testing::Test {
