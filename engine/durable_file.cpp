@@ -23,26 +23,26 @@ Result<void> write_file_durably(const std::filesystem::path& path, std::string_v
   // Always a new file: never one that is there already, never through a symlink. One a crash
   // left behind (or anything planted under its name) is removed first; unlink never follows.
   constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  if (injected(faults, IoOp::create)) return os_error("create " + temporary.string(), faults->error);
+  if (auto r = before_io(faults, IoOp::create, temporary); !r) return r;
   int fd = ::open(temporary.c_str(), kFlags, 0600);
   if (fd < 0 && errno == EEXIST && ::unlink(temporary.c_str()) == 0) {
     fd = ::open(temporary.c_str(), kFlags, 0600);
   }
   if (fd < 0) return os_error("create " + temporary.string(), errno);
-  Result<void> r;
-  if (injected(faults, IoOp::write)) r = os_error("write " + temporary.string(), faults->error);
+  Result<void> r = before_io(faults, IoOp::write, temporary);
   for (std::size_t done = 0; r && done < text.size();) {
     const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) r = os_error("write " + temporary.string(), w < 0 ? errno : ENOSPC);
     else done += static_cast<std::size_t>(w);
   }
-  if (r && injected(faults, IoOp::sync)) r = os_error("sync " + temporary.string(), faults->error);
+  if (r) r = before_io(faults, IoOp::sync, temporary);
   if (r && (::fchmod(fd, 0600) != 0 || ::fdatasync(fd) != 0)) {
     r = os_error("sync " + temporary.string(), errno);
   }
+  if (r) after_io(faults, IoOp::sync, temporary);
   ::close(fd);
-  if (r && injected(faults, IoOp::rename)) r = os_error("rename " + path.string(), faults->error);
+  if (r) r = before_io(faults, IoOp::rename, path);
   if (r && ::rename(temporary.c_str(), path.c_str()) != 0) {
     r = os_error("rename " + path.string(), errno);
   }
@@ -54,13 +54,14 @@ Result<void> write_file_durably(const std::filesystem::path& path, std::string_v
 }
 
 Result<void> sync_folder(const std::filesystem::path& folder, IoFaultPlan* faults) {
-  if (injected(faults, IoOp::folder_sync)) return os_error("fsync " + folder.string(), faults->error);
+  if (auto r = before_io(faults, IoOp::folder_sync, folder); !r) return r;
   const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return os_error("open " + folder.string(), errno);
   const int r = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   if (r != 0) return os_error("fsync " + folder.string(), err);
+  after_io(faults, IoOp::folder_sync, folder);
   return {};
 }
 

@@ -1,13 +1,20 @@
 // IoFaultPlan: a test seam under the files that keep history (transcript segments, the actor
-// record, the cursor lease). Null in the engine. A plan names one kind of operation and a count:
-// the Nth such operation (counted from 1) on any file of the stores sharing the plan fails with
-// `error` before it reaches the OS, as a failing disk would. Tests inject it through
-// TranscriptOptions::faults and check that each failure keeps an exact prefix and says so.
+// record, the cursor lease). Null in the engine. Every operation those files depend on asks the
+// plan first (before_io) and, for syncs, tells it afterwards (after_io), with the path.
+//
+// The plain plan fails the Nth operation of one kind (counted from 1) with `error` before it
+// reaches the OS, as a failing disk would. Tests derive from it to do more at those points (the
+// crash-image recorder of tests/engine/crash_image.hpp reads each file as it is synced).
 #pragma once
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "shm/error.hpp"
 
 namespace backscroll::engine {
 
@@ -20,17 +27,49 @@ enum class IoOp : std::uint8_t {
   folder_sync,  // fsync of a folder (names created, renamed or removed in it)
 };
 
-struct IoFaultPlan {
-  IoOp op = IoOp::write;
-  std::uint64_t nth = 0;  // 0: never
-  int error = EIO;
-  std::atomic<std::uint64_t> count{0};  // operations of kind `op` so far
+constexpr const char* io_op_name(IoOp op) noexcept {
+  switch (op) {
+    case IoOp::write: return "write";
+    case IoOp::sync: return "fdatasync";
+    case IoOp::create: return "create";
+    case IoOp::remove: return "remove";
+    case IoOp::rename: return "rename";
+    case IoOp::folder_sync: return "fsync";
+  }
+  return "?";
+}
 
-  // Counts one operation of kind `o`; true when it is the one to fail.
-  bool fails(IoOp o) noexcept { return nth != 0 && o == op && count.fetch_add(1) + 1 == nth; }
+class IoFaultPlan {
+ public:
+  IoFaultPlan() = default;
+  IoFaultPlan(IoOp op, std::uint64_t nth, int error = EIO) : op_(op), nth_(nth), error_(error) {}
+  virtual ~IoFaultPlan() = default;
+  IoFaultPlan(const IoFaultPlan&) = delete;
+  IoFaultPlan& operator=(const IoFaultPlan&) = delete;
+
+  // Before an operation of kind `op` on `path` (for a rename, the target): true makes it fail.
+  virtual bool before(IoOp op, const std::filesystem::path&) {
+    return nth_ != 0 && op == op_ && count_.fetch_add(1) + 1 == nth_;
+  }
+  // After a sync or folder sync of `path` succeeded.
+  virtual void after(IoOp, const std::filesystem::path&) {}
+  int error() const noexcept { return error_; }
+
+ private:
+  IoOp op_ = IoOp::write;
+  std::uint64_t nth_ = 0;  // 0: never
+  int error_ = EIO;
+  std::atomic<std::uint64_t> count_{0};  // operations of kind op_ so far
 };
 
-// `plan` may be null (the engine): then nothing fails.
-inline bool injected(IoFaultPlan* plan, IoOp o) noexcept { return plan != nullptr && plan->fails(o); }
+// The injected failure of `op` on `path`, if the plan (null in the engine) has one.
+inline Result<void> before_io(IoFaultPlan* plan, IoOp op, const std::filesystem::path& path) {
+  if (plan == nullptr || !plan->before(op, path)) return {};
+  return fail(Errc::io_error,
+              std::string(io_op_name(op)) + " " + path.string() + ": " + std::strerror(plan->error()));
+}
+inline void after_io(IoFaultPlan* plan, IoOp op, const std::filesystem::path& path) {
+  if (plan != nullptr) plan->after(op, path);
+}
 
 }  // namespace backscroll::engine

@@ -106,7 +106,7 @@ Result<LeaseFile> LeaseFile::open(const std::filesystem::path& folder,
   int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   bool created = false;
   if (fd < 0 && errno == ENOENT) {
-    if (injected(faults.get(), IoOp::create)) return os_error("create " + path.string(), faults->error);
+    if (auto r = before_io(faults.get(), IoOp::create, path); !r) return tl::unexpected(r.error());
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     created = fd >= 0;
   }
@@ -158,15 +158,16 @@ Result<void> LeaseFile::write(const CursorLease& lease) {
   le::put32(slot + 24, lease.open ? kOpen : 0);
   le::put32(slot + 28, crc32c(slot, 28));
   const auto offset = static_cast<off_t>((sequence % 2) * kSlotStride);
-  if (injected(faults_.get(), IoOp::write)) return os_error("write " + path_.string(), faults_->error);
+  if (auto r = before_io(faults_.get(), IoOp::write, path_); !r) return r;
   for (std::size_t done = 0; done < sizeof slot;) {
     const ssize_t n = ::pwrite(fd_, slot + done, sizeof slot - done, offset + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return os_error("write " + path_.string(), n < 0 ? errno : ENOSPC);
     done += static_cast<std::size_t>(n);
   }
-  if (injected(faults_.get(), IoOp::sync)) return os_error("fdatasync " + path_.string(), faults_->error);
+  if (auto r = before_io(faults_.get(), IoOp::sync, path_); !r) return r;
   if (::fdatasync(fd_) != 0) return os_error("fdatasync " + path_.string());
+  after_io(faults_.get(), IoOp::sync, path_);
   sequence_ = sequence;
   return {};
 }

@@ -400,13 +400,14 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
 
 Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
                                     const std::filesystem::path& path) {
-  if (injected(faults(), IoOp::write)) return os_error("write " + path.string(), faults()->error);
+  if (auto r = before_io(faults(), IoOp::write, path); !r) return r;
   return write_all(fd, data, n, path);
 }
 
-Result<void> TranscriptStore::sync_fd(int fd, const std::string& what) {
-  if (injected(faults(), IoOp::sync)) return os_error("fdatasync " + what, faults()->error);
-  if (::fdatasync(fd) != 0) return os_error("fdatasync " + what);
+Result<void> TranscriptStore::sync_fd(int fd, const std::filesystem::path& path) {
+  if (auto r = before_io(faults(), IoOp::sync, path); !r) return r;
+  if (::fdatasync(fd) != 0) return os_error("fdatasync " + path.string());
+  after_io(faults(), IoOp::sync, path);
   return {};
 }
 
@@ -427,7 +428,7 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
     segments_.pop_back();
   }
   TranscriptSegment seg{folder_ / segment_name(at), epoch, session, at, at};
-  if (injected(faults(), IoOp::create)) return os_error("create " + seg.path.string(), faults()->error);
+  if (auto r = before_io(faults(), IoOp::create, seg.path); !r) return r;
   const int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return os_error("create " + seg.path.string());
   fd_ = fd;
@@ -500,12 +501,12 @@ Result<void> TranscriptStore::enforce_retention() {
 Result<void> TranscriptStore::sync() {
   while (!unsynced_.empty()) {
     const auto [start, fd] = unsynced_.front();
-    if (auto r = sync_fd(fd, "segment " + segment_name(start)); !r) return r;
+    if (auto r = sync_fd(fd, folder_ / segment_name(start)); !r) return r;
     ::close(fd);
     unsynced_.erase(unsynced_.begin());
   }
   if (fd_ >= 0) {
-    if (auto r = sync_fd(fd_, segments_.back().path.string()); !r) return r;
+    if (auto r = sync_fd(fd_, segments_.back().path); !r) return r;
   }
   return sync_folder(folder_, faults());
 }
@@ -571,7 +572,7 @@ Result<void> TranscriptStore::save_record(std::string_view text) {
 }
 
 Result<void> TranscriptStore::remove_file(const std::filesystem::path& path) {
-  if (injected(faults(), IoOp::remove)) return os_error("remove " + path.string(), faults()->error);
+  if (auto r = before_io(faults(), IoOp::remove, path); !r) return r;
   std::error_code ec;
   std::filesystem::remove(path, ec);
   if (ec) return fail(Errc::io_error, "remove " + path.string() + ": " + ec.message());

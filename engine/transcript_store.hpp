@@ -126,7 +126,7 @@ class TranscriptStore {
   void close_fd() noexcept;
   // write_all, fdatasync and remove through the fault plan.
   Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
-  Result<void> sync_fd(int fd, const std::string& what);
+  Result<void> sync_fd(int fd, const std::filesystem::path& path);
   Result<void> remove_file(const std::filesystem::path& path);
   IoFaultPlan* faults() const noexcept { return options_.faults.get(); }
 

@@ -103,9 +103,7 @@ TEST_F(LeaseFileTest, NeverThroughASymlinkNorFromSomethingElseThanAFile) {
 
 TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
   for (const bool sync : {false, true}) {
-    auto plan = std::make_shared<engine::IoFaultPlan>();
-    plan->op = sync ? engine::IoOp::sync : engine::IoOp::write;
-    plan->nth = 2;
+    auto plan = std::make_shared<engine::IoFaultPlan>(sync ? engine::IoOp::sync : engine::IoOp::write, 2);
     fs::remove(file());
     auto file = LeaseFile::open(dir_.path(), plan);
     ASSERT_TRUE(file);
