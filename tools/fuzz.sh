@@ -25,19 +25,9 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(frame_decoder ring_header vt_scanner mirror transcript)
-[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
-
-# Each target's input bound (the header comment of its source says why).
-max_len() {
-  case "$1" in
-    frame_decoder|mirror) echo 4096 ;;
-    ring_header) echo 512 ;;
-    transcript) echo 1024 ;;
-    vt_scanner) echo 16384 ;;
-    *) echo "fuzz.sh: unknown target '$1' (one of: ${all[*]})" >&2; exit 2 ;;
-  esac
-}
+source "$root/fuzz/targets.sh"
+[ ${#targets[@]} -gt 0 ] || targets=("${fuzz_targets[@]}")
+max_len() { fuzz_max_len "$1" || exit 2; }
 for t in "${targets[@]}"; do max_len "$t" >/dev/null; done
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

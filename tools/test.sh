@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh checkout: installs the Debian packages (.ci/setup), builds
-# everything with warnings as errors, runs ctest, then a short deterministic run of the mirror
-# fuzzer. .ci/run calls exactly this.
+# everything with warnings as errors, runs ctest, then a short deterministic run of every fuzz
+# target. .ci/run calls exactly this.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BACKSCROLL_BUILD_DIR:-$root/build}"
@@ -22,20 +22,27 @@ fi
 echo "test.sh: RC_PARAMS=$RC_PARAMS"
 ctest -j2 --output-on-failure --timeout 300
 
-# A short run of the mirror fuzzer (fuzz/mirror_fuzz.cpp: the snapshot round trip on arbitrary
-# output; docs/snapshot.md, "Tests") from the checked-in corpus, in its own clang build folder.
-# A fixed seed and run count keep it deterministic: the same inputs on every run of a commit.
-# New inputs go to a scratch folder; a finding fails the run and is written to $fuzz_build.
-# BACKSCROLL_FUZZ_RUNS sets the number of inputs (0 skips it), BACKSCROLL_FUZZ_SEED the seed.
-fuzz_runs="${BACKSCROLL_FUZZ_RUNS:-3000}"
-if [ "$fuzz_runs" -gt 0 ]; then
-  fuzz_build="$build-mirror-fuzz"
+# A short run of every fuzz target (fuzz/*_fuzz.cpp; docs/reliability.md, "Tools") from its
+# checked-in corpus, in one clang build folder: the corpus, then BACKSCROLL_FUZZ_NEW new inputs
+# (default 300; 0 skips the runs). A fixed seed keeps it deterministic: the same inputs on every
+# run of a commit (BACKSCROLL_FUZZ_SEED sets it). New inputs go to a scratch folder; a finding
+# fails the run and is written to $fuzz_build.
+fuzz_new="${BACKSCROLL_FUZZ_NEW:-300}"
+if [ "$fuzz_new" -gt 0 ]; then
+  source "$root/fuzz/targets.sh"
+  fuzz_build="$build-fuzz"
   CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBACKSCROLL_FUZZ=ON -DBACKSCROLL_TESTS=OFF -DBACKSCROLL_BENCH=OFF >/dev/null
-  ninja -C "$fuzz_build" -j2 mirror_fuzz
+  ninja -C "$fuzz_build" -j2 $(printf '%s_fuzz ' "${fuzz_targets[@]}")
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
-  "$fuzz_build/bin/mirror_fuzz" -dict="$root/fuzz/mirror.dict" -max_len=4096 -rss_limit_mb=2048 \
-    -seed="${BACKSCROLL_FUZZ_SEED:-1}" -runs="$fuzz_runs" -print_final_stats=1 \
-    -artifact_prefix="$fuzz_build/" "$scratch" "$root/fuzz/corpus/mirror"
+  for t in "${fuzz_targets[@]}"; do
+    corpus="$root/fuzz/corpus/$t"
+    runs=$(( $(ls "$corpus" | wc -l) + fuzz_new ))
+    echo "test.sh: fuzz $t, $runs inputs"
+    mkdir -p "$scratch/$t"
+    "$fuzz_build/bin/${t}_fuzz" -dict="$root/fuzz/$t.dict" -max_len="$(fuzz_max_len "$t")" \
+      -rss_limit_mb=2048 -seed="${BACKSCROLL_FUZZ_SEED:-1}" -runs="$runs" -print_final_stats=1 \
+      -artifact_prefix="$fuzz_build/$t-" "$scratch/$t" "$corpus" 2>&1 | tail -n 12
+  done
 fi
