@@ -8,6 +8,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
+#include "engine/memory_budget.hpp"
 #include "engine/request_fields.hpp"
 
 namespace backscroll::engine {
@@ -138,6 +139,10 @@ Result<Json> Engine::op_spawn(const Json& request) {
   if (!rows) return tl::unexpected(rows.error());
   spec.size = {*cols, *rows};
 
+  if (auto fits = MemoryBudget::check_spawn(*name, settings_.actor.ring_bytes); !fits) {
+    log(LogLevel::warn, "spawn of {} refused: {}", *name, fits.error().message);
+    return tl::unexpected(fits.error());
+  }
   auto actor = Actor::create(*this, places_, *name, settings_.actor, notify_fd_);
   if (!actor) return tl::unexpected(actor.error());
   auto session = (*actor)->start(std::move(spec));

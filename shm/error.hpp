@@ -33,6 +33,7 @@ enum class Errc : std::uint8_t {
   already_running,     // a second engine for the same runtime directory
   shutting_down,       // the engine is stopping and takes no new work
   io_error,            // an OS call failed (errno in the message)
+  out_of_memory,       // a spawn would bring the engine near its memory cap (RLIMIT_AS, cgroup)
   internal,            // a bug: the engine logs it with context
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -492,6 +493,43 @@ TEST_F(BadInput, SpawnInAMissingDirectoryIsSpawnFailedAndLeavesNothingBehind) {
   EXPECT_EQ(engine_.segments(), before);
   EXPECT_EQ(error_of("status", {{"actor", "lost"}}).code, Errc::no_such_actor);
   expect_healthy();
+}
+
+// An engine under a memory cap (RLIMIT_AS) refuses the spawn that would bring it near the cap,
+// with out_of_memory saying why, instead of failing later inside an allocation; it serves on
+// and every actor it took keeps working.
+TEST(MemoryCap, ASpawnPastTheCapIsRefusedAndTheEngineServesOn) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: RLIMIT_AS cannot apply";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: RLIMIT_AS cannot apply";
+#endif
+#endif
+  EngineConfig config;
+  config.args.insert(config.args.end(), {"--ring-bytes", "50000000"});
+  config.address_space_limit = 768ull << 20;
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(config));
+  std::optional<Error> refused;
+  int spawned = 0;
+  for (; spawned < 20 && !refused; ++spawned) {
+    auto r = engine.try_call("spawn", {{"actor", "big" + std::to_string(spawned)},
+                                       {"argv", {"sh", "-c", "echo up; exec sleep 60"}}});
+    if (!r) refused = r.error();
+  }
+  ASSERT_TRUE(refused) << "20 actors of 50 MB fit under a 768 MiB cap";
+  EXPECT_EQ(refused->code, Errc::out_of_memory) << refused->describe();
+  EXPECT_NE(refused->message.find("RLIMIT_AS"), std::string::npos) << refused->message;
+  EXPECT_GE(spawned - 1, 2) << "the cap leaves room for a few actors";
+  // The engine serves on: the actors it took work, a smaller request still gets answers.
+  for (int i = 0; i + 1 < spawned; ++i) engine.wait_output("big" + std::to_string(i), "up");
+  EXPECT_EQ(engine.call("list").header.at("actors").size(), static_cast<std::size_t>(spawned - 1));
+  const Error again = expect_error(
+      engine.try_call("spawn", {{"actor", "again"}, {"argv", {"true"}}}), "a second spawn");
+  EXPECT_EQ(again.code, Errc::out_of_memory);
+  engine.call("stop", {{"actor", "big0"}, {"grace_ms", 0}});
+  engine.wait_sealed("big0");
 }
 
 // Regression (review): stop/restart/delete requests waiting for a seal were unbounded, and each

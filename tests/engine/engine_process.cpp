@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -150,6 +151,7 @@ TempDir::~TempDir() {
     return ::testing::AssertionFailure() << "open log: " << std::strerror(errno);
   const pid_t parent = ::getpid();
   const std::optional<mode_t> mask = config.umask;
+  const std::optional<std::uint64_t> address_space = config.address_space_limit;
   const bool ignore_sigchld = config.ignore_sigchld;
   const pid_t pid = ::fork();
   if (pid < 0) return ::testing::AssertionFailure() << "fork: " << std::strerror(errno);
@@ -168,6 +170,10 @@ TempDir::~TempDir() {
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGHUP, SIG_DFL);
     if (mask) ::umask(*mask);
+    if (address_space) {
+      const rlimit limit{*address_space, *address_space};
+      if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(125);
+    }
     if (ignore_sigchld) ::signal(SIGCHLD, SIG_IGN);  // inherited across exec
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);

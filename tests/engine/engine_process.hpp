@@ -63,6 +63,7 @@ control::ControlClient connect_client(const Places& places);
 struct EngineConfig {
   std::vector<std::string> args{"--grace-ms", "500", "--drain-ms", "300"};
   std::optional<mode_t> umask;        // set in the child before exec
+  std::optional<std::uint64_t> address_space_limit;  // RLIMIT_AS, set in the child before exec
   std::filesystem::path runtime_dir;  // empty: <the engine's temp dir>/rt
   bool wait_ready = true;             // false: launch only (engines expected to refuse)
   bool ignore_sigchld = false;        // launch with SIGCHLD ignored, as some launchers do
