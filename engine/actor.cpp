@@ -57,7 +57,7 @@ Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& plac
   }
   const std::uint64_t epoch = past ? past->epoch : random_epoch();
   shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes),
-                             past ? past->start : Cursor{0}};
+                             past ? past->start : min(settings.first_cursor, kCursorEnd)};
   std::vector<std::string> taken;
   auto ring = shm::RingWriter::create_unique(places.segment_stem(name), identity, taken);
   for (const std::string& squatted : taken) {

@@ -55,6 +55,9 @@ struct ActorSettings {
   // Durable cursor leases (persistence on): each session commits nothing until its lease is
   // granted (grant_lease), and then only below the granted cursor.
   bool leased_cursors = false;
+  // A new actor's first cursor: 0, except in tests of the cursor space's far end
+  // (backscrolld --first-cursor).
+  Cursor first_cursor{0};
 };
 
 // What a restarted engine knows of an actor from its durable transcript (ActorRecord): the

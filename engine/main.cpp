@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
   bool persist = false;
   app.add_flag("--persist", persist,
                "keep durable transcripts (as settings.yaml terminal_transcript.persist: true)");
+  std::uint64_t first_cursor = 0;
+  app.add_option("--first-cursor", first_cursor,
+                 "test seam: new actors' cursors start here instead of 0 (the cursor space's far "
+                 "end; docs/reliability.md)")
+      ->group("");  // not in --help
   bool no_mirror = false;
   app.add_flag("--no-mirror", no_mirror,
                "run without the mirror thread (benchmarks): snapshots answer raw_replay");
@@ -56,6 +61,7 @@ int main(int argc, char** argv) {
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
+  settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
   // At most a century: longer ages overflow the clocks' nanoseconds (and mean "forever").
   settings.retention = std::chrono::hours(24 * std::min<std::uint64_t>(file->retention_days, 36'500));
