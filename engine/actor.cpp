@@ -438,7 +438,10 @@ Result<void> Actor::resize(WindowSize size) {
 }
 
 Cursor Actor::clear() {
-  ring_.clear();
+  ring_.clear(reading_);
+  // The cleared bytes under the pending read's reservation are zeroed once it is over: end it
+  // now (a cancelled read consumed nothing; on_read submits the next one).
+  if (reading_) host_.loop().cancel(&read_op_);
   ring_.wake_readers();
   return ring_.floor();
 }

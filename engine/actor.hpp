@@ -104,7 +104,8 @@ class Actor {
   void kill_group() noexcept;
   Result<std::size_t> input(std::string_view bytes, bool paste);
   Result<void> resize(WindowSize size);
-  // Empties the readable range; returns the new floor (= committed).
+  // Empties the readable range and zeroes the cleared bytes in the ring; returns the new floor
+  // (= committed).
   Cursor clear();
   // An idle actor's ring memory goes back to the system once every internal consumer has its
   // bytes (false while one is behind, or while a session runs): the floor rises to committed.

@@ -28,6 +28,9 @@ struct TranscriptWriter::Slot {
   std::optional<LeaseFile> lease_file;
   CursorLease lease;
   bool session_running = false;
+  // Since when bytes the writer still needs are gone from the ring with no clear mark queued
+  // to explain it (the mark follows the clear by microseconds; a lap would never be explained).
+  std::optional<std::chrono::steady_clock::time_point> lost_since;
 };
 
 TranscriptWriter::TranscriptWriter(int notify_fd) : notify_fd_(notify_fd) {
@@ -195,10 +198,9 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
     if (slot.position >= end || budget == 0) break;
 
     auto view = slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
-    if (!view && view.error().code == Errc::cursor_expired && slot.ring->intact(slot.position)) {
-      // Not overwritten, only below a new floor: a clear, whose mark (sent right after the
-      // clear) skips these bytes. Wait for it.
-      break;
+    if (!view && view.error().code == Errc::cursor_expired) {
+      if (skip_to_clear(slot)) continue;
+      if (!waited_too_long(slot)) break;
     }
     if (!view) {
       give_up(slot, "the ring lost bytes before the transcript had them: " + view.error().describe());
@@ -215,15 +217,43 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
       slot.position = slot.position + part.size();
     }
     if (!slot.ring->intact(view->from)) {
+      // The bytes just appended may be torn: only a clear (which deletes them) explains it.
+      if (skip_to_clear(slot)) continue;
+      if (!waited_too_long(slot)) break;
       give_up(slot, "the ring was overwritten while the transcript copied it");
       return true;
     }
+    slot.lost_since.reset();
     budget -= std::min(budget, view->size());
     worked = true;
     last_append_ = std::chrono::steady_clock::now();
   }
   slot.consumer->advance_to(slot.position);
   return worked;
+}
+
+bool TranscriptWriter::skip_to_clear(Slot& slot) {
+  const auto clear = std::find_if(slot.marks.begin(), slot.marks.end(),
+                                  [](const Mark& m) { return m.kind == Mark::Kind::clear; });
+  if (clear == slot.marks.end()) return false;
+  // The marks before it apply at their cursors, as if the cleared bytes had been appended.
+  std::size_t left = static_cast<std::size_t>(clear - slot.marks.begin()) + 1;
+  while (left > 0) {
+    const std::size_t before = slot.marks.size();
+    if (slot.marks.front().kind != Mark::Kind::clear) {
+      slot.position = std::max(slot.position, slot.marks.front().at);
+    }
+    apply_due_marks(slot);
+    left -= std::min(left, before - slot.marks.size());
+  }
+  slot.lost_since.reset();
+  return true;
+}
+
+bool TranscriptWriter::waited_too_long(Slot& slot) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!slot.lost_since) slot.lost_since = now;
+  return now - *slot.lost_since > kClearMarkWait;
 }
 
 bool TranscriptWriter::write_lease(Slot& slot, CursorLease lease) {

@@ -71,6 +71,9 @@ class TranscriptWriter {
   // once less than half of it is left: one small fdatasync per ~8 MiB or more of a flood, before
   // the PTY could ever wait for it.
   static constexpr std::uint64_t kMinLeaseBytes = 16u << 20;
+  // Bytes gone from the ring are a clear's, whose mark follows within microseconds; after this
+  // long without one, the transcript is given up (a lap the gate failed to prevent).
+  static constexpr std::chrono::milliseconds kClearMarkWait{1000};
   static constexpr std::uint64_t lease_bytes(std::uint64_t ring_capacity) noexcept {
     return std::max(kMinLeaseBytes, 2 * ring_capacity);
   }
@@ -138,6 +141,12 @@ class TranscriptWriter {
   bool apply_due_marks(Slot& slot);
   // Writes `lease` durably; false after giving the transcript up.
   bool write_lease(Slot& slot, CursorLease lease);
+  // Bytes the writer still needs are gone from the ring (zeroed by a clear, which also marks
+  // them overwritten): applies the marks up to and including the queued clear, skipping those
+  // bytes. False when no clear is queued.
+  bool skip_to_clear(Slot& slot);
+  // Whether the slot's bytes have been gone for longer than kClearMarkWait without a clear.
+  static bool waited_too_long(Slot& slot);
   // Whether the slot's running session needs a longer lease: less than half a span is left
   // (and the cursor space has room for more).
   static bool lease_due(const Slot& slot, Cursor committed);

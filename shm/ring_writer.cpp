@@ -101,6 +101,7 @@ void RingWriter::publish_reserved(Cursor reserved) noexcept {
 }
 
 std::span<std::byte> RingWriter::reserve(std::size_t max_bytes) noexcept {
+  finish_wipe();  // the reservation before this one is over
   const std::uint64_t offset = value(committed_) % capacity_;
   const std::uint64_t n =
       std::min<std::uint64_t>({max_bytes, capacity_ - offset, kCursorEnd - committed_});
@@ -114,6 +115,7 @@ void RingWriter::commit(std::size_t bytes) noexcept {
   // release: THE COMMIT POINT. Bytes below committed_ (written by memcpy or by the kernel before
   // the CQE we are handling) are visible to a reader that acquire-loads committed.
   store_release(header_->committed, committed_);
+  finish_wipe();
 }
 
 std::size_t RingWriter::append(std::span<const std::byte> bytes) noexcept {
@@ -128,10 +130,40 @@ std::size_t RingWriter::append(std::span<const std::byte> bytes) noexcept {
   return done;
 }
 
-void RingWriter::clear() noexcept {
+void RingWriter::clear(bool read_in_flight) noexcept {
+  const Cursor oldest = max(floor_, committed_ - std::min(value(committed_), capacity_));
+  const Cursor reservation_end = reserved_;
   floor_ = committed_;
   // release: pairs with the reader's acquire load of floor; bytes below are no longer served.
   store_release(header_->floor, floor_);
+  // "The engine may be writing every byte": a reader still copying cleared bytes finds
+  // reserved - capacity past them when it validates (intact) and drops what it read.
+  publish_reserved(max(reserved_, committed_ + capacity_));
+  // release fence: the reserved store above is ordered before the zeroing stores below, so a
+  // reader that read a zero and then fences (acquire, RingReader::intact) loads that reserved
+  // or a later one: the seqlock pattern, with reserved as the sequence.
+  std::atomic_thread_fence(std::memory_order_release);
+  // The cleared bytes sit at the offsets of [oldest, committed_). Those under a reservation the
+  // kernel may still be writing, [committed_, reservation_end) one lap later, wait for its end.
+  Cursor from = oldest;
+  if (read_in_flight && reservation_end > committed_) {
+    from = max(oldest, reservation_end - std::min(value(reservation_end), capacity_));
+    wipe_to_ = reservation_end;
+  }
+  if (from < committed_) zero(from, committed_);
+}
+
+void RingWriter::zero(Cursor from, Cursor to) noexcept {
+  const std::uint64_t n = std::min<std::uint64_t>(to - from, capacity_);
+  const std::uint64_t offset = value(from) % capacity_;
+  const std::uint64_t first = std::min(n, capacity_ - offset);
+  std::memset(data_ + offset, 0, static_cast<std::size_t>(first));
+  std::memset(data_, 0, static_cast<std::size_t>(n - first));
+}
+
+void RingWriter::finish_wipe() noexcept {
+  if (wipe_to_ > committed_) zero(committed_, wipe_to_);
+  wipe_to_ = Cursor{0};
 }
 
 bool RingWriter::release_pages() noexcept {

@@ -53,8 +53,13 @@ class RingWriter {
   // reserve + memcpy + commit, wrapping as needed (tests, benchmarks, engine-made bytes). The
   // bytes appended: all of them, unless the cursor space ends first.
   std::size_t append(std::span<const std::byte> bytes) noexcept;
-  // Empties the readable range: floor = committed. The cursor space only moves forward.
-  void clear() noexcept;
+  // Empties the readable range, floor = committed, and zeroes the cleared bytes in the shared
+  // memory: nothing of them stays for anyone who maps the segment. Readers still copying them
+  // find them overwritten, as after a lap (reserved is published a capacity ahead first). With
+  // `read_in_flight`, the kernel may be writing the outstanding reservation: the cleared bytes
+  // under it are zeroed once that read is over (the next commit or reserve). The cursor space
+  // only moves forward.
+  void clear(bool read_in_flight = false) noexcept;
   // Gives the data area's memory back to the system (an idle actor's ring): floor rises to
   // committed and the pages are punched out; the next bytes fault fresh pages in. False when
   // the memory is not a shared segment (it is then only cleared).
@@ -85,6 +90,10 @@ class RingWriter {
   static RingWriter over_segment(Segment segment, const RingIdentity& identity);  // create()'s end
   void initialise(const RingIdentity& identity) noexcept;
   void publish_reserved(Cursor reserved) noexcept;
+  // Zeroes the data area's bytes of cursors [from, to), at most one capacity of them.
+  void zero(Cursor from, Cursor to) noexcept;
+  // Zeroes what a clear left under the reservation of a read now over, past committed_.
+  void finish_wipe() noexcept;
 
   std::optional<Segment> segment_;  // empty for `over`
   RingHeader* header_;
@@ -96,6 +105,7 @@ class RingWriter {
   Cursor reserved_{0};
   Cursor floor_{0};
   Cursor woken_at_{0};
+  Cursor wipe_to_{0};  // clear() during a read: [committed_, wipe_to_) still holds cleared bytes
 };
 
 }  // namespace backscroll::shm

@@ -558,7 +558,13 @@ TEST_F(Persistence, AFailedTranscriptDetachesAndTheRingKeepsTheHistory) {
   EventStream events(engine.places());
   engine.spawn("log", {child_binary(), "pattern", std::to_string(kSeed), "20000", "raw", "10000"});
   engine.wait_output("log", expected(9936, 10000));
-  fs::remove_all(folder("log"));  // the next sync cannot reach the folder
+  // The next sync cannot reach the folder. (The writer may be creating a file in it meanwhile:
+  // then the removal is tried again.)
+  wait_until([&] {
+    std::error_code ec;
+    fs::remove_all(folder("log"), ec);
+    return !ec;
+  }, "the transcript folder to be removed");
   engine.call("input", {{"actor", "log"}}, "x");
   engine.wait_output("log", expected(19936, 20000));
   const Json error = events.wait_for("archive_error", "log");
@@ -645,6 +651,59 @@ TEST_F(Persistence, AClearSurvivesACrashRightAfterItsAnswer) {
                                   "history before the clear, after a crash");
   EXPECT_EQ(gone.code, Errc::cursor_expired);
   EXPECT_GE(gone.cursor.value_or(0), floor);
+}
+
+// `clear` leaves no trace of the cleared bytes anywhere the engine keeps output: the ring's
+// shared memory (zeroed, including what lay under the pending PTY read's reservation, after the
+// ring wrapped), the mirror (a snapshot), the history, the transcript's files, and the
+// completed-session cache once the session ends.
+TEST_F(Persistence, AClearLeavesNoTraceInTheRingTheMirrorTheCacheOrTheTranscript) {
+  const std::string kMarker = "SECRET-MARKER-4711";
+  EngineProcess engine;
+  EngineConfig config = persisting(runtime_dir());
+  config.args = {"--ring-bytes", "65536", "--grace-ms", "200"};
+  ASSERT_TRUE(engine.start(config));
+  // ~100 KB of marker lines: the 64 KiB ring wraps, so marker bytes also sit where the next read
+  // will land. Then the program waits for input, with a PTY read pending. (The marker is built
+  // by printf: the actor record keeps the command line, which is not output.)
+  engine.spawn("a", {"sh", "-c",
+                     "i=0; while [ $i -lt 3000 ]; do printf 'SECRET-%s-4711 line %s\\n' MARKER $i; "
+                     "i=$((i+1)); done; echo ready; read x; echo \"then $x\"; read y"});
+  engine.wait_output("a", "ready");
+  const fs::path segment = "/dev/shm/" + engine.status("a").at("segment").get<std::string>();
+  const auto contains_marker = [&](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes(std::istreambuf_iterator<char>(in), {});
+    return bytes.find(kMarker) != std::string::npos;
+  };
+  ASSERT_TRUE(contains_marker(segment)) << "the marker is in the ring before the clear";
+  wait_until([&] {
+    for (const auto& f : fs::directory_iterator(folder("a"))) if (contains_marker(f.path())) return true;
+    return false;
+  }, "the marker to reach the transcript");
+
+  const std::uint64_t floor = engine.call("clear", {{"actor", "a"}}).header.at("floor");
+  wait_until([&] { return !contains_marker(segment); }, "the ring's shared memory to be wiped");
+  wait_until([&] {
+    for (const auto& f : fs::directory_iterator(folder("a"))) if (contains_marker(f.path())) return false;
+    return true;
+  }, "the transcript's files to lose the marker");
+  EXPECT_EQ(engine.call("snapshot", {{"actor", "a"}}).payload.find(kMarker), std::string::npos);
+  EXPECT_EQ(expect_error(engine.try_call("history", {{"actor", "a"}, {"from", 0}}), "history")
+                .code,
+            Errc::cursor_expired);
+
+  // New output after the clear is kept and served; the marker stays gone, also from the
+  // completed-session cache once the session ends.
+  engine.call("input", {{"actor", "a"}}, "fresh\n");
+  engine.wait_output("a", "then fresh");
+  EXPECT_FALSE(contains_marker(segment));
+  engine.call("stop", {{"actor", "a"}, {"grace_ms", 0}});
+  engine.wait_sealed("a");
+  const std::string after = engine.history("a", floor);
+  EXPECT_NE(after.find("then fresh"), std::string::npos);
+  EXPECT_EQ(after.find(kMarker), std::string::npos);
+  EXPECT_FALSE(contains_marker(segment));
 }
 
 TEST_F(Persistence, DeleteRemovesTheTranscript) {

@@ -217,7 +217,11 @@ struct ReserveAndCommit : Command {
 };
 
 struct Clear : Command {
-  void apply(Model& m) const override { m.floor = m.committed; }
+  // Every cleared byte may be zeroed from now on: reserved runs a capacity ahead of committed.
+  void apply(Model& m) const override {
+    m.floor = m.committed;
+    m.publish_reserved(m.committed + m.capacity);
+  }
   void run(const Model& m, HeapRing& ring) const override {
     ring.writer->clear();
     check_cursors(nextState(m), ring);
