@@ -22,7 +22,8 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
   -DCMAKE_SHARED_LINKER_FLAGS="$flags" -DBACKSCROLL_BENCH=OFF >/dev/null
 ninja -C "$build" -j"${JOBS:-2}"
 supp="$root/tools/sanitize/$kind.supp"
-export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# handle_segv=0: tests whose child writes to a read-only mapping expect it to die by SIGSEGV.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:handle_segv=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 if [ -f "$supp" ]; then

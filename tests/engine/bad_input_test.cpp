@@ -356,6 +356,7 @@ TEST_F(BadInput, ThreeHundredIdleConnectionsDoNotStarveAnotherClient) {
 // memory goes back to about where it was (regression: every connection kept a 64 KiB receive
 // buffer, and the freed buffers stayed in the heap: ~110 MB after they had all closed).
 TEST_F(BadInput, TwoThousandClosedConnectionsLeaveNoMemoryBehind) {
+  SKIP_MEMORY_MEASURE_UNDER_SANITIZER();
   expect_healthy();
   const long rss_before = vm_rss_kb(engine_.pid());
   long rss_open = 0;
@@ -378,6 +379,7 @@ TEST_F(BadInput, TwoThousandClosedConnectionsLeaveNoMemoryBehind) {
 }
 
 TEST_F(BadInput, ClientThatDoesNotReadItsRepliesCannotMakeTheEngineBufferWithoutBound) {
+  SKIP_MEMORY_MEASURE_UNDER_SANITIZER();
   // Regression: the engine handled every request it had received and queued each reply, however
   // much was already waiting unsent: a client pipelining history requests without reading made
   // it buffer gigabytes. It must stop taking requests from a connection whose replies pile up.
@@ -418,6 +420,7 @@ TEST_F(BadInput, ClientThatDoesNotReadItsRepliesCannotMakeTheEngineBufferWithout
 }
 
 TEST_F(BadInput, SubscriberThatNeverReadsIsDisconnectedInsteadOfBuffered) {
+  SKIP_MEMORY_MEASURE_UNDER_SANITIZER();
   RawConnection lazy(engine_.places());
   ASSERT_TRUE(lazy.send(control::encode_frame({{"op", "subscribe"}, {"id", 1}})));
   auto subscribed = lazy.next_frame();
@@ -499,13 +502,7 @@ TEST_F(BadInput, SpawnInAMissingDirectoryIsSpawnFailedAndLeavesNothingBehind) {
 // with out_of_memory saying why, instead of failing later inside an allocation; it serves on
 // and every actor it took keeps working.
 TEST(MemoryCap, ASpawnPastTheCapIsRefusedAndTheEngineServesOn) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: RLIMIT_AS cannot apply";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "a sanitizer reserves terabytes of address space: RLIMIT_AS cannot apply";
-#endif
-#endif
+  SKIP_MEMORY_MEASURE_UNDER_SANITIZER();  // and RLIMIT_AS cannot apply to it
   EngineConfig config;
   config.args.insert(config.args.end(), {"--ring-bytes", "50000000"});
   config.address_space_limit = 768ull << 20;

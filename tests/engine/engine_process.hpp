@@ -39,6 +39,26 @@ using namespace std::chrono_literals;
 
 inline constexpr std::chrono::milliseconds kHangGuard = 30s;
 
+// A sanitizer build (tools/sanitize.sh): the engine's memory is then the sanitizer's (shadow
+// memory, quarantine, terabytes of reserved address space), so tests that measure the engine's
+// RSS or cap its address space skip.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizerBuild = true;
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
+#define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                             \
+  do {                                                                                    \
+    if (::backscroll::testing::kSanitizerBuild)                                           \
+      GTEST_SKIP() << "a sanitizer build: the engine's memory is the sanitizer's";       \
+  } while (0)
+
 // A test's failure outside a TEST body (fixtures, helpers): thrown, so gtest reports it.
 [[noreturn]] void raise_failure(const std::string& message);
 // argv/envp for execve: pointers into `strings`, then nullptr.

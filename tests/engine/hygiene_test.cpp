@@ -62,6 +62,7 @@ TEST(Hygiene, SpawnedProgramHoldsOnlyItsTerminal) {
 }
 
 TEST(Hygiene, ThousandSpawnStopCyclesLeaveNoTrace) {
+  SKIP_MEMORY_MEASURE_UNDER_SANITIZER();
   EngineProcess engine;
   ASSERT_TRUE(engine.start());
   constexpr int kThreads = 4;
