@@ -327,7 +327,16 @@ try {
     await page.goto(`${base}/?actor=keys&role=controller`);
     await until('the controller to be live', async () => (await sessionState(page)) === 'live');
     if (!(await page.locator('#keys').isVisible())) throw new Error('no key bar on a phone');
-    await until('the recorder', async () => (await screenText(page)).includes('recording'));
+    // (This wait timed out twice under load in full ctest runs, the engine holding the 11
+    // bytes: the error says whether the page's buffer or only its drawing lacks them.)
+    await until('the recorder', async () => (await screenText(page)).includes('recording'))
+      .catch(async (e) => {
+        const buffer = (await pageScreen(page)).lines.join('|');
+        const engineHas = cli('history', 'keys', '--from', '0');
+        throw new Error(`${e.message}; the page's buffer: ${JSON.stringify(buffer)}; drawn: ` +
+                        `${JSON.stringify(await screenText(page))}; the engine: ${JSON.stringify(engineHas)}; ` +
+                        `session ${await sessionState(page)}`);
+      });
     const key = (name) => page.click(`#keys button[data-key="${name}"]`);
     const expect = async (want, what) => {
       await until(what, async () => recorded(file) === want).catch(() => {
