@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -65,8 +64,7 @@ class IoFaultPlan {
 // The injected failure of `op` on `path`, if the plan (null in the engine) has one.
 inline Result<void> before_io(IoFaultPlan* plan, IoOp op, const std::filesystem::path& path) {
   if (plan == nullptr || !plan->before(op, path)) return {};
-  return fail(Errc::io_error,
-              std::string(io_op_name(op)) + " " + path.string() + ": " + std::strerror(plan->error()));
+  return fail_errno(std::string(io_op_name(op)) + " " + path.string(), plan->error());
 }
 inline void after_io(IoFaultPlan* plan, IoOp op, const std::filesystem::path& path) {
   if (plan != nullptr) plan->after(op, path);

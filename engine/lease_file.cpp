@@ -20,10 +20,6 @@ namespace {
 constexpr char kMagic[8] = {'B', 'S', 'L', 'E', 'A', 'S', 'E', '1'};
 constexpr std::size_t kFileBytes = LeaseFile::kSlotStride + LeaseFile::kSlotBytes;
 
-tl::unexpected<Error> os_error(const std::string& what, int err = errno) {
-  return fail(Errc::io_error, what + ": " + std::strerror(err));
-}
-
 struct Slot {
   std::uint64_t sequence = 0;
   CursorLease lease;
@@ -45,14 +41,14 @@ struct Contents {
 
 Result<Contents> read_contents(int fd, const std::filesystem::path& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return os_error("stat " + path.string());
+  if (::fstat(fd, &st) != 0) return fail_errno("stat " + path.string(), errno);
   if (!S_ISREG(st.st_mode)) return fail(Errc::io_error, path.string() + ": not a regular file");
   std::array<char, kFileBytes> bytes{};
   std::size_t got = 0;
   while (got < bytes.size()) {
     const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return os_error("read " + path.string());
+    if (n < 0) return fail_errno("read " + path.string(), errno);
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
   }
@@ -90,7 +86,7 @@ Result<std::optional<CursorLease>> LeaseFile::read(const std::filesystem::path& 
   const auto path = folder / std::string(kFileName);
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) return std::optional<CursorLease>{};
-  if (fd < 0) return os_error("open " + path.string());
+  if (fd < 0) return fail_errno("open " + path.string(), errno);
   auto contents = read_contents(fd, path);
   ::close(fd);
   if (!contents) return tl::unexpected(contents.error());
@@ -110,10 +106,10 @@ Result<LeaseFile> LeaseFile::open(const std::filesystem::path& folder,
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     created = fd >= 0;
   }
-  if (fd < 0) return os_error("open " + path.string());
+  if (fd < 0) return fail_errno("open " + path.string(), errno);
   LeaseFile file(fd, path, 0, std::move(faults));
   if (created) {
-    if (::fchmod(fd, 0600) != 0) return os_error("chmod " + path.string());
+    if (::fchmod(fd, 0600) != 0) return fail_errno("chmod " + path.string(), errno);
     if (auto r = sync_folder(folder, file.faults_.get()); !r) return tl::unexpected(r.error());
     return file;
   }
@@ -162,11 +158,11 @@ Result<void> LeaseFile::write(const CursorLease& lease) {
   for (std::size_t done = 0; done < sizeof slot;) {
     const ssize_t n = ::pwrite(fd_, slot + done, sizeof slot - done, offset + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return os_error("write " + path_.string(), n < 0 ? errno : ENOSPC);
+    if (n <= 0) return fail_errno("write " + path_.string(), n < 0 ? errno : ENOSPC);
     done += static_cast<std::size_t>(n);
   }
   if (auto r = before_io(faults_.get(), IoOp::sync, path_); !r) return r;
-  if (::fdatasync(fd_) != 0) return os_error("fdatasync " + path_.string());
+  if (::fdatasync(fd_) != 0) return fail_errno("fdatasync " + path_.string(), errno);
   after_io(faults_.get(), IoOp::sync, path_);
   sequence_ = sequence;
   return {};

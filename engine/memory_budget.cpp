@@ -5,7 +5,6 @@
 
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 namespace backscroll::engine {
 namespace {

@@ -162,6 +162,7 @@ void RingWriter::zero(Cursor from, Cursor to) noexcept {
 }
 
 void RingWriter::finish_wipe() noexcept {
+  if (wipe_to_ == Cursor{0}) return;  // the common case: no clear during a read
   if (wipe_to_ > committed_) zero(committed_, wipe_to_);
   wipe_to_ = Cursor{0};
 }
