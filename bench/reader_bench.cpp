@@ -2,8 +2,8 @@
 //
 //   reader_bench [--quick] [--json FILE]
 //
-// 1. Catch-up: a reader in another process consumes a full 16 MiB ring (a real /dev/shm
-//    segment) from its oldest byte to the committed cursor, in place, touching every cache line
+// 1. Catch-up: a reader in another process consumes a full 16 MiB ring (its real sealed
+//    memfds) from its oldest byte to the committed cursor, in place, touching every cache line
 //    and confirming intact() per view, as a tool attaching late does. GB/s.
 // 2. Wake-up: the writer (this process) appends an 8-byte CLOCK_MONOTONIC stamp and wakes the
 //    ring's readers every 2 ms; a reader process asleep in RingReader::wait() measures from the
@@ -33,7 +33,6 @@
 #include "bench/flood_drain.hpp"
 #include "shm/ring_reader.hpp"
 #include "shm/ring_writer.hpp"
-#include "shm/segment.hpp"
 
 namespace {
 
@@ -48,12 +47,8 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-std::string segment_name(const char* what) {
-  return "/backscroll-reader-bench-" + std::string(what) + "-" + std::to_string(::getpid());
-}
-
-shm::RingWriter make_ring(const std::string& name) {
-  auto w = shm::RingWriter::create(name, {"bench", 1, kRingBytes, Cursor{0}});
+shm::RingWriter make_ring() {
+  auto w = shm::RingWriter::create({"bench", 1, kRingBytes, Cursor{0}});
   if (!w) bench::fail(w.error());
   return std::move(*w);
 }
@@ -88,8 +83,7 @@ std::vector<double> in_child(Body body) {
 
 // GB/s of consuming the whole ring in place from another process, per pass.
 std::vector<double> catch_up(int passes) {
-  const std::string name = segment_name("catchup");
-  shm::RingWriter writer = make_ring(name);
+  shm::RingWriter writer = make_ring();
   std::vector<std::byte> block(64 * 1024, std::byte{'x'});
   for (std::uint64_t n = 0; n < 2 * kRingBytes; n += block.size()) writer.append(block);
   const std::vector<double> rates = in_child([&] {
@@ -115,14 +109,12 @@ std::vector<double> catch_up(int passes) {
     bench::g_checksum += sum;
     return out;
   });
-  (void)shm::Segment::remove(name);
   return rates;
 }
 
 // Microseconds from a stamp's commit to a sleeping reader process seeing it.
 std::vector<double> wake_up(int samples) {
-  const std::string name = segment_name("wake");
-  shm::RingWriter writer = make_ring(name);
+  shm::RingWriter writer = make_ring();
   int ready[2];
   if (::pipe(ready) != 0) std::exit(1);
   std::vector<double> latencies;
@@ -162,7 +154,6 @@ std::vector<double> wake_up(int samples) {
   while (::read(ready[0], &v, sizeof v) == static_cast<ssize_t>(sizeof v)) latencies.push_back(v);
   ::close(ready[0]);
   ::waitpid(pid, nullptr, 0);
-  (void)shm::Segment::remove(name);
   return latencies;
 }
 

@@ -48,8 +48,7 @@ ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capac
 
 }  // namespace
 
-Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& places,
-                                             std::string name, const ActorSettings& settings,
+Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, std::string name, const ActorSettings& settings,
                                              int consumer_notify_fd, const ActorPast* past) {
   if (!is_valid_actor_name(name)) {
     return fail(Errc::bad_actor_name,
@@ -58,12 +57,7 @@ Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, const Places& plac
   const std::uint64_t epoch = past ? past->epoch : random_epoch();
   shm::RingIdentity identity{name, epoch, shm::ring_capacity_for(settings.ring_bytes),
                              past ? past->start : min(settings.first_cursor, kCursorEnd)};
-  std::vector<std::string> taken;
-  auto ring = shm::RingWriter::create_unique(places.segment_stem(name), identity, taken);
-  for (const std::string& squatted : taken) {
-    log(LogLevel::warn, "segment name {} is taken (by another user?); drew another for '{}'",
-        squatted, name);
-  }
+  auto ring = shm::RingWriter::create(identity);
   if (!ring) return tl::unexpected(ring.error());
   auto actor = std::unique_ptr<Actor>(
       new Actor(host, std::move(name), std::move(*ring), epoch, settings, consumer_notify_fd));
@@ -457,7 +451,7 @@ bool Actor::release_ring() noexcept {
 Result<std::string> Actor::history(Cursor from, Cursor to, std::size_t max_bytes) const {
   // The io thread reads its own ring like any reader: same bounds, same errors.
   auto reader = shm::RingReader::over(reinterpret_cast<const std::byte*>(ring_.header()),
-                                      shm::kHeaderBytes + ring_.capacity());
+                                      shm::kHeaderBytes, ring_.data(), ring_.capacity());
   if (!reader) return tl::unexpected(reader.error());
   const Cursor end = min(to, ring_.committed());
   std::string out(end > from ? std::min<std::uint64_t>(end - from, max_bytes) : 0, '\0');
@@ -477,11 +471,10 @@ void Actor::mark_closing() noexcept {
   ring_.wake_readers();
 }
 
-void Actor::close_segment() noexcept {
+void Actor::close_ring() noexcept {
   closed_ = true;
   publish_meta();
   ring_.wake_readers();
-  shm::Segment::remove(ring_.segment_name());
 }
 
 }  // namespace backscroll::engine

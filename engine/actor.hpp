@@ -1,5 +1,5 @@
 // Actor: one named, long-lived slot that runs one program at a time on a PTY (DESIGN sections
-// 2, 3 and 5). It owns the actor's ring segment (which outlives every session), the live
+// 2, 3 and 5). It owns the actor's ring (which outlives every session), the live
 // session's PTY master, pidfd and input queue, and the gate of its internal consumers.
 // Io thread only. Session lifecycle:
 //
@@ -72,9 +72,10 @@ struct ActorPast {
 
 class Actor {
  public:
-  // Creates the ring segment (0600). The actor starts idle; with `past`, in its old cursor space.
-  static Result<std::unique_ptr<Actor>> create(ActorHost& host, const Places& places,
-                                               std::string name, const ActorSettings& settings,
+  // Creates the ring (shm::RingWriter::create). The actor starts idle; with `past`, in its old
+  // cursor space.
+  static Result<std::unique_ptr<Actor>> create(ActorHost& host, std::string name,
+                                               const ActorSettings& settings,
                                                int consumer_notify_fd,
                                                const ActorPast* past = nullptr);
   ~Actor();
@@ -112,12 +113,13 @@ class Actor {
   bool release_ring() noexcept;
   // Bytes [from, min(to, committed)), at most max_bytes, from the ring.
   Result<std::string> history(Cursor from, Cursor to, std::size_t max_bytes) const;
-  // Marks the segment closed (meta.closed) and wakes its readers: the actor is being deleted.
+  // Marks the ring closed (meta.closed) and wakes its readers: the actor is being deleted.
   // While a session runs, only at its seal (readers still get everything it prints), and then
   // before the seal itself is published, so a reader that sees the seal sees this too.
   void mark_closing() noexcept;
-  // Marks the segment closed now, wakes its readers and unlinks it (delete, shutdown).
-  void close_segment() noexcept;
+  // Marks the ring closed now and wakes its readers (delete, shutdown). Its memory goes with the
+  // actor and the last reader's mapping.
+  void close_ring() noexcept;
 
   std::shared_ptr<InternalConsumer> attach_consumer() { return gate_.attach(ring_.committed()); }
   // Re-checks the consumer gate (the io loop calls this after the notify eventfd fired).
@@ -188,7 +190,7 @@ class Actor {
   Cursor lease_limit_{0};
   std::chrono::steady_clock::time_point last_wake_{};
   bool wake_pending_ = false;
-  bool closed_ = false;        // the segment is being removed (meta.closed)
+  bool closed_ = false;        // the ring is being removed (meta.closed)
   bool close_at_seal_ = false;  // mark_closing() while a session ran: closed_ set at its seal
   std::unique_ptr<Live> live_;  // the running (or draining) session's fds and timers
   // Ops in flight; each refers to this object, which must outlive them (busy()).

@@ -143,11 +143,11 @@ Result<Json> Engine::op_spawn(const Json& request) {
     log(LogLevel::warn, "spawn of {} refused: {}", *name, fits.error().message);
     return tl::unexpected(fits.error());
   }
-  auto actor = Actor::create(*this, places_, *name, settings_.actor, notify_fd_);
+  auto actor = Actor::create(*this, *name, settings_.actor, notify_fd_);
   if (!actor) return tl::unexpected(actor.error());
   auto session = (*actor)->start(std::move(spec));
   if (!session) {
-    (*actor)->close_segment();
+    (*actor)->close_ring();
     return tl::unexpected(session.error());
   }
   Actor& a = **actor;
@@ -179,6 +179,7 @@ Json Engine::status_of(const Actor& actor) const {
   }
   const auto current = actor.current_session();
   const auto owner = owner_of(actor.name());
+  const shm::RingAnnouncement announced = ring.announcement();
   Json argv = actor.spec().argv;
   Json archive_error = nullptr;
   Json unarchived = nullptr;
@@ -204,8 +205,9 @@ Json Engine::status_of(const Actor& actor) const {
           {"cols", actor.size().cols},
           {"rows", actor.size().rows},
           {"capacity", ring.capacity()},
-          {"segment", ring.segment_name()},
-          {"nonce", ring.announcement().nonce},
+          {"header_fd", announced.header_fd},
+          {"data_fd", announced.data_fd},
+          {"nonce", announced.nonce},
           {"argv", std::move(argv)},
           {"cwd", actor.spec().cwd},
           {"input_queued", actor.input_queued()},

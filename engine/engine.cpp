@@ -84,7 +84,7 @@ Engine::~Engine() {
   // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
   // never sealed before the shutdown deadline), before the buffers those ops name are freed.
   loop_.reset();
-  for (auto& [name, actor] : actors_) actor->close_segment();
+  for (auto& [name, actor] : actors_) actor->close_ring();
   actors_.clear();
   graveyard_.clear();
   server_.reset();
@@ -179,7 +179,7 @@ void Engine::remove_actor(const std::string& name) {
   }
   transcript_remove(name);
   cache_.erase(name);
-  it->second->close_segment();
+  it->second->close_ring();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);
   broadcast({{"event", "deleted"}, {"actor", name}});
@@ -255,7 +255,7 @@ int Engine::run() noexcept {
   deletions_.clear();
   server_->close_all();
   stopping_loop_ = true;
-  for (auto& [name, actor] : actors_) actor->close_segment();
+  for (auto& [name, actor] : actors_) actor->close_ring();
   signal_eventfd(notify_fd_);
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while ((server_->busy() || std::any_of(actors_.begin(), actors_.end(),

@@ -11,8 +11,6 @@
 #include <cstring>
 #include <string>
 
-#include "engine/log.hpp"
-#include "shm/segment.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -72,22 +70,12 @@ Result<RuntimeDir> RuntimeDir::claim(const Places& places) {
   if (::ftruncate(fd, 0) == 0) {
     [[maybe_unused]] const ssize_t n = ::pwrite(fd, me.data(), me.size(), 0);
   }
-  RuntimeDir claimed(places, fd);
-  // We hold the lock, so whatever is left belongs to a dead engine.
-  for (const std::string& name : shm::Segment::list(places.segment_prefix())) {
-    if (shm::Segment::remove(name)) ++claimed.stale_segments_;
-  }
-  if (claimed.stale_segments_ > 0) {
-    log(LogLevel::info, "removed {} ring segments left by a previous engine",
-        claimed.stale_segments_);
-  }
-  return claimed;
+  return RuntimeDir(places, fd);
 }
 
 RuntimeDir::RuntimeDir(RuntimeDir&& other) noexcept
     : places_(other.places_),
       lock_fd_(std::exchange(other.lock_fd_, -1)),
-      stale_segments_(other.stale_segments_),
       listening_(std::exchange(other.listening_, false)) {}
 
 RuntimeDir::~RuntimeDir() {

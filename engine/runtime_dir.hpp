@@ -1,9 +1,9 @@
 // RuntimeDir: the engine's claim on its runtime directory (DESIGN section 8): a folder owned by
 // this user with mode 0700 (a symlink, a foreign owner or looser permissions make the engine
-// refuse to start), an exclusive lock that lets one engine per folder run, then the cleanup of
-// what a crashed predecessor left (its socket and its ring segments) and a fresh listening
-// socket with mode 0600. Holding the lock is what makes the cleanup safe: the segments and
-// socket of a live engine are never touched, because a live engine holds the lock.
+// refuse to start), an exclusive lock that lets one engine per folder run, then a fresh
+// listening socket with mode 0600 in place of whatever socket a crashed predecessor left.
+// Holding the lock is what makes that safe: a live engine holds it. (Rings leave nothing to
+// clean up: they are memfds, gone with the last process that maps them.)
 #pragma once
 
 #include "shm/error.hpp"
@@ -20,14 +20,11 @@ class RuntimeDir {
 
   // Bound, listening, non-blocking, close-on-exec; the caller owns it.
   Result<int> listen();
-  // How many stale segments the claim removed.
-  int stale_segments_removed() const noexcept { return stale_segments_; }
 
  private:
   RuntimeDir(Places places, int lock_fd) : places_(std::move(places)), lock_fd_(lock_fd) {}
   Places places_;
   int lock_fd_ = -1;
-  int stale_segments_ = 0;
   bool listening_ = false;
 };
 

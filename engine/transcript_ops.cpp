@@ -142,7 +142,7 @@ void Engine::restore_actors() {
       s.end = std::max(s.start, value(end));  // it ended with the engine that ran it
       s.flags |= shm::kSessionSealed;
     }
-    auto actor = Actor::create(*this, places_, name, settings_.actor, notify_fd_, &past);
+    auto actor = Actor::create(*this, name, settings_.actor, notify_fd_, &past);
     if (!actor) {
       log(LogLevel::error, "transcript {}: not restored ({})", name, actor.error().describe());
       continue;

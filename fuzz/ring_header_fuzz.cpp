@@ -1,16 +1,15 @@
-// Fuzz target: the ring segment a reader maps (validate_ring_header, RingReader over it, and
-// RingReader::open_announced over a real shared-memory segment holding the crafted image). A
+// Fuzz target: the ring a reader maps (validate_ring_header, RingReader over it, and
+// RingReader::open_announced over a real ring, two sealed memfds, holding the crafted image). A
 // small input describes a ring the harness builds with RingWriter::over, then damages and queries
 // it: validation must reject or accept without crashing, an accepted ring must never hand out a
-// span outside its data area, whatever its cursors say, and a segment that does not match its
-// announcement (size, actor, nonce, mode) must be refused. Input layout (little-endian):
+// span outside its data area, whatever its cursors say, and a ring that does not match its
+// announcement (sizes, seals, actor, nonce) must be refused. Input layout (little-endian):
 //   [0] capacity (1 + b % 16 pages)  [1] mapped size (exact / shorter / longer / tiny, delta)
 //   [2..9] start cursor  [10..13] bytes appended first (mod 4 x capacity)
 //   then ops until the input ends: 0 poke(u16 offset, u8 n, n bytes), 1 field(u8 which, u64),
 //   2 query(u8 mode, u64 cursor, u32 max), 3 writer(u8 what, u32 n),
 //   4 segment(u8 how, u64 capacity, then a query's operands).
 // Run: ring_header_fuzz -dict=fuzz/ring_header.dict -max_len=512 fuzz/corpus/ring_header
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,14 +108,14 @@ void skip_query_operands(Input& in) {
   (void)in.take(4);
 }
 
-// Reads through an accepted reader whose mapping is `mapped` bytes from its header.
+// Reads through an accepted reader whose image was `mapped` bytes (header and data).
 void exercise(Input& in, const RingReader* reader, std::size_t mapped) {
   const std::uint8_t mode = in.u8();
   const std::uint64_t raw = in.take(8);
   const std::uint32_t max_raw = static_cast<std::uint32_t>(in.take(4));
-  const std::byte* base = reinterpret_cast<const std::byte*>(&reader->header());
   const std::uint64_t capacity = reader->capacity();
   if (capacity != mapped - kHeaderBytes || capacity % kPageBytes != 0) violated();
+  if (reader->data_area().size() != capacity) violated();
   const Cursor committed = reader->committed();
   const Cursor oldest = reader->oldest();
   const std::uint64_t span = 2 * capacity + 1;
@@ -128,7 +127,7 @@ void exercise(Input& in, const RingReader* reader, std::size_t mapped) {
     default: break;
   }
   const std::size_t max = max_raw % span;
-  const std::byte* data = base + kHeaderBytes;
+  const std::byte* data = reader->data_area().data();
 
   auto view = reader->read(c, max);
   if (view) {
@@ -166,7 +165,8 @@ void exercise(Input& in, const RingReader* reader, std::size_t mapped) {
 }
 
 void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
-  auto header = validate_ring_header(buffer.data(), mapped);
+  const std::size_t header_bytes = std::min(mapped, kHeaderBytes);
+  auto header = validate_ring_header(buffer.data(), header_bytes, mapped - header_bytes);
   if (!header) {
     if (header.error().code != Errc::bad_segment) violated();
     skip_query_operands(in);
@@ -177,48 +177,49 @@ void query(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
   exercise(in, &*reader, mapped);
 }
 
-// The image, `mapped` bytes of it, in a real segment, opened through open_announced with an
-// announcement that matches it or differs in one way `how` picks. A differing announcement, a
-// mode other than 0600 or an image that does not validate must be refused; an accepted one is
-// read like any other.
-void through_segment(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
+// The image, `mapped` bytes of it, in a real ring: a header memfd and a data memfd, opened
+// through open_announced with an announcement that matches them or differs in one way `how`
+// picks (capacity, nonce, actor, a header segment of another size or without its write seal).
+// A difference or an image that does not validate must be refused; an accepted ring is read
+// like any other.
+void through_segments(Input& in, const AlignedBuffer& buffer, std::size_t mapped) {
   const std::uint8_t how = in.u8();
   const std::uint64_t other_capacity = in.take(8);
-  static const std::string name = "bs-fuzz-" + std::to_string(::getpid());
-  Segment::remove(name);
-  if (mapped == 0) return;
-  auto segment = Segment::create(name, mapped);
-  if (!segment) return;  // /dev/shm full: nothing to learn
-  std::memcpy(segment->data(), buffer.data(), std::min(mapped, buffer.size()));
+  if (mapped <= kHeaderBytes) {
+    skip_query_operands(in);
+    return;
+  }
+  const std::size_t data_bytes = mapped - kHeaderBytes;
+  const std::size_t header_bytes = (how & 8) ? kHeaderBytes - kPageBytes : kHeaderBytes;
+  const Sealing header_sealing = (how & 16) ? Sealing::size : Sealing::size_and_writes;
+  auto header = Segment::create("bs-fuzz", header_bytes, header_sealing);
+  auto data = Segment::create("bs-fuzz", data_bytes, Sealing::size);
+  if (!header || !data) {  // out of memory: nothing to learn
+    skip_query_operands(in);
+    return;
+  }
+  std::memcpy(header->data(), buffer.data(), std::min(header_bytes, buffer.size()));
+  if (buffer.size() > kHeaderBytes) {
+    std::memcpy(data->data(), buffer.data() + kHeaderBytes,
+                std::min(data_bytes, buffer.size() - kHeaderBytes));
+  }
+  bool differs = header_bytes != kHeaderBytes || header_sealing != Sealing::size_and_writes;
   const auto& h = *reinterpret_cast<const RingHeader*>(buffer.data());
-  const bool fits = mapped >= kHeaderBytes;
-  RingAnnouncement announced{"fuzz", name, std::string(2 * kRingNonceBytes, '0'),
-                             fits ? mapped - kHeaderBytes : other_capacity};
-  bool differs = false;
+  RingAnnouncement announced{"fuzz", ::getpid(), header->fd(), data->fd(),
+                             std::string(2 * kRingNonceBytes, '0'), data_bytes};
   if (how & 1) {
     announced.capacity = other_capacity % (4 * kMaxCapacity);
-    differs |= !fits || announced.capacity != mapped - kHeaderBytes;
+    differs |= announced.capacity != data_bytes;
   }
-  if (fits) {
-    const std::string nonce = to_hex(h.nonce);
-    if (how & 2) {
-      announced.nonce = random_hex(kRingNonceBytes);
-      differs |= announced.nonce != nonce;
-    } else {
-      differs |= announced.nonce != nonce;  // pokes may have changed the header's
-    }
-    const char* end = static_cast<const char*>(std::memchr(h.actor, '\0', sizeof h.actor));
-    const std::string actor = end ? std::string(h.actor, end) : std::string();
-    if (how & 4) announced.actor = "other";
-    differs |= announced.actor != actor;
-  }
-  if (how & 8) {
-    ::chmod(("/dev/shm/" + name).c_str(), 0640);
-    differs = true;
-  }
+  if (how & 2) announced.nonce = random_hex(kRingNonceBytes);
+  differs |= announced.nonce != to_hex(h.nonce);  // pokes may have changed the header's
+  const char* end = static_cast<const char*>(std::memchr(h.actor, '\0', sizeof h.actor));
+  const std::string actor = end ? std::string(h.actor, end) : std::string();
+  if (how & 4) announced.actor = "other";
+  differs |= announced.actor != actor;
   auto reader = RingReader::open_announced(announced);
   if (reader) {
-    if (differs || !fits) violated();
+    if (differs) violated();
     if (reader->capacity() != announced.capacity) violated();
     exercise(in, &*reader, mapped);
   } else {
@@ -226,7 +227,6 @@ void through_segment(Input& in, const AlignedBuffer& buffer, std::size_t mapped)
     const Errc code = reader.error().code;
     if (code != Errc::bad_segment && code != Errc::stale_segment) violated();
   }
-  Segment::remove(name);  // the mappings end with `segment` and `reader`
 }
 
 void writer_op(Input& in, RingWriter& writer) {
@@ -301,7 +301,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       case 2: query(in, buffer, mapped); break;
       case 3: writer_op(in, writer); break;
-      default: through_segment(in, buffer, mapped); break;
+      default: through_segments(in, buffer, mapped); break;
     }
   }
   // Every input ends with one query, so even an input of only the prelude validates something.

@@ -45,11 +45,12 @@ Result<ControlClient> ControlClient::connect(const Places& places) {
                                              std::to_string(peer.uid) + ", not as this user (uid " +
                                              std::to_string(::geteuid()) + "); not used");
   }
-  return ControlClient(fd);
+  return ControlClient(fd, peer.pid);
 }
 
 ControlClient::ControlClient(ControlClient&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
+      peer_pid_(other.peer_pid_),
       next_id_(other.next_id_),
       decoder_(std::move(other.decoder_)),
       events_(std::move(other.events_)) {}
@@ -58,6 +59,7 @@ ControlClient& ControlClient::operator=(ControlClient&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    peer_pid_ = other.peer_pid_;
     next_id_ = other.next_id_;
     decoder_ = std::move(other.decoder_);
     events_ = std::move(other.events_);

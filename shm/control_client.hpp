@@ -3,6 +3,8 @@
 // that arrive while a response is awaited are kept and returned by next_event().
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -33,13 +35,16 @@ class ControlClient {
   // call() read past its response), without blocking.
   Result<std::optional<Frame>> next_event(std::chrono::milliseconds timeout);
   int fd() const noexcept { return fd_; }
+  // The pid of the process serving the socket, as the kernel saw it at connect (SO_PEERCRED).
+  pid_t peer_pid() const noexcept { return peer_pid_; }
 
  private:
-  explicit ControlClient(int fd) : fd_(fd) {}
+  ControlClient(int fd, pid_t peer_pid) : fd_(fd), peer_pid_(peer_pid) {}
   // The next frame; nullopt when `timeout` passes first (never without a timeout).
   Result<std::optional<Frame>> read_frame(std::optional<std::chrono::milliseconds> timeout);
 
   int fd_ = -1;
+  pid_t peer_pid_ = 0;
   std::uint64_t next_id_ = 1;
   FrameDecoder decoder_;
   std::deque<Frame> events_;

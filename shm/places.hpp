@@ -6,15 +6,10 @@
 //                the runtime dir, in <runtime dir>/../state
 //   socket       <runtime dir>/engine.sock
 //   lock         <runtime dir>/engine.lock (held by the live engine: one engine per runtime dir)
-//   segments     /dev/shm/bs-<uid>-<8 hex digits of the runtime dir's hash>-<actor>.<16 random hex>
-// The hash keeps two engines of one user (tests, a second runtime dir) apart when the engine
-// clears a dead engine's leftovers; the random suffix keeps another user from guessing (and so
-// squatting or imitating) a name. Readers never derive a name: the engine announces it.
+// Rings have no place: they are memfds the engine announces (shm/segment.hpp).
 #pragma once
 
 #include <filesystem>
-#include <string>
-#include <string_view>
 
 namespace backscroll {
 
@@ -35,12 +30,6 @@ struct Places {
   std::filesystem::path transcripts_dir() const { return state_dir / "transcripts"; }
   // What deleted actors left (<actor>.scrollback, <actor>.snapshot.json), for `restore`.
   std::filesystem::path deleted_dir() const { return state_dir / "deleted"; }
-  // Every segment of this engine starts with this prefix (used to find a dead engine's leftovers).
-  std::string segment_prefix() const;
-  // What an actor's segment name starts with; the engine appends a random suffix.
-  std::string segment_stem(std::string_view actor) const {
-    return segment_prefix() + std::string(actor) + ".";
-  }
 };
 
 }  // namespace backscroll

@@ -1,12 +1,16 @@
-// The ring segment: the shared-memory layout one engine writes and any number of local readers
-// map read-only (DESIGN section 3). This file holds the layout and nothing else; the single
-// producer is RingWriter (engine io thread), the consumers are RingReader (any process).
+// The ring: the shared-memory layout one engine writes and any number of local readers map
+// read-only. This file holds the layout and nothing else; the single producer is RingWriter
+// (engine io thread), the consumers are RingReader (any process).
 //
-//   offset 0                                  kHeaderBytes                kHeaderBytes + capacity
-//   +----------------------------------------+-------------------------------------------+
-//   | RingHeader (identity, cursors, wake,   | data: byte of cursor c at c % capacity     |
-//   | meta, session table), zero padded      |                                           |
-//   +----------------------------------------+-------------------------------------------+
+//   header segment (kHeaderBytes)             data segment (capacity bytes)
+//   +----------------------------------------+    +-------------------------------------------+
+//   | RingHeader (identity, cursors, wake,   |    | byte of cursor c at c % capacity          |
+//   | meta, session table), zero padded      |    |                                           |
+//   +----------------------------------------+    +-------------------------------------------+
+//
+// Two sealed memfds (shm/segment.hpp): both of fixed size; the header also sealed against every
+// write but the engine's own mapping. Tests and benchmarks may lay the two out contiguously in
+// memory of their own (RingWriter::over, RingReader::over): header first, data right after it.
 //
 // Publication protocol, in the order the engine performs it for one PTY read:
 //   1. floor    = max(floor, reserved' - capacity)   (store, release)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "shm/control_client.hpp"
@@ -27,11 +28,12 @@ T load(const T& field, std::memory_order order) noexcept {
 
 }  // namespace
 
-Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_t mapped_bytes) {
-  if (base == nullptr || mapped_bytes < kHeaderBytes) {
-    return fail(Errc::bad_segment, "segment smaller than its header");
+Result<const RingHeader*> validate_ring_header(const std::byte* header, std::size_t header_bytes,
+                                               std::uint64_t data_bytes) {
+  if (header == nullptr || header_bytes < kHeaderBytes) {
+    return fail(Errc::bad_segment, "ring header segment smaller than a header");
   }
-  const auto* h = reinterpret_cast<const RingHeader*>(base);
+  const auto* h = reinterpret_cast<const RingHeader*>(header);
   // acquire: pairs with the release store of magic in RingWriter::initialise; after it every
   // identity field is initialised.
   if (load(h->magic, std::memory_order_acquire) != kRingMagic) {
@@ -45,10 +47,10 @@ Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_
     return fail(Errc::bad_segment, "ring header size " + std::to_string(h->header_bytes));
   }
   if (h->capacity == 0 || h->capacity % kPageBytes != 0 || h->capacity > kMaxCapacity ||
-      h->capacity != mapped_bytes - kHeaderBytes) {
+      h->capacity != data_bytes) {
     return fail(Errc::bad_segment, "ring capacity " + std::to_string(h->capacity) +
-                                       " does not match the mapped size " +
-                                       std::to_string(mapped_bytes));
+                                       " does not match the mapped data size " +
+                                       std::to_string(data_bytes));
   }
   if (std::memchr(h->actor, '\0', sizeof h->actor) == nullptr) {
     return fail(Errc::bad_segment, "actor name not terminated");
@@ -56,48 +58,53 @@ Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_
   return h;
 }
 
-RingReader::RingReader(std::optional<Segment> segment, const RingHeader* header)
-    : segment_(std::move(segment)),
-      header_(header),
-      data_(reinterpret_cast<const std::byte*>(header) + kHeaderBytes),
-      capacity_(header->capacity) {}
+RingReader::RingReader(std::optional<Segments> segments, const RingHeader* header,
+                       const std::byte* data)
+    : segments_(std::move(segments)), header_(header), data_(data), capacity_(header->capacity) {}
+
+Result<RingReader> RingReader::over(const std::byte* header, std::size_t header_bytes,
+                                    const std::byte* data, std::size_t data_bytes) {
+  auto validated = validate_ring_header(header, header_bytes, data_bytes);
+  if (!validated) return tl::unexpected(validated.error());
+  return RingReader(std::nullopt, *validated, data);
+}
 
 Result<RingReader> RingReader::over(const std::byte* base, std::size_t mapped_bytes) {
-  auto header = validate_ring_header(base, mapped_bytes);
-  if (!header) return tl::unexpected(header.error());
-  return RingReader(std::nullopt, *header);
+  const std::size_t header_bytes = std::min(mapped_bytes, kHeaderBytes);
+  return over(base, header_bytes, base + header_bytes, mapped_bytes - header_bytes);
 }
 
 Result<RingReader> RingReader::open_announced(const RingAnnouncement& announced) {
-  const std::string& name = announced.segment;
-  auto segment = Segment::open_read_only(name);
-  if (!segment) return tl::unexpected(segment.error());
+  const std::string ring = "the ring of '" + announced.actor + "'";
+  auto header_segment = Segment::open_read_only(announced.engine_pid, announced.header_fd,
+                                                kHeaderBytes, Sealing::size_and_writes);
+  if (!header_segment) return tl::unexpected(header_segment.error());
+  auto data_segment = Segment::open_read_only(announced.engine_pid, announced.data_fd,
+                                              announced.capacity, Sealing::size);
+  if (!data_segment) return tl::unexpected(data_segment.error());
   auto refuse = [&](const std::string& why) {
-    return fail(Errc::bad_segment, "segment " + name + " " + why +
-                                       ": it is not the ring the engine announced; not read");
+    return fail(Errc::bad_segment,
+                ring + " " + why + ": it is not the ring the engine announced; not read");
   };
-  if (segment->size() != kHeaderBytes + announced.capacity) {
-    return refuse("is " + std::to_string(segment->size()) + " bytes, not " +
-                  std::to_string(kHeaderBytes + announced.capacity));
-  }
-  auto header = validate_ring_header(segment->data(), segment->size());
+  auto header =
+      validate_ring_header(header_segment->data(), header_segment->size(), data_segment->size());
   if (!header) {
     Error e = header.error();
-    e.message = "segment " + name + ": " + e.message;
+    e.message = ring + ": " + e.message;
     return tl::unexpected(std::move(e));
   }
   if (std::string_view((*header)->actor) != announced.actor) {
-    return refuse("holds actor '" + std::string((*header)->actor) + "', not '" +
-                  announced.actor + "'");
+    return refuse("holds actor '" + std::string((*header)->actor) + "'");
   }
   if (to_hex((*header)->nonce) != announced.nonce) return refuse("has another nonce");
   const ProcessIdentity owner{static_cast<pid_t>((*header)->engine_pid),
                               (*header)->engine_start_ticks};
-  if (!owner.alive()) {
-    return fail(Errc::stale_segment, "segment " + name + " belongs to engine pid " +
+  if (owner.pid != announced.engine_pid || !owner.alive()) {
+    return fail(Errc::stale_segment, ring + " belongs to engine pid " +
                                          std::to_string(owner.pid) + ", which is gone");
   }
-  return RingReader(std::move(*segment), *header);
+  const std::byte* data = data_segment->data();
+  return RingReader(Segments{std::move(*header_segment), std::move(*data_segment)}, *header, data);
 }
 
 namespace {
@@ -114,15 +121,23 @@ Result<RingAnnouncement> ask_engine_for_ring(const Places& places, std::string_v
                                     "' has no actor entry");
   }
   const control::Json& a = actors[0];
-  const auto segment = a.find("segment");
+  auto descriptor = [&](const char* key) -> int {
+    const auto it = a.find(key);
+    if (it == a.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() > INT_MAX) return -1;
+    return static_cast<int>(it->get<std::uint64_t>());
+  };
+  const int header_fd = descriptor("header_fd");
+  const int data_fd = descriptor("data_fd");
   const auto nonce = a.find("nonce");
   const auto capacity = a.find("capacity");
-  if (segment == a.end() || !segment->is_string() || nonce == a.end() || !nonce->is_string() ||
+  if (header_fd < 0 || data_fd < 0 || nonce == a.end() || !nonce->is_string() ||
       capacity == a.end() || !capacity->is_number_unsigned()) {
     return fail(Errc::internal, "the engine's status answer for '" + std::string(actor) +
-                                    "' lacks segment, nonce or capacity");
+                                    "' lacks header_fd, data_fd, nonce or capacity");
   }
-  return RingAnnouncement{std::string(actor), segment->get<std::string>(),
+  // The descriptors are the engine's: its pid comes from the socket's peer credentials, which
+  // the kernel vouches for, not from anything the answer says.
+  return RingAnnouncement{std::string(actor), client->peer_pid(), header_fd, data_fd,
                           nonce->get<std::string>(), capacity->get<std::uint64_t>()};
 }
 

@@ -1,7 +1,6 @@
 // RingReader: a read-only consumer of one actor's ring, in any local process (tools, tests).
-// It maps only the segment the engine announced for the actor, read-only, after checking it is
-// exactly that segment (docs/security.md), and reads committed bytes in place (zero-copy
-// spans). Bytes read in place race the engine by design; a reader confirms them with intact()
+// It maps only the ring the engine announced for the actor, read-only, after checking it is
+// exactly that ring (docs/security.md), and reads committed bytes in place (zero-copy spans). Bytes read in place race the engine by design; a reader confirms them with intact()
 // after using them, and treats a failed check as cursor_expired.
 // Coordinates: cursors only; offsets stay inside the .cpp.
 #pragma once
@@ -36,21 +35,26 @@ struct ReadView {
 enum class WaitResult { ready, timeout, closed };
 
 // Checks a mapped header before anything trusts it: size, magic, version, header size, capacity
-// against the mapped size. Pure function of the bytes (the fuzz target drives it).
-Result<const RingHeader*> validate_ring_header(const std::byte* base, std::size_t mapped_bytes);
+// against the data's mapped size. Pure function of the bytes (the fuzz target drives it).
+Result<const RingHeader*> validate_ring_header(const std::byte* header, std::size_t header_bytes,
+                                               std::uint64_t data_bytes);
 
 class RingReader {
  public:
   // Opens the ring of `actor` of the engine at `places`: asks the engine (`status` on its control
   // socket) where the ring is and what it holds, then open_announced. An actor the engine does
-  // not have is no_such_actor, whatever /dev/shm holds; no engine is engine_unavailable.
+  // not have is no_such_actor; no engine is engine_unavailable.
   static Result<RingReader> open(const Places& places, std::string_view actor);
-  // Maps the announced segment only if it is exactly what was announced: the descriptor checks
-  // of Segment::open_read_only (owner, mode, links, file type), then size, header, actor name and
-  // nonce; finally the engine that made it must still run (stale_segment otherwise). A mismatch
-  // is bad_segment, a vanished name no_such_actor (the actor was deleted meanwhile).
+  // Maps the announced ring only if it is exactly what was announced: each descriptor a sealed
+  // memfd of this user of the announced size (Segment::open_read_only), then the header
+  // validates and holds the actor and the nonce; finally the engine that made it must still run
+  // (stale_segment otherwise). A mismatch is bad_segment, a vanished descriptor no_such_actor
+  // (the actor was deleted meanwhile), another user's process permission_denied.
   static Result<RingReader> open_announced(const RingAnnouncement& announced);
-  // Over memory the caller keeps mapped (tests, benchmarks): validation only.
+  // Over memory the caller keeps mapped (tests, benchmarks, the engine's own reads): validation
+  // only. A header and its data wherever they are, or laid out contiguously from `base`.
+  static Result<RingReader> over(const std::byte* header, std::size_t header_bytes,
+                                 const std::byte* data, std::size_t data_bytes);
   static Result<RingReader> over(const std::byte* base, std::size_t mapped_bytes);
 
   RingReader(RingReader&&) noexcept = default;
@@ -79,11 +83,19 @@ class RingReader {
   std::optional<ActorMeta> meta() const noexcept;
   std::optional<SessionRecord> session(std::uint64_t id) const noexcept;
   const RingHeader& header() const noexcept { return *header_; }
+  // The mapped data area every view lies in (the fuzz target checks spans against it).
+  std::span<const std::byte> data_area() const noexcept {
+    return {data_, static_cast<std::size_t>(capacity_)};
+  }
 
  private:
-  RingReader(std::optional<Segment> segment, const RingHeader* header);
+  struct Segments {
+    Segment header;
+    Segment data;
+  };
+  RingReader(std::optional<Segments> segments, const RingHeader* header, const std::byte* data);
 
-  std::optional<Segment> segment_;  // empty for `over`
+  std::optional<Segments> segments_;  // empty for `over`
   const RingHeader* header_;
   const std::byte* data_;
   std::uint64_t capacity_;

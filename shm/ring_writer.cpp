@@ -21,40 +21,29 @@ void store_release(std::uint64_t& field, Cursor c) noexcept {
   std::atomic_ref<std::uint64_t>(field).store(value(c), std::memory_order_release);
 }
 
-const std::string kNoName;
-
 }  // namespace
 
-RingWriter RingWriter::over_segment(Segment segment, const RingIdentity& identity) {
-  std::byte* base = segment.data();
-  return RingWriter(std::move(segment), base, identity);
-}
-
-Result<RingWriter> RingWriter::create(const std::string& segment_name,
-                                      const RingIdentity& identity) {
-  auto segment = Segment::create(segment_name, kHeaderBytes + identity.capacity);
-  if (!segment) return tl::unexpected(segment.error());
-  return over_segment(std::move(*segment), identity);
-}
-
-Result<RingWriter> RingWriter::create_unique(const std::string& stem, const RingIdentity& identity,
-                                             std::vector<std::string>& taken,
-                                             const Segment::SuffixSource& next_suffix) {
-  auto segment =
-      Segment::create_unique(stem, kHeaderBytes + identity.capacity, taken, next_suffix);
-  if (!segment) return tl::unexpected(segment.error());
-  return over_segment(std::move(*segment), identity);
+Result<RingWriter> RingWriter::create(const RingIdentity& identity) {
+  auto header = Segment::create("bs-ring:" + identity.actor, kHeaderBytes, Sealing::size_and_writes);
+  if (!header) return tl::unexpected(header.error());
+  // The data stays writable through new mappings: release_pages punches holes, which a write
+  // seal forbids.
+  auto data = Segment::create("bs-data:" + identity.actor, identity.capacity, Sealing::size);
+  if (!data) return tl::unexpected(data.error());
+  std::byte* h = header->data();
+  std::byte* d = data->data();
+  return RingWriter(Segments{std::move(*header), std::move(*data)}, h, d, identity);
 }
 
 RingWriter RingWriter::over(std::byte* base, const RingIdentity& identity) {
-  return RingWriter(std::nullopt, base, identity);
+  return RingWriter(std::nullopt, base, base + kHeaderBytes, identity);
 }
 
-RingWriter::RingWriter(std::optional<Segment> segment, std::byte* base,
+RingWriter::RingWriter(std::optional<Segments> segments, std::byte* header, std::byte* data,
                        const RingIdentity& identity)
-    : segment_(std::move(segment)),
-      header_(reinterpret_cast<RingHeader*>(base)),
-      data_(base + kHeaderBytes),
+    : segments_(std::move(segments)),
+      header_(reinterpret_cast<RingHeader*>(header)),
+      data_(data),
       capacity_(identity.capacity),
       committed_(identity.start),
       reserved_(identity.start),
@@ -75,7 +64,7 @@ void RingWriter::initialise(const RingIdentity& identity) noexcept {
   h.engine_start_ticks = self.start_ticks;
   // A segment's nonce is random; a ring over caller memory (tests) keeps the zeros it was given.
   std::memset(h.nonce, 0, sizeof h.nonce);
-  if (segment_) random_bytes(h.nonce);
+  if (segments_) random_bytes(h.nonce);
   std::memset(h.actor, 0, sizeof h.actor);
   std::memcpy(h.actor, identity.actor.data(), std::min(identity.actor.size(), kActorNameMax));
   h.committed = h.reserved = h.floor = value(identity.start);
@@ -197,12 +186,16 @@ void RingWriter::publish_session(const SessionRecord& session) noexcept {
   seqlock_store(header_->sessions[session.id % kSessionSlots], session);
 }
 
-const std::string& RingWriter::segment_name() const noexcept {
-  return segment_ ? segment_->name() : kNoName;
+RingAnnouncement RingWriter::announcement() const {
+  RingAnnouncement a{header_->actor, 0, -1, -1, to_hex(header_->nonce), capacity_};
+  if (segments_) {
+    a.engine_pid = static_cast<pid_t>(header_->engine_pid);
+    a.header_fd = segments_->header.fd();
+    a.data_fd = segments_->data.fd();
+  }
+  return a;
 }
 
-RingAnnouncement RingWriter::announcement() const {
-  return RingAnnouncement{header_->actor, segment_name(), to_hex(header_->nonce), capacity_};
-}
+int RingWriter::data_fd() const noexcept { return segments_ ? segments_->data.fd() : -1; }
 
 }  // namespace backscroll::shm

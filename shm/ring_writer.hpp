@@ -9,7 +9,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
@@ -28,14 +27,9 @@ struct RingIdentity {
 
 class RingWriter {
  public:
-  // Creates the named segment (0600), writes the identity and a fresh random nonce, and
-  // publishes `magic` last.
-  static Result<RingWriter> create(const std::string& segment_name, const RingIdentity& identity);
-  // create() under an unguessable name, `stem` + 16 random hex digits (Segment::create_unique:
-  // names found taken are appended to `taken`). The engine makes every ring this way.
-  static Result<RingWriter> create_unique(const std::string& stem, const RingIdentity& identity,
-                                          std::vector<std::string>& taken,
-                                          const Segment::SuffixSource& next_suffix = {});
+  // Creates the ring's two sealed segments (shm/segment.hpp), writes the identity and a fresh
+  // random nonce, and publishes `magic` last.
+  static Result<RingWriter> create(const RingIdentity& identity);
   // Over caller-owned memory of kHeaderBytes + capacity bytes (tests, benchmarks). Its nonce is
   // all zeros: nothing announces such a ring.
   static RingWriter over(std::byte* base, const RingIdentity& identity);
@@ -80,14 +74,19 @@ class RingWriter {
   std::uint64_t capacity() const noexcept { return capacity_; }
   const std::byte* data() const noexcept { return data_; }
   RingHeader* header() const noexcept { return header_; }
-  // The segment's name, empty for a ring over caller memory.
-  const std::string& segment_name() const noexcept;
-  // What the engine tells readers about this ring (status answers; its own reads).
+  // What the engine tells readers about this ring (status answers; its own reads). A ring over
+  // caller memory announces no descriptors (-1).
   RingAnnouncement announcement() const;
+  // The data segment's memfd (-1 over caller memory): what its memory use can be read from.
+  int data_fd() const noexcept;
 
  private:
-  RingWriter(std::optional<Segment> segment, std::byte* base, const RingIdentity& identity);
-  static RingWriter over_segment(Segment segment, const RingIdentity& identity);  // create()'s end
+  struct Segments {
+    Segment header;
+    Segment data;
+  };
+  RingWriter(std::optional<Segments> segments, std::byte* header, std::byte* data,
+             const RingIdentity& identity);
   void initialise(const RingIdentity& identity) noexcept;
   void publish_reserved(Cursor reserved) noexcept;
   // Zeroes the data area's bytes of cursors [from, to), at most one capacity of them.
@@ -95,7 +94,7 @@ class RingWriter {
   // Zeroes what a clear left under the reservation of a read now over, past committed_.
   void finish_wipe() noexcept;
 
-  std::optional<Segment> segment_;  // empty for `over`
+  std::optional<Segments> segments_;  // empty for `over`
   RingHeader* header_;
   std::byte* data_;
   std::uint64_t capacity_;

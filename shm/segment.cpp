@@ -6,166 +6,121 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <filesystem>
-#include <optional>
-
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/permissions.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
-
-#include "shm/random_hex.hpp"
-
-namespace bip = boost::interprocess;
+#include <string>
+#include <utility>
 
 namespace backscroll::shm {
-
-// A created segment keeps Boost's read-write region; an opened one is mapped read-only from the
-// descriptor its checks ran on.
-struct Segment::Mapping {
-  std::optional<bip::mapped_region> region;
-  void* address = nullptr;
-  std::size_t bytes = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (address != nullptr) ::munmap(address, bytes);
-  }
-};
-
-Segment::Segment(std::string name, std::unique_ptr<Mapping> mapping)
-    : name_(std::move(name)), mapping_(std::move(mapping)) {
-  if (mapping_->region) {
-    data_ = static_cast<std::byte*>(mapping_->region->get_address());
-    size_ = mapping_->region->get_size();
-  } else {
-    data_ = static_cast<std::byte*>(mapping_->address);
-    size_ = mapping_->bytes;
-  }
-}
-
-Segment::Segment(Segment&&) noexcept = default;
-Segment& Segment::operator=(Segment&&) noexcept = default;
-Segment::~Segment() = default;
-
 namespace {
 
-tl::unexpected<Error> from_boost(const char* what, const std::string& name,
-                                 const bip::interprocess_exception& e) {
-  int err = e.get_native_error();
-  if (err == 0) err = EIO;
-  if (err == ENOENT) return fail(Errc::no_such_actor, "segment " + name + " does not exist");
-  return fail_errno(std::string(what) + " segment " + name, err);
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+int seals_for(Sealing sealing) noexcept {
+  return sealing == Sealing::size_and_writes ? kSizeSeals | F_SEAL_FUTURE_WRITE : kSizeSeals;
 }
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() noexcept { return std::exchange(fd, -1); }
+};
 
 }  // namespace
 
-Result<Segment> Segment::create(const std::string& name, std::size_t bytes) {
-  bool name_taken = false;
-  auto segment = create_named(name, bytes, name_taken);
-  if (name_taken) return fail_errno("create segment " + name, EEXIST);
+Segment::Segment(Segment&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+Segment::~Segment() { reset(); }
+
+void Segment::reset() noexcept {
+  if (data_ != nullptr) ::munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Result<Segment> Segment::create(std::string_view label, std::size_t bytes, Sealing sealing) {
+  const std::string name(label);
+  if (bytes == 0) return fail(Errc::bad_segment, "segment " + name + " of 0 bytes");
+  FdCloser fd{::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+  if (fd.fd < 0) return fail_errno("create segment " + name, errno);
+  if (::ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) {
+    return fail_errno("size segment " + name, errno);
+  }
+  // tmpfs allocates lazily: a full one would otherwise surface later as SIGBUS on a store or
+  // EFAULT on a PTY read into the ring.
+  if (const int err = ::posix_fallocate(fd.fd, 0, static_cast<off_t>(bytes))) {
+    return fail_errno("reserve " + std::to_string(bytes) + " bytes for segment " + name, err);
+  }
+  void* address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  if (address == MAP_FAILED) return fail_errno("map segment " + name, errno);
+  Segment segment(fd.release(), static_cast<std::byte*>(address), bytes);
+  // After the mapping: F_SEAL_FUTURE_WRITE leaves mappings made before it writable.
+  if (::fcntl(segment.fd_, F_ADD_SEALS, seals_for(sealing)) != 0) {
+    return fail_errno("seal segment " + name, errno);
+  }
   return segment;
 }
 
-Result<Segment> Segment::create_unique(const std::string& stem, std::size_t bytes,
-                                       std::vector<std::string>& taken,
-                                       const SuffixSource& next_suffix) {
-  for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
-    const std::string name = stem + (next_suffix ? next_suffix() : random_hex(8));
-    bool name_taken = false;
-    auto segment = create_named(name, bytes, name_taken);
-    if (!name_taken) return segment;
-    taken.push_back(name);
-  }
-  return fail(Errc::io_error, "no free segment name for " + stem + "*: " +
-                                  std::to_string(kNameAttempts) + " names drawn were all taken");
-}
-
-Result<Segment> Segment::create_named(const std::string& name, std::size_t bytes,
-                                      bool& name_taken) {
-  bool created = false;
-  try {
-    bip::permissions owner_only(0600);  // Boost fchmods after shm_open, so the umask is moot
-    bip::shared_memory_object object(bip::create_only, name.c_str(), bip::read_write, owner_only);
-    created = true;
-    object.truncate(static_cast<bip::offset_t>(bytes));
-    // Reserve the pages now: tmpfs allocates lazily, and a full /dev/shm would otherwise surface
-    // later as SIGBUS on a store or EFAULT on a PTY read into the ring.
-    if (const int err = ::posix_fallocate(object.get_mapping_handle().handle, 0,
-                                          static_cast<off_t>(bytes))) {
-      bip::shared_memory_object::remove(name.c_str());
-      return fail_errno("reserve " + std::to_string(bytes) + " bytes for segment " + name, err);
-    }
-    auto mapping = std::make_unique<Mapping>();
-    mapping->region.emplace(object, bip::read_write);
-    return Segment(name, std::move(mapping));
-  } catch (const bip::interprocess_exception& e) {
-    if (created) bip::shared_memory_object::remove(name.c_str());  // never leave a half-made name
-    if (!created && e.get_native_error() == EEXIST) {
-      name_taken = true;
-      return fail(Errc::io_error, "segment " + name + " exists");
-    }
-    return from_boost("create", name, e);
-  }
-}
-
-Result<Segment> Segment::open_read_only(const std::string& name) {
-  // Every check runs on the open descriptor, and the mapping comes from it: a name replaced
-  // between the checks and the mapping cannot slip through. glibc's shm_open opens
-  // /dev/shm/<name> with O_NOFOLLOW: a symbolic link is ELOOP. O_NONBLOCK: a FIFO planted under
-  // the name would block the open.
-  const int fd =
-      ::shm_open(("/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
-  if (fd < 0) {
+Result<Segment> Segment::open_read_only(pid_t pid, int fd, std::size_t bytes, Sealing sealing) {
+  const std::string where = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  if (pid <= 0 || fd < 0) return fail(Errc::bad_segment, "no segment at " + where);
+  // The kernel lets only processes that may inspect `pid` (its own user) open its descriptors.
+  // O_NONBLOCK: a descriptor of a FIFO or a device cannot hang the reader before the checks.
+  FdCloser opened{::open(where.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+  if (opened.fd < 0) {
     const int err = errno;
-    if (err == ENOENT) return fail(Errc::no_such_actor, "segment " + name + " does not exist");
-    if (err == ELOOP) return fail(Errc::bad_segment, "segment " + name + " is a symbolic link");
-    return fail_errno("open segment " + name, err);
+    if (err == ENOENT && ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0) {
+      return fail(Errc::stale_segment,
+                  "segment " + where + " is gone with its process (the engine stopped)");
+    }
+    if (err == ENOENT) {
+      return fail(Errc::no_such_actor,
+                  "segment " + where + " is gone (the actor was deleted meanwhile)");
+    }
+    if (err == EACCES || err == EPERM) {
+      return fail(Errc::permission_denied, "segment " + where + " belongs to another user's "
+                                           "process: not opened");
+    }
+    return fail_errno("open segment " + where, err);
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail_errno("stat segment " + name, errno);
-  // Only what the engine makes is trusted (it creates segments 0600, owned by its user, one
-  // name each): another local user can create a file in the sticky /dev/shm, with any mode.
   auto refuse = [&](const std::string& why) {
-    return fail(Errc::bad_segment, "segment " + name + " " + why + ": not opened");
+    return fail(Errc::bad_segment, "segment " + where + " " + why + ": not opened");
   };
+  struct stat st {};
+  if (::fstat(opened.fd, &st) != 0) return fail_errno("stat segment " + where, errno);
   if (!S_ISREG(st.st_mode)) return refuse("is not a regular file");
-  if (st.st_uid != ::geteuid())
+  if (st.st_uid != ::geteuid()) {
     return refuse("belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
                   std::to_string(::geteuid()) + ")");
-  if ((st.st_mode & 07777) != 0600) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return refuse(std::string("has mode ") + mode + ", not 0600");
   }
-  if (st.st_nlink != 1) return refuse("has " + std::to_string(st.st_nlink) + " links");
-  if (st.st_size <= 0) return fail(Errc::bad_segment, "segment " + name + " is empty");
-  const auto bytes = static_cast<std::size_t>(st.st_size);
-  void* address = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  if (address == MAP_FAILED) return fail_errno("map segment " + name, errno);
-  auto mapping = std::make_unique<Mapping>();
-  mapping->address = address;
-  mapping->bytes = bytes;
-  return Segment(name, std::move(mapping));
-}
-
-bool Segment::remove(const std::string& name) noexcept {
-  return bip::shared_memory_object::remove(name.c_str());
-}
-
-std::vector<std::string> Segment::list(const std::string& prefix) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind(prefix, 0) == 0) names.push_back(file);
+  // Sealed size: nobody can truncate it under the mapping (SIGBUS) or grow it.
+  const int seals = ::fcntl(opened.fd, F_GET_SEALS);
+  const int wanted = seals_for(sealing);
+  if (seals < 0 || (seals & wanted) != wanted) {
+    return refuse("is not a sealed memfd (seals " + std::to_string(seals < 0 ? 0 : seals) +
+                  ", expected " + std::to_string(wanted) + ")");
   }
-  return names;
+  if (static_cast<std::uint64_t>(st.st_size) != bytes) {
+    return refuse("is " + std::to_string(st.st_size) + " bytes, not " + std::to_string(bytes));
+  }
+  void* address = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, opened.fd, 0);
+  if (address == MAP_FAILED) return fail_errno("map segment " + where, errno);
+  return Segment(-1, static_cast<std::byte*>(address), bytes);  // the mapping outlives the fd
 }
 
 }  // namespace backscroll::shm

@@ -1,41 +1,46 @@
-// Segment: one named POSIX shared-memory object and its mapping. The engine creates segments
-// read-write with mode 0600 (whatever the umask, through Boost.Interprocess); readers open them
-// read-only, so a reader can never modify the engine's or another reader's view, and only
-// after checking, on the open descriptor, that the object is one its own engine could have made
-// (docs/security.md).
+// Segment: one sealed memfd (an anonymous shared-memory file) and its mapping. A ring is two
+// segments: its header and its data (docs/security.md, "Shared-memory rings").
+//
+// The engine creates a segment, maps it read-write, then seals it: the kernel then refuses
+// every change of its size, for anyone (F_SEAL_SHRINK | F_SEAL_GROW), so no process can ever
+// make a reader's mapping fault with SIGBUS. A header segment is also sealed against writes
+// (F_SEAL_FUTURE_WRITE): the engine's own mapping, made before the seal, stays the only
+// writable one; no later open, mapping or write() can change it. The data segment keeps writes
+// open, because giving an idle ring's pages back (hole punching) needs them; F_SEAL_SEAL stops
+// anyone from adding seals later.
+//
+// No segment has a name anyone can plant or squat. A reader of another process opens the
+// engine's descriptor through /proc/<engine pid>/fd/<fd> (read-only), which the kernel allows
+// only to processes of the engine's own user, and checks on what it opened that it is a sealed
+// memfd of that user with the expected size.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
-#include <functional>
 #include <memory>
-#include <string>
-#include <vector>
+#include <string_view>
 
 #include "shm/error.hpp"
 
 namespace backscroll::shm {
 
+enum class Sealing {
+  size,             // F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL
+  size_and_writes,  // the same and F_SEAL_FUTURE_WRITE
+};
+
 class Segment {
  public:
-  // Creates `name` (it must not exist) with `bytes` zero-filled bytes, mode 0600, mapped rw.
-  static Result<Segment> create(const std::string& name, std::size_t bytes);
-  // Draws names `stem` + next_suffix() until one is free, and creates it. Another local user can
-  // create any name in the sticky /dev/shm, so a taken name is never fatal: it is appended to
-  // `taken` (the engine logs it) and another is drawn, at most kNameAttempts times. The default
-  // suffix is 16 random hex digits: nobody can guess the name, let alone squat it.
-  using SuffixSource = std::function<std::string()>;
-  static constexpr int kNameAttempts = 16;
-  static Result<Segment> create_unique(const std::string& stem, std::size_t bytes,
-                                       std::vector<std::string>& taken,
-                                       const SuffixSource& next_suffix = {});
-  // Maps an existing segment read-only; its size is the object's size. Refused (bad_segment)
-  // unless it is a regular file owned by this process's effective uid, mode 0600, with one
-  // link (not a symbolic link, FIFO, or a name linked to another).
-  static Result<Segment> open_read_only(const std::string& name);
-  // Unlinks the name; mappings stay valid until unmapped. False when it did not exist.
-  static bool remove(const std::string& name) noexcept;
-  // Names of existing segments that start with `prefix` (Linux keeps them in /dev/shm).
-  static std::vector<std::string> list(const std::string& prefix);
+  // A memfd labelled `label` (it shows in /proc/<pid>/fd, nowhere else) of `bytes` zero-filled
+  // bytes, its pages reserved (a full tmpfs is an error now, not a SIGBUS later), mapped
+  // read-write, then sealed. Close-on-exec: a spawned program never inherits it.
+  static Result<Segment> create(std::string_view label, std::size_t bytes, Sealing sealing);
+  // Maps descriptor `fd` of process `pid` read-only, through /proc/<pid>/fd/<fd>. Refused
+  // (bad_segment) unless it is a regular file of this process's effective uid, sealed at least
+  // as `sealing` says, and exactly `bytes` long. A process of another user is permission_denied,
+  // a gone process stale_segment, a gone descriptor no_such_actor.
+  static Result<Segment> open_read_only(pid_t pid, int fd, std::size_t bytes, Sealing sealing);
 
   Segment(Segment&&) noexcept;
   Segment& operator=(Segment&&) noexcept;
@@ -43,17 +48,14 @@ class Segment {
 
   std::byte* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
-  const std::string& name() const noexcept { return name_; }
+  // The memfd a created segment keeps open (readers reopen it through /proc); -1 when opened.
+  int fd() const noexcept { return fd_; }
 
  private:
-  struct Mapping;
-  Segment(std::string name, std::unique_ptr<Mapping> mapping);
-  // create(), with EEXIST reported through `name_taken` rather than as an error.
-  static Result<Segment> create_named(const std::string& name, std::size_t bytes,
-                                      bool& name_taken);
+  Segment(int fd, std::byte* data, std::size_t size) noexcept : fd_(fd), data_(data), size_(size) {}
+  void reset() noexcept;
 
-  std::string name_;
-  std::unique_ptr<Mapping> mapping_;
+  int fd_ = -1;
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
 };

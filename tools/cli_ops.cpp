@@ -132,7 +132,6 @@ std::string status_detail(const Json& actor) {
   line("size", text(actor, "cols") + "x" + text(actor, "rows"));
   line("cursors", "floor " + text(actor, "floor") + ", committed " + text(actor, "committed"));
   line("capacity", text(actor, "capacity") + " bytes");
-  line("segment", text(actor, "segment"));
   line("command", shell_join(strings(actor, "argv")));
   line("cwd", text(actor, "cwd"));
   line("input", text(actor, "input_queued") + " bytes queued" +

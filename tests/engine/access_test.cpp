@@ -1,5 +1,5 @@
 // Only the engine's own user can reach it (DESIGN sections 3, 7 and 8): the runtime directory is
-// 0700, the socket, lock and ring segments 0600 whatever the umask; the engine refuses a runtime
+// 0700, the socket and lock 0600 whatever the umask, the rings memfds of its uid; the engine refuses a runtime
 // directory that is a symlink, belongs to someone else or is open to others; one engine per
 // directory (a second exits with status 3); another user can neither connect nor map a ring, and
 // a connection that does get through is refused by its peer credentials.
@@ -17,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <span>
+#include <sstream>
 #include <string>
 
 #include "shm/control_frame.hpp"
 #include "shm/ring_reader.hpp"
 #include "shm/ring_writer.hpp"
-#include "shm/segment.hpp"
 #include "tests/engine/engine_process.hpp"
 #include "tests/engine/other_user.hpp"
 
@@ -37,13 +39,6 @@ mode_t mode_of(const std::filesystem::path& path, mode_t* type = nullptr) {
   if (type) *type = st.st_mode & S_IFMT;
   return st.st_mode & 07777;
 }
-
-// Removes a segment name when the test ends (root may remove another user's name in /dev/shm).
-struct RemovedAtEnd {
-  explicit RemovedAtEnd(std::string segment) : name(std::move(segment)) {}
-  ~RemovedAtEnd() { shm::Segment::remove(name); }
-  std::string name;
-};
 
 // connect() to the engine's socket; the errno, 0 on success (fd returned through `out`).
 int try_connect(const Places& places, int* out = nullptr) {
@@ -80,12 +75,14 @@ void expect_owner_only_files(mode_t umask_value) {
   EXPECT_EQ(type, static_cast<mode_t>(S_IFSOCK));
   EXPECT_EQ(mode_of(places.lock_path(), &type), 0600u);
   EXPECT_EQ(type, static_cast<mode_t>(S_IFREG));
-  const auto segments = engine.segments();
-  ASSERT_EQ(segments.size(), 1u);
-  EXPECT_EQ(mode_of("/dev/shm/" + segments.front()), 0600u);
-  struct stat st {};
-  ASSERT_EQ(::stat(("/dev/shm/" + segments.front()).c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_EQ(engine.rings(), std::vector<std::string>{"probe"});
+  const shm::RingAnnouncement ring = engine.ring_of("probe");
+  for (const int fd : {ring.header_fd, ring.data_fd}) {
+    struct stat st {};
+    const std::string path = "/proc/" + std::to_string(engine.pid()) + "/fd/" + std::to_string(fd);
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, ::geteuid());
+  }
 }
 
 // Starts an engine on `runtime_dir` that must refuse it: non-zero exit, `message` in its log.
@@ -139,7 +136,7 @@ TEST(EngineAccess, SecondEngineOnTheSameDirectoryExitsWithThreeWhileTheFirstServ
   EngineProcess first;
   ASSERT_TRUE(first.start());
   const Json spawned = first.spawn("keeper", {"sleep", "1000"});
-  const auto segments = first.segments();
+  const auto rings = first.rings();
 
   EngineProcess second;
   EngineConfig config;
@@ -151,12 +148,12 @@ TEST(EngineAccess, SecondEngineOnTheSameDirectoryExitsWithThreeWhileTheFirstServ
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << "wait status " << *status;
   EXPECT_NE(second.log().find("already_running"), std::string::npos) << second.log();
 
-  // The first engine's socket, segments and actor are untouched.
+  // The first engine's socket, rings and actor are untouched.
   auto fresh = first.connect();
   auto pong = fresh.call("ping");
   ASSERT_TRUE(pong) << pong.error().describe();
   EXPECT_EQ(pong->header.value("pid", 0), first.pid());
-  EXPECT_EQ(first.segments(), segments);
+  EXPECT_EQ(first.rings(), rings);
   EXPECT_EQ(first.status("keeper").at("pid"), spawned.at("pid"));
   EXPECT_EQ(first.status("keeper").at("state"), "running");
   EXPECT_TRUE(shm::RingReader::open(first.places(), "keeper"));
@@ -169,7 +166,6 @@ TEST(EngineAccess, AnotherUserCanNeitherConnectNorMapARing) {
   engine.spawn("secret", {"sh", "-c", "echo classified; exec sleep 1000"});
   engine.wait_output("secret", "classified");
   const shm::RingAnnouncement announced = engine.ring_of("secret");
-  const std::string& segment = announced.segment;
   const Places places = engine.places();
 
   const std::string report = as_other_user([&]() -> std::string {
@@ -183,87 +179,69 @@ TEST(EngineAccess, AnotherUserCanNeitherConnectNorMapARing) {
       problems += "RingReader::open: expected permission_denied, got " +
                   (mine ? std::string("a ring") : mine.error().describe()) + "; ";
     }
-    // ...and even knowing the announcement (it cannot), the segment cannot be mapped.
+    // ...and even knowing the announcement (it cannot), the ring cannot be mapped: the kernel
+    // keeps another user out of the engine's descriptors.
     auto reader = shm::RingReader::open_announced(announced);
     if (reader) {
       problems += "RingReader::open_announced succeeded; ";
     } else if (reader.error().code != Errc::permission_denied) {
       problems += "RingReader::open_announced: " + reader.error().describe() + "; ";
     }
-    const int fd = ::open(("/dev/shm/" + segment).c_str(), O_RDONLY);
-    if (fd >= 0 || errno != EACCES) problems += "open of the segment was not EACCES; ";
+    const std::string path = "/proc/" + std::to_string(announced.engine_pid) + "/fd/" +
+                             std::to_string(announced.data_fd);
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd >= 0 || errno != EACCES) problems += "open of " + path + " was not EACCES; ";
     return problems;
   });
   EXPECT_EQ(report, "");
   EXPECT_TRUE(engine.connect().call("ping"));
 }
 
-// Another user plants a valid ring, kept alive by a process of theirs, under every name this
-// user's engine could be expected to use for an actor it does not have: the old predictable
-// name, the stem of today's names with a made-up suffix. A reader asks the engine, which has no
-// such actor: no_such_actor, and not one byte of the planted ring is mapped.
-TEST(EngineAccess, ARingAnotherUserPlantsIsNeverOpened) {
+// Another user makes a valid ring, kept alive by a process of theirs, for an actor this user's
+// engine does not have, holding a title change and an OSC 52 write. A reader asks the engine,
+// which has no such actor: no_such_actor. Announced by hand, it is refused by the kernel.
+TEST(EngineAccess, ARingAnotherUserMakesIsNeverOpened) {
   if (!can_act_as_another_user()) GTEST_SKIP() << "needs root to act as another user";
   EngineProcess engine;
   ASSERT_TRUE(engine.start());
-  const Places places = engine.places();
-  const std::vector<std::string> names{places.segment_prefix() + "evil",
-                                       places.segment_stem("evil") + "0000000000000000"};
+  int numbers[2];
+  ASSERT_EQ(::pipe(numbers), 0);
   const OtherUserProcess planter([&]() -> std::string {
-    for (const std::string& name : names) {
-      auto ring = shm::RingWriter::create(name, {"evil", 1, shm::kMinCapacity, Cursor{0}});
-      if (!ring) return "plant " + name + ": " + ring.error().describe();
-      const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
-      ring->append(std::as_bytes(std::span(payload)));
-      if (::chmod(("/dev/shm/" + name).c_str(), 0644) != 0) return "chmod " + name;
-      static std::vector<shm::RingWriter> keep;  // mapped while the planter lives
-      keep.push_back(std::move(*ring));
-    }
-    return "";
+    auto ring = shm::RingWriter::create({"evil", 1, shm::kMinCapacity, Cursor{0}});
+    if (!ring) return "plant: " + ring.error().describe();
+    const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
+    ring->append(std::as_bytes(std::span(payload)));
+    static std::optional<shm::RingWriter> keep;  // mapped while the planter lives
+    keep.emplace(std::move(*ring));
+    const shm::RingAnnouncement a = keep->announcement();
+    const std::string fds = std::to_string(a.header_fd) + " " + std::to_string(a.data_fd) + " " + a.nonce;
+    const bool sent = ::write(numbers[1], fds.data(), fds.size()) ==
+                      static_cast<ssize_t>(fds.size());
+    return sent ? "" : "write";
   });
   ASSERT_EQ(planter.report(), "");
-  const RemovedAtEnd cleanup_old(names[0]);
-  const RemovedAtEnd cleanup_new(names[1]);
-
-  auto reader = shm::RingReader::open(places, "evil");
-  ASSERT_FALSE(reader.has_value()) << "a planted ring was opened";
+  auto reader = shm::RingReader::open(engine.places(), "evil");
+  ASSERT_FALSE(reader.has_value()) << "another user's ring was opened";
   EXPECT_EQ(reader.error().code, Errc::no_such_actor) << reader.error().describe();
-  // Named exactly, the planted segments fail the descriptor checks too.
-  for (const std::string& name : names) {
-    auto planted = shm::RingReader::open_announced({"evil", name, "", shm::kMinCapacity});
-    ASSERT_FALSE(planted.has_value()) << name;
-    EXPECT_NE(planted.error().message.find("belongs to uid 65534"), std::string::npos)
-        << planted.error().describe();
-  }
-}
 
-// Another user pre-creates the names a spawn of `work` would have used before names were
-// random: the spawn still works, under a name nobody could guess.
-TEST(EngineAccess, NamesAnotherUserSquatsDoNotStopASpawn) {
-  if (!can_act_as_another_user()) GTEST_SKIP() << "needs root to act as another user";
-  EngineProcess engine;
-  ASSERT_TRUE(engine.start());
-  const Places places = engine.places();
-  const std::vector<std::string> names{places.segment_prefix() + "work",
-                                       places.segment_stem("work")};
-  const std::string report = as_other_user([&]() -> std::string {
-    for (const std::string& name : names) {
-      if (!shm::Segment::create(name, shm::kPageBytes)) return "could not squat " + name;
-    }
-    return "";
-  });
-  ASSERT_EQ(report, "");
-  const RemovedAtEnd cleanup_old(names[0]);
-  const RemovedAtEnd cleanup_stem(names[1]);
-
-  engine.spawn("work", {"sh", "-c", "echo ready; exec sleep 1000"});
-  engine.wait_output("work", "ready");
-  const shm::RingAnnouncement ring = engine.ring_of("work");
-  EXPECT_EQ(ring.segment.rfind(places.segment_stem("work"), 0), 0u) << ring.segment;
-  EXPECT_EQ(ring.segment.size(), places.segment_stem("work").size() + 16) << ring.segment;
-  auto reader = shm::RingReader::open(places, "work");
-  ASSERT_TRUE(reader.has_value()) << reader.error().describe();
-  EXPECT_EQ(reader->header().engine_pid, engine.pid());
+  ::close(numbers[1]);
+  char text[128] = {};
+  const ssize_t n = ::read(numbers[0], text, sizeof text - 1);
+  ::close(numbers[0]);
+  ASSERT_GT(n, 0);
+  int header_fd = -1;
+  int data_fd = -1;
+  std::string nonce;
+  std::istringstream(text) >> header_fd >> data_fd >> nonce;
+  auto announced = shm::RingReader::open_announced(
+      {"evil", planter.pid(), header_fd, data_fd, nonce, shm::kMinCapacity});
+  ASSERT_FALSE(announced.has_value());
+  // The kernel stops an ordinary reader; root (which runs this test) may open any descriptor and
+  // is stopped by the owner check.
+  EXPECT_TRUE(announced.error().code == Errc::permission_denied ||
+              (announced.error().code == Errc::bad_segment &&
+               announced.error().message.find("belongs to uid 65534") != std::string::npos))
+      << announced.error().describe();
 }
 
 // The engine is every reader's root of trust, so a reader talks only to an engine of its own

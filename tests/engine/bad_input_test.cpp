@@ -184,14 +184,14 @@ TEST_F(BadInput, EveryOpOnAnUnknownActorIsNoSuchActor) {
 }
 
 TEST_F(BadInput, SpawnWithAnInvalidNameIsBadActorNameAndCreatesNothing) {
-  const auto before = engine_.segments();
+  const auto before = engine_.rings();
   const std::vector<std::string> names{"",    "../x",    std::string(65, 'a'), "-x", "a b",
                                        "x/y", ".hidden", "caf\xc3\xa9"};
   for (const std::string& name : names) {
     EXPECT_EQ(error_of("spawn", {{"actor", name}, {"argv", {"true"}}}).code, Errc::bad_actor_name)
         << "'" << name << "'";
   }
-  EXPECT_EQ(engine_.segments(), before);
+  EXPECT_EQ(engine_.rings(), before);
   EXPECT_EQ(engine_.call("list").header.at("actors").size(), 1u);
   engine_.spawn(std::string(64, 'a'), {"true"});  // the longest valid name
   expect_healthy();
@@ -245,7 +245,7 @@ TEST_F(BadInput, MistypedFieldsAreBadRequestsNotInternalErrors) {
     const Error e = error_of(op, fields);
     EXPECT_EQ(e.code, Errc::bad_request) << op << " " << fields.dump() << ": " << e.describe();
   }
-  EXPECT_EQ(engine_.segments().size(), 1u);
+  EXPECT_EQ(engine_.rings().size(), 1u);
   expect_healthy();
 }
 
@@ -473,14 +473,14 @@ TEST_F(BadInput, RepliesCountTowardsASubscribersUnreadBound) {
 }
 
 TEST_F(BadInput, SpawnOfAMissingProgramIsSpawnFailedAndLeavesNothingBehind) {
-  const auto before = engine_.segments();
+  const auto before = engine_.rings();
   const Error missing = error_of("spawn", {{"actor", "nothing"}, {"argv", {"/no/such/program"}}});
   EXPECT_EQ(missing.code, Errc::spawn_failed);
   EXPECT_NE(missing.message.find("No such file"), std::string::npos) << missing.message;
   const Error in_path =
       error_of("spawn", {{"actor", "nothing"}, {"argv", {"no-such-program-xyz"}}});
   EXPECT_EQ(in_path.code, Errc::spawn_failed);
-  EXPECT_EQ(engine_.segments(), before);
+  EXPECT_EQ(engine_.rings(), before);
   EXPECT_EQ(error_of("status", {{"actor", "nothing"}}).code, Errc::no_such_actor);
   EXPECT_TRUE(zombie_children(engine_.pid()).empty());
   engine_.spawn("nothing", {"true"});  // the name is free
@@ -488,12 +488,12 @@ TEST_F(BadInput, SpawnOfAMissingProgramIsSpawnFailedAndLeavesNothingBehind) {
 }
 
 TEST_F(BadInput, SpawnInAMissingDirectoryIsSpawnFailedAndLeavesNothingBehind) {
-  const auto before = engine_.segments();
+  const auto before = engine_.rings();
   const Error missing =
       error_of("spawn", {{"actor", "lost"}, {"argv", {"true"}}, {"cwd", "/no/such/dir"}});
   EXPECT_EQ(missing.code, Errc::spawn_failed);
   EXPECT_NE(missing.message.find("/no/such/dir"), std::string::npos) << missing.message;
-  EXPECT_EQ(engine_.segments(), before);
+  EXPECT_EQ(engine_.rings(), before);
   EXPECT_EQ(error_of("status", {{"actor", "lost"}}).code, Errc::no_such_actor);
   expect_healthy();
 }

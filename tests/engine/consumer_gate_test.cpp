@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,19 @@
 
 namespace backscroll::testing {
 namespace {
+
+// Ring memfds this process holds open (RingWriter::create labels them "bs-ring:" and
+// "bs-data:"): an engine that went away must have closed every one.
+int ring_memfds_open() {
+  int open = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
+    if (target.rfind("/memfd:bs-ring:", 0) == 0 || target.rfind("/memfd:bs-data:", 0) == 0) ++open;
+  }
+  return open;
+}
 
 using engine::ConsumerGate;
 using engine::InputQueue;
@@ -61,7 +75,7 @@ class InProcessEngine : public ::testing::Test {
       EXPECT_EQ(exit_code_, 0);
     }
     engine_.reset();
-    EXPECT_TRUE(shm::Segment::list(places_.segment_prefix()).empty());
+    EXPECT_EQ(ring_memfds_open(), 0) << "a ring outlived its engine";
   }
 
   // Spawns `actor` through the request handler (its reply goes nowhere: connection 0 never

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +23,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "shm/segment.hpp"
 
 extern char** environ;
 
@@ -232,7 +232,6 @@ void EngineProcess::kill_hard() {
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
   client_.reset();
-  crashed_ = true;
 }
 
 void EngineProcess::stop() {
@@ -267,14 +266,6 @@ void EngineProcess::stop() {
       EXPECT_FALSE(std::filesystem::exists(places_.socket_path()))
           << "teardown: the socket outlived the engine";
     }
-  }
-  if (served_) {
-    const auto left = segments();
-    if (!crashed_) {
-      EXPECT_TRUE(left.empty()) << "teardown: " << left.size() << " segments left, e.g. "
-                                << (left.empty() ? "" : left.front());
-    }
-    for (const auto& name : left) shm::Segment::remove(name);
   }
   if (::testing::Test::HasFailure() && !log_path_.empty()) {
     std::fprintf(stderr, "----- backscrolld log (%s) -----\n%s----- end of log -----\n",
@@ -318,7 +309,7 @@ Json EngineProcess::status(const std::string& actor) {
 
 shm::RingAnnouncement EngineProcess::ring_of(const std::string& actor) {
   const Json a = status(actor);
-  return {actor, a.at("segment"), a.at("nonce"), a.at("capacity")};
+  return {actor, pid_, a.at("header_fd"), a.at("data_fd"), a.at("nonce"), a.at("capacity")};
 }
 
 std::string EngineProcess::history(const std::string& actor, std::uint64_t from) {
@@ -359,8 +350,24 @@ void EngineProcess::wait_output(const std::string& actor, std::string_view needl
   }
 }
 
-std::vector<std::string> EngineProcess::segments() const {
-  return shm::Segment::list(places_.segment_prefix());
+std::vector<std::string> EngineProcess::rings() const {
+  std::vector<std::string> actors;
+  if (pid_ <= 0) return actors;
+  static constexpr std::string_view kLabel = "/memfd:bs-ring:";  // RingWriter::create's header
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec)) {
+    std::error_code link_ec;
+    std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
+    if (target.rfind(kLabel, 0) != 0) continue;
+    target.erase(0, kLabel.size());
+    if (const auto deleted = target.find(" (deleted)"); deleted != std::string::npos) {
+      target.erase(deleted);
+    }
+    actors.push_back(std::move(target));
+  }
+  std::sort(actors.begin(), actors.end());
+  return actors;
 }
 
 // ---- RawConnection ------------------------------------------------------------------------

@@ -3,10 +3,9 @@
 // only (a fresh <mkdtemp>/rt unless a directory is given), stdin from /dev/null, stdout and
 // stderr into <mkdtemp>/engine.log, no other fd, and waits until `ping` answers. Teardown
 // (stop() or the destructor) sends `shutdown`, waits for the exit (SIGKILL after a timeout),
-// expects exit status 0, no segment with the engine's prefix left in /dev/shm and no socket,
-// and prints the engine's log when the test failed. An engine that never answered (one expected to
-// refuse) is only reaped: the segments and socket under its runtime directory may belong to another
-// engine.
+// expects exit status 0 and no socket left, and prints the engine's log when the test failed. An
+// engine that never answered (one expected to refuse) is only reaped: the socket under its runtime
+// directory may belong to another engine.
 //
 // Helpers throw std::runtime_error on anything unexpected (GoogleTest reports it as a failure of
 // the test): tests stay short, and every wait has a generous bound so a broken engine fails a
@@ -132,7 +131,7 @@ class EngineProcess {
              Json extra = Json::object());
   // The status object of one actor.
   Json status(const std::string& actor);
-  // What the engine announces about the actor's ring (status: segment, nonce, capacity).
+  // What the engine announces about the actor's ring (status: header_fd, data_fd, nonce, capacity; the pid is the engine's).
   shm::RingAnnouncement ring_of(const std::string& actor);
   // Every byte of the actor's history from `from` to its committed cursor (several calls).
   std::string history(const std::string& actor, std::uint64_t from = 0);
@@ -142,8 +141,8 @@ class EngineProcess {
   void wait_output(const std::string& actor, std::string_view needle,
                    std::chrono::milliseconds timeout = kHangGuard);
 
-  // Names of the segments in /dev/shm with this engine's prefix.
-  std::vector<std::string> segments() const;
+  // The actors whose rings the live engine holds (its ring memfds, from /proc/<pid>/fd), sorted.
+  std::vector<std::string> rings() const;
 
  private:
   pid_t pid_ = -1;
@@ -152,8 +151,7 @@ class EngineProcess {
   Places places_;
   std::optional<control::ControlClient> client_;
   bool stopped_ = false;
-  bool crashed_ = false;
-  bool served_ = false;  // answered a ping: its segments and socket are its own to check
+  bool served_ = false;  // answered a ping: its socket is its own to check
 };
 
 // A control connection that writes bytes by hand (pipelining, malformed frames) and decodes

@@ -117,24 +117,32 @@ int run_fds() {
   return write_all(1, out.data(), out.size()) ? 0 : 71;
 }
 
+// scribble PID HEADER_FD DATA_FD CAPACITY: maps a ring as a reader does, then writes to it.
 int run_scribble(int argc, char** argv) {
-  if (argc < 3) return 64;
-  auto segment = backscroll::shm::Segment::open_read_only(argv[2]);
-  if (!segment) {
-    std::printf("open failed: %s\n", segment.error().describe().c_str());
+  using backscroll::shm::Sealing;
+  using backscroll::shm::Segment;
+  if (argc < 6) return 64;
+  const pid_t pid = std::atoi(argv[2]);
+  auto header = Segment::open_read_only(pid, std::atoi(argv[3]), backscroll::shm::kHeaderBytes,
+                                        Sealing::size_and_writes);
+  auto data = Segment::open_read_only(pid, std::atoi(argv[4]),
+                                      std::strtoull(argv[5], nullptr, 10), Sealing::size);
+  if (!header || !data) {
+    std::printf("open failed: %s\n",
+                (header ? data.error() : header.error()).describe().c_str());
     return 72;
   }
   // Turning the read-only mapping writable must fail: the object was opened O_RDONLY.
   const long page = ::sysconf(_SC_PAGESIZE);
   const int rc =
-      ::mprotect(segment->data(), static_cast<std::size_t>(page), PROT_READ | PROT_WRITE);
+      ::mprotect(data->data(), static_cast<std::size_t>(page), PROT_READ | PROT_WRITE);
   std::printf("mprotect %d %s\n", rc, rc == 0 ? "ok" : std::strerror(errno));
   std::fflush(stdout);
-  auto* header = reinterpret_cast<volatile std::uint64_t*>(
-      segment->data() + offsetof(backscroll::shm::RingHeader, committed));
-  auto* data = reinterpret_cast<volatile char*>(segment->data() + backscroll::shm::kHeaderBytes);
-  data[0] = 'X';  // must fault
-  *header = 0;
+  auto* committed = reinterpret_cast<volatile std::uint64_t*>(
+      header->data() + offsetof(backscroll::shm::RingHeader, committed));
+  auto* bytes = reinterpret_cast<volatile char*>(data->data());
+  bytes[0] = 'X';  // must fault
+  *committed = 0;
   std::printf("survived\n");
   return 0;
 }

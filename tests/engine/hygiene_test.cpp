@@ -1,6 +1,6 @@
 // The engine leaks nothing into its programs and nothing over time: a spawned program holds
 // only fds 0-2 (its terminal), whatever the engine has open; after 1000 spawn/stop cycles the
-// engine's fds, threads, segments and children are back to their baseline and its resident
+// engine's fds, threads, rings and children are back to their baseline and its resident
 // memory has not grown beyond a generous bound.
 #include <gtest/gtest.h>
 
@@ -20,13 +20,13 @@ namespace {
 struct Footprint {
   int fds = 0;
   int threads = 0;
-  std::size_t segments = 0;
+  std::size_t rings = 0;
   std::size_t zombies = 0;
   long rss_kb = 0;
 };
 
 Footprint footprint(EngineProcess& engine) {
-  return {count_fds(engine.pid()), count_threads(engine.pid()), engine.segments().size(),
+  return {count_fds(engine.pid()), count_threads(engine.pid()), engine.rings().size(),
           zombie_children(engine.pid()).size(), vm_rss_kb(engine.pid())};
 }
 
@@ -109,14 +109,14 @@ TEST(Hygiene, ThousandSpawnStopCyclesLeaveNoTrace) {
         [&] {
           after = footprint(engine);
           return after.fds == before.fds && after.threads == before.threads &&
-                 after.segments == 0 && after.zombies == 0;
+                 after.rings == 0 && after.zombies == 0;
         },
         "the engine to return to its baseline", std::chrono::seconds(10));
   } catch (const std::exception&) {
   }
   EXPECT_EQ(after.fds, before.fds) << describe_fds(engine.pid());
   EXPECT_EQ(after.threads, before.threads);
-  EXPECT_EQ(after.segments, 0u);
+  EXPECT_EQ(after.rings, 0u);
   EXPECT_EQ(after.zombies, 0u);
   EXPECT_EQ(before.zombies, 0u);
   EXPECT_LT(after.rss_kb - before.rss_kb, 16 * 1024)

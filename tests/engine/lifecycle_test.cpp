@@ -260,7 +260,7 @@ TEST_F(Lifecycle, RestartThatCannotSpawnLeavesTheActorIdleAndIntact) {
   EXPECT_EQ(status.at("sessions").size(), 1u);
   EXPECT_EQ(status.at("committed"), first.at("end"));
   EXPECT_EQ(engine_.history("homeless"), "here\r\n");
-  EXPECT_EQ(engine_.segments().size(), 1u);
+  EXPECT_EQ(engine_.rings().size(), 1u);
   // Once the folder is back, restart works and continues the cursor space.
   std::filesystem::create_directory(cwd);
   const Json second = engine_.call("restart", {{"actor", "homeless"}}).header;
@@ -312,7 +312,6 @@ TEST_F(Lifecycle, DuringShutdownNewWorkIsRefusedWithShuttingDown) {
   const auto status = engine_.wait_exit();
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status;
-  EXPECT_TRUE(engine_.segments().empty());
 }
 
 TEST_F(Lifecycle, CursorsNeverGoBackwardsAcrossSessionsAndClears) {
@@ -353,21 +352,21 @@ TEST_F(Lifecycle, CursorsNeverGoBackwardsAcrossSessionsAndClears) {
   EXPECT_EQ(engine_.status("mono").at("sessions").size(), 5u);
 }
 
-TEST_F(Lifecycle, DeleteStopsTheProgramRemovesTheSegmentAndEmitsDeleted) {
+TEST_F(Lifecycle, DeleteStopsTheProgramReleasesTheRingAndEmitsDeleted) {
   EventStream events(engine_.places());
   engine_.spawn("gone", {"sleep", "1000"});
   engine_.spawn("idle", {"true"});
   engine_.wait_sealed("idle");
   auto reader = shm::RingReader::open(engine_.places(), "gone");
   ASSERT_TRUE(reader) << reader.error().describe();
-  ASSERT_EQ(engine_.segments().size(), 2u);
+  ASSERT_EQ(engine_.rings().size(), 2u);
 
   EXPECT_EQ(engine_.call("delete", {{"actor", "gone"}}).header.at("actor"), "gone");
   events.wait_for("deleted", "gone");
   const auto& seen = events.seen();
   EXPECT_LT(index_of(seen, "exit", "gone"), index_of(seen, "sealed", "gone"));
   EXPECT_LT(index_of(seen, "sealed", "gone"), index_of(seen, "deleted", "gone"));
-  EXPECT_EQ(engine_.segments().size(), 1u);
+  EXPECT_EQ(engine_.rings().size(), 1u);
   EXPECT_EQ(expect_error(engine_.try_call("status", {{"actor", "gone"}}), "status").code,
             Errc::no_such_actor);
   // A reader that still maps it learns that it closed.
@@ -377,12 +376,12 @@ TEST_F(Lifecycle, DeleteStopsTheProgramRemovesTheSegmentAndEmitsDeleted) {
   // An idle actor goes at once.
   engine_.call("delete", {{"actor", "idle"}});
   events.wait_for("deleted", "idle");
-  EXPECT_TRUE(engine_.segments().empty());
+  EXPECT_TRUE(engine_.rings().empty());
   EXPECT_EQ(engine_.call("list").header.at("actors").size(), 0u);
   engine_.spawn("gone", {"true"});  // the name is free again
 }
 
-TEST_F(Lifecycle, SigtermStopsAndSealsEveryActorThenRemovesSegmentsAndSocket) {
+TEST_F(Lifecycle, SigtermStopsAndSealsEveryActorThenRemovesTheSocket) {
   std::vector<std::int64_t> groups;
   groups.push_back(engine_.spawn("plain", {"sleep", "1000"}).at("pid"));
   groups.push_back(
@@ -413,7 +412,6 @@ TEST_F(Lifecycle, SigtermStopsAndSealsEveryActorThenRemovesSegmentsAndSocket) {
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status;
   EXPECT_FALSE(std::filesystem::exists(engine_.places().socket_path()));
-  EXPECT_TRUE(engine_.segments().empty());
   for (const std::int64_t pgid : groups) EXPECT_TRUE(group_members(pgid).empty()) << pgid;
 }
 

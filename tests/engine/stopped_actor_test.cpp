@@ -2,7 +2,7 @@
 // completed-session cache (8 MiB in all, least recently used first out) and, after
 // --release-ms, the idle ring's memory is given back.
 // - History below the released ring's floor comes from the cache, seamless with a new session.
-// - A released ring holds no memory in /dev/shm.
+// - A released ring holds no memory (its data memfd keeps no pages).
 // - Past 8 MiB the least recently used actor's tail goes; a history hit counts as a use.
 // - With persistence the transcript answers what the cache no longer holds.
 // - A clear drops the cached tail with the ring.
@@ -65,7 +65,9 @@ TEST(StoppedActor, ItsTailStaysInTheCacheAndTheRingsMemoryIsGivenBack) {
   wait_released(engine, "log");
 
   struct stat st{};
-  ASSERT_EQ(::stat(("/dev/shm/" + engine.status("log").at("segment").get<std::string>()).c_str(), &st), 0);
+  const std::string data = "/proc/" + std::to_string(engine.pid()) + "/fd/" +
+                           std::to_string(engine.ring_of("log").data_fd);
+  ASSERT_EQ(::stat(data.c_str(), &st), 0) << data;
   EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, 64u * 1024)
       << "the released ring still holds memory";
 

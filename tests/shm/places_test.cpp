@@ -1,11 +1,9 @@
-// Places: the engine and every tool derive the same socket, lock and segment names from one
-// runtime directory. Segment names start with "bs-<uid>-<8 hex digits>-" so that two engines of
-// one user (two runtime directories) never share a segment name.
+// Places: the engine and every tool derive the same socket, lock and state folders from the
+// environment, so they meet without configuration.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -40,43 +38,6 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
-
-TEST(Places, SegmentPrefixStartsWithTheUidAndEightHexDigits) {
-  const std::string prefix = Places::at("/run/user/1000/backscroll").segment_prefix();
-  const std::string uid_part = "bs-" + std::to_string(::getuid()) + "-";
-  ASSERT_EQ(prefix.rfind(uid_part, 0), 0u) << prefix;
-  ASSERT_EQ(prefix.size(), uid_part.size() + 9) << prefix;
-  for (std::size_t i = uid_part.size(); i < uid_part.size() + 8; ++i) {
-    EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(prefix[i]))) << prefix;
-  }
-  EXPECT_EQ(prefix.back(), '-');
-}
-
-TEST(Places, SegmentPrefixDiffersBetweenRuntimeDirectories) {
-  EXPECT_NE(Places::at("/tmp/backscroll-a").segment_prefix(),
-            Places::at("/tmp/backscroll-b").segment_prefix());
-  EXPECT_NE(Places::at("/run/user/1000/backscroll").segment_prefix(),
-            Places::at("/run/user/1001/backscroll").segment_prefix());
-}
-
-TEST(Places, SegmentPrefixIsStableForTheSameDirectory) {
-  EXPECT_EQ(Places::at("/tmp/bs").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
-  EXPECT_EQ(Places::at("/tmp/./x/../bs").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
-}
-
-TEST(Places, SegmentPrefixIgnoresATrailingSlash) {
-  // Regression: the prefix hashed "/tmp/bs/" and "/tmp/bs" differently, so a tool started with
-  // BACKSCROLL_RUNTIME_DIR=/tmp/bs/ reached the engine's socket but never found its segments
-  // (tools now take names from the engine; the engine still clears leftovers by prefix).
-  EXPECT_EQ(Places::at("/tmp/bs/").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
-  EXPECT_EQ(Places::at("/tmp/bs//").segment_prefix(), Places::at("/tmp/bs").segment_prefix());
-  EXPECT_NE(Places::at("/").segment_prefix(), Places::at("/tmp").segment_prefix());
-}
-
-TEST(Places, SegmentStemIsThePrefixAndTheActorBeforeARandomSuffix) {
-  const Places places = Places::at("/tmp/bs");
-  EXPECT_EQ(places.segment_stem("web-1"), places.segment_prefix() + "web-1.");
-}
 
 TEST(Places, SocketAndLockLiveInTheRuntimeDirectory) {
   const Places places = Places::at("/tmp/bs");

@@ -1,15 +1,15 @@
-// The ring across real processes, through named POSIX shared memory. A forked reader maps the
-// segment read-only and follows ~256 MiB of checksummed records (zero-copy read+intact and
-// copy), sleeping on the futex: every byte it accepts is exact, and a lapped reader resyncs to the
-// oldest cursor. Also: the read-only mapping faults on write, segments are 0600 whatever the
-// umask, a dead engine's segment is stale_segment, and wait() returns ready/timeout/closed.
+// The ring across real processes, through sealed memfds. A forked reader maps the ring read-only
+// and follows ~256 MiB of checksummed records (zero-copy read+intact and copy), sleeping on the
+// futex: every byte it accepts is exact, and a lapped reader resyncs to the oldest cursor. Also:
+// the read-only mapping faults on write, no process can resize a ring or forge its header, a
+// reader maps only what was announced, a dead engine's ring is stale_segment, and wait()
+// returns ready/timeout/closed.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sched.h>
-#include <sys/mount.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -34,7 +34,6 @@
 #include <utility>
 #include <vector>
 
-#include "shm/places.hpp"
 #include "shm/ring_layout.hpp"
 #include "shm/ring_reader.hpp"
 #include "shm/ring_writer.hpp"
@@ -44,25 +43,6 @@ namespace backscroll::shm {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A segment name no other test (or concurrent test process) uses; removed when it goes away.
-class ScopedSegmentName {
- public:
-  ScopedSegmentName() : name_(next_name()) {}
-  explicit ScopedSegmentName(std::string name) : name_(std::move(name)) {}
-  ScopedSegmentName(const ScopedSegmentName&) = delete;
-  ScopedSegmentName& operator=(const ScopedSegmentName&) = delete;
-  ~ScopedSegmentName() { Segment::remove(name_); }
-  const std::string& str() const { return name_; }
-
-  static std::string next_name() {
-    static int counter = 0;
-    return "bs-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  }
-
- private:
-  std::string name_;
-};
 
 // --- child processes and pipes -------------------------------------------------------------
 
@@ -366,10 +346,55 @@ struct StreamRun {
   ReaderPlan reader;
 };
 
-ReaderReport run_stream(const StreamRun& run) {
-  ScopedSegmentName name;
+// What a process of the engine's own user managed to do to a ring it has only the announcement
+// of: each bit one change the kernel let through (0: none).
+enum TamperBit : int {
+  kShrankData = 1 << 0,
+  kGrewData = 1 << 1,
+  kShrankHeader = 1 << 2,
+  kGrewHeader = 1 << 3,
+  kMappedHeaderWritable = 1 << 4,
+  kWroteHeader = 1 << 5,
+  kCouldNotOpen = 1 << 6,
+};
+
+// Tries, through /proc/<engine>/fd like any process of the user could, to truncate and grow
+// both segments and to write the header's committed cursor.
+int tamper_with(const RingAnnouncement& ring) {
+  auto open_rw = [&](int fd) {
+    return ::open(("/proc/" + std::to_string(ring.engine_pid) + "/fd/" + std::to_string(fd)).c_str(),
+                  O_RDWR | O_CLOEXEC);
+  };
+  const int data = open_rw(ring.data_fd);
+  const int header = open_rw(ring.header_fd);
+  if (data < 0 || header < 0) return kCouldNotOpen;
+  int done = 0;
+  if (::ftruncate(data, 0) == 0) done |= kShrankData;
+  if (::ftruncate(data, static_cast<off_t>(2 * ring.capacity)) == 0 ||
+      ::posix_fallocate(data, 0, static_cast<off_t>(2 * ring.capacity)) == 0) {
+    done |= kGrewData;
+  }
+  if (::ftruncate(header, 0) == 0) done |= kShrankHeader;
+  if (::ftruncate(header, 2 * kHeaderBytes) == 0) done |= kGrewHeader;
+  void* writable = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, header, 0);
+  if (writable != MAP_FAILED) {
+    done |= kMappedHeaderWritable;
+    static_cast<RingHeader*>(writable)->committed += 1u << 20;
+  }
+  const std::uint64_t forged = ~0ull;
+  if (::pwrite(header, &forged, sizeof forged, offsetof(RingHeader, committed)) > 0) {
+    done |= kWroteHeader;
+  }
+  ::close(data);
+  ::close(header);
+  return done;
+}
+
+// With `tampered`, a third process tries tamper_with() while the reader follows the stream and
+// stores what went through.
+ReaderReport run_stream(const StreamRun& run, int* tampered = nullptr) {
   const std::uint64_t seed = 0x5eed0000ULL + static_cast<std::uint64_t>(::getpid());
-  auto writer = RingWriter::create(name.str(), RingIdentity{"proc", seed, run.capacity, Cursor{0}});
+  auto writer = RingWriter::create(RingIdentity{"proc", seed, run.capacity, Cursor{0}});
   EXPECT_TRUE(writer.has_value()) << writer.error().describe();
   if (!writer) return {};
   std::mt19937_64 rng(seed);
@@ -389,8 +414,21 @@ ReaderReport run_stream(const StreamRun& run) {
   ready.close_write();
   results.close_write();
   char go = 0;
-  EXPECT_TRUE(ready.receive(go)) << "the reader never opened the segment";
-  write_stream(*writer, seed, run.writer.bytes, rng, run.writer);
+  EXPECT_TRUE(ready.receive(go)) << "the reader never opened the ring";
+  const std::uint64_t half = run.writer.bytes / 2;
+  write_stream(*writer, seed, half, rng, run.writer);
+  if (tampered != nullptr) {
+    Pipe outcome;
+    const pid_t tamperer = fork_child([&] {
+      outcome.close_read();
+      return outcome.send(tamper_with(writer->announcement())) ? 0 : 3;
+    });
+    outcome.close_write();
+    *tampered = kCouldNotOpen;
+    EXPECT_TRUE(outcome.receive(*tampered));
+    wait_for_exit(tamperer);
+  }
+  write_stream(*writer, seed, run.writer.bytes - half, rng, run.writer);
 
   ReaderReport report;
   const bool got = results.receive(report, 180s);
@@ -434,11 +472,27 @@ TEST(RingProcess, SlowReaderIsLappedAndResyncsToTheOldestCursor) {
   std::printf("[ reader    ] %s\n", describe(r).c_str());
 }
 
+// A process of the engine's own user (the one user a reader cannot keep out: it may open the
+// engine's descriptors) tries to truncate the ring under a reader in a third process, to grow
+// it and to forge its header. The kernel refuses each (sealed memfds), the reader never faults,
+// and every byte it accepts is exact.
+TEST(RingProcess, ASameUserProcessCanNeitherResizeTheRingNorForgeItsHeaderUnderAReader) {
+  StreamRun run{1 << 20, 0, WriterPlan{32ull << 20, 65536, 8, false},
+                ReaderPlan{0, 0, 1 << 16, 0us}};
+  int tampered = 0;
+  const ReaderReport r = run_stream(run, &tampered);
+  SCOPED_TRACE(describe(r));
+  EXPECT_EQ(tampered, 0) << "bits of TamperBit the kernel let through";
+  EXPECT_EQ(r.opened, 1u);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.reached_end, 1u);
+  EXPECT_EQ(r.verified + r.skipped, 32ull << 20);
+}
+
 // --- the read-only mapping ------------------------------------------------------------------
 
 TEST(RingProcess, ReaderMappingFaultsOnWriteAndLeavesTheWriterDataIntact) {
-  ScopedSegmentName name;
-  auto writer = RingWriter::create(name.str(), RingIdentity{"ro", 1, kMinCapacity, Cursor{0}});
+  auto writer = RingWriter::create(RingIdentity{"ro", 1, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value()) << writer.error().describe();
   std::vector<std::byte> bytes(1000, std::byte{0x5a});
   writer->append(bytes);
@@ -469,230 +523,189 @@ TEST(RingProcess, ReaderMappingFaultsOnWriteAndLeavesTheWriterDataIntact) {
 
 // --- Segment -------------------------------------------------------------------------------
 
-TEST(Segment, CreatesTheObjectOwnerOnlyEvenWithUmaskZero) {
-  ScopedSegmentName name;
-  const mode_t old_mask = ::umask(0);
-  auto segment = Segment::create(name.str(), kPageBytes);
-  ::umask(old_mask);
+// /proc/self/fd/<fd> reopened with `flags`: what another process of this user could get.
+int reopen(int fd, int flags) {
+  return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), flags | O_CLOEXEC);
+}
+
+TEST(Segment, CreatesASealedCloseOnExecMemfdOfZeroedBytes) {
+  auto segment = Segment::create("bs-test", 3 * kPageBytes, Sealing::size);
   ASSERT_TRUE(segment.has_value()) << segment.error().describe();
-  struct stat st{};
-  ASSERT_EQ(::stat(("/dev/shm/" + name.str()).c_str(), &st), 0) << std::strerror(errno);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
-  EXPECT_EQ(st.st_uid, ::getuid());
-  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), kPageBytes);
-}
-
-TEST(Segment, RingWriterCreatesTheRingOwnerOnlyEvenWithUmaskZero) {
-  ScopedSegmentName name;
-  const mode_t old_mask = ::umask(0);
-  auto writer = RingWriter::create(name.str(), RingIdentity{"mode", 1, kMinCapacity, Cursor{0}});
-  ::umask(old_mask);
-  ASSERT_TRUE(writer.has_value()) << writer.error().describe();
-  struct stat st{};
-  ASSERT_EQ(::stat(("/dev/shm/" + name.str()).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
-  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), kHeaderBytes + kMinCapacity);
-}
-
-TEST(Segment, CreatesZeroFilledMemoryOfTheRequestedSize) {
-  ScopedSegmentName name;
-  auto segment = Segment::create(name.str(), 3 * kPageBytes);
-  ASSERT_TRUE(segment.has_value());
   EXPECT_EQ(segment->size(), 3 * kPageBytes);
-  EXPECT_EQ(segment->name(), name.str());
   EXPECT_TRUE(std::all_of(segment->data(), segment->data() + segment->size(),
                           [](std::byte b) { return b == std::byte{0}; }));
+  ASSERT_GE(segment->fd(), 0);
+  EXPECT_NE(::fcntl(segment->fd(), F_GETFD) & FD_CLOEXEC, 0) << "a spawned program would inherit it";
+  EXPECT_EQ(::fcntl(segment->fd(), F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  auto header = Segment::create("bs-test", kPageBytes, Sealing::size_and_writes);
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(::fcntl(header->fd(), F_GET_SEALS),
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | F_SEAL_FUTURE_WRITE);
+  struct stat st {};
+  ASSERT_EQ(::fstat(segment->fd(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid());
 }
 
-TEST(Segment, RefusesToCreateANameThatExists) {
-  ScopedSegmentName name;
-  auto first = Segment::create(name.str(), kPageBytes);
-  ASSERT_TRUE(first.has_value());
-  first->data()[0] = std::byte{7};
-  auto second = Segment::create(name.str(), 2 * kPageBytes);
-  ASSERT_FALSE(second.has_value());
-  EXPECT_NE(second.error().code, Errc::no_such_actor);
-  EXPECT_EQ(first->data()[0], std::byte{7});
-}
-
-// Regression (review): tmpfs allocates pages lazily, so on a full /dev/shm a segment was created
-// fine and the engine later died of SIGBUS writing its header (or its PTY reads failed with
-// EFAULT). Creation now reserves the pages: a full /dev/shm is an error up front, and the name
-// is not left behind. Runs in a child with a private mount of a 1 MiB tmpfs on /dev/shm.
-TEST(Segment, FullShmIsAnErrorAtCreationAndLeavesNoNameBehind) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs on /dev/shm needs root";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
-    if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
-    if (::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) ::_exit(77);
-    auto segment = Segment::create("bs-test-full", 4u << 20);
-    if (segment) ::_exit(1);                                 // created on a full tmpfs
-    if (segment.error().code != Errc::io_error) ::_exit(2);  // ENOSPC
-    if (!Segment::list("bs-test-full").empty()) ::_exit(3);  // half-made name left behind
-    ::_exit(0);
+// The kernel, not the reader, keeps a segment's size: no process of any user can shrink it
+// (its readers would fault with SIGBUS) or grow it, and nobody can add or remove a seal.
+TEST(Segment, NoOneCanResizeItOrChangeItsSeals) {
+  for (const Sealing sealing : {Sealing::size, Sealing::size_and_writes}) {
+    auto segment = Segment::create("bs-test", 2 * kPageBytes, sealing);
+    ASSERT_TRUE(segment.has_value());
+    const int rw = reopen(segment->fd(), O_RDWR);
+    ASSERT_GE(rw, 0) << std::strerror(errno);
+    EXPECT_EQ(::ftruncate(rw, 0), -1);
+    EXPECT_EQ(errno, EPERM);
+    EXPECT_EQ(::ftruncate(rw, 4 * kPageBytes), -1);
+    EXPECT_EQ(errno, EPERM);
+    EXPECT_NE(::posix_fallocate(rw, 0, 8 * kPageBytes), 0);
+    EXPECT_EQ(::fcntl(rw, F_ADD_SEALS, F_SEAL_WRITE), -1);
+    struct stat st {};
+    ASSERT_EQ(::fstat(rw, &st), 0);
+    EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), 2 * kPageBytes);
+    ::close(rw);
   }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace or tmpfs mount here";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: created, 2: wrong error, 3: name left behind";
 }
 
-TEST(Segment, OpensReadOnlyWithTheObjectsSizeAndBytes) {
-  ScopedSegmentName name;
-  auto segment = Segment::create(name.str(), 2 * kPageBytes);
+// A header segment: the creator's mapping stays the one way to change it. A descriptor reopened
+// read-write (as any process of the user can) maps only read-only and cannot write().
+TEST(Segment, AWriteSealedSegmentChangesOnlyThroughItsCreatorsMapping) {
+  auto segment = Segment::create("bs-test", kPageBytes, Sealing::size_and_writes);
+  ASSERT_TRUE(segment.has_value());
+  segment->data()[7] = std::byte{0x42};  // the mapping made before the seal writes
+  const int rw = reopen(segment->fd(), O_RDWR);
+  ASSERT_GE(rw, 0);
+  EXPECT_EQ(::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0), MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::pwrite(rw, "x", 1, 7), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::fallocate(rw, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kPageBytes), 0);
+  ::close(rw);
+  auto view = Segment::open_read_only(::getpid(), segment->fd(), kPageBytes,
+                                      Sealing::size_and_writes);
+  ASSERT_TRUE(view.has_value()) << view.error().describe();
+  EXPECT_EQ(view->data()[7], std::byte{0x42});
+}
+
+TEST(Segment, OpensReadOnlyThroughProcWithTheSameBytes) {
+  auto segment = Segment::create("bs-test", 2 * kPageBytes, Sealing::size);
   ASSERT_TRUE(segment.has_value());
   segment->data()[kPageBytes + 3] = std::byte{0x42};
-  auto view = Segment::open_read_only(name.str());
+  auto view = Segment::open_read_only(::getpid(), segment->fd(), 2 * kPageBytes, Sealing::size);
   ASSERT_TRUE(view.has_value()) << view.error().describe();
   EXPECT_EQ(view->size(), 2 * kPageBytes);
+  EXPECT_EQ(view->fd(), -1);
   EXPECT_EQ(view->data()[kPageBytes + 3], std::byte{0x42});
   segment->data()[5] = std::byte{0x43};  // one object: later writes show through
   EXPECT_EQ(view->data()[5], std::byte{0x43});
+  // The hole punch that gives an idle ring's pages back works on a data segment.
+  ASSERT_EQ(::madvise(segment->data(), segment->size(), MADV_REMOVE), 0) << std::strerror(errno);
+  EXPECT_EQ(view->data()[kPageBytes + 3], std::byte{0});
 }
 
-// Another local user can create files in the sticky /dev/shm under any name the engine would
-// use, with any mode, and link or symlink to the engine's own: a reader opens only what its
-// engine could have made, with a clear error and nothing mapped otherwise.
-TEST(Segment, OpensOnlyWhatItsOwnEngineCouldHaveMade) {
-  auto refused = [](const std::string& name, const std::string& says) {
-    auto view = Segment::open_read_only(name);
+// Whatever descriptor number an announcement names, a reader maps only a sealed memfd of its
+// own user of the announced size, and says why not otherwise.
+TEST(Segment, OpensOnlyASealedMemfdOfThisUserOfTheExpectedSize) {
+  auto refused = [](int fd, std::size_t bytes, Sealing sealing, const std::string& says) {
+    auto view = Segment::open_read_only(::getpid(), fd, bytes, sealing);
     if (view.has_value()) return std::string("opened");
     if (view.error().code != Errc::bad_segment) return "code " + view.error().describe();
     if (view.error().message.find(says) == std::string::npos) return view.error().message;
     return std::string();
   };
-  ScopedSegmentName name;
-  ASSERT_TRUE(Segment::create(name.str(), kPageBytes).has_value());
-  const std::string path = "/dev/shm/" + name.str();
+  auto data = Segment::create("bs-test", kPageBytes, Sealing::size);
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(refused(data->fd(), 2 * kPageBytes, Sealing::size, "is 4096 bytes, not 8192"), "");
+  EXPECT_EQ(refused(data->fd(), kPageBytes, Sealing::size_and_writes, "is not a sealed memfd"),
+            "");
 
-  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
-  EXPECT_EQ(refused(name.str(), "has mode 0644, not 0600"), "");
-  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
-  EXPECT_TRUE(Segment::open_read_only(name.str()).has_value());
+  const int unsealed = ::memfd_create("bs-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(unsealed, 0);
+  ASSERT_EQ(::ftruncate(unsealed, kPageBytes), 0);
+  EXPECT_EQ(refused(unsealed, kPageBytes, Sealing::size, "is not a sealed memfd"), "");
+  ::close(unsealed);
 
-  ScopedSegmentName linked;
-  ASSERT_EQ(::link(path.c_str(), ("/dev/shm/" + linked.str()).c_str()), 0);
-  EXPECT_EQ(refused(linked.str(), "has 2 links"), "");
-  EXPECT_EQ(refused(name.str(), "has 2 links"), "");
-  ScopedSegmentName symlinked;
-  ASSERT_EQ(::symlink(path.c_str(), ("/dev/shm/" + symlinked.str()).c_str()), 0);
-  EXPECT_EQ(refused(symlinked.str(), "is a symbolic link"), "");
-  ScopedSegmentName fifo;
-  ASSERT_EQ(::mkfifo(("/dev/shm/" + fifo.str()).c_str(), 0600), 0);
-  EXPECT_EQ(refused(fifo.str(), "is not a regular file"), "");  // and does not block
+  char path[] = "/tmp/bs-segment-XXXXXX";
+  const int file = ::mkstemp(path);
+  ASSERT_GE(file, 0);
+  ::unlink(path);
+  ASSERT_EQ(::ftruncate(file, kPageBytes), 0);
+  EXPECT_EQ(refused(file, kPageBytes, Sealing::size, "is not a sealed memfd"), "");
+  ::close(file);
 
-  if (::geteuid() == 0) {  // CI runs as root: hand the segment to another user
-    ScopedSegmentName foreign;
-    ASSERT_TRUE(Segment::create(foreign.str(), kPageBytes).has_value());
-    ASSERT_EQ(::chown(("/dev/shm/" + foreign.str()).c_str(), 65534, 65534), 0);
-    EXPECT_EQ(refused(foreign.str(), "belongs to uid 65534, not to this user"), "");
-  }
+  int fifo[2];
+  ASSERT_EQ(::pipe(fifo), 0);
+  EXPECT_EQ(refused(fifo[0], kPageBytes, Sealing::size, "is not a regular file"), "");
+  EXPECT_EQ(refused(fifo[1], kPageBytes, Sealing::size, "is not a regular file"), "");  // no hang
+  ::close(fifo[0]);
+  ::close(fifo[1]);
 }
 
-TEST(Segment, ReportsNoSuchActorForAMissingName) {
-  auto segment = Segment::open_read_only(ScopedSegmentName::next_name() + "-missing");
-  ASSERT_FALSE(segment.has_value());
-  EXPECT_EQ(segment.error().code, Errc::no_such_actor);
-}
-
-TEST(Segment, RemoveReportsWhetherTheNameExisted) {
-  ScopedSegmentName name;
-  ASSERT_TRUE(Segment::create(name.str(), kPageBytes).has_value());
-  EXPECT_TRUE(Segment::remove(name.str()));
-  EXPECT_FALSE(Segment::remove(name.str()));
-  EXPECT_EQ(Segment::open_read_only(name.str()).error().code, Errc::no_such_actor);
-}
-
-TEST(Segment, KeepsAMappingValidAfterItsNameIsRemoved) {
-  ScopedSegmentName name;
-  auto segment = Segment::create(name.str(), kPageBytes);
-  ASSERT_TRUE(segment.has_value());
-  auto view = Segment::open_read_only(name.str());
-  ASSERT_TRUE(view.has_value());
-  ASSERT_TRUE(Segment::remove(name.str()));
-  segment->data()[9] = std::byte{9};
-  EXPECT_EQ(view->data()[9], std::byte{9});
-}
-
-TEST(Segment, ListFindsTheSegmentsThatStartWithAPrefix) {
-  const std::string prefix = ScopedSegmentName::next_name() + "-list-";
-  EXPECT_TRUE(Segment::list(prefix).empty());
+TEST(Segment, AClosedDescriptorIsNoSuchActorAndAGoneProcessIsStale) {
+  int fd = -1;
   {
-    ScopedSegmentName a(prefix + "a");
-    ScopedSegmentName b(prefix + "b");
-    ASSERT_TRUE(Segment::create(a.str(), kPageBytes).has_value());
-    ASSERT_TRUE(Segment::create(b.str(), kPageBytes).has_value());
-    std::vector<std::string> found = Segment::list(prefix);
-    std::sort(found.begin(), found.end());
-    EXPECT_EQ(found, (std::vector<std::string>{a.str(), b.str()}));
+    auto segment = Segment::create("bs-test", kPageBytes, Sealing::size);
+    ASSERT_TRUE(segment.has_value());
+    fd = segment->fd();
   }
-  EXPECT_TRUE(Segment::list(prefix).empty());
+  auto closed = Segment::open_read_only(::getpid(), fd, kPageBytes, Sealing::size);
+  ASSERT_FALSE(closed.has_value());
+  EXPECT_EQ(closed.error().code, Errc::no_such_actor) << closed.error().describe();
+
+  const pid_t gone = fork_child([] { return 0; });
+  wait_for_exit(gone);
+  auto stale = Segment::open_read_only(gone, 3, kPageBytes, Sealing::size);
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_EQ(stale.error().code, Errc::stale_segment) << stale.error().describe();
 }
 
-// --- Segment::create_unique ----------------------------------------------------------------
-
-TEST(Segment, CreateUniqueDrawsAnotherNameWhileOneIsTaken) {
-  const std::string stem = ScopedSegmentName::next_name() + "-unique.";
-  const ScopedSegmentName squatted(stem + "aaaa");
-  const ScopedSegmentName also_squatted(stem + "bbbb");
-  const ScopedSegmentName chosen(stem + "cccc");
-  ASSERT_TRUE(Segment::create(squatted.str(), kPageBytes).has_value());
-  ASSERT_TRUE(Segment::create(also_squatted.str(), kPageBytes).has_value());
-  const std::vector<std::string> suffixes{"aaaa", "bbbb", "cccc"};
-  std::size_t next = 0;
-  std::vector<std::string> taken;
-  auto segment = Segment::create_unique(stem, 2 * kPageBytes, taken,
-                                        [&] { return suffixes.at(next++); });
-  ASSERT_TRUE(segment.has_value()) << segment.error().describe();
-  EXPECT_EQ(segment->name(), chosen.str());
-  EXPECT_EQ(segment->size(), 2 * kPageBytes);
-  EXPECT_EQ(taken, (std::vector<std::string>{squatted.str(), also_squatted.str()}));
-  // The squatters' names are untouched: still one page each.
-  EXPECT_EQ(Segment::open_read_only(squatted.str())->size(), kPageBytes);
-}
-
-TEST(Segment, CreateUniqueGivesUpWithAClearErrorWhenEveryNameDrawnIsTaken) {
-  const std::string stem = ScopedSegmentName::next_name() + "-full.";
-  const ScopedSegmentName squatted(stem + "x");
-  ASSERT_TRUE(Segment::create(squatted.str(), kPageBytes).has_value());
-  std::vector<std::string> taken;
-  auto segment = Segment::create_unique(stem, kPageBytes, taken, [] { return std::string("x"); });
-  ASSERT_FALSE(segment.has_value());
-  EXPECT_EQ(segment.error().code, Errc::io_error);
-  EXPECT_NE(segment.error().message.find("were all taken"), std::string::npos);
-  EXPECT_EQ(taken.size(), static_cast<std::size_t>(Segment::kNameAttempts));
-}
-
-TEST(Segment, CreateUniqueNamesAreRandom) {
-  const std::string stem = ScopedSegmentName::next_name() + "-random.";
-  std::vector<std::string> taken;
-  auto a = Segment::create_unique(stem, kPageBytes, taken);
-  auto b = Segment::create_unique(stem, kPageBytes, taken);
-  ASSERT_TRUE(a.has_value() && b.has_value());
-  const ScopedSegmentName remove_a(a->name());
-  const ScopedSegmentName remove_b(b->name());
-  EXPECT_NE(a->name(), b->name());
-  for (const Segment* s : {&*a, &*b}) {
-    const std::string suffix = s->name().substr(stem.size());
-    EXPECT_EQ(suffix.size(), 16u) << s->name();
-    EXPECT_EQ(suffix.find_first_not_of("0123456789abcdef"), std::string::npos) << s->name();
-  }
-  EXPECT_TRUE(taken.empty());
+// Another user's process holds a sealed memfd: the kernel does not let this user open its
+// descriptors (ptrace access), whatever an announcement says.
+TEST(Segment, AnotherUsersDescriptorIsNeverOpened) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  Pipe numbers;
+  Pipe done;
+  ASSERT_TRUE(numbers.ok() && done.ok());
+  const pid_t other = fork_child([&] {
+    numbers.close_read();
+    done.close_write();
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) return 2;
+    auto segment = Segment::create("bs-evil", kPageBytes, Sealing::size);
+    if (!segment) return 3;
+    const int fd = segment->fd();
+    numbers.send(fd);
+    char end = 0;
+    done.receive(end);  // keep it open until the test has tried
+    return 0;
+  });
+  numbers.close_write();
+  done.close_read();
+  int fd = -1;
+  ASSERT_TRUE(numbers.receive(fd));
+  auto view = Segment::open_read_only(other, fd, kPageBytes, Sealing::size);
+  const char end = 'x';
+  done.send(end);
+  EXPECT_EQ(WEXITSTATUS(wait_for_exit(other)), 0);
+  ASSERT_FALSE(view.has_value()) << "another user's memfd was mapped";
+  // A reader of an ordinary user is stopped by the kernel; root (which runs this test) may open
+  // any descriptor, and is stopped by the owner check.
+  EXPECT_TRUE(view.error().code == Errc::permission_denied ||
+              (view.error().code == Errc::bad_segment &&
+               view.error().message.find("belongs to uid 65534") != std::string::npos))
+      << view.error().describe();
 }
 
 // --- RingReader::open_announced ---------------------------------------------------------------
 
 TEST(RingReader, OpenAnnouncedReadsWhatTheWriterAppended) {
-  ScopedSegmentName name;
-  auto writer = RingWriter::create(name.str(), RingIdentity{"open", 77, kMinCapacity, Cursor{0}});
+  auto writer = RingWriter::create(RingIdentity{"open", 77, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   writer->append(std::as_bytes(std::span("hello", 5)));
   const RingAnnouncement announced = writer->announcement();
   EXPECT_EQ(announced.actor, "open");
-  EXPECT_EQ(announced.segment, name.str());
+  EXPECT_EQ(announced.engine_pid, ::getpid());
+  EXPECT_GE(announced.header_fd, 0);
+  EXPECT_GE(announced.data_fd, 0);
   EXPECT_EQ(announced.capacity, kMinCapacity);
   auto reader = RingReader::open_announced(announced);
   ASSERT_TRUE(reader.has_value()) << reader.error().describe();
@@ -704,11 +717,9 @@ TEST(RingReader, OpenAnnouncedReadsWhatTheWriterAppended) {
   EXPECT_EQ(out, "hello");
 }
 
-TEST(RingReader, EverySegmentGetsItsOwnRandomNonce) {
-  ScopedSegmentName a;
-  ScopedSegmentName b;
-  auto first = RingWriter::create(a.str(), RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
-  auto second = RingWriter::create(b.str(), RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
+TEST(RingReader, EveryRingGetsItsOwnRandomNonce) {
+  auto first = RingWriter::create(RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
+  auto second = RingWriter::create(RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(first.has_value() && second.has_value());
   const std::string one = first->announcement().nonce;
   const std::string two = second->announcement().nonce;
@@ -718,11 +729,10 @@ TEST(RingReader, EverySegmentGetsItsOwnRandomNonce) {
   EXPECT_NE(one, two);
 }
 
-// A segment that is not exactly what the engine announced is refused with a clear reason and
+// A ring that is not exactly what the engine announced is refused with a clear reason and
 // nothing read from it: the reader gets no RingReader at all.
-TEST(RingReader, OpenAnnouncedRefusesASegmentThatDiffersFromTheAnnouncement) {
-  ScopedSegmentName name;
-  auto writer = RingWriter::create(name.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
+TEST(RingReader, OpenAnnouncedRefusesARingThatDiffersFromTheAnnouncement) {
+  auto writer = RingWriter::create(RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   writer->append(std::as_bytes(std::span("\x1b]0;PWNED\x07", 11)));
   const RingAnnouncement good = writer->announcement();
@@ -739,87 +749,62 @@ TEST(RingReader, OpenAnnouncedRefusesASegmentThatDiffersFromTheAnnouncement) {
   EXPECT_EQ(refused(wrong_nonce, "has another nonce"), "");
   RingAnnouncement other_actor = good;
   other_actor.actor = "other";
-  EXPECT_EQ(refused(other_actor, "holds actor 'ann', not 'other'"), "");
+  EXPECT_EQ(refused(other_actor, "holds actor 'ann'"), "");
   RingAnnouncement other_capacity = good;
   other_capacity.capacity = 2 * kMinCapacity;
   EXPECT_EQ(refused(other_capacity, "bytes, not"), "");
-
-  // Truncated: the size no longer matches what was announced.
-  const std::string path = "/dev/shm/" + name.str();
-  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kHeaderBytes)), 0);
-  EXPECT_EQ(refused(good, "is 16384 bytes, not"), "");
-  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kHeaderBytes + kMinCapacity)), 0);
-  EXPECT_TRUE(RingReader::open_announced(good).has_value());
-
-  // Replaced between the announcement and the open: same name, actor and size, another ring.
-  ASSERT_TRUE(Segment::remove(name.str()));
-  auto impostor = RingWriter::create(name.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
+  // The descriptors swapped: the data segment is not sealed against writes, the header is
+  // another size.
+  RingAnnouncement swapped = good;
+  std::swap(swapped.header_fd, swapped.data_fd);
+  EXPECT_EQ(refused(swapped, "is not a sealed memfd"), "");
+  // Another ring of the same actor and size (an actor deleted and made again between the
+  // announcement and the open, its descriptor numbers reused): another nonce.
+  auto impostor = RingWriter::create(RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(impostor.has_value());
-  EXPECT_EQ(refused(good, "has another nonce"), "");
+  RingAnnouncement reused = impostor->announcement();
+  reused.nonce = good.nonce;
+  EXPECT_EQ(refused(reused, "has another nonce"), "");
   EXPECT_TRUE(RingReader::open_announced(impostor->announcement()).has_value());
-
-  // A symbolic link under the announced name, even to the right ring.
-  ScopedSegmentName real;
-  auto target = RingWriter::create(real.str(), RingIdentity{"ann", 1, kMinCapacity, Cursor{0}});
-  ASSERT_TRUE(target.has_value());
-  ScopedSegmentName link;
-  ASSERT_EQ(::symlink(("/dev/shm/" + real.str()).c_str(), ("/dev/shm/" + link.str()).c_str()), 0);
-  RingAnnouncement via_link = target->announcement();
-  via_link.segment = link.str();
-  EXPECT_EQ(refused(via_link, "is a symbolic link"), "");
-}
-
-TEST(RingReader, OpenAnnouncedReportsNoSuchActorForAMissingSegment) {
-  const RingAnnouncement gone{"gone", ScopedSegmentName::next_name() + "-missing",
-                              std::string(2 * kRingNonceBytes, '0'), kMinCapacity};
-  auto reader = RingReader::open_announced(gone);
-  ASSERT_FALSE(reader.has_value());
-  EXPECT_EQ(reader.error().code, Errc::no_such_actor);
+  EXPECT_TRUE(RingReader::open_announced(good).has_value());
 }
 
 TEST(RingReader, OpenAnnouncedReportsBadSegmentForAnUninitialisedRing) {
-  ScopedSegmentName name;
-  auto segment = Segment::create(name.str(), kHeaderBytes + kMinCapacity);  // magic still 0
-  ASSERT_TRUE(segment.has_value());
-  const RingAnnouncement announced{"u", name.str(), std::string(2 * kRingNonceBytes, '0'),
-                                   kMinCapacity};
+  auto header = Segment::create("bs-test", kHeaderBytes, Sealing::size_and_writes);  // magic 0
+  auto data = Segment::create("bs-test", kMinCapacity, Sealing::size);
+  ASSERT_TRUE(header.has_value() && data.has_value());
+  const RingAnnouncement announced{"u", ::getpid(), header->fd(), data->fd(),
+                                   std::string(2 * kRingNonceBytes, '0'), kMinCapacity};
   auto reader = RingReader::open_announced(announced);
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::bad_segment);
-  EXPECT_NE(reader.error().message.find(name.str()), std::string::npos);
+  EXPECT_NE(reader.error().message.find("the ring of 'u'"), std::string::npos);
 }
 
 TEST(RingReader, OpenAnnouncedReportsStaleSegmentWhenTheEngineExited) {
-  ScopedSegmentName name;
   Pipe announced_pipe;
   // RingWriter::create records the calling process as the engine: let a child be the engine.
   const pid_t engine = fork_child([&] {
-    auto writer = RingWriter::create(name.str(), RingIdentity{"stale", 3, kMinCapacity, Cursor{0}});
+    auto writer = RingWriter::create(RingIdentity{"stale", 3, kMinCapacity, Cursor{0}});
     if (!writer) return 2;
-    const std::string nonce = writer->announcement().nonce;
-    for (const char c : nonce) announced_pipe.send(c);
+    const RingAnnouncement a = writer->announcement();
+    announced_pipe.send(a.header_fd);
+    announced_pipe.send(a.data_fd);
     return 0;
   });
   const int status = wait_for_exit(engine);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  std::string nonce;
-  for (char c = 0; nonce.size() < 2 * kRingNonceBytes && announced_pipe.receive(c);) nonce += c;
-
-  // The segment itself is a valid ring; only its engine is gone.
-  auto raw = Segment::open_read_only(name.str());
-  ASSERT_TRUE(raw.has_value());
-  auto header = validate_ring_header(raw->data(), raw->size());
-  ASSERT_TRUE(header.has_value()) << header.error().describe();
-  EXPECT_EQ((*header)->engine_pid, engine);
-
-  auto reader = RingReader::open_announced(RingAnnouncement{"stale", name.str(), nonce, kMinCapacity});
+  int header_fd = -1;
+  int data_fd = -1;
+  ASSERT_TRUE(announced_pipe.receive(header_fd) && announced_pipe.receive(data_fd));
+  auto reader = RingReader::open_announced(RingAnnouncement{
+      "stale", engine, header_fd, data_fd, std::string(2 * kRingNonceBytes, '0'), kMinCapacity});
   ASSERT_FALSE(reader.has_value());
-  EXPECT_EQ(reader.error().code, Errc::stale_segment);
+  EXPECT_EQ(reader.error().code, Errc::stale_segment) << reader.error().describe();
 }
 
 TEST(RingReader, OpenAnnouncedReportsStaleSegmentWhenTheEnginePidWasReused) {
-  ScopedSegmentName name;
-  auto writer = RingWriter::create(name.str(), RingIdentity{"reused", 3, kMinCapacity, Cursor{0}});
+  auto writer = RingWriter::create(RingIdentity{"reused", 3, kMinCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   ASSERT_TRUE(RingReader::open_announced(writer->announcement()).has_value());
   // Same pid, another start time: a different process that got the dead engine's pid.
@@ -834,7 +819,7 @@ TEST(RingReader, OpenAnnouncedReportsStaleSegmentWhenTheEnginePidWasReused) {
 class RingWait : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto w = RingWriter::create(name_.str(), RingIdentity{"wait", 1, kMinCapacity, Cursor{0}});
+    auto w = RingWriter::create(RingIdentity{"wait", 1, kMinCapacity, Cursor{0}});
     ASSERT_TRUE(w.has_value()) << w.error().describe();
     writer_.emplace(std::move(*w));
     auto r = RingReader::open_announced(writer_->announcement());
@@ -881,7 +866,6 @@ class RingWait : public ::testing::Test {
     return r;
   }
 
-  ScopedSegmentName name_;
   std::optional<RingWriter> writer_;
   std::optional<RingReader> reader_;
 };

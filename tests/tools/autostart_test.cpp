@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "shm/segment.hpp"
 #include "tests/tools/cli_process.hpp"
 
 namespace backscroll::testing {
@@ -77,10 +76,6 @@ class AutostartedEngine {
     for (const pid_t pid : engines_for(runtime_dir())) {
       ADD_FAILURE() << "backscrolld " << pid << " outlived `backscroll shutdown`; killing it";
       ::kill(pid, SIGKILL);
-    }
-    for (const auto& name : shm::Segment::list(places().segment_prefix())) {
-      ADD_FAILURE() << "segment " << name << " outlived the engine";
-      shm::Segment::remove(name);
     }
     if (::testing::Test::HasFailure()) {
       std::fprintf(stderr, "----- engine.log -----\n%s----- end -----\n",

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "shm/ring_writer.hpp"
-#include "shm/segment.hpp"
 #include "tests/engine/other_user.hpp"
 #include "tests/engine/pattern.hpp"
 #include "tests/tools/cli_process.hpp"
@@ -154,11 +153,12 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   const Json& a = actors[0];
   ASSERT_TRUE(a.is_object()) << r.out;
   // docs/protocol.md, "Status object": names, types, and here the values.
-  for (const char* key : {"name", "state", "epoch", "segment", "cwd"}) {
+  for (const char* key : {"name", "state", "epoch", "nonce", "cwd"}) {
     EXPECT_TRUE(a.contains(key) && a[key].is_string()) << key << " in " << r.out;
   }
   for (const char* key :
-       {"pid", "session", "floor", "committed", "cols", "rows", "capacity", "input_queued"}) {
+       {"pid", "session", "floor", "committed", "cols", "rows", "capacity", "header_fd", "data_fd",
+        "input_queued"}) {
     EXPECT_TRUE(a.contains(key) && a[key].is_number_integer()) << key << " in " << r.out;
   }
   ASSERT_TRUE(a.contains("argv") && a["argv"].is_array()) << r.out;
@@ -176,11 +176,8 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   EXPECT_EQ(a["cols"], 90);
   EXPECT_EQ(a["rows"], 30);
   EXPECT_GT(a["capacity"].get<std::int64_t>(), 0);
-  const std::string stem = engine_.places().segment_stem("j");
-  EXPECT_TRUE(std::regex_match(a["segment"].get<std::string>(),
-                               std::regex(std::regex_replace(stem, std::regex("[.]"), "\\.") +
-                                          "[0-9a-f]{16}")))
-      << a["segment"];
+  EXPECT_NE(a["header_fd"], a["data_fd"]);
+  EXPECT_GE(a["header_fd"].get<std::int64_t>(), 0);
   EXPECT_TRUE(std::regex_match(a["nonce"].get<std::string>(), std::regex("[0-9a-f]{32}")))
       << a["nonce"];
   EXPECT_EQ(a["argv"], Json(argv));
@@ -218,7 +215,7 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   const std::string p = std::to_string(pid);
   for (const std::string& line : std::vector<std::string>{
            "name      d", "state     running", "pid       " + p, "session   1", "size      90x30",
-           "cursors   floor 0, committed 3", "segment   " + engine_.status("d").at("segment").get<std::string>(),
+           "cursors   floor 0, committed 3",
            "command   sh -c 'printf '\\''abc'\\''; exec sleep 1000'", "input     0 bytes queued"}) {
     EXPECT_NE(("\n" + r.out).find("\n" + line + "\n"), std::string::npos) << line << " in\n"
                                                                           << r.out;
@@ -625,16 +622,13 @@ TEST_F(CliLifecycle, RestartStartsSessionTwoWhereTheOldOneEnded) {
 TEST_F(CliLifecycle, DeleteRemovesTheActorAndItsRing) {
   spawn("d", {"sleep", "1000"});
   spawn("keep", {"sleep", "1000"});
-  const std::string segment = engine_.status("d").at("segment");
   const CliResult r = cli({"delete", "d"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
   EXPECT_EQ(r.out, "d deleted\n");
   const auto rows = lines(cli({"list"}).out);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(words(rows[1]).at(0), "keep");
-  const auto segments = engine_.segments();
-  EXPECT_EQ(segments.size(), 1u);
-  EXPECT_EQ(std::count(segments.begin(), segments.end(), segment), 0);
+  EXPECT_EQ(engine_.rings(), std::vector<std::string>{"keep"});
   EXPECT_TRUE(FailsWithOneLine(cli({"status", "d"}), 1, "backscroll: no_such_actor: "));
 }
 
@@ -712,23 +706,18 @@ TEST_F(CliErrors, EveryActorCommandOnAnUnknownActorIsNoSuchActor) {
   }
 }
 
-// A valid ring planted under the names an actor `evil` could have (the old predictable name,
-// today's stem with a made-up suffix), its bytes a title change and a clipboard write: every
-// command that reads rings asks the engine, which has no `evil`, and prints nothing of it. As
-// root the planter is another user (docs/security.md's attack); otherwise it is this user.
+// A valid ring of an actor `evil`, made by a live process, its bytes a title change and a
+// clipboard write: every command that reads rings asks the engine, which has no `evil`, and
+// prints nothing of it. As root the planter is another user (docs/security.md's attack);
+// otherwise it is this user.
 TEST_F(CliErrors, ARingPlantedForAnActorTheEngineDoesNotHaveIsNeverPrinted) {
-  const Places& places = engine_.places();
-  const std::vector<std::string> names{places.segment_prefix() + "evil",
-                                       places.segment_stem("evil") + "0000000000000000"};
-  auto plant = [&]() -> std::string {
-    for (const std::string& name : names) {
-      auto ring = shm::RingWriter::create(name, {"evil", 1, shm::kMinCapacity, Cursor{0}});
-      if (!ring) return "plant " + name + ": " + ring.error().describe();
-      const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
-      ring->append(std::as_bytes(std::span(payload)));
-      static std::vector<shm::RingWriter> keep;  // mapped while the planter lives
-      keep.push_back(std::move(*ring));
-    }
+  auto plant = []() -> std::string {
+    auto ring = shm::RingWriter::create({"evil", 1, shm::kMinCapacity, Cursor{0}});
+    if (!ring) return "plant: " + ring.error().describe();
+    const std::string payload = "\x1b]0;PWNED\x07\x1b]52;c;cm0gLXJmIH4K\x07";
+    ring->append(std::as_bytes(std::span(payload)));
+    static std::vector<shm::RingWriter> keep;  // mapped while the planter lives
+    keep.push_back(std::move(*ring));
     return "";
   };
   std::optional<OtherUserProcess> other;
@@ -738,13 +727,6 @@ TEST_F(CliErrors, ARingPlantedForAnActorTheEngineDoesNotHaveIsNeverPrinted) {
   } else {
     ASSERT_EQ(plant(), "");
   }
-  struct Cleanup {
-    const std::vector<std::string>& names;
-    ~Cleanup() {
-      for (const auto& n : names) shm::Segment::remove(n);
-    }
-  } cleanup{names};
-
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"tail", "evil"}, {"tail", "evil", "-f"}, {"status", "evil", "-f"}, {"verify", "evil"}}) {
     SCOPED_TRACE(args.front() + (args.size() > 2 ? " " + args.back() : ""));
