@@ -3,20 +3,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "bench/flood_block.hpp"
+
 int main(int argc, char** argv) {
   const unsigned long long total = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1ull << 30;
-  std::string block;
-  for (int line = 0; block.size() < 65536 - 80; ++line) {
-    char buf[96];
-    const int n = std::snprintf(buf, sizeof buf,
-                                "%06d the quick brown fox jumps over the lazy dog 0123456789 abcdefgh\n",
-                                line);
-    block.append(buf, static_cast<std::size_t>(n));
-  }
+  const std::string block = backscroll::bench::flood_block();
   unsigned long long written = 0;
   while (written < total) {
     const std::size_t n = static_cast<std::size_t>(

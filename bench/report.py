@@ -131,8 +131,15 @@ def scale_table(scale):
         "| scale | figure |", "|---|---|",
         f"| aggregate drain, 8 of 64 actors flooding / 8 plain loops | ratio {a['ratio']:.3f} |",
         f"| memory per idle actor: private / ring pages written | {m['private']:.0f} KiB / {m['ring_pages']:.0f} KiB |",
-        f"| soak {soak['seconds']} s, {soak['floods']} floods: private memory, first / last quarter "
-        f"(medians) / max | {soak['early_mib']:.1f} / {soak['late_mib']:.1f} / {max(soak['rss_anon_mib']):.1f} MiB |",
+        f"| soak {soak['seconds']} s, 64 actors, 8 flooding ({soak['floods']} floods): bytes checked / lost "
+        f"| {soak['bytes_checked'] / 2**20:.1f} MiB / {soak['bytes_lost']} |",
+        f"| soak: private memory, first / last quarter (medians) / max; slope | {soak['early_mib']:.1f} / "
+        f"{soak['late_mib']:.1f} / {max(soak['rss_anon_mib']):.1f} MiB; "
+        f"{soak['slope_mib_per_minute']:+.3f} MiB per minute |",
+    ] + [
+        f"| soak: attach with snapshot, minute {m['minute']}: p50 / p99 / max of {m['samples']} | "
+        f"{m['p50_ms']:.2f} / {m['p99_ms']:.2f} / {m['max_ms']:.2f} ms |"
+        for m in soak["attach_per_minute"]
     ])
 
 
@@ -173,6 +180,8 @@ def goals_table(flood, snap, readers, scale):
     growth = scale["soak"]["growth_mib"]
     goal(f"RSS flat over the soak ({scale['soak']['seconds']} s)",
          f"last quarter {growth:+.2f} MiB over the first", abs(growth) <= 1.0)
+    lost = scale["soak"]["bytes_lost"]
+    goal("soak: no byte lost (every flood checked by an shm reader)", f"{lost} bytes", lost == 0)
     return "\n".join(rows)
 
 
