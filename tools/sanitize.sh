@@ -25,7 +25,7 @@ supp="$root/tools/sanitize/$kind.supp"
 # handle_segv=0: tests whose child writes to a read-only mapping expect it to die by SIGSEGV.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:handle_segv=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:handle_segv=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 if [ -f "$supp" ]; then
   export LSAN_OPTIONS="suppressions=$supp"
   export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$supp"

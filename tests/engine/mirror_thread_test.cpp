@@ -28,11 +28,10 @@ using engine::SnapshotRequest;
 
 class MirrorThreadTest : public ::testing::Test {
  protected:
-  MirrorThreadTest() : notify_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), thread_(notify_) {}
-  ~MirrorThreadTest() override { ::close(notify_); }
+  MirrorThreadTest() : thread_(notify_.fd) {}
 
   TestRing& add(engine::MirrorActorId id, std::uint16_t cols = 80, std::uint16_t rows = 24) {
-    rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_));
+    rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_.fd));
     TestRing& ring = *rings_.back();
     consumers_.push_back(ring.gate.attach(ring.writer.committed()));
     thread_.add_actor(id, ring.reader(), consumers_.back(), cols, rows);
@@ -47,10 +46,10 @@ class MirrorThreadTest : public ::testing::Test {
         if (r.token == token) return r;
         early_.push_back(r.token);
       }
-      pollfd p{notify_, POLLIN, 0};
+      pollfd p{notify_.fd, POLLIN, 0};
       ::poll(&p, 1, 100);
       std::uint64_t drained = 0;
-      [[maybe_unused]] const ssize_t n = ::read(notify_, &drained, sizeof drained);
+      [[maybe_unused]] const ssize_t n = ::read(notify_.fd, &drained, sizeof drained);
     }
     ADD_FAILURE() << "no reply for token " << token;
     return {};
@@ -64,7 +63,7 @@ class MirrorThreadTest : public ::testing::Test {
     return await(token);
   }
 
-  int notify_;
+  NotifyFd notify_;  // first: closed after the worker is joined
   std::vector<std::unique_ptr<TestRing>> rings_;
   std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
   std::vector<std::uint64_t> early_;  // tokens of replies that arrived before the awaited one

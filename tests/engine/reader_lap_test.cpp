@@ -86,17 +86,27 @@ TEST_F(ReaderLap, SleepingReaderIsLappedGetsTheOldestCursorAndResyncsThereExactl
   ASSERT_FALSE(lapped);
   EXPECT_EQ(lapped.error().code, Errc::cursor_expired);
   ASSERT_TRUE(lapped.error().cursor);
-  const std::uint64_t oldest = *lapped.error().cursor;
-  EXPECT_EQ(oldest, value(reader.oldest()));
+  std::uint64_t oldest = *lapped.error().cursor;
   EXPECT_GE(oldest, value(reader.committed()) - kRing);
   EXPECT_GT(oldest, value(view->to));
+  // (The io thread re-arms its PTY read just after each commit, reserving the space after it:
+  // until it has, the oldest readable cursor may still move forward a little.)
   const Error refused = expect_error(
       engine_.try_call("history", {{"actor", "lapped"}, {"from", value(view->to)}}), "history");
   EXPECT_EQ(refused.code, Errc::cursor_expired);
-  EXPECT_EQ(refused.cursor, oldest);
+  ASSERT_TRUE(refused.cursor);
+  EXPECT_GE(*refused.cursor, oldest);
+  EXPECT_LE(*refused.cursor, value(reader.oldest()));
 
-  // Resync at the oldest cursor: everything from there to committed is exactly the stream.
+  // Resync at the oldest cursor: everything from there to committed is exactly the stream. A
+  // reservation made meanwhile only moves the oldest cursor on: resync there.
   auto to = reader.copy(Cursor{oldest}, buf);
+  for (int retry = 0; !to && to.error().code == Errc::cursor_expired && retry < 3; ++retry) {
+    ASSERT_TRUE(to.error().cursor);
+    EXPECT_GT(*to.error().cursor, oldest);
+    oldest = *to.error().cursor;
+    to = reader.copy(Cursor{oldest}, buf);
+  }
   ASSERT_TRUE(to) << to.error().describe();
   EXPECT_EQ(*to, reader.committed());
   EXPECT_FALSE(stream.first_mismatch(oldest, std::span(buf).first(*to - Cursor{oldest})));

@@ -2,6 +2,9 @@
 // engine's worker threads (mirror, writer) read, without an engine.
 #pragma once
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -13,6 +16,17 @@
 #include "tests/shm/heap_buffer.hpp"
 
 namespace backscroll::testing {
+
+// The eventfd a worker thread (mirror, writer) and the rings' gates signal, as the engine's
+// notify fd. Declare it before the worker: members go in reverse order, so it is closed only
+// after the worker, which may write to it until it is joined, has gone.
+struct NotifyFd {
+  NotifyFd() = default;
+  NotifyFd(const NotifyFd&) = delete;
+  NotifyFd& operator=(const NotifyFd&) = delete;
+  ~NotifyFd() { ::close(fd); }
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+};
 
 struct TestRing {
   static constexpr std::uint64_t kCapacity = 8u << 20;

@@ -50,23 +50,32 @@ std::string read_all(const TranscriptStore& t) {
   return out;
 }
 
+// The actors' folders, removed once the writer that writes them has been joined (declared
+// before it).
+struct ScratchDir {
+  ScratchDir() {
+    char tmpl[] = "/tmp/bs-writer-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::filesystem::path path;
+};
+
 class TranscriptWriterTest : public ::testing::Test {
  protected:
-  TranscriptWriterTest() : notify_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), writer_(notify_) {
-    char tmpl[] = "/tmp/bs-writer-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
-  }
-  ~TranscriptWriterTest() override {
-    ::close(notify_);
-    std::filesystem::remove_all(root_);
-  }
+  TranscriptWriterTest() : writer_(notify_.fd) {}
 
   std::filesystem::path folder(engine::WriterActorId id) const {
-    return root_ / ("actor" + std::to_string(id));
+    return root_.path / ("actor" + std::to_string(id));
   }
 
   TestRing& add(engine::WriterActorId id, engine::TranscriptOptions options = {}) {
-    rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_));
+    rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_.fd));
     TestRing& ring = *rings_.back();
     consumers_.push_back(ring.gate.attach(ring.writer.committed()));
     auto store = TranscriptStore::open(folder(id), options);
@@ -80,10 +89,10 @@ class TranscriptWriterTest : public ::testing::Test {
     WriterEvent e;
     for (int i = 0; i < 3000; ++i) {
       if (writer_.next_event(e)) return e;
-      pollfd p{notify_, POLLIN, 0};
+      pollfd p{notify_.fd, POLLIN, 0};
       ::poll(&p, 1, 10);
       std::uint64_t drained;
-      [[maybe_unused]] auto n = ::read(notify_, &drained, sizeof drained);
+      [[maybe_unused]] auto n = ::read(notify_.fd, &drained, sizeof drained);
     }
     ADD_FAILURE() << "no event from the writer thread";
     return e;
@@ -130,8 +139,8 @@ class TranscriptWriterTest : public ::testing::Test {
     return std::move(*t);
   }
 
-  int notify_;
-  std::filesystem::path root_;
+  NotifyFd notify_;  // first: closed after the worker is joined
+  ScratchDir root_;
   std::vector<std::unique_ptr<TestRing>> rings_;
   std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
   std::vector<WriterEvent> leases_;  // grants next() passed over, oldest first
@@ -452,7 +461,7 @@ TEST_F(TranscriptWriterTest, APowerLossAtAnyOperationKeepsEverySyncedByteAndNoCu
     const Cursor published = ring.writer.committed();
     for (int i = 0; i < 4; ++i, ++images) {
       SCOPED_TRACE("image " + std::to_string(i));
-      const auto image = root_ / ("image" + std::to_string(id) + "-" + std::to_string(i));
+      const auto image = root_.path / ("image" + std::to_string(id) + "-" + std::to_string(i));
       recorder->write_image(folder(id), image, gen);
       auto store = TranscriptStore::open(image, {});
       ASSERT_TRUE(store) << store.error().describe();
@@ -534,11 +543,11 @@ TEST_F(TranscriptWriterTest, TheRecordIsWrittenInStreamOrderAndRemovalCanErase) 
 }
 
 TEST_F(TranscriptWriterTest, StoppingFirstAppliesAndSyncsEverythingSentBefore) {
-  rings_.push_back(std::make_unique<TestRing>("late", notify_));
+  rings_.push_back(std::make_unique<TestRing>("late", notify_.fd));
   TestRing& ring = *rings_.back();
   auto consumer = ring.gate.attach(ring.writer.committed());
   {
-    TranscriptWriter local(notify_);
+    TranscriptWriter local(notify_.fd);
     auto store = TranscriptStore::open(folder(9), {});
     ASSERT_TRUE(store);
     local.add_actor(9, ring.reader(), consumer, std::move(*store), 0xe0, 1);
