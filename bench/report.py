@@ -177,9 +177,10 @@ def goals_table(flood, snap, readers, scale):
     goal("64 actors, 8 flooding: aggregate >= 0.9 x 8 plain loops", f"{agg:.3f}", agg >= 0.9)
     private = scale["idle_actor_kib"]["private"]
     goal("idle actor: memory beyond its ring <= 1 MiB", f"{private:.0f} KiB", private <= 1024)
-    growth = scale["soak"]["growth_mib"]
-    goal(f"RSS flat over the soak ({scale['soak']['seconds']} s)",
-         f"last quarter {growth:+.2f} MiB over the first", abs(growth) <= 1.0)
+    slope = scale["soak"]["slope_mib_per_minute"]
+    goal(f"RSS flat over the soak ({scale['soak']['seconds']} s): slope within 0.1 MiB per minute",
+         f"{slope:+.3f} MiB per minute (last quarter {scale['soak']['growth_mib']:+.2f} MiB over the first)",
+         abs(slope) <= 0.1)
     lost = scale["soak"]["bytes_lost"]
     goal("soak: no byte lost (every flood checked by an shm reader)", f"{lost} bytes", lost == 0)
     return "\n".join(rows)
