@@ -852,18 +852,12 @@ class Writer {
   // Whether the snapshot ends inside a text run (end_text_run): the stream's last bytes are
   // text whose last glyph is still in its cell, in the current pen, with the cursor right
   // after it (on it with a pending wrap, or in the last column with autowrap off). Otherwise
-  // (a resize moved things, say) the snapshot ends as after any sequence; so it does in insert
-  // mode after a wide glyph (printing it again would move the cells after it, and a DCH before
-  // it does not give libvterm's continuation cell its pen back) or outside the scroll region
-  // (where libvterm ignores DCH): docs/snapshot.md, "Known limitations".
+  // (a resize moved things, say) the snapshot ends as after any sequence. In insert mode after
+  // a wide glyph or outside the scroll region (insert_mode_blocks) the run cannot go on in a
+  // snapshot, and end_text_run falls back: docs/snapshot.md, "Known limitations".
   bool run_continues() const {
-    if (!m_.text_last() || !glyph_ || glyph_->width <= 0 || glyph_->nchars == 0) return false;
+    if (!text_run_at_cursor() || insert_mode_blocks(*glyph_)) return false;
     const LastGlyph& g = *glyph_;
-    if (modes_.insert) {
-      // end_text_run's DCH: libvterm applies it only inside the scroll region.
-      const int bottom = modes_.scroll_bottom == 0 ? m_.rows() : std::min<int>(modes_.scroll_bottom, m_.rows());
-      if (g.width > 1 || g.row < modes_.scroll_top || g.row >= bottom) return false;
-    }
     const CursorState cur = m_.cursor();
     const bool row_end = g.col + g.width >= m_.cols();
     const bool on_glyph = cur.pending_wrap || (!m_.autowrap() && row_end);
@@ -900,12 +894,33 @@ class Writer {
     if (!run_ && printed_ && text_end_ == out_.size()) out_ += '\x0f';
   }
 
+  // The stream's last bytes are text, its last glyph printable again.
+  bool text_run_at_cursor() const {
+    return m_.text_last() && glyph_ && glyph_->width > 0 && glyph_->nchars > 0;
+  }
+  // In insert mode the glyph printed again needs end_text_run's DCH first, which libvterm
+  // applies only inside the scroll region, and which cannot give a wide glyph's continuation
+  // cell its pen back.
+  bool insert_mode_blocks(const LastGlyph& g) const {
+    if (!modes_.insert) return false;
+    const int bottom = modes_.scroll_bottom == 0 ? m_.rows() : std::min<int>(modes_.scroll_bottom, m_.rows());
+    return g.width > 1 || g.row < modes_.scroll_top || g.row >= bottom;
+  }
+
   // The stream's last bytes at the cursor are text (MirrorScreen::text_last): the snapshot ends
   // with its last glyph, printed again where it is and in the pen it has (the current one: no
   // sequence came after it), with the cursor already there and every mode set, so what follows
   // the cursor continues the run. In insert mode, DCH first makes room for the insertion.
   void end_text_run() {
-    if (!run_) return;
+    if (!run_) {
+      // A run the stream goes on with (a combining mark or a REP may come next) that insert
+      // mode keeps a snapshot from continuing: what comes next would differ, so fall back.
+      if (text_run_at_cursor() && insert_mode_blocks(*glyph_)) {
+        section("text run");
+        fail("unreproducible_cursor", "a text run in insert mode a snapshot cannot continue");
+      }
+      return;
+    }
     section("text run");
     const LastGlyph& g = *glyph_;
     if (modes_.insert) {

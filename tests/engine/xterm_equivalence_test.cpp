@@ -1287,6 +1287,41 @@ TEST(xterm_equivalence, KnownBreaksStillBreak) {
   }
 }
 
+// Regression (the clang build's torture stream torture-20x6-2, cut 527): right after text in
+// insert mode, on a row outside the scroll region or after a wide glyph, a snapshot cannot end
+// inside the run, so combining marks after the cut would not join in the client. It falls back
+// instead of differing; inside the region it goes on to match.
+TEST(xterm_equivalence, ATextRunInsertModeCannotContinueFallsBackElseMatches) {
+  REQUIRE_XTERM();
+  const std::string marks = "\xCC\x8E\xCD\x9Ax";  // U+030E U+035A, then more text
+  struct Case {
+    const char* name;
+    std::string before_cut;
+    bool falls_back;
+  };
+  const std::vector<Case> cases{
+      {"row above the region", "\x1b[4;6r\x1b[4h\x1b[3;4Hte", true},
+      {"row below the region", "\x1b[4;6r\x1b[4h\x1b[8;4Hte", true},
+      {"after a wide glyph", "\x1b[4h\x1b[3;4Ht\xE4\xB8\x80", true},
+      {"inside the region", "\x1b[4;6r\x1b[4h\x1b[5;4Hte", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Workload w{std::string("insert mode: ") + c.name, 20, 10, c.before_cut + marks};
+    const engine::MirrorSnapshot snap = snapshot_at(w, c.before_cut.size());
+    if (c.falls_back) {
+      ASSERT_TRUE(snap.snapshot.fallback_reason);
+      EXPECT_EQ(*snap.snapshot.fallback_reason, std::string("unreproducible_cursor"));
+      continue;
+    }
+    ASSERT_FALSE(snap.snapshot.fallback_reason) << *snap.snapshot.fallback_reason;
+    const std::string_view rest = std::string_view(w.bytes).substr(value(snap.cursor));
+    const json reply = Xterm::get().run(
+        {make_case(1, w.cols, w.rows, {snap.snapshot.bytes, rest}, true)})[0];
+    EXPECT_EQ(reply_difference(reply, reference(w)), "");
+  }
+}
+
 // ---- chunking invariance of the mirror ---------------------------------------------------------
 
 struct Fed {
