@@ -48,7 +48,8 @@ ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capac
 
 }  // namespace
 
-Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, std::string name, const ActorSettings& settings,
+Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, std::string name,
+                                             const ActorSettings& settings,
                                              int consumer_notify_fd, const ActorPast* past) {
   if (!is_valid_actor_name(name)) {
     return fail(Errc::bad_actor_name,
