@@ -454,6 +454,10 @@ const std::vector<Workload>& recordings() {
 //   block (libvterm's initial cursor) as nothing and a change of blink alone as ?12, which
 //   xterm.js then ignores (known breaks, see KnownBreaks below);
 // - no ED 1 on the last row (xterm.js 6.0.0 throws there, see ed()).
+// Every draw is a statement of its own: compilers order the operands of one expression
+// differently (gcc right to left, clang left to right), and a seed must name the same stream
+// under both. Where one piece takes several draws they go from its right end to its left, the
+// order gcc gave them when the seeds' streams were first checked, so the seeds kept their streams.
 class Torture {
  public:
   Torture(int cols, int rows, std::uint32_t seed) : cols_(cols), rows_(rows), rng_(seed) {}
@@ -472,6 +476,10 @@ class Torture {
   std::string num(int v) { return std::to_string(v); }
   std::string csi(const std::string& body) { return "\x1b[" + body; }
   std::string cup(int row, int col) { return csi(num(row) + ";" + num(col) + "H"); }
+  std::string cup_anywhere(int rows, int cols) {
+    const int col = pick(1, cols);
+    return cup(pick(1, rows), col);
+  }
 
   // Inside a DECSC/DECRC pair or under ?1049: nothing that the restore treats differently.
   bool saving() const { return save_open_ || alt_ == Alt::m1049; }
@@ -490,9 +498,12 @@ class Torture {
       case 0: return num((fg ? 30 : 40) + pick(0, 7));
       case 1: return num((fg ? 90 : 100) + pick(0, 7));
       case 2: return std::string(fg ? "38;5;" : "48;5;") + num(pick(0, 255));
-      case 3:
-        return std::string(fg ? "38;2;" : "48;2;") + num(pick(0, 255)) + ";" + num(pick(0, 255)) +
-               ";" + num(pick(0, 255));
+      case 3: {
+        const int blue = pick(0, 255);
+        const int green = pick(0, 255);
+        const int red = pick(0, 255);
+        return std::string(fg ? "38;2;" : "48;2;") + num(red) + ";" + num(green) + ";" + num(blue);
+      }
       default: return fg ? "39" : "49";
     }
   }
@@ -553,7 +564,8 @@ class Torture {
   // column leaves it alone in libvterm and blanks it in xterm.js.
   std::string text(int max) {
     if (graphics_ || chance(60)) return ascii(pick(1, max));
-    return to_column(pick(1, std::max(1, cols_ - 9))) + unicode();
+    const std::string glyphs = unicode();
+    return to_column(pick(1, std::max(1, cols_ - 9))) + glyphs;
   }
 
   // xterm.js 6.0.0 throws on ED 1 in the last column of the last row while it has no history
@@ -568,8 +580,12 @@ class Torture {
   // libvterm 0.1.4 does not).
   std::string move(int n, char final) {
     const bool vertical = final == 'A' || final == 'B' || final == 'E' || final == 'F';
-    if (origin_ || (region_ && vertical)) return cup(pick(1, rows_), pick(1, cols_));
+    if (origin_ || (region_ && vertical)) return cup_anywhere(rows_, cols_);
     return csi(num(n) + final);
+  }
+  std::string random_move(const char* finals) {
+    const char final = finals[pick(0, static_cast<int>(std::strlen(finals)) - 1)];
+    return move(pick(1, 5), final);
   }
   // IL/DL after a CR (xterm.js moves to the first column, libvterm does not); DL never on the top
   // row (libvterm moves the line DL deletes there into its history, xterm.js does not).
@@ -589,11 +605,14 @@ class Torture {
       switch (pick(0, 7)) {
         case 0: save_open_ = false; return "\x1b" "8";
         case 1: return sgr();
-        case 2: return cup(pick(1, rows_ - 1), pick(1, cols_ - 4)) + ascii(pick(1, 3));
+        case 2: {
+          const std::string text = ascii(pick(1, 3));
+          return cup_anywhere(rows_ - 1, cols_ - 4) + text;
+        }
         case 3: return insert_delete(pick(1, 3));
         case 4: return insert_delete_lines();
         case 5: return csi(num(pick(0, 2)) + "K");
-        case 6: return move(pick(1, 5), "ABCD"[pick(0, 3)]);
+        case 6: return random_move("ABCD");
         default: return csi(num(pick(1, 6)) + "X");
       }
     }
@@ -602,8 +621,8 @@ class Torture {
       case 3: case 4: return text(8);
       case 5: case 6: case 7: return sgr();
       case 8: underline_ = false; return csi("m");
-      case 9: case 10: return cup(pick(1, rows_), pick(1, cols_));
-      case 11: return move(pick(1, 5), "ABCDEFGd"[pick(0, 7)]);
+      case 9: case 10: return cup_anywhere(rows_, cols_);
+      case 11: return random_move("ABCDEFGd");
       case 12: {
         static const char* kControls[] = {"\r", "\n", "\b", "\r\n", "\x1b" "D", "\x1b" "E",
                                           "\x1b" "M"};
@@ -611,8 +630,14 @@ class Torture {
       }
       case 13: return ed(pick(0, 2));
       case 14: return csi(num(pick(0, 2)) + "K");
-      case 15: return to_column(pick(1, cols_)) + csi(num(pick(1, 6)) + "X");
-      case 16: return to_column(pick(1, cols_)) + insert_delete(pick(1, 3));
+      case 15: {
+        const std::string erase = csi(num(pick(1, 6)) + "X");
+        return to_column(pick(1, cols_)) + erase;
+      }
+      case 16: {
+        const std::string edit = insert_delete(pick(1, 3));
+        return to_column(pick(1, cols_)) + edit;
+      }
       case 17: return insert_delete_lines();
       case 18: {  // a scroll region (left open, or reset)
         if (region_ && chance(50)) {
@@ -667,7 +692,7 @@ class Torture {
         save_open_ = true;
         const std::string off = underline_ ? csi("24m") : "";
         underline_ = false;
-        return off + cup(pick(1, rows_ - 1), pick(1, cols_ - 4)) + "\x1b" "7";
+        return off + cup_anywhere(rows_ - 1, cols_ - 4) + "\x1b" "7";
       }
       case 25: {
         if (saving()) return "\t";
@@ -688,12 +713,14 @@ class Torture {
       case 29: return csi(chance(50) ? "?1004h" : "?1004l");
       case 30: {
         static const int kMouse[] = {9, 1000, 1002, 1003, 1006};
-        return csi("?" + num(kMouse[pick(0, 4)]) + (chance(60) ? "h" : "l"));
+        const char* set = chance(60) ? "h" : "l";
+        return csi("?" + num(kMouse[pick(0, 4)]) + set);
       }
       case 31: return saving() ? csi("m") : csi(chance(50) ? "?25h" : "?25l");
       case 32: {
         const std::string t = chance(20) ? unicode() : ascii(pick(0, 20));
-        return (chance(50) ? "\x1b]2;" : "\x1b]0;") + t + (chance(50) ? "\x07" : "\x1b\\");
+        const char* end = chance(50) ? "\x07" : "\x1b\\";
+        return (chance(50) ? "\x1b]2;" : "\x1b]0;") + t + end;
       }
       case 33: case 34: {  // to the last column: pending wrap
         const int k = pick(1, std::min(cols_, 4));
@@ -701,7 +728,8 @@ class Torture {
         // its first half in libvterm, on the last column in xterm.js.
         if (chance(30) && !graphics_ && wide_ok_())
           return cup(pick(1, rows_), cols_ - 1) + utf8(0x4e2d) + "\r";
-        return cup(pick(1, rows_), cols_ - k + 1) + ascii(k);
+        const std::string text = ascii(k);
+        return cup(pick(1, rows_), cols_ - k + 1) + text;
       }
       case 35: {  // many lines: history
         std::string s;
@@ -709,13 +737,21 @@ class Torture {
         return s;
       }
       case 36: return "\t" + ascii(pick(1, 3));
-      case 37: return "\r" + csi(num(pick(1, 3)) + "I") + ascii(1);  // CHT
+      case 37: {  // CHT
+        const std::string text = ascii(1);
+        return "\r" + csi(num(pick(1, 3)) + "I") + text;
+      }
       case 38:  // REP
         if (insert_) return csi("4l") + (insert_ = false, std::string("\r"));
-        return "\r" + ascii(1) + csi(num(pick(1, cols_ - 3)) + "b");
+        {
+          const std::string repeat = csi(num(pick(1, cols_ - 3)) + "b");
+          return "\r" + ascii(1) + repeat;
+        }
       case 39: return saving() ? csi("m") : csi(num(2 * pick(1, 3)) + " q");  // DECSCUSR
-      case 40: return csi("4" + num(pick(0, 7)) + "m") +
-                      (chance(50) ? ed(pick(0, 2)) : csi(num(pick(0, 2)) + "K"));  // BCE
+      case 40: {  // BCE
+        const std::string clear = chance(50) ? ed(pick(0, 2)) : csi(num(pick(0, 2)) + "K");
+        return csi("4" + num(pick(0, 7)) + "m") + clear;
+      }
       case 41: return ascii(pick(cols_, 2 * cols_ + 3));  // wraps
       case 42: return csi(num(pick(1, rows_)) + "d");
       case 43:  // a wide character over a wide one
