@@ -1,8 +1,8 @@
 // bench/flood: PTY flood throughput of the engine with one shm reader attached, as a ratio to a
 // plain blocking read() loop draining the same flood on the same kind of PTY, in the same run
-// (DESIGN section 9): the engine as it runs (its mirror thread parses every byte and holds the
-// PTY back while behind) and the engine with --no-mirror (the drain alone). Runs the three
-// alternately, `--rounds` times each, and reports medians.
+// (docs/design.md, "How it is proved"): the engine as it runs (its mirror thread parses every byte
+// and holds the PTY back while behind) and the engine with --no-mirror (the drain alone). Runs the
+// three alternately, `--rounds` times each, and reports medians.
 //
 //   flood [--bytes N] [--rounds R] [--ring-bytes N] [--json FILE]
 //

@@ -1,6 +1,6 @@
-// Actor: one named, long-lived slot that runs one program at a time on a PTY (DESIGN sections
-// 2, 3 and 5). It owns the actor's ring (which outlives every session), the live
-// session's PTY master, pidfd and input queue, and the gate of its internal consumers.
+// Actor: one named, long-lived slot that runs one program at a time on a PTY (docs/design.md,
+// "Actors", "Rings" and "Sessions"). It owns the actor's ring (which outlives every session), the
+// live session's PTY master, pidfd and input queue, and the gate of its internal consumers.
 // Io thread only. Session lifecycle:
 //
 //   start() ──▶ running ──stop()──▶ stopping ──(exit)──▶ draining ──(EOF/EIO or drain window)──▶ sealed (idle)
@@ -47,7 +47,7 @@ class ActorHost {
 };
 
 struct ActorSettings {
-  std::uint64_t ring_bytes = 10'485'760;  // per_actor_bytes (DESIGN section 3)
+  std::uint64_t ring_bytes = 10'485'760;  // per_actor_bytes (docs/settings.md)
   std::chrono::milliseconds grace{3000};        // SIGHUP -> SIGKILL
   std::chrono::milliseconds drain_window{1000};  // after exit, read until EOF or this passes
   std::size_t input_capacity = 1 << 20;

@@ -1,6 +1,6 @@
-// ActorRecord: what a durable transcript keeps about its actor besides the bytes (DESIGN
-// section 6), so a restarted engine can bring the actor back: its epoch, the program it runs,
-// its sessions and the cursor its stream had reached. Stored as actor.json in the actor's
+// ActorRecord: what a durable transcript keeps about its actor besides the bytes (docs/design.md,
+// "Durable transcripts"), so a restarted engine can bring the actor back: its epoch, the program it
+// runs, its sessions and the cursor its stream had reached. Stored as actor.json in the actor's
 // transcript folder (written by the writer thread, in stream order, synced with each seal) and
 // the base of the metadata a deletion leaves behind.
 #pragma once

@@ -1,9 +1,10 @@
-// Attachments and snapshots (DESIGN sections 4 and 5; docs/protocol.md): the `snapshot`,
+// Attachments and snapshots (docs/protocol.md, "Snapshots and attachments"): the `snapshot`,
 // `attach` and `detach` ops and the io thread's side of the mirror thread (who owns the size:
-// ownership_ops.cpp). Io thread. The io thread is the per-actor lock of DESIGN section 5: an
-// attach checks every field first, then registers its controller, resizes the PTY, enqueues the
-// resize for the mirror at the committed cursor and asks for the snapshot in one step, so no
-// other request can come between them, and a refused attach changes nothing.
+// ownership_ops.cpp). Io thread. The io thread is the per-actor lock of docs/design.md,
+// "Attachments and size": an attach checks every field first, then registers its controller,
+// resizes the PTY, enqueues the resize for the mirror at the committed cursor and asks for the
+// snapshot in one step, so no other request can come between them, and a refused attach changes
+// nothing.
 #include <algorithm>
 
 #include "engine/engine.hpp"

@@ -1,5 +1,5 @@
 // ConsumerGate: back-pressure from an actor's internal consumers (mirror, transcript writer)
-// onto its PTY reads (DESIGN section 3, "Who can hold the engine back").
+// onto its PTY reads (docs/design.md, "Internal consumers").
 // An internal consumer runs on its own thread, reads the ring in place and publishes how far it
 // got. The io thread stops submitting reads for the actor while the slowest consumer is more
 // than `high_water` bytes behind `committed`, and resumes once it is at most `low_water` behind;

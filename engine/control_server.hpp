@@ -1,4 +1,4 @@
-// ControlServer: the engine's Unix control socket (DESIGN section 7, docs/protocol.md). Io thread.
+// ControlServer: the engine's Unix control socket (docs/protocol.md). Io thread.
 // It accepts connections, checks each peer's uid with SO_PEERCRED, decodes frames and hands each
 // request to the RequestHandler, and queues replies and events per connection. A malformed frame
 // gets an error reply and closes only that connection. Sends are bounded: a subscriber that

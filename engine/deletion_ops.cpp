@@ -1,4 +1,4 @@
-// Deleting an actor (DESIGN section 6): once its session is sealed, the mirror settles and
+// Deleting an actor (docs/transcripts.md): once its session is sealed, the mirror settles and
 // gives its final plain text, the deletion snapshot (<actor>.scrollback, <actor>.snapshot.json)
 // is written, best effort, and only then are the delete requests answered and the actor
 // removed. A failed write is reported in the answer (`snapshot_error`) and the log; the

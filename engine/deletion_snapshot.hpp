@@ -1,5 +1,6 @@
-// Deletion snapshots (DESIGN section 6): what a deleted actor leaves behind, as CAO does, so
-// `backscroll restore NAME` can open a shell where it worked and show what it printed.
+// Deletion snapshots (docs/transcripts.md, "Deletion snapshots"): what a deleted actor leaves
+// behind, as CAO does, so `backscroll restore NAME` can open a shell where it worked and show what
+// it printed.
 //
 //   $BACKSCROLL_HOME/deleted/           0700
 //     <actor>.scrollback                0600, the mirror's plain text: history, then the screen

@@ -1,4 +1,4 @@
-// Engine: the daemon backscrolld (DESIGN section 1). It owns the io thread's loop, timers, the
+// Engine: the daemon backscrolld (docs/architecture.md). It owns the io thread's loop, timers, the
 // control server and every actor, routes control requests to actors, fans events out to
 // subscribers and runs the clean shutdown (stop, drain and seal every actor, remove segments).
 // Everything here runs on the io thread; other threads reach it only through the consumer
@@ -207,8 +207,8 @@ class Engine final : public ActorHost, public RequestHandler {
     std::uint64_t token = 0;        // the mirror's text request
   };
   std::map<std::string, PendingDeletion> deletions_;
-  // Attachments (DESIGN section 5). Ids are never reused. A controller records the size it
-  // asked for (its attach's, else the actor's then; its own resizes update it).
+  // Attachments (docs/design.md, "Attachments and size"). Ids are never reused. A controller
+  // records the size it asked for (its attach's, else the actor's then; its own resizes update it).
   struct Attachment {
     std::string actor;
     ConnectionId connection;

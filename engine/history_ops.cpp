@@ -1,4 +1,4 @@
-// Where history comes from (DESIGN section 6): the ring from its floor on; below it, the
+// Where history comes from (docs/design.md, "History"): the ring from its floor on; below it, the
 // completed-session cache (stopped actors' tails, in memory), then the durable transcript. Also
 // what a seal leaves there: the session's tail cached and, later, the idle ring released.
 // Io thread.

@@ -1,4 +1,4 @@
-// Mirror: one actor's terminal as the mirror thread keeps it (DESIGN section 4). The raw stream
+// Mirror: one actor's terminal as the mirror thread keeps it (docs/snapshot.md). The raw stream
 // goes through VtScanner first (clean boundaries, the modes and title libvterm 0.1.4 does not
 // expose, output a snapshot cannot reproduce) and then, up to the scanner's feed limit, into
 // MirrorScreen (libvterm). Where libvterm 0.1.4 departs from xterm on a sequence the scanner

@@ -1,4 +1,4 @@
-// What a user can observe of two mirrors, compared (DESIGN section 4, "the contract"): the
+// What a user can observe of two mirrors, compared (docs/design.md, "Snapshots": the contract): the
 // cells of both screens (text, width, colours, attributes), the cursor (position, visibility,
 // style, pending wrap), the pen, the saved cursor, the title, the modes a snapshot restores, and
 // the newest history lines. Used where a Mirror is the second emulator: `backscroll verify`, the

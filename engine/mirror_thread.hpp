@@ -1,5 +1,5 @@
-// MirrorThread: the engine's mirror thread (DESIGN section 4). It keeps one Mirror per actor,
-// fed from the actor's ring in place (a read-only RingReader mapping of the engine's own
+// MirrorThread: the engine's mirror thread (docs/design.md, "The mirror"). It keeps one Mirror per
+// actor, fed from the actor's ring in place (a read-only RingReader mapping of the engine's own
 // segment) in batches of at most kBatchBytes per actor in turn, so a flooding actor never
 // delays another actor's snapshot. Each mirror is an internal consumer of its actor: it never
 // loses a byte, and the consumer gate pauses the PTY while it is too far behind.

@@ -1,6 +1,6 @@
 // The plain text of a mirror's terminal: every history line, then the main screen's rows, as
 // UTF-8 lines ending in "\n", without attributes, trailing blanks or trailing empty rows. What a
-// deleted actor leaves in <actor>.scrollback (DESIGN section 6) and `restore` shows again.
+// deleted actor leaves in <actor>.scrollback (docs/transcripts.md) and `restore` shows again.
 // With the alternate screen active (a full-screen program), the main screen underneath is the
 // one written: it holds the shell's history, the alternate screen only the program's frame.
 #pragma once

@@ -1,6 +1,6 @@
-// PtyProcess: starting a program on a fresh PTY (DESIGN section 5): its own session and process
-// group (so SIGHUP/SIGKILL reach the whole group), the PTY as controlling terminal and fds 0-2,
-// TERM=xterm-256color, UTF-8 line discipline, the requested size and working directory.
+// PtyProcess: starting a program on a fresh PTY (docs/design.md, "Sessions"): its own session and
+// process group (so SIGHUP/SIGKILL reach the whole group), the PTY as controlling terminal and fds
+// 0-2, TERM=xterm-256color, UTF-8 line discipline, the requested size and working directory.
 // Used by the io thread; the child is started with posix_spawn (vfork semantics: no copy of
 // the engine's page tables, and exec errors come back as errno).
 #pragma once

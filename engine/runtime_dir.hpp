@@ -1,6 +1,6 @@
-// RuntimeDir: the engine's claim on its runtime directory (DESIGN section 8): a folder owned by
-// this user with mode 0700 (a symlink, a foreign owner or looser permissions make the engine
-// refuse to start), an exclusive lock that lets one engine per folder run, then a fresh
+// RuntimeDir: the engine's claim on its runtime directory (docs/settings.md, "Places"): a folder
+// owned by this user with mode 0700 (a symlink, a foreign owner or looser permissions make the
+// engine refuse to start), an exclusive lock that lets one engine per folder run, then a fresh
 // listening socket with mode 0600 in place of whatever socket a crashed predecessor left.
 // Holding the lock is what makes that safe: a live engine holds it. (Rings leave nothing to
 // clean up: they are memfds, gone with the last process that maps them.)

@@ -1,6 +1,6 @@
-// SessionCache: the completed-session cache (DESIGN section 6). The tail of each stopped actor's
-// stream, kept in memory after its session is sealed, so `history` answers the end of a
-// finished run without files, and a stopped actor's big ring can be released. At most
+// SessionCache: the completed-session cache (docs/transcripts.md, "Stopped actors"). The tail of
+// each stopped actor's stream, kept in memory after its session is sealed, so `history` answers the
+// end of a finished run without files, and a stopped actor's big ring can be released. At most
 // `per_actor` bytes per actor and `total` bytes in all; when a new tail does not fit, the least
 // recently used actors' tails go first. Io thread only.
 #pragma once

@@ -1,4 +1,4 @@
-// Settings: the user's settings.yaml (DESIGN section 8), read once when the engine starts.
+// Settings: the user's settings.yaml (docs/settings.md), read once when the engine starts.
 //
 //   terminal_transcript:
 //     enabled: true          # history in memory: always on (false is accepted and ignored)

@@ -1,6 +1,6 @@
 // snapshot_v1: the ANSI bytes that bring a fresh terminal of cols x rows to the state a
-// MirrorScreen has parsed (DESIGN section 4), so that the snapshot followed by the raw bytes
-// from the mirror's cursor on shows what parsing every raw byte would have shown.
+// MirrorScreen has parsed (docs/design.md, "Snapshots"), so that the snapshot followed by the raw
+// bytes from the mirror's cursor on shows what parsing every raw byte would have shown.
 // Built on the mirror thread from a MirrorScreen (screen, history, cursor, pen, title, saved
 // cursor) and the TerminalModes that libvterm does not expose. Byte layout, grammar and
 // limitations: docs/snapshot.md. The output always passes is_safe_snapshot().

@@ -1,6 +1,6 @@
 // TerminalModes: the terminal state a snapshot must restore that libvterm 0.1.4 does not expose
-// through its API (DESIGN section 4). VtScanner tracks it from the raw byte stream of an actor;
-// the snapshot writer emits it. Coordinates: 0-based rows; `scroll_bottom` is exclusive.
+// through its API (docs/design.md, "Snapshots"). VtScanner tracks it from the raw byte stream of an
+// actor; the snapshot writer emits it. Coordinates: 0-based rows; `scroll_bottom` is exclusive.
 // Shared by the mirror thread's parts; plain data.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The engine's side of durable transcripts (DESIGN section 6, docs/transcripts.md): which
+// The engine's side of durable transcripts (docs/transcripts.md, "In the engine"): which
 // actors the writer thread keeps, the marks it gets in stream order (session starts, clears,
 // actor records, seals), the seals it answers, history below the ring's floor, and the actors a
 // restarted engine brings back from their folders. Io thread. Without persistence, nothing.

@@ -413,8 +413,8 @@ Result<void> TranscriptStore::sync_fd(int fd, const std::filesystem::path& path)
 
 Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session) {
   if (fd_ >= 0) {
-    // Not synced here (DESIGN: fsync at seal, not per chunk): its writeback starts now, and the
-    // next sync() waits for it. Retention closes it if it goes first.
+    // Not synced here (docs/transcripts.md, "Files": fsync at seal, not per chunk): its writeback
+    // starts now, and the next sync() waits for it. Retention closes it if it goes first.
     ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
     unsynced_.emplace_back(segments_.back().start, fd_);
     fd_ = -1;

@@ -1,6 +1,6 @@
-// TranscriptStore: one actor's durable transcript (DESIGN section 6), the file layer the writer
-// thread uses. A folder (0700) of segment files (0600, whatever the umask), each holding the raw
-// bytes of one session from a start cursor on:
+// TranscriptStore: one actor's durable transcript (docs/transcripts.md, "Files"), the file layer
+// the writer thread uses. A folder (0700) of segment files (0600, whatever the umask), each holding
+// the raw bytes of one session from a start cursor on:
 //
 //   <folder>/<start cursor: 16 hex digits>.seg
 //     header   "BSTX0003", epoch (u64), session (u64), start cursor (u64), flags (u32),

@@ -1,7 +1,7 @@
-// TranscriptWriter: the engine's writer thread (DESIGN section 6). It keeps, per actor, a
-// TranscriptStore fed from the actor's ring in place (a read-only RingReader), in turns of at
-// most kBatchBytes per actor. Each actor's writer is an internal consumer: it never loses a byte
-// while healthy, and the consumer gate pauses the PTY while it is too far behind.
+// TranscriptWriter: the engine's writer thread (docs/transcripts.md, "The writer thread"). It
+// keeps, per actor, a TranscriptStore fed from the actor's ring in place (a read-only RingReader),
+// in turns of at most kBatchBytes per actor. Each actor's writer is an internal consumer: it never
+// loses a byte while healthy, and the consumer gate pauses the PTY while it is too far behind.
 //
 // Session starts, clears and seals reach it as events at the committed cursor where the io
 // thread handled them (the MirrorThread's rule, docs/memory-ordering.md): every byte before the

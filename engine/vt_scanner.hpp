@@ -1,5 +1,5 @@
 // VtScanner: an incremental parser for the raw output stream of one actor, run by the mirror
-// thread ahead of libvterm (DESIGN section 4). It finds the clean boundaries where libvterm may be
+// thread ahead of libvterm (docs/snapshot.md). It finds the clean boundaries where libvterm may be
 // stopped and a snapshot tagged, tracks the modes libvterm 0.1.4 does not expose (TerminalModes),
 // the title, and output a snapshot cannot reproduce. Every position is a Cursor: an absolute byte
 // count in the actor's stream (the scanner starts at the cursor it is given). One scanner per

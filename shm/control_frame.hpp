@@ -1,4 +1,4 @@
-// Control-socket framing (DESIGN section 7, docs/protocol.md), used by the engine and by clients.
+// Control-socket framing (docs/protocol.md, "Frames"), used by the engine and by clients.
 // A frame is: a 4-byte little-endian length N, N bytes of a JSON object (the header), then
 // header["payload"] raw bytes when that field is present. Both sides enforce the same bounds.
 #pragma once

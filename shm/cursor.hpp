@@ -1,4 +1,5 @@
-// Cursor: an absolute byte position in one actor's output stream (DESIGN section 2).
+// Cursor: an absolute byte position in one actor's output stream (docs/design.md,
+// "Cursors and epochs").
 // A cursor counts every byte the actor ever printed in this epoch; it never wraps, never goes
 // backwards and never resets (not across sessions, not on clear). An *offset* is the index of a
 // cursor's byte inside a ring's data area (`cursor % capacity`); only the ring code computes one.

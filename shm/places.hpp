@@ -1,5 +1,5 @@
-// Places: where one user's engine lives (DESIGN section 8), computed the same way by the engine
-// and by every tool so they meet without configuration.
+// Places: where one user's engine lives (docs/settings.md, "Places"), computed the same way by the
+// engine and by every tool so they meet without configuration.
 //   runtime dir  $BACKSCROLL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/backscroll, else /tmp/backscroll-UID
 //   state dir    $BACKSCROLL_HOME, else $XDG_STATE_HOME/backscroll, else ~/.local/state/backscroll
 //                (settings.yaml, transcripts/<actor>/); Places::at() (tests, benchmarks) puts it beside

@@ -1,5 +1,5 @@
-// `backscroll verify NAME`: checks snapshot_v1's contract on the actor's own output (DESIGN
-// section 4). It copies the newest retained raw bytes of the current session from the ring
+// `backscroll verify NAME`: checks snapshot_v1's contract on the actor's own output
+// (docs/snapshot.md). It copies the newest retained raw bytes of the current session from the ring
 // (read-only shared memory), feeds them to a fresh mirror, takes snapshots at random cursors,
 // and for each one checks that a second fresh mirror fed the snapshot and then the raw bytes
 // from its cursor ends showing what the first one shows after every byte: the check the tests

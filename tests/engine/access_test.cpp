@@ -1,4 +1,4 @@
-// Only the engine's own user can reach it (DESIGN sections 3, 7 and 8): the runtime directory is
+// Only the engine's own user can reach it (docs/security.md): the runtime directory is
 // 0700, the socket and lock 0600 whatever the umask, the rings memfds of its uid; the engine refuses a runtime
 // directory that is a symlink, belongs to someone else or is open to others; one engine per
 // directory (a second exits with status 3); another user can neither connect nor map a ring, and

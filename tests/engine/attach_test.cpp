@@ -1,4 +1,4 @@
-// Snapshots and attachments through a real engine (DESIGN sections 4 and 5, docs/protocol.md).
+// Snapshots and attachments through a real engine (docs/protocol.md, "Snapshots and attachments").
 // - A snapshot of an actor with megabytes of history is small, safe to replay, and exact: a
 //   fresh terminal fed it and then the raw bytes from its cursor shows what one fed every byte
 //   shows (libvterm as the second emulator).

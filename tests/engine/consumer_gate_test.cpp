@@ -1,4 +1,4 @@
-// Back-pressure from internal consumers (DESIGN section 3, "Who can hold the engine back"), in
+// Back-pressure from internal consumers (docs/design.md, "Internal consumers"), in
 // process: an Engine runs on a thread of the test with a 256 KiB ring, and an internal consumer
 // attached to a flooding actor holds its reads back. While the consumer does not advance, the
 // engine stops reading (status `paused`, committed frozen within high water + one read of the

@@ -1,4 +1,4 @@
-// Deleting an actor (DESIGN section 6): <actor>.scrollback (the mirror's plain text: history,
+// Deleting an actor (docs/transcripts.md): <actor>.scrollback (the mirror's plain text: history,
 // then the screen) and <actor>.snapshot.json (name, session, cwd, argv, size, cursors, times;
 // no environment) under $BACKSCROLL_HOME/deleted, 0600 in a 0700 folder, written before the
 // delete is answered; a failed write is reported in the answer and the deletion goes on; files

@@ -1,6 +1,6 @@
-// Sessions (DESIGN section 5, docs/protocol.md): a program that exits is reported and sealed
-// with its status; stop sends SIGHUP and SIGKILLs a program that ignores it; a descendant that
-// keeps the PTY open cannot keep a session unsealed past the drain window, nor write past its
+// Sessions (docs/design.md, "Sessions"; docs/protocol.md): a program that exits is reported and
+// sealed with its status; stop sends SIGHUP and SIGKILLs a program that ignores it; a descendant
+// that keeps the PTY open cannot keep a session unsealed past the drain window, nor write past its
 // end; restart continues the cursor space; cursors never go backwards (not across sessions, not
 // on clear); delete removes the ring; SIGTERM stops, seals and removes everything.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Durable transcripts through the real engine (DESIGN section 6, issue 4):
+// Durable transcripts through the real engine (docs/transcripts.md, issue 4):
 // - A clean stop: every byte the child wrote is in the transcript, synced before `sealed`
 //   (durable: true) is reported; folders 0700 and files 0600 whatever the umask, unreadable by
 //   another user.

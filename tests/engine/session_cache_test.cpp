@@ -1,4 +1,4 @@
-// SessionCache: the completed-session cache (DESIGN section 6).
+// SessionCache: the completed-session cache (docs/transcripts.md, "Stopped actors").
 // - Each actor keeps at most per_actor bytes, the newest of its stream; all actors at most total.
 // - What it serves is exactly the stream at those cursors; a tail that continues the held one
 //   extends it, one that does not replaces it.

@@ -1,5 +1,5 @@
-// THE CONTRACT of snapshot_v1 (DESIGN section 4), with libvterm as the second emulator: for a
-// stream S and a cut c at a clean boundary, a fresh terminal that parses the snapshot of a
+// THE CONTRACT of snapshot_v1 (docs/design.md, "Snapshots"), with libvterm as the second emulator:
+// for a stream S and a cut c at a clean boundary, a fresh terminal that parses the snapshot of a
 // mirror fed S[0, c) and then S[c, end) shows exactly what a terminal fed all of S shows:
 // every cell (text, width, attributes, colours), the cursor (position, visibility, style),
 // the alternate screen, reverse video, title, mouse mode, the history lines, the DEC modes it

@@ -1,5 +1,5 @@
-// Stopped actors (DESIGN section 6): after a seal the session's last 256 KiB go to the
-// completed-session cache (8 MiB in all, least recently used first out) and, after
+// Stopped actors (docs/transcripts.md, "Stopped actors"): after a seal the session's last 256 KiB
+// go to the completed-session cache (8 MiB in all, least recently used first out) and, after
 // --release-ms, the idle ring's memory is given back.
 // - History below the released ring's floor comes from the cache, seamless with a new session.
 // - A released ring holds no memory (its data memfd keeps no pages).

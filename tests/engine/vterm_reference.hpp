@@ -1,6 +1,6 @@
 // ReferenceTerminal: a fresh libvterm 0.1.4 terminal, set up like the mirror's (UTF-8, alternate
-// screen, screen reset), used as the second emulator of the snapshot contract (DESIGN section
-// 4). It extracts a comparable model of everything a user or a program can observe: every
+// screen, screen reset), used as the second emulator of the snapshot contract (docs/design.md,
+// "Snapshots"). It extracts a comparable model of everything a user or a program can observe: every
 // cell (characters, width, attributes, colours), the cursor (position, visibility, blink,
 // shape), the alternate-screen and reverse-video flags, the title, the mouse mode, the lines
 // scrolled into its history, and the replies and key encodings that depend on its modes.

@@ -1,4 +1,4 @@
-// THE CONTRACT of snapshot_v1 (DESIGN section 4) with @xterm/headless, the emulator browser
+// THE CONTRACT of snapshot_v1 (docs/snapshot.md) with @xterm/headless, the emulator browser
 // clients use, as the second emulator: for a stream S cut at any byte c, a fresh xterm.js that
 // is written Mirror(S[0, c)).snapshot() and then S[snapshot cursor, end) shows what an xterm.js
 // that is written all of S shows: every viewport cell (text, width, colour modes and values,

@@ -547,7 +547,7 @@ TEST(RingCapacity, RoundsUpToAPageMultipleWithinTheBounds) {
   EXPECT_EQ(ring_capacity_for(kMinCapacity + 1), kMinCapacity + kPageBytes);
   EXPECT_EQ(ring_capacity_for(10'485'760), 10'485'760u);
   EXPECT_EQ(ring_capacity_for(50'000'000), kMaxCapacity);
-  EXPECT_LE(kMaxCapacity, 50'000'000u);  // DESIGN section 3: per_actor_bytes is capped at 50,000,000
+  EXPECT_LE(kMaxCapacity, 50'000'000u);  // docs/settings.md caps per_actor_bytes at 50,000,000
   EXPECT_GT(kMaxCapacity + kPageBytes, 50'000'000u);
   EXPECT_EQ(kMaxCapacity % kPageBytes, 0u);
   EXPECT_EQ(ring_capacity_for(std::numeric_limits<std::uint64_t>::max() / 2), kMaxCapacity);
