@@ -331,11 +331,21 @@ try {
     // bytes: the error says whether the page's buffer or only its drawing lacks them.)
     await until('the recorder', async () => (await screenText(page)).includes('recording'))
       .catch(async (e) => {
-        const buffer = (await pageScreen(page)).lines.join('|');
+        // The whole buffer (scrollback too) and how the page caught up: a line pushed into the
+        // page's scrollback by a resize reads differently from bytes the page never received.
+        const seen = await page.evaluate(() => {
+          const t = window.__term;
+          const b = t.buffer.active;
+          const lines = [];
+          for (let y = 0; y < b.length; y++) lines.push(b.getLine(y).translateToString(true));
+          const s = window.backscroll.session;
+          return { size: [t.cols, t.rows], baseY: b.baseY, lines: lines.join('|'), cursor: s.cursor,
+                   catchUp: s.lastCatchUp, format: s.lastFormat, stream: s.streamSize };
+        });
         const engineHas = cli('history', 'keys', '--from', '0');
-        throw new Error(`${e.message}; the page's buffer: ${JSON.stringify(buffer)}; drawn: ` +
+        throw new Error(`${e.message}; the page: ${JSON.stringify(seen)}; drawn: ` +
                         `${JSON.stringify(await screenText(page))}; the engine: ${JSON.stringify(engineHas)}; ` +
-                        `session ${await sessionState(page)}`);
+                        `status ${cli('status', 'keys', '--json')}; session ${await sessionState(page)}`);
       });
     const key = (name) => page.click(`#keys button[data-key="${name}"]`);
     const expect = async (want, what) => {
