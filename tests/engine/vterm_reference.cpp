@@ -154,8 +154,12 @@ ReferenceTerminal::~ReferenceTerminal() = default;
 // libvterm decodes a piece of text that starts with a non-ASCII byte as UTF-8 to its end, past
 // a DEC graphics (or other table) GL: a write that starts there decodes differently from one
 // that starts at the ASCII after it. A terminal applies the GL to every ASCII byte (xterm,
-// xterm.js, the mirror), so each write here ends before an ASCII byte that follows a non-ASCII
-// one in ground state (a small tracker of libvterm's parser: escape, CSI, strings).
+// xterm.js, the mirror), so while GL holds a set other than ASCII each write here ends before
+// an ASCII byte that follows a non-ASCII one in ground state (a small tracker of libvterm's
+// parser: escape, designations, SO/SI, CSI, strings). Only then: a write that starts with
+// combining marks cannot join them to a glyph in the last column (libvterm 0.1.4 compares the
+// cursor with the column after that glyph), so splitting where GL is ASCII would lose marks
+// the terminal keeps.
 void ReferenceTerminal::feed(std::string_view bytes) {
   std::size_t from = 0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -163,7 +167,9 @@ void ReferenceTerminal::feed(std::string_view bytes) {
     switch (parser_) {
       case Parser::ground:
         if (c == 0x1b) parser_ = Parser::escape;
-        else if (c >= 0x20 && c < 0x7f && previous_ >= 0x80 && utf8_remaining_ == 0 && i > from) {
+        else if (c == 0x0e || c == 0x0f) shift_out_ = c == 0x0e;
+        else if (c >= 0x20 && c < 0x7f && previous_ >= 0x80 && utf8_remaining_ == 0 && i > from &&
+                 (shift_out_ ? g1_ : g0_) != 'B') {
           vterm_input_write(impl_->vt, bytes.data() + from, i - from);
           from = i;
         }
@@ -171,7 +177,19 @@ void ReferenceTerminal::feed(std::string_view bytes) {
       case Parser::escape:
         if (c == '[') parser_ = Parser::csi;
         else if (c == ']' || c == 'P') parser_ = Parser::string;
-        else if ((c >= 0x30 && c <= 0x7e) || c == 0x18 || c == 0x1a) parser_ = Parser::ground;
+        else if (c == '(') parser_ = Parser::designate_g0;
+        else if (c == ')') parser_ = Parser::designate_g1;
+        else if (c == 'c') {  // RIS
+          g0_ = g1_ = 'B';
+          shift_out_ = false;
+          parser_ = Parser::ground;
+        } else if ((c >= 0x30 && c <= 0x7e) || c == 0x18 || c == 0x1a) parser_ = Parser::ground;
+        break;
+      case Parser::designate_g0:
+      case Parser::designate_g1:
+        if (c >= 0x30 && c <= 0x7e)
+          (parser_ == Parser::designate_g0 ? g0_ : g1_) = static_cast<char>(c);
+        parser_ = c == 0x1b ? Parser::escape : Parser::ground;
         break;
       case Parser::csi:
         if (c == 0x1b) parser_ = Parser::escape;

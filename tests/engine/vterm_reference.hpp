@@ -74,10 +74,16 @@ class ReferenceTerminal {
   std::unique_ptr<Impl> impl_;
   std::string output_;
   // Where libvterm's parser is, for feed()'s splits.
-  enum class Parser : std::uint8_t { ground, escape, csi, string, string_escape };
+  enum class Parser : std::uint8_t { ground, escape, designate_g0, designate_g1, csi, string,
+                                     string_escape };
   Parser parser_ = Parser::ground;
   unsigned char previous_ = 0;  // the last byte, when it was read in ground state
   int utf8_remaining_ = 0;
+  // The character sets in G0 and G1 and whether SO shifted G1 into GL: only a GL other than
+  // ASCII decodes an ASCII byte differently from UTF-8.
+  char g0_ = 'B';
+  char g1_ = 'B';
+  bool shift_out_ = false;
   friend struct ReferenceCallbacks;
 };
 
