@@ -28,7 +28,7 @@
 #include "bench/flood_drain.hpp"
 #include "bench/stats.hpp"
 #include "bench/thread_cpu.hpp"
-#include "tests/bridge/bridge_client.hpp"
+#include "tools/bridge/client/bridge_client.hpp"
 
 namespace {
 

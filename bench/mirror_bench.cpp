@@ -9,7 +9,7 @@
 #include <vterm.h>
 
 #include "bench/workloads.hpp"
-#include "engine/mirror.hpp"
+#include "engine/term/mirror.hpp"
 
 namespace {
 
@@ -38,7 +38,7 @@ void feed_in_chunks(std::string_view bytes, Feed&& feed) {
 void BM_Mirror(benchmark::State& state) {
   const std::string& bytes = workload(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    engine::Mirror mirror(Cursor{0}, 80, 24);
+    term::Mirror mirror(Cursor{0}, 80, 24);
     feed_in_chunks(bytes, [&](std::string_view chunk) { mirror.feed(chunk); });
     benchmark::DoNotOptimize(mirror.parsed());
   }

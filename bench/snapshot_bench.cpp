@@ -24,7 +24,7 @@
 #include "bench/engine_under_test.hpp"
 #include "bench/stats.hpp"
 #include "bench/workloads.hpp"
-#include "engine/mirror.hpp"
+#include "engine/term/mirror.hpp"
 
 namespace {
 
@@ -46,7 +46,7 @@ double ms_since(Clock::time_point t) {
 }
 
 double parse_mb_s(const std::string& workload, int cols, int rows) {
-  engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
   const auto t = Clock::now();
   for (std::size_t at = 0; at < workload.size(); at += 64 * 1024) {
     m.feed(std::string_view(workload).substr(at, 64 * 1024));
@@ -60,9 +60,9 @@ struct SnapshotCost {
 };
 
 SnapshotCost snapshot_cost(int cols, int rows, std::size_t history, int samples) {
-  engine::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
   m.feed(bench::build_output(std::max<std::size_t>(history, 512) * 120 + 200'000));
-  engine::SnapshotOptions options;
+  term::SnapshotOptions options;
   options.scrollback_lines = history;
   std::vector<double> ms;
   SnapshotCost cost;

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/actor_record.hpp"
 #include "engine/log.hpp"
+#include "engine/wall_clock.hpp"
 #include "shm/random_hex.hpp"
 #include "shm/ring_reader.hpp"
 

@@ -1,10 +1,10 @@
 #include "engine/actor_record.hpp"
 
 #include <charconv>
-#include <chrono>
 
 #include "engine/actor.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/wall_clock.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -31,12 +31,6 @@ bool get(const Json& json, const char* key, T& out) {
 }
 
 }  // namespace
-
-std::int64_t wall_clock_ms() noexcept {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 ActorRecord ActorRecord::of(const Actor& actor) {
   return ActorRecord{actor.name(),     actor.epoch(),      actor.spec(),

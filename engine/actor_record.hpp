@@ -22,7 +22,6 @@ class Actor;
 
 struct ActorRecord {
   static constexpr std::string_view kFormat = "backscroll-actor/1";
-  static constexpr std::string_view kFileName = "actor.json";
 
   std::string name;
   std::uint64_t epoch = 0;
@@ -41,7 +40,5 @@ struct ActorRecord {
   // Errors: bad_request naming the field that does not check out.
   static Result<ActorRecord> from_json(const control::Json& json);
 };
-
-std::int64_t wall_clock_ms() noexcept;
 
 }  // namespace backscroll::engine

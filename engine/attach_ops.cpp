@@ -110,7 +110,7 @@ void Engine::answer_snapshots() {
       continue;
     }
     const Actor& actor = *a->second;
-    const Snapshot& snap = r.taken.snapshot;
+    const term::Snapshot& snap = r.taken.snapshot;
     Json reply = std::move(pending.reply);
     reply.update(Json{{"epoch", hex64(actor.epoch())}, {"cols", snap.cols}, {"rows", snap.rows}});
     std::optional<std::string> reason = snap.fallback_reason;

@@ -190,7 +190,7 @@ Json Engine::status_of(const Actor& actor) const {
       unarchived = ring.committed() - min(ring.committed(), t->second.archived_to);
     }
     Json damaged = Json::array();
-    for (const TranscriptGap& gap : t->second.damaged) {
+    for (const store::TranscriptGap& gap : t->second.damaged) {
       damaged.push_back({{"from", value(gap.from)}, {"to", value(gap.to)}, {"reason", gap.reason}});
     }
     transcript = {{"damaged", std::move(damaged)}};

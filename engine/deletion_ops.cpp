@@ -3,9 +3,10 @@
 // is written, best effort, and only then are the delete requests answered and the actor
 // removed. A failed write is reported in the answer (`snapshot_error`) and the log; the
 // deletion goes on. Io thread.
-#include "engine/deletion_snapshot.hpp"
+#include "engine/deletion_archive.hpp"
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
+#include "engine/wall_clock.hpp"
 
 namespace backscroll::engine {
 
@@ -40,12 +41,12 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
   Json answer{{"actor", name}};
   if (const auto a = actors_.find(name); a != actors_.end()) {
     const Actor& actor = *a->second;
-    DeletionSnapshot snapshot{ActorRecord::of(actor), actor.ring().floor(), std::move(scrollback),
-                              wall_clock_ms()};
-    if (const auto cached = cache_.range(name); cached && cached->first < snapshot.floor) {
-      snapshot.floor = cached->first;
+    DeletionArchive archive{ActorRecord::of(actor), actor.ring().floor(), std::move(scrollback),
+                            wall_clock_ms()};
+    if (const auto cached = cache_.range(name); cached && cached->first < archive.floor) {
+      archive.floor = cached->first;
     }
-    const auto written = write_deletion_snapshot(places_.deleted_dir(), snapshot);
+    const auto written = write_deletion_archive(places_.deleted_dir(), archive);
     if (written) {
       answer["snapshot"] = (places_.deleted_dir() / (name + ".snapshot.json")).string();
     } else {
@@ -61,7 +62,7 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
 }
 
 void Engine::purge_deleted() {
-  const std::size_t purged = purge_deletion_snapshots(
+  const std::size_t purged = purge_deletion_archives(
       places_.deleted_dir(), settings_.retention, std::chrono::system_clock::now());
   if (purged > 0) log(LogLevel::info, "purged {} deletion snapshot files", purged);
   timers_.schedule(TimerQueue::Clock::now() + std::chrono::hours(1), [this] { purge_deleted(); });

@@ -18,7 +18,7 @@
 #include "engine/control_server.hpp"
 #include "engine/mirror_thread.hpp"
 #include "engine/runtime_dir.hpp"
-#include "engine/session_cache.hpp"
+#include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/transcript_writer.hpp"
 #include "engine/uring_loop.hpp"
@@ -31,14 +31,14 @@ struct EngineSettings {
   // The mirror thread (snapshots). Off only for benchmarks that measure the drain without it:
   // snapshots then answer raw_replay with reason "no_mirror".
   bool mirror = true;
-  ScrollbackLimits scrollback;
+  term::ScrollbackLimits scrollback;
   // History lines in a snapshot when the request names none (settings.yaml
   // snapshot.scrollback_lines; at most kMaxSnapshotScrollback).
   std::uint64_t snapshot_scrollback = 512;
   // Durable transcripts (settings.yaml terminal_transcript.persist): off, history lives in
   // memory only and every engine start is a new epoch.
   bool persist = false;
-  TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
+  store::TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
   // Deletion snapshots older than this are purged (settings.yaml retention_days).
   std::chrono::hours retention{24 * 7};
   // A stopped actor's ring is released this long after its seal (its tail stays in the
@@ -172,7 +172,7 @@ class Engine final : public ActorHost, public RequestHandler {
                                          std::size_t max_bytes);
   // Records a gap in `actor`'s transcript (once): the status list, a log warning, a `damaged`
   // event.
-  void report_damage(const std::string& actor, const TranscriptGap& gap);
+  void report_damage(const std::string& actor, const store::TranscriptGap& gap);
   // The writer's events: seals become reports, failures archive_error.
   void answer_writer();
   bool seal_pending(const std::string& actor) const;
@@ -227,7 +227,7 @@ class Engine final : public ActorHost, public RequestHandler {
     control::Json reply;  // fields the answer carries besides the snapshot's (attach)
   };
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
-  SessionCache cache_;  // stopped actors' tails
+  store::SessionCache cache_;  // stopped actors' tails
   std::unique_ptr<TranscriptWriter> writer_;  // with persistence only
   struct Transcript {
     WriterActorId id = 0;          // 0: not kept (the folder could not be opened)
@@ -235,7 +235,7 @@ class Engine final : public ActorHost, public RequestHandler {
     Cursor cleared_at{0};          // history never reads the transcript below the last clear
     std::optional<std::string> archive_error;
     Cursor archived_to{0};  // with archive_error: bytes from here on are in memory only
-    std::vector<TranscriptGap> damaged;  // found at restore or by a read since, oldest first
+    std::vector<store::TranscriptGap> damaged;  // found at restore or by a read since, oldest first
   };
   std::map<std::string, Transcript> transcripts_;
   struct PendingSeal {

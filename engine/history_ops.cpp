@@ -64,8 +64,8 @@ Result<std::string> Engine::older_history(const Actor& actor, Cursor from, Curso
 void Engine::keep_sealed_tail(Actor& actor, const shm::SessionRecord& session) {
   const Cursor end{session.end};
   const Cursor from = max(actor.ring().floor(),
-                          end - std::min<std::uint64_t>(value(end), SessionCache::kPerActor));
-  if (auto tail = actor.history(from, end, SessionCache::kPerActor); tail) {
+                          end - std::min<std::uint64_t>(value(end), store::SessionCache::kPerActor));
+  if (auto tail = actor.history(from, end, store::SessionCache::kPerActor); tail) {
     cache_.put(actor.name(), from, *tail);
   }
   timers_.schedule(TimerQueue::Clock::now() + settings_.release_idle_ring,

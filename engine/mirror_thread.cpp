@@ -23,7 +23,7 @@ struct MirrorThread::Slot {
   MirrorActorId id;
   std::unique_ptr<shm::RingReader> ring;
   std::shared_ptr<InternalConsumer> consumer;
-  std::unique_ptr<Mirror> mirror;
+  std::unique_ptr<term::Mirror> mirror;
   std::deque<Event> events;               // in stream order (the io thread's order)
   std::vector<SnapshotRequest> waiting;   // not_before not reached yet
   // The ring's committed cursor, loaded before the commands of this round were drained: every
@@ -37,10 +37,10 @@ struct MirrorThread::Slot {
   // (kHoldSnapshotFor), kept until the mirror is ready again, an event is queued or it jumps
   // again before that.
   struct Held {
-    SnapshotOptions options;
-    MirrorSnapshot taken;
+    term::SnapshotOptions options;
+    term::MirrorSnapshot taken;
   };
-  std::optional<SnapshotOptions> asked;
+  std::optional<term::SnapshotOptions> asked;
   std::chrono::steady_clock::time_point asked_at;
   std::optional<Held> held;
   Cursor answered{0};  // the newest cursor a snapshot was answered at
@@ -66,7 +66,7 @@ struct MirrorThread::Slot {
   }
 };
 
-MirrorThread::MirrorThread(int notify_fd, ScrollbackLimits limits)
+MirrorThread::MirrorThread(int notify_fd, term::ScrollbackLimits limits)
     : notify_fd_(notify_fd), limits_(limits) {
   thread_ = std::thread([this] { run(); });
 }
@@ -145,7 +145,7 @@ bool MirrorThread::drain_commands() {
       fresh->ring = std::move(add->ring);
       fresh->consumer = std::move(add->consumer);
       const Cursor start = fresh->consumer->position();
-      fresh->mirror = std::make_unique<Mirror>(start, add->cols, add->rows, limits_);
+      fresh->mirror = std::make_unique<term::Mirror>(start, add->cols, add->rows, limits_);
       fresh->limit = start;  // its committed cursor is loaded next round, after this drain
       slots_.push_back(std::move(fresh));
     } else if (std::holds_alternative<Remove>(command)) {
@@ -180,7 +180,7 @@ bool MirrorThread::drain_commands() {
 // Feeds the slot's mirror at most `budget` bytes, in slices, applying events at their cursors;
 // stops early when a command is waiting (run() drains it next).
 bool MirrorThread::pump(Slot& slot, std::size_t budget) {
-  Mirror& mirror = *slot.mirror;
+  term::Mirror& mirror = *slot.mirror;
   bool worked = false;
   std::size_t look_ahead_budget = budget * kLookAheadPerFedByte;
   const auto now = std::chrono::steady_clock::now();
@@ -256,7 +256,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
 // or the committed cursor), then lets it jump over scrolling text that can never be seen again.
 bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
                               std::uint64_t jump_at_least) {
-  Mirror& mirror = *slot.mirror;
+  term::Mirror& mirror = *slot.mirror;
   while (budget > 0) {
     const std::optional<Cursor> from = mirror.look_ahead_from();
     if (!from || *from >= end) break;
@@ -314,7 +314,7 @@ void MirrorThread::answer_ready(Slot& slot) {
       stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    MirrorSnapshot taken = r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
+    term::MirrorSnapshot taken = r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
     if (!r.plain_text) slot.answered = std::max(slot.answered, taken.cursor);
     reply(SnapshotReply{r.token, true, std::move(taken)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);

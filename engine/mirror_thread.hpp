@@ -22,7 +22,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "engine/consumer_gate.hpp"
-#include "engine/mirror.hpp"
+#include "engine/term/mirror.hpp"
 #include "engine/wake_signal.hpp"
 #include "shm/ring_reader.hpp"
 
@@ -32,7 +32,7 @@ using MirrorActorId = std::uint64_t;
 
 struct SnapshotRequest {
   std::uint64_t token = 0;  // the io thread's handle for the reply
-  SnapshotOptions options;
+  term::SnapshotOptions options;
   // Answer only once the mirror has applied everything before this cursor (an attach that
   // resized first wants a snapshot at its size). Cursor{0}: answer from the parsed state now.
   Cursor not_before{0};
@@ -43,7 +43,7 @@ struct SnapshotRequest {
 struct SnapshotReply {
   std::uint64_t token = 0;
   bool found = false;  // false: the actor was removed before the mirror answered
-  MirrorSnapshot taken;
+  term::MirrorSnapshot taken;
 };
 
 struct MirrorStats {
@@ -90,7 +90,7 @@ class MirrorThread {
   static constexpr std::chrono::seconds kHoldSnapshotFor{5};
 
   // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
-  explicit MirrorThread(int notify_fd, ScrollbackLimits limits = {});
+  explicit MirrorThread(int notify_fd, term::ScrollbackLimits limits = {});
   ~MirrorThread();  // stops and joins the thread
   MirrorThread(const MirrorThread&) = delete;
   MirrorThread& operator=(const MirrorThread&) = delete;
@@ -151,7 +151,7 @@ class MirrorThread {
 
   int notify_fd_;
   WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
-  ScrollbackLimits limits_;
+  term::ScrollbackLimits limits_;
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<SnapshotReply> replies_;
   // A hint that commands_ may hold something: set after an enqueue, cleared before a drain.

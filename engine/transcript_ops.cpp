@@ -8,11 +8,12 @@
 #include <sstream>
 
 #include "engine/actor_record.hpp"
-#include "engine/durable_file.hpp"
-#include "engine/lease_file.hpp"
+#include "engine/store/durable_file.hpp"
+#include "engine/store/lease_file.hpp"
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/wall_clock.hpp"
 #include "shm/actor_name.hpp"
 
 namespace backscroll::engine {
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 constexpr std::uintmax_t kMaxRecordFileBytes = 1 << 20;
 
 Result<ActorRecord> load_record(const fs::path& folder) {
-  const fs::path file = folder / std::string(ActorRecord::kFileName);
+  const fs::path file = folder / std::string(store::TranscriptStore::kRecordFileName);
   std::error_code ec;
   const auto size = fs::file_size(file, ec);
   if (ec) return fail(Errc::io_error, file.string() + ": " + ec.message());
@@ -107,7 +108,7 @@ void Engine::restore_actors() {
           record.error().describe());
       continue;
     }
-    auto store = TranscriptStore::open(entry.path(), settings_.transcript);
+    auto store = store::TranscriptStore::open(entry.path(), settings_.transcript);
     if (!store) {
       log(LogLevel::warn, "transcript {}: not restored, left as it is ({})", name,
           store.error().describe());
@@ -117,10 +118,10 @@ void Engine::restore_actors() {
     // clear saw, and after an unclean stop past any byte the dead engine let a reader see: the
     // stretch between is lost, and said so.
     const Cursor cleared = load_cleared(entry.path());
-    const Resumption resumed =
-        resume_after(max(store->end(), cleared), record->cursor, LeaseFile::read(entry.path()));
+    const store::Resumption resumed =
+        store::resume_after(max(store->end(), cleared), record->cursor, store::LeaseFile::read(entry.path()));
     const Cursor end = resumed.next;
-    std::vector<TranscriptGap> damaged = store->damaged();
+    std::vector<store::TranscriptGap> damaged = store->damaged();
     if (resumed.lost) {
       damaged.push_back({resumed.lost->first, resumed.lost->second, resumed.reason});
       store->mark_lost_until(end);  // kept as a gap by the segment the next session starts
@@ -159,7 +160,7 @@ void Engine::restore_actors() {
     }
     const std::uint64_t bytes = store->bytes();
     transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt, Cursor{0}, {}};
-    for (const TranscriptGap& gap : damaged) report_damage(name, gap);
+    for (const store::TranscriptGap& gap : damaged) report_damage(name, gap);
     writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
                        past.sessions.empty() ? 0 : past.sessions.back().id);
     transcript_record(a);
@@ -190,7 +191,7 @@ void Engine::transcript_add(Actor& actor) {
     if (!to) return give_up(to.error());
     log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to->string());
   }
-  auto store = TranscriptStore::open(folder, settings_.transcript);
+  auto store = store::TranscriptStore::open(folder, settings_.transcript);
   if (!store) return give_up(store.error());
   auto ring = shm::RingReader::open_announced(actor.ring().announcement());
   if (!ring) return give_up(ring.error());
@@ -230,8 +231,8 @@ void Engine::transcript_clear(const Actor& actor, Cursor floor) {
   }
   if (!t->second.folder.empty()) {
     // Durable before the clear is answered: a crash cannot bring the cleared bytes back.
-    auto r = write_file_durably(t->second.folder / kClearedFile, std::to_string(value(floor)));
-    if (r) r = sync_folder(t->second.folder);
+    auto r = store::write_file_durably(t->second.folder / kClearedFile, std::to_string(value(floor)));
+    if (r) r = store::sync_folder(t->second.folder);
     if (!r) log(LogLevel::error, "actor {}: clear floor not saved: {}", actor.name(), r.error().describe());
   }
 }
@@ -260,7 +261,7 @@ void Engine::transcript_remove(const std::string& actor) {
   if (writer_ && t->second.id != 0) {
     writer_->remove_actor(t->second.id, doomed);
   } else if (!doomed.empty()) {
-    if (auto r = TranscriptStore::remove_folder(doomed); !r) {
+    if (auto r = store::TranscriptStore::remove_folder(doomed); !r) {
       log(LogLevel::error, "actor {}: {}", actor, r.error().describe());
     }
   }
@@ -279,14 +280,14 @@ Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, 
     return fail(Errc::cursor_expired, "cleared", value(t->second.cleared_at));
   }
   // A known gap answers data_lost, even where no file shows it any more (a cut newest tail).
-  for (const TranscriptGap& gap : t->second.damaged) {
+  for (const store::TranscriptGap& gap : t->second.damaged) {
     if (gap.from <= from && from < gap.to) {
       return fail_data_lost(value(gap.from), value(gap.to), gap.reason);
     }
     if (from < gap.from) limit = min(limit, gap.from);  // serve up to the gap, not into it
   }
   std::string out(static_cast<std::size_t>(std::min<std::uint64_t>(limit - from, max_bytes)), '\0');
-  auto n = TranscriptStore::read_folder(t->second.folder, from, limit, std::span(out));
+  auto n = store::TranscriptStore::read_folder(t->second.folder, from, limit, std::span(out));
   if (!n) {
     if (n.error().code == Errc::data_lost && n.error().from && n.error().cursor) {
       // Damage that appeared since the restore (a disk error, a tampered file).
@@ -299,17 +300,17 @@ Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, 
   return out;
 }
 
-void Engine::report_damage(const std::string& actor, const TranscriptGap& gap) {
+void Engine::report_damage(const std::string& actor, const store::TranscriptGap& gap) {
   const auto t = transcripts_.find(actor);
   if (t == transcripts_.end()) return;
   auto& known = t->second.damaged;
-  const bool seen = std::any_of(known.begin(), known.end(), [&](const TranscriptGap& g) {
+  const bool seen = std::any_of(known.begin(), known.end(), [&](const store::TranscriptGap& g) {
     return g.from < gap.to && gap.from < g.to;
   });
   if (seen || gap.to <= gap.from) return;
   known.push_back(gap);
   std::sort(known.begin(), known.end(),
-            [](const TranscriptGap& a, const TranscriptGap& b) { return a.from < b.from; });
+            [](const store::TranscriptGap& a, const store::TranscriptGap& b) { return a.from < b.from; });
   log(LogLevel::warn, "actor {}: transcript lost cursors {}..{} ({})", actor, value(gap.from),
       value(gap.to), gap.reason);
   broadcast({{"event", "damaged"}, {"actor", actor}, {"from", value(gap.from)},

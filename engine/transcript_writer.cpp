@@ -15,7 +15,7 @@ struct TranscriptWriter::Slot {
   WriterActorId id = 0;
   std::unique_ptr<shm::RingReader> ring;
   std::shared_ptr<InternalConsumer> consumer;
-  std::unique_ptr<TranscriptStore> store;  // null once given up (archive_error)
+  std::unique_ptr<store::TranscriptStore> store;  // null once given up (archive_error)
   std::uint64_t epoch = 0;
   std::uint64_t session = 0;
   Cursor position{0};     // the next byte to append
@@ -25,8 +25,8 @@ struct TranscriptWriter::Slot {
   Cursor limit{0};
   // The cursor lease: what the lease file holds (opened at the first write), and whether the
   // session it leases runs (between its session mark and its seal).
-  std::optional<LeaseFile> lease_file;
-  CursorLease lease;
+  std::optional<store::LeaseFile> lease_file;
+  store::CursorLease lease;
   bool session_running = false;
   // Since when bytes the writer still needs are gone from the ring with no clear mark queued
   // to explain it (the mark follows the clear by microseconds; a lap would never be explained).
@@ -48,10 +48,10 @@ void TranscriptWriter::send(Command command) {
 }
 
 void TranscriptWriter::add_actor(WriterActorId id, shm::RingReader ring,
-                                 std::shared_ptr<InternalConsumer> consumer, TranscriptStore store,
+                                 std::shared_ptr<InternalConsumer> consumer, store::TranscriptStore store,
                                  std::uint64_t epoch, std::uint64_t session) {
   send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer),
-           std::make_unique<TranscriptStore>(std::move(store)), epoch, session});
+           std::make_unique<store::TranscriptStore>(std::move(store)), epoch, session});
 }
 void TranscriptWriter::remove_actor(WriterActorId id, std::filesystem::path erase) {
   send(Remove{id, std::move(erase)});
@@ -104,7 +104,7 @@ bool TranscriptWriter::drain_commands() {
       slot->session = add->session;
       slot->position = slot->consumer->position();
       slot->limit = slot->position;  // its committed cursor is loaded next round
-      slot->lease = CursorLease{slot->position, false};  // the first session's reaches past it
+      slot->lease = store::CursorLease{slot->position, false};  // the first session's reaches past it
       slots_.push_back(std::move(slot));
       continue;
     }
@@ -121,7 +121,7 @@ bool TranscriptWriter::drain_commands() {
       (*it)->consumer->detach();
       slots_.erase(it);  // closes the store's files
       if (!remove->erase.empty()) {
-        if (auto r = TranscriptStore::remove_folder(remove->erase); !r) {
+        if (auto r = store::TranscriptStore::remove_folder(remove->erase); !r) {
           emit(WriterEvent{WriterEvent::Kind::archive_error, id, 0, false, r.error().describe()});
         }
       }
@@ -166,7 +166,7 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
         // Nothing was committed past the seal, and the next session commits nothing before its
         // own open lease is durable: a restart may continue exactly here.
         slot.session_running = false;
-        if (slot.store && !write_lease(slot, CursorLease{m.at, false})) durable = false;
+        if (slot.store && !write_lease(slot, store::CursorLease{m.at, false})) durable = false;
         // The gate hears of the appended bytes no later than the io thread of the seal.
         if (slot.store) slot.consumer->advance_to(slot.position);
         emit(WriterEvent{WriterEvent::Kind::sealed, slot.id, m.value, durable, {}});
@@ -256,9 +256,9 @@ bool TranscriptWriter::waited_too_long(Slot& slot) {
   return now - *slot.lost_since > kClearMarkWait;
 }
 
-bool TranscriptWriter::write_lease(Slot& slot, CursorLease lease) {
+bool TranscriptWriter::write_lease(Slot& slot, store::CursorLease lease) {
   if (!slot.lease_file) {
-    auto file = LeaseFile::open(slot.store->folder(), slot.store->options().faults);
+    auto file = store::LeaseFile::open(slot.store->folder(), slot.store->options().faults);
     if (!file) {
       give_up(slot, file.error().describe());
       return false;
@@ -282,7 +282,7 @@ bool TranscriptWriter::lease_due(const Slot& slot, Cursor committed) {
 bool TranscriptWriter::extend_lease(Slot& slot, Cursor committed) {
   const Cursor limit =
       max(slot.lease.limit, advance_capped(committed, lease_bytes(slot.ring->capacity())));
-  if (!write_lease(slot, CursorLease{limit, true})) return false;
+  if (!write_lease(slot, store::CursorLease{limit, true})) return false;
   WriterEvent e;
   e.kind = WriterEvent::Kind::lease;
   e.id = slot.id;

@@ -35,8 +35,8 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "engine/consumer_gate.hpp"
-#include "engine/lease_file.hpp"
-#include "engine/transcript_store.hpp"
+#include "engine/store/lease_file.hpp"
+#include "engine/store/transcript_store.hpp"
 #include "engine/wake_signal.hpp"
 #include "shm/ring_reader.hpp"
 
@@ -89,7 +89,7 @@ class TranscriptWriter {
   // Keeps the ring's bytes from the consumer's position on, as `session` of `epoch`, with no
   // session running: the next one starts with new_session, even the one a spawn starts.
   void add_actor(WriterActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
-                 TranscriptStore store, std::uint64_t epoch, std::uint64_t session);
+                 store::TranscriptStore store, std::uint64_t epoch, std::uint64_t session);
   // Stops keeping the actor; with a non-empty `erase`, then deletes that folder (a delete moves
   // the actor's folder out of the way first, so a new actor of the same name never meets it).
   void remove_actor(WriterActorId id, std::filesystem::path erase = {});
@@ -113,7 +113,7 @@ class TranscriptWriter {
     WriterActorId id;
     std::unique_ptr<shm::RingReader> ring;
     std::shared_ptr<InternalConsumer> consumer;
-    std::unique_ptr<TranscriptStore> store;
+    std::unique_ptr<store::TranscriptStore> store;
     std::uint64_t epoch;
     std::uint64_t session;
   };
@@ -140,7 +140,7 @@ class TranscriptWriter {
   bool pump(Slot& slot, std::size_t budget);
   bool apply_due_marks(Slot& slot);
   // Writes `lease` durably; false after giving the transcript up.
-  bool write_lease(Slot& slot, CursorLease lease);
+  bool write_lease(Slot& slot, store::CursorLease lease);
   // Bytes the writer still needs are gone from the ring (zeroed by a clear, which also marks
   // them overwritten): applies the marks up to and including the queued clear, skipping those
   // bytes. False when no clear is queued.

@@ -1,4 +1,4 @@
-// Fuzz target: Mirror (engine/mirror.hpp: VtScanner + MirrorScreen over libvterm 0.1.4) and the
+// Fuzz target: Mirror (engine/term/mirror.hpp: VtScanner + MirrorScreen over libvterm 0.1.4) and the
 // snapshot_v1 writer, checking the round-trip contract of docs/snapshot.md on every input.
 //
 // Input: a 15-byte header, then the stream.
@@ -15,7 +15,7 @@
 //     resize that came before the snapshot;
 //   - a fresh Mirror B of A's size fed the snapshot bytes and then the raw bytes from the
 //     snapshot's cursor (resizes at the same stream offsets) ends in A's observable state, A
-//     having been fed the rest of the stream too: engine::first_difference() (mirror_compare.hpp,
+//     having been fed the rest of the stream too: term::first_difference() (mirror_compare.hpp,
 //     the check `backscroll verify` runs) finds nothing;
 //   - both again after a probe suffix fed to each (text in the current pen and charset, REP,
 //     scrolling in the region, origin addressing, DECRC, leaving the alternate screen), which
@@ -40,25 +40,25 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/mirror.hpp"
-#include "engine/mirror_compare.hpp"
-#include "engine/snapshot_grammar.hpp"
-#include "tests/engine/vterm_reference.hpp"
+#include "engine/term/mirror.hpp"
+#include "engine/term/mirror_compare.hpp"
+#include "engine/term/snapshot_grammar.hpp"
+#include "engine/term/reference/vterm_reference.hpp"
 
 namespace {
 
 using backscroll::Cursor;
-using backscroll::engine::Cell;
-using backscroll::engine::CompareOptions;
-using backscroll::engine::CursorState;
-using backscroll::engine::LookAheadOptions;
-using backscroll::engine::Mirror;
-using backscroll::engine::MirrorScreen;
-using backscroll::engine::MirrorSnapshot;
-using backscroll::engine::Pen;
-using backscroll::engine::ScrollbackLimits;
-using backscroll::engine::SnapshotOptions;
-using backscroll::engine::VtScanner;
+using backscroll::term::Cell;
+using backscroll::term::CompareOptions;
+using backscroll::term::CursorState;
+using backscroll::term::LookAheadOptions;
+using backscroll::term::Mirror;
+using backscroll::term::MirrorScreen;
+using backscroll::term::MirrorSnapshot;
+using backscroll::term::Pen;
+using backscroll::term::ScrollbackLimits;
+using backscroll::term::SnapshotOptions;
+using backscroll::term::VtScanner;
 
 constexpr std::size_t kHeader = 15;
 constexpr std::uint64_t kStart = 1000;  // A's stream starts at this ring cursor
@@ -278,14 +278,14 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
   ctx_b = &jumped;
   if (const std::string d = screen_layer.difference(parsed.screen()); !d.empty())
     fail("the grid and libvterm's screen layer fed the same, after the stream: " + d);
-  if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
+  if (const std::string d = backscroll::term::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the stream: " + d);
   const std::string probe = probe_suffix(parsed.screen().rows());
   parsed.feed(probe);
   jumped.feed(probe);
   if (const std::string d = screen_layer.difference(parsed.screen()); !d.empty())
     fail("the grid and libvterm's screen layer fed the same, after the probe: " + d);
-  if (const std::string d = backscroll::engine::first_difference(parsed, jumped, all); !d.empty())
+  if (const std::string d = backscroll::term::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the probe: " + d);
   ctx_a = ctx_b = nullptr;
 }
@@ -341,7 +341,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   ++stats.checked;
   std::string why;
-  if (!backscroll::engine::is_safe_snapshot(snap.snapshot.bytes, &why)) fail("unsafe snapshot: " + why);
+  if (!backscroll::term::is_safe_snapshot(snap.snapshot.bytes, &why)) fail("unsafe snapshot: " + why);
   for (const Resize& r : before)
     check(r.at <= cursor, "snapshot tagged before a resize it reflects");
   check(snap.snapshot.cols == a.screen().cols() && snap.snapshot.rows == a.screen().rows(),
@@ -378,13 +378,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Both end where the stream ends; a held sequence there is held in both.
   b.feed("\x18");
   a.feed("\x18");
-  if (const std::string d = backscroll::engine::first_difference(a, b, compare); !d.empty())
+  if (const std::string d = backscroll::term::first_difference(a, b, compare); !d.empty())
     fail("after the stream: " + d);
 
   const std::string probe = probe_suffix(a.screen().rows());
   a.feed(probe);
   b.feed(probe);
-  if (const std::string d = backscroll::engine::first_difference(a, b, compare); !d.empty())
+  if (const std::string d = backscroll::term::first_difference(a, b, compare); !d.empty())
     fail("after the probe: " + d);
   ctx_a = ctx_b = nullptr;
   return 0;

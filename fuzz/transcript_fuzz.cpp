@@ -1,4 +1,4 @@
-// Fuzz target: a damaged transcript folder (engine/transcript_store.cpp). The input describes a
+// Fuzz target: a damaged transcript folder (engine/store/transcript_store.cpp). The input describes a
 // transcript the harness writes through TranscriptStore (appends of given sizes and sessions,
 // small segments), then damages its files in place, then opens and reads it. Whatever the
 // damage, opening must not crash, and what the store then says must hold:
@@ -26,14 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/transcript_store.hpp"
+#include "engine/store/transcript_store.hpp"
 #include "fuzz/fuzz_input.hpp"
 
 namespace {
 
 using namespace backscroll;
-using engine::TranscriptGap;
-using engine::TranscriptStore;
+using store::TranscriptGap;
+using store::TranscriptStore;
 namespace fs = std::filesystem;
 
 [[noreturn]] void violated() { __builtin_trap(); }

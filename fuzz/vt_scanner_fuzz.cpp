@@ -1,4 +1,4 @@
-// Fuzz target: VtScanner (engine/vt_scanner.hpp), the parser every byte a program prints goes
+// Fuzz target: VtScanner (engine/term/vt_scanner.hpp), the parser every byte a program prints goes
 // through before libvterm. Input: byte 0 seeds how the rest is split into scan() calls, bytes 1
 // and 2 pick the screen rows and columns (1-256), bytes 3.. are the stream. Oracles: no crash or
 // sanitizer report; scanning whole and in pieces gives the same modes, title, reason, bells,
@@ -16,14 +16,14 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/vt_scanner.hpp"
+#include "engine/term/vt_scanner.hpp"
 
 namespace {
 
 using backscroll::Cursor;
-using backscroll::engine::Mark;
-using backscroll::engine::MarkKind;
-using backscroll::engine::VtScanner;
+using backscroll::term::Mark;
+using backscroll::term::MarkKind;
+using backscroll::term::VtScanner;
 
 constexpr std::uint64_t kStart = 77;
 

@@ -58,7 +58,7 @@ Result<const RingHeader*> validate_ring_header(const std::byte* header, std::siz
   return h;
 }
 
-RingReader::RingReader(std::optional<Segments> segments, const RingHeader* header,
+RingReader::RingReader(std::optional<RingSegments> segments, const RingHeader* header,
                        const std::byte* data)
     : segments_(std::move(segments)), header_(header), data_(data), capacity_(header->capacity) {}
 
@@ -104,7 +104,7 @@ Result<RingReader> RingReader::open_announced(const RingAnnouncement& announced)
                                          std::to_string(owner.pid) + ", which is gone");
   }
   const std::byte* data = data_segment->data();
-  return RingReader(Segments{std::move(*header_segment), std::move(*data_segment)}, *header, data);
+  return RingReader(RingSegments{std::move(*header_segment), std::move(*data_segment)}, *header, data);
 }
 
 namespace {

@@ -89,13 +89,9 @@ class RingReader {
   }
 
  private:
-  struct Segments {
-    Segment header;
-    Segment data;
-  };
-  RingReader(std::optional<Segments> segments, const RingHeader* header, const std::byte* data);
+  RingReader(std::optional<RingSegments> segments, const RingHeader* header, const std::byte* data);
 
-  std::optional<Segments> segments_;  // empty for `over`
+  std::optional<RingSegments> segments_;  // empty for `over`
   const RingHeader* header_;
   const std::byte* data_;
   std::uint64_t capacity_;

@@ -24,22 +24,24 @@ void store_release(std::uint64_t& field, Cursor c) noexcept {
 }  // namespace
 
 Result<RingWriter> RingWriter::create(const RingIdentity& identity) {
-  auto header = Segment::create("bs-ring:" + identity.actor, kHeaderBytes, Sealing::size_and_writes);
+  auto header = Segment::create(std::string(RingSegments::kHeaderLabel) + identity.actor,
+                                kHeaderBytes, Sealing::size_and_writes);
   if (!header) return tl::unexpected(header.error());
   // The data stays writable through new mappings: release_pages punches holes, which a write
   // seal forbids.
-  auto data = Segment::create("bs-data:" + identity.actor, identity.capacity, Sealing::size);
+  auto data = Segment::create(std::string(RingSegments::kDataLabel) + identity.actor,
+                              identity.capacity, Sealing::size);
   if (!data) return tl::unexpected(data.error());
   std::byte* h = header->data();
   std::byte* d = data->data();
-  return RingWriter(Segments{std::move(*header), std::move(*data)}, h, d, identity);
+  return RingWriter(RingSegments{std::move(*header), std::move(*data)}, h, d, identity);
 }
 
 RingWriter RingWriter::over(std::byte* base, const RingIdentity& identity) {
   return RingWriter(std::nullopt, base, base + kHeaderBytes, identity);
 }
 
-RingWriter::RingWriter(std::optional<Segments> segments, std::byte* header, std::byte* data,
+RingWriter::RingWriter(std::optional<RingSegments> segments, std::byte* header, std::byte* data,
                        const RingIdentity& identity)
     : segments_(std::move(segments)),
       header_(reinterpret_cast<RingHeader*>(header)),

@@ -81,11 +81,7 @@ class RingWriter {
   int data_fd() const noexcept;
 
  private:
-  struct Segments {
-    Segment header;
-    Segment data;
-  };
-  RingWriter(std::optional<Segments> segments, std::byte* header, std::byte* data,
+  RingWriter(std::optional<RingSegments> segments, std::byte* header, std::byte* data,
              const RingIdentity& identity);
   void initialise(const RingIdentity& identity) noexcept;
   void publish_reserved(Cursor reserved) noexcept;
@@ -94,7 +90,7 @@ class RingWriter {
   // Zeroes what a clear left under the reservation of a read now over, past committed_.
   void finish_wipe() noexcept;
 
-  std::optional<Segments> segments_;  // empty for `over`
+  std::optional<RingSegments> segments_;  // empty for `over`
   RingHeader* header_;
   std::byte* data_;
   std::uint64_t capacity_;

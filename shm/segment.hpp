@@ -60,4 +60,13 @@ class Segment {
   std::size_t size_ = 0;
 };
 
+// The two memfds of one ring. Their names in /proc/<pid>/fd start with these labels (then the
+// actor's name), which is how tests and tools recognise a ring's descriptors.
+struct RingSegments {
+  static constexpr std::string_view kHeaderLabel = "bs-ring:";
+  static constexpr std::string_view kDataLabel = "bs-data:";
+  Segment header;
+  Segment data;
+};
+
 }  // namespace backscroll::shm

@@ -20,7 +20,7 @@ constexpr std::uint64_t kModelSliceBytes = 16 * 1024;  // render: frames go on d
 constexpr std::size_t kKeptResizes = 64;               // for a start whose snapshot is older
 // The local model's history: what a growing screen takes back (the engine's sizes end at 1000
 // rows), as the actor's own terminal does.
-constexpr engine::ScrollbackLimits kModelHistory{.max_lines = 1000, .max_bytes = 4u << 20};
+constexpr term::ScrollbackLimits kModelHistory{.max_lines = 1000, .max_bytes = 4u << 20};
 
 // A snapshot draws on a fresh terminal: reset the modes, the region and the pen, clear.
 constexpr std::string_view kFreshTerminal = "\x1b[!p\x1b[0m\x1b[r\x1b[H\x1b[2J";
@@ -144,7 +144,7 @@ Result<void> AttachView::begin(ViewStart start) {
     out += kFreshTerminal;
     out += start.snapshot;
     if (auto w = write_all(STDOUT_FILENO, out); !w) return w;
-    modes_ = TerminalModes{};
+    modes_ = DetachModes{};
     modes_.observe(std::as_bytes(std::span(start.snapshot.data(), start.snapshot.size())));
     model_.reset();
     follower_.emplace(reader_, start.cursor);
@@ -159,8 +159,8 @@ Result<void> AttachView::begin(ViewStart start) {
       on_alternate_ = true;
     }
     if (auto w = write_all(STDOUT_FILENO, out); !w) return w;
-    modes_ = TerminalModes{};
-    model_ = std::make_unique<engine::Mirror>(Cursor{0}, model_dimension(start.cols),
+    modes_ = DetachModes{};
+    model_ = std::make_unique<term::Mirror>(Cursor{0}, model_dimension(start.cols),
                                               model_dimension(start.rows), kModelHistory);
     model_->feed(start.snapshot);
     model_start_ = start.cursor;
@@ -190,7 +190,7 @@ void AttachView::add_resize(const ActorResize& resize) {
 }
 
 void AttachView::resize_model(const ActorResize& resize) {
-  const engine::MirrorScreen& screen = model_->screen();
+  const term::MirrorScreen& screen = model_->screen();
   // The actor's terminal keeps what a narrower or shorter screen hid and shows it again when it
   // grows; a snapshot holds only what was visible. Growing, the model is exact again only
   // from a snapshot taken after the resize.

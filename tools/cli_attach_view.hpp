@@ -5,7 +5,7 @@
 //   bytes before the committed cursor at the start are a catch-up: after them it writes the
 //   sentinel query `CSI 5 n` and tells the input side how many status answers are due
 //   (CatchUpGuard). The modes the program switches on are tracked to undo them at the end.
-// - render: the snapshot and the raw bytes feed a local terminal model (engine::Mirror) at the
+// - render: the snapshot and the raw bytes feed a local terminal model (term::Mirror) at the
 //   actor's size, resized at each `resized` event's cursor, and ScreenRenderer draws it into
 //   the terminal at the terminal's size, at most once per kFrameInterval, on the terminal's
 //   alternate screen, with the input side's status line on the last row.
@@ -27,13 +27,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/mirror.hpp"
+#include "engine/term/mirror.hpp"
 #include "shm/ring_reader.hpp"
 #include "tools/cli_ring_follower.hpp"
 #include "tools/cli_ring_wait.hpp"
 #include "tools/cli_screen_render.hpp"
 #include "tools/cli_terminal_input.hpp"
-#include "tools/cli_terminal_modes.hpp"
+#include "tools/cli_detach_modes.hpp"
 
 namespace backscroll::cli {
 
@@ -145,11 +145,11 @@ class AttachView {
   ViewMode mode_ = ViewMode::passthrough;
   std::optional<RingFollower> follower_;
   // passthrough
-  TerminalModes modes_;
+  DetachModes modes_;
   std::optional<Cursor> catch_up_end_;  // set while a catch-up is being written
   StatusRequestCounter status_requests_;
   // render
-  std::unique_ptr<engine::Mirror> model_;
+  std::unique_ptr<term::Mirror> model_;
   Cursor model_start_{0};
   std::deque<ActorResize> resizes_;  // by cursor; kept for the next start in passthrough
   ScreenRenderer renderer_;

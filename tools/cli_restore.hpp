@@ -1,5 +1,5 @@
 // `backscroll restore NAME`: opens a new shell actor where a deleted actor worked, which first
-// prints the scrollback the deletion saved (docs/cli.md, engine/deletion_snapshot.hpp).
+// prints the scrollback the deletion saved (docs/cli.md, engine/deletion_archive.hpp).
 #pragma once
 
 #include <optional>

@@ -2,15 +2,15 @@
 
 #include <algorithm>
 
-#include "engine/utf8.hpp"
-#include "engine/zero_width.hpp"
+#include "engine/term/utf8.hpp"
+#include "engine/term/zero_width.hpp"
 
 namespace backscroll::cli {
 namespace {
 
-using engine::Cell;
-using engine::Color;
-using engine::Pen;
+using term::Cell;
+using term::Color;
+using term::Pen;
 
 void append_color(std::string& out, const Color& c, bool background) {
   switch (c.kind) {
@@ -34,7 +34,7 @@ void append_color(std::string& out, const Color& c, bool background) {
 
 // An erased cell shows its background (and reverse), never a line through or under it.
 Pen erased_pen(Pen pen) {
-  pen.underline = engine::Underline::off;
+  pen.underline = term::Underline::off;
   pen.strike = false;
   pen.blink = false;
   return pen;
@@ -49,10 +49,10 @@ std::string sgr_for(const Pen& pen) {
   if (pen.bold) out += ";1";
   if (pen.italic) out += ";3";
   switch (pen.underline) {
-    case engine::Underline::off: break;
-    case engine::Underline::single: out += ";4"; break;
-    case engine::Underline::double_: out += ";21"; break;
-    case engine::Underline::curly: out += ";4:3"; break;
+    case term::Underline::off: break;
+    case term::Underline::single: out += ";4"; break;
+    case term::Underline::double_: out += ";21"; break;
+    case term::Underline::curly: out += ";4:3"; break;
   }
   if (pen.blink) out += ";5";
   if (pen.reverse) out += ";7";
@@ -69,7 +69,7 @@ void ScreenRenderer::set_terminal(int cols, int rows) {
   valid_ = false;
 }
 
-Cell ScreenRenderer::wanted(const engine::MirrorScreen& screen, std::string_view status, int row,
+Cell ScreenRenderer::wanted(const term::MirrorScreen& screen, std::string_view status, int row,
                             int col) const {
   if (row == status_row_) {
     Cell c;
@@ -106,7 +106,7 @@ void ScreenRenderer::set_pen(std::string& out, const Pen& pen) {
   pen_ = pen;
 }
 
-std::string ScreenRenderer::frame(const engine::MirrorScreen& screen, std::string_view status) {
+std::string ScreenRenderer::frame(const term::MirrorScreen& screen, std::string_view status) {
   std::string out;
   if (!valid_) {
     // Pen first: the erase paints with it.
@@ -138,11 +138,11 @@ std::string ScreenRenderer::frame(const engine::MirrorScreen& screen, std::strin
       // A cell that starts with a zero-width character (one that followed no glyph) would
       // join the glyph before it or not advance the cursor in this terminal: a space keeps the
       // columns in place.
-      if (want.kind == Cell::Kind::erased || engine::is_zero_width(want.chars[0])) {
+      if (want.kind == Cell::Kind::erased || term::is_zero_width(want.chars[0])) {
         out += ' ';
       } else {
         for (int i = 0; i < want.nchars; ++i) {
-          engine::append_utf8(out, want.chars[static_cast<std::size_t>(i)]);
+          term::append_utf8(out, want.chars[static_cast<std::size_t>(i)]);
         }
       }
       shown_[at] = want;
@@ -157,7 +157,7 @@ std::string ScreenRenderer::frame(const engine::MirrorScreen& screen, std::strin
     }
   }
 
-  const engine::CursorState cursor = screen.cursor();
+  const term::CursorState cursor = screen.cursor();
   const bool inside = cursor.visible && cursor.row < visible_rows_ && cursor.col < visible_cols_;
   const std::optional<std::pair<int, int>> cursor_at =
       inside ? std::optional(std::pair{cursor.row, cursor.col}) : std::nullopt;

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/mirror_screen.hpp"
+#include "engine/term/mirror_screen.hpp"
 
 namespace backscroll::cli {
 
@@ -27,20 +27,20 @@ class ScreenRenderer {
   void invalidate() noexcept { valid_ = false; }
   // The bytes that bring the terminal from what it shows to `screen` plus `status` (one line,
   // ASCII; empty: none). Empty when nothing changed.
-  std::string frame(const engine::MirrorScreen& screen, std::string_view status);
+  std::string frame(const term::MirrorScreen& screen, std::string_view status);
 
  private:
   // What the cell at (row, col) of the terminal should show.
-  engine::Cell wanted(const engine::MirrorScreen& screen, std::string_view status, int row,
+  term::Cell wanted(const term::MirrorScreen& screen, std::string_view status, int row,
                       int col) const;
   void move_to(std::string& out, int row, int col);
-  void set_pen(std::string& out, const engine::Pen& pen);
+  void set_pen(std::string& out, const term::Pen& pen);
 
   int cols_ = 0;
   int rows_ = 0;
   bool valid_ = false;               // shown_ is what the terminal shows
-  std::vector<engine::Cell> shown_;  // rows_ x cols_, row-major
-  std::optional<engine::Pen> pen_;   // the terminal's pen, when known
+  std::vector<term::Cell> shown_;  // rows_ x cols_, row-major
+  std::optional<term::Pen> pen_;   // the terminal's pen, when known
   std::optional<std::pair<int, int>> at_;  // the terminal's cursor, when known
   std::optional<std::pair<int, int>> cursor_shown_;  // where the last frame left it visible
   bool cursor_hidden_ = false;
@@ -52,6 +52,6 @@ class ScreenRenderer {
 };
 
 // SGR that sets exactly `pen` from any state (it starts with a reset).
-std::string sgr_for(const engine::Pen& pen);
+std::string sgr_for(const term::Pen& pen);
 
 }  // namespace backscroll::cli

@@ -8,16 +8,16 @@
 #include <random>
 #include <vector>
 
-#include "engine/mirror.hpp"
-#include "engine/mirror_compare.hpp"
-#include "engine/snapshot_grammar.hpp"
+#include "engine/term/mirror.hpp"
+#include "engine/term/mirror_compare.hpp"
+#include "engine/term/snapshot_grammar.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_ring_follower.hpp"
 
 namespace backscroll::cli {
 namespace {
 
-using engine::Mirror;
+using term::Mirror;
 
 // The bytes [from, committed) of the ring, or from its oldest cursor when `from` was lapped.
 Result<std::string> copy_retained(const shm::RingReader& reader, Cursor& from) {
@@ -77,7 +77,7 @@ int run_verify(const Places& places, const VerifyArgs& args) {
   Mirror whole(Cursor{0}, cols, rows);
   struct Taken {
     std::uint64_t cut;
-    engine::MirrorSnapshot snap;
+    term::MirrorSnapshot snap;
   };
   std::vector<Taken> taken;
   std::map<std::string, int> fallbacks;
@@ -85,7 +85,7 @@ int run_verify(const Places& places, const VerifyArgs& args) {
   for (const std::uint64_t cut : cuts) {
     feed_in_pieces(whole, std::string_view(*bytes).substr(fed, cut - fed), rng);
     fed = cut;
-    engine::MirrorSnapshot s = whole.snapshot();
+    term::MirrorSnapshot s = whole.snapshot();
     if (s.snapshot.fallback_reason) ++fallbacks[*s.snapshot.fallback_reason];
     else taken.push_back({cut, std::move(s)});
   }
@@ -102,13 +102,13 @@ int run_verify(const Places& places, const VerifyArgs& args) {
                            std::to_string(value(start) + tag) + ")";
     std::string why;
     std::string diff;
-    if (!engine::is_safe_snapshot(t.snap.snapshot.bytes, &why)) {
+    if (!term::is_safe_snapshot(t.snap.snapshot.bytes, &why)) {
       diff = "the snapshot breaks the grammar: " + why;
     } else {
       Mirror replayed(Cursor{0}, cols, rows);
       replayed.feed(t.snap.snapshot.bytes);
       feed_in_pieces(replayed, std::string_view(*bytes).substr(tag), rng);
-      diff = engine::first_difference(whole, replayed,
+      diff = term::first_difference(whole, replayed,
                                       {.history_lines = t.snap.snapshot.scrollback_lines});
     }
     if (!diff.empty()) {

@@ -35,7 +35,7 @@ std::string_view to_string(StatusEventKind kind) noexcept {
 // VtScanner reports the title and the bell count as totals after a scan() call, so a call that
 // spans two title sets would hide the first. Live bytes are therefore scanned in pieces that end
 // at every byte where the scanner may set the title or count a bell (docs/vt-scanner.md, "Title"
-// and the departures list at the top of engine/vt_scanner.cpp):
+// and the departures list at the top of engine/term/vt_scanner.cpp):
 //   - BEL: rings, or ends an OSC;
 //   - the first significant byte (or ESC, CAN, SUB) after an ESC: ends an OSC as ST or as
 //     "ESC followed by anything"; NUL, DEL and other C0 controls in between do not end it;

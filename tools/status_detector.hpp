@@ -1,5 +1,5 @@
 // StatusDetector: the status of one actor, derived from its raw output stream: the window title
-// (OSC 0/2 and CSI 23 t, through engine/vt_scanner.hpp; OSC 1 is the icon name, not a title),
+// (OSC 0/2 and CSI 23 t, through engine/term/vt_scanner.hpp; OSC 1 is the icon name, not a title),
 // the bells, the time of the last output, and the agent status the rule table reads from the
 // title (status_rules.hpp). Pure: it sees only the bytes it is given, in stream order, and a
 // clock value per call. Coordinates: cursors (VtScanner's positions).
@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/vt_scanner.hpp"
+#include "engine/term/vt_scanner.hpp"
 #include "shm/cursor.hpp"
 #include "tools/status_rules.hpp"
 
@@ -91,7 +91,7 @@ class StatusDetector {
   Classification classify(const std::string& title);
 
   const StatusRules* rules_;
-  engine::VtScanner scanner_;
+  term::VtScanner scanner_;
   EventBoundaries boundaries_;
   bool restoring_ = true;
   std::uint64_t bells_before_;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/utf8.hpp"
+#include "engine/term/utf8.hpp"
 #include "tools/bridge/auth.hpp"
 #include "tools/bridge/client_flow.hpp"
 #include "tools/bridge/url_query.hpp"
@@ -44,7 +44,7 @@ RC_GTEST_PROP(Utf8Boundary, AFrameEndsOnACharacterBoundaryAndHoldsAtMostThreeByt
   std::string text;
   std::vector<std::size_t> boundaries{0};
   for (const char32_t cp : points) {
-    engine::append_utf8(text, cp);
+    term::append_utf8(text, cp);
     boundaries.push_back(text.size());
   }
   const std::size_t cut = *rc::gen::inRange<std::size_t>(0, text.size() + 1);

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "tests/bridge/bridge_client.hpp"
+#include "tools/bridge/client/bridge_client.hpp"
 #include "tests/engine/engine_process.hpp"
 
 namespace backscroll::testing {

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "engine/snapshot_grammar.hpp"
+#include "engine/term/snapshot_grammar.hpp"
 #include "tests/engine/engine_process.hpp"
-#include "tests/engine/vterm_reference.hpp"
+#include "engine/term/reference/vterm_reference.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -62,7 +62,7 @@ TEST_F(Attach, SnapshotOfMegabytesOfHistoryIsSmallSafeAndExact) {
   EXPECT_EQ(snap.header.at("scrollback_lines"), 512);
   EXPECT_LT(snap.payload.size(), 64u * 1024);
   std::string why;
-  EXPECT_TRUE(engine::is_safe_snapshot(snap.payload, &why)) << why;
+  EXPECT_TRUE(term::is_safe_snapshot(snap.payload, &why)) << why;
 
   const std::uint64_t cursor = snap.header.at("cursor");
   ASSERT_LE(cursor, all.size());
@@ -113,7 +113,7 @@ TEST_F(Attach, ResizingControllerAttachAtAPromptGetsTheScreenAtTheCommittedCurso
     EXPECT_EQ(r.header.at("cols"), 100) << name;
     EXPECT_EQ(r.header.at("rows"), 30) << name;
     std::string why;
-    EXPECT_TRUE(engine::is_safe_snapshot(r.payload, &why)) << name << ": " << why;
+    EXPECT_TRUE(term::is_safe_snapshot(r.payload, &why)) << name << ": " << why;
     // The resize ended the glyph being printed (docs/snapshot.md): the snapshot does not end
     // inside its text run with the last glyph printed again.
     const std::string last = name == "prompt" ? " " : name == "wrapped" ? "x" : "e\xcc\x81";

@@ -23,21 +23,24 @@
 #include "engine/engine.hpp"
 #include "engine/input_queue.hpp"
 #include "shm/ring_reader.hpp"
+#include "shm/segment.hpp"
 #include "tests/engine/engine_process.hpp"
 #include "tests/engine/pattern.hpp"
 
 namespace backscroll::testing {
 namespace {
 
-// Ring memfds this process holds open (RingWriter::create labels them "bs-ring:" and
-// "bs-data:"): an engine that went away must have closed every one.
+// Ring memfds this process holds open (labelled by shm::RingSegments): an engine that went away
+// must have closed every one.
 int ring_memfds_open() {
+  const std::string header = "/memfd:" + std::string(shm::RingSegments::kHeaderLabel);
+  const std::string data = "/memfd:" + std::string(shm::RingSegments::kDataLabel);
   int open = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     std::error_code link_ec;
     const std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
-    if (target.rfind("/memfd:bs-ring:", 0) == 0 || target.rfind("/memfd:bs-data:", 0) == 0) ++open;
+    if (target.rfind(header, 0) == 0 || target.rfind(data, 0) == 0) ++open;
   }
   return open;
 }

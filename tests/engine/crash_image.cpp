@@ -57,12 +57,12 @@ std::string mix(const std::string& synced, const std::string& now, std::mt19937_
 
 }  // namespace
 
-bool CrashRecorder::before(engine::IoOp op, const fs::path& path) {
+bool CrashRecorder::before(store::IoOp op, const fs::path& path) {
   std::unique_lock lock(mutex_);
   if (released_) return true;  // the engine is gone: nothing reaches the disk any more
   if (++operations_ != freeze_at_) {
     // The file's inode number may be reused once it is gone; durable names keep their copy.
-    if (op == engine::IoOp::remove) {
+    if (op == store::IoOp::remove) {
       if (const auto inode = inode_of(path)) {
         synced_.erase(*inode);
         for (auto& [folder, names] : durable_names_) {
@@ -80,9 +80,9 @@ bool CrashRecorder::before(engine::IoOp op, const fs::path& path) {
   return true;
 }
 
-void CrashRecorder::after(engine::IoOp op, const fs::path& path) {
+void CrashRecorder::after(store::IoOp op, const fs::path& path) {
   std::lock_guard lock(mutex_);
-  if (op == engine::IoOp::sync) {
+  if (op == store::IoOp::sync) {
     const auto inode = inode_of(path);
     if (!inode) return;
     synced_[*inode] = contents(path);
@@ -91,7 +91,7 @@ void CrashRecorder::after(engine::IoOp op, const fs::path& path) {
         if (durable.inode == *inode) durable.synced = synced_[*inode];
       }
     }
-  } else if (op == engine::IoOp::folder_sync) {
+  } else if (op == store::IoOp::folder_sync) {
     auto& names = durable_names_[path];
     names.clear();
     std::error_code ec;

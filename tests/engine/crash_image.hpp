@@ -18,17 +18,17 @@
 #include <random>
 #include <string>
 
-#include "engine/io_faults.hpp"
+#include "engine/store/io_faults.hpp"
 
 namespace backscroll::testing {
 
-class CrashRecorder : public engine::IoFaultPlan {
+class CrashRecorder : public store::IoFaultPlan {
  public:
   // `freeze_at`: the operation (of any kind, counted from 1) during which the power goes.
   explicit CrashRecorder(std::uint64_t freeze_at) : freeze_at_(freeze_at) {}
 
-  bool before(engine::IoOp op, const std::filesystem::path& path) override;
-  void after(engine::IoOp op, const std::filesystem::path& path) override;
+  bool before(store::IoOp op, const std::filesystem::path& path) override;
+  void after(store::IoOp op, const std::filesystem::path& path) override;
 
   // Test thread: whether the writer is frozen at the crash point.
   bool frozen();

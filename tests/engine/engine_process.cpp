@@ -1,5 +1,7 @@
 #include "tests/engine/engine_process.hpp"
 
+#include "shm/segment.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -353,14 +355,14 @@ void EngineProcess::wait_output(const std::string& actor, std::string_view needl
 std::vector<std::string> EngineProcess::rings() const {
   std::vector<std::string> actors;
   if (pid_ <= 0) return actors;
-  static constexpr std::string_view kLabel = "/memfd:bs-ring:";  // RingWriter::create's header
+  const std::string label = "/memfd:" + std::string(shm::RingSegments::kHeaderLabel);
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec)) {
     std::error_code link_ec;
     std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
-    if (target.rfind(kLabel, 0) != 0) continue;
-    target.erase(0, kLabel.size());
+    if (target.rfind(label, 0) != 0) continue;
+    target.erase(0, label.size());
     if (const auto deleted = target.find(" (deleted)"); deleted != std::string::npos) {
       target.erase(deleted);
     }

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/lease_file.hpp"
+#include "engine/store/lease_file.hpp"
 #include "engine/settings.hpp"
 #include "engine/transcript_writer.hpp"
 #include "tests/engine/engine_process.hpp"
@@ -25,8 +25,8 @@ namespace backscroll::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using engine::CursorLease;
-using engine::LeaseFile;
+using store::CursorLease;
+using store::LeaseFile;
 
 class LeaseFileTest : public ::testing::Test {
  protected:
@@ -103,7 +103,7 @@ TEST_F(LeaseFileTest, NeverThroughASymlinkNorFromSomethingElseThanAFile) {
 
 TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
   for (const bool sync : {false, true}) {
-    auto plan = std::make_shared<engine::IoFaultPlan>(sync ? engine::IoOp::sync : engine::IoOp::write, 2);
+    auto plan = std::make_shared<store::IoFaultPlan>(sync ? store::IoOp::sync : store::IoOp::write, 2);
     fs::remove(file());
     auto file = LeaseFile::open(dir_.path(), plan);
     ASSERT_TRUE(file);
@@ -122,7 +122,7 @@ TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
 }
 
 TEST(ResumeAfter, AnOpenLeaseContinuesAtItsLimitAndTheStretchBeforeIsLost) {
-  const auto r = engine::resume_after(Cursor{500}, Cursor{400},
+  const auto r = store::resume_after(Cursor{500}, Cursor{400},
                                       std::optional<CursorLease>{CursorLease{Cursor{9000}, true}});
   EXPECT_EQ(r.next, Cursor{9000});
   ASSERT_TRUE(r.lost);
@@ -134,12 +134,12 @@ TEST(ResumeAfter, AnOpenLeaseContinuesAtItsLimitAndTheStretchBeforeIsLost) {
 TEST(ResumeAfter, AClosedLeaseOrNoneContinuesExactlyWhenTheTranscriptHoldsEverything) {
   for (const auto& lease :
        {std::optional<CursorLease>{}, std::optional<CursorLease>{CursorLease{Cursor{500}, false}}}) {
-    const auto r = engine::resume_after(Cursor{500}, Cursor{500}, lease);
+    const auto r = store::resume_after(Cursor{500}, Cursor{500}, lease);
     EXPECT_EQ(r.next, Cursor{500});
     EXPECT_FALSE(r.lost);
   }
   // A transcript shorter than the sealed end it recorded lost its tail (a disk that lied).
-  const auto short_tail = engine::resume_after(
+  const auto short_tail = store::resume_after(
       Cursor{300}, Cursor{450}, std::optional<CursorLease>{CursorLease{Cursor{500}, false}});
   EXPECT_EQ(short_tail.next, Cursor{500});
   ASSERT_TRUE(short_tail.lost);
@@ -148,7 +148,7 @@ TEST(ResumeAfter, AClosedLeaseOrNoneContinuesExactlyWhenTheTranscriptHoldsEveryt
 
 TEST(ResumeAfter, AnUnreadableLeaseContinuesPastAnyLeaseAnEngineGrants) {
   const Result<std::optional<CursorLease>> unreadable = fail(Errc::data_lost, "no slot checks out");
-  const auto r = engine::resume_after(Cursor{500}, Cursor{600}, unreadable);
+  const auto r = store::resume_after(Cursor{500}, Cursor{600}, unreadable);
   EXPECT_EQ(r.next, Cursor{600} + LeaseFile::kUnreadableLeaseJump);
   // Rings are at most Settings::kMaxNumber bytes (per_actor_bytes is capped there).
   EXPECT_GT(LeaseFile::kUnreadableLeaseJump,

@@ -31,7 +31,7 @@
 
 #include "engine/actor_record.hpp"
 #include "engine/request_fields.hpp"
-#include "engine/transcript_store.hpp"
+#include "engine/store/transcript_store.hpp"
 #include "shm/ring_reader.hpp"
 #include "tests/engine/engine_process.hpp"
 #include "tests/engine/pattern.hpp"
@@ -72,7 +72,7 @@ std::string transcript(const fs::path& folder, std::uint64_t from, std::uint64_t
   std::string out;
   std::vector<char> buf(1 << 20);
   while (from < end) {
-    auto n = engine::TranscriptStore::read_folder(folder, Cursor{from}, Cursor{end}, buf);
+    auto n = store::TranscriptStore::read_folder(folder, Cursor{from}, Cursor{end}, buf);
     if (!n) raise_failure("transcript read at " + std::to_string(from) + ": " + n.error().describe());
     out.append(buf.data(), *n);
     from += *n;

@@ -29,19 +29,19 @@
 #include <thread>
 #include <vector>
 
-#include "engine/mirror.hpp"
-#include "engine/mirror_compare.hpp"
+#include "engine/term/mirror.hpp"
+#include "engine/term/mirror_compare.hpp"
 #include "engine/mirror_thread.hpp"
-#include "engine/plain_scroll_scan.hpp"
+#include "engine/term/plain_scroll_scan.hpp"
 #include "tests/engine/test_ring.hpp"
 
 namespace backscroll::testing {
 namespace {
 
-using engine::LookAheadOptions;
-using engine::Mirror;
-using engine::PlainScrollScan;
-using engine::ScrollbackLimits;
+using term::LookAheadOptions;
+using term::Mirror;
+using term::PlainScrollScan;
+using term::ScrollbackLimits;
 
 // --- the scan --------------------------------------------------------------------------------
 
@@ -165,11 +165,11 @@ std::unique_ptr<Mirror> parsed(std::string_view stream, int cols, int rows) {
 std::string difference(const Mirror& a, const Mirror& b) {
   if (!b.screen_exact()) return "the screen is not exact yet";
   const std::size_t exact = b.exact_history_lines();
-  engine::CompareOptions options;
+  term::CompareOptions options;
   options.history_lines = exact;
-  if (std::string d = engine::first_difference(a, b, options); !d.empty()) return d;
+  if (std::string d = term::first_difference(a, b, options); !d.empty()) return d;
   if (a.scanner().modes() != b.scanner().modes()) return "modes differ";
-  engine::SnapshotOptions drawn;
+  term::SnapshotOptions drawn;
   drawn.scrollback_lines = exact;
   const auto sa = a.snapshot(drawn), sb = b.snapshot(drawn);
   if (sa.cursor != sb.cursor) return "snapshots tagged differently";
@@ -590,7 +590,7 @@ TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {
     ASSERT_EQ(reply.token, 1u);
     Mirror reference(Cursor{0}, 80, 24, limits);
     reference.feed(flood);
-    engine::SnapshotOptions all;
+    term::SnapshotOptions all;
     all.scrollback_lines = 2000;
     const auto expected = reference.snapshot(all);
     EXPECT_EQ(reply.taken.cursor, expected.cursor);

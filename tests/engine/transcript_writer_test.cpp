@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/lease_file.hpp"
+#include "engine/store/lease_file.hpp"
 #include "engine/transcript_writer.hpp"
 #include "shm/control_frame.hpp"
 #include "tests/engine/crash_image.hpp"
@@ -34,7 +34,7 @@
 namespace backscroll::testing {
 namespace {
 
-using engine::TranscriptStore;
+using store::TranscriptStore;
 using engine::TranscriptWriter;
 using engine::WriterEvent;
 
@@ -74,7 +74,7 @@ class TranscriptWriterTest : public ::testing::Test {
     return root_.path / ("actor" + std::to_string(id));
   }
 
-  TestRing& add(engine::WriterActorId id, engine::TranscriptOptions options = {}) {
+  TestRing& add(engine::WriterActorId id, store::TranscriptOptions options = {}) {
     rings_.push_back(std::make_unique<TestRing>("actor" + std::to_string(id), notify_.fd));
     TestRing& ring = *rings_.back();
     consumers_.push_back(ring.gate.attach(ring.writer.committed()));
@@ -119,8 +119,8 @@ class TranscriptWriterTest : public ::testing::Test {
     return e;
   }
 
-  std::optional<engine::CursorLease> lease_on_disk(engine::WriterActorId id) const {
-    auto lease = engine::LeaseFile::read(folder(id));
+  std::optional<store::CursorLease> lease_on_disk(engine::WriterActorId id) const {
+    auto lease = store::LeaseFile::read(folder(id));
     EXPECT_TRUE(lease) << lease.error().describe();
     return lease ? *lease : std::nullopt;
   }
@@ -205,7 +205,7 @@ TEST_F(TranscriptWriterTest, ASessionIsGrantedADurableLeaseRenewedAheadAndClosed
   EXPECT_EQ(first.session, 2u);
   const std::uint64_t span = TranscriptWriter::lease_bytes(TestRing::kCapacity);
   EXPECT_EQ(first.lease, start + span);
-  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{first.lease, true}));
+  EXPECT_EQ(lease_on_disk(1), (store::CursorLease{first.lease, true}));
 
   // Bytes up to just before half the lease: no renewal; one more byte: renewed, past it.
   std::string chunk(64 * 1024, 'x');
@@ -215,7 +215,7 @@ TEST_F(TranscriptWriterTest, ASessionIsGrantedADurableLeaseRenewedAheadAndClosed
   }
   EXPECT_TRUE(seal(1, ring, 9).durable);  // everything so far appended and synced
   EXPECT_TRUE(leases_.empty()) << "renewed with more than half the lease left";
-  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{ring.writer.committed(), false}))
+  EXPECT_EQ(lease_on_disk(1), (store::CursorLease{ring.writer.committed(), false}))
       << "the seal closes the lease at the session's end";
 
   // The next session: a new open lease, then renewals while its bytes come.
@@ -256,7 +256,7 @@ TEST_F(TranscriptWriterTest, ASessionIsGrantedADurableLeaseRenewedAheadAndClosed
   EXPECT_TRUE(open->open);
   EXPECT_GE(open->limit, granted) << "a grant is never ahead of the file";
   EXPECT_TRUE(seal(1, ring, 10).durable);
-  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{ring.writer.committed(), false}));
+  EXPECT_EQ(lease_on_disk(1), (store::CursorLease{ring.writer.committed(), false}));
 }
 
 // A grant issued before a seal carries the old session: it can never let the next session read
@@ -278,7 +278,7 @@ TEST_F(TranscriptWriterTest, GrantsNameTheSessionTheyAreFor) {
   ASSERT_EQ(b.kind, WriterEvent::Kind::lease);
   EXPECT_EQ(b.session, 5u);
   EXPECT_EQ(b.lease, ring.writer.committed() + TranscriptWriter::lease_bytes(TestRing::kCapacity));
-  EXPECT_EQ(lease_on_disk(1), (engine::CursorLease{b.lease, true}));
+  EXPECT_EQ(lease_on_disk(1), (store::CursorLease{b.lease, true}));
 }
 
 TEST_F(TranscriptWriterTest, AClearAheadOfTheWriterIsWaitedForNotAFailure) {
@@ -324,7 +324,7 @@ TEST_F(TranscriptWriterTest, AnIoErrorGivesTheTranscriptUpAndLetsTheActorGo) {
 // actor is let go (its consumer detaches), and after a reopen every retained byte before
 // archived_to reads back exact, with nothing reported damaged.
 TEST_F(TranscriptWriterTest, AFailingOperationOfAnyKindAtAnyPointKeepsAnExactPrefix) {
-  using engine::IoOp;
+  using store::IoOp;
   engine::WriterActorId id = 100;
   std::uint64_t token = 1000;
   std::mt19937 gen(9);
@@ -335,7 +335,7 @@ TEST_F(TranscriptWriterTest, AFailingOperationOfAnyKindAtAnyPointKeepsAnExactPre
     for (std::uint64_t n = 1; n <= most; ++n) {
       SCOPED_TRACE("operation " + std::to_string(static_cast<int>(op)) + ", number " +
                    std::to_string(n));
-      auto plan = std::make_shared<engine::IoFaultPlan>(op, n);
+      auto plan = std::make_shared<store::IoFaultPlan>(op, n);
       ++id;
       // Small segments and retention: segment headers are written and old segments removed (and
       // either can fail) along the way.
@@ -488,7 +488,7 @@ TEST_F(TranscriptWriterTest, APowerLossAtAnyOperationKeepsEverySyncedByteAndNoCu
       const auto record = control::Json::parse(text, nullptr, false);
       const Cursor recorded{record.is_object() ? record.value("cursor", std::uint64_t{0}) : 0};
       const auto resumed =
-          engine::resume_after(store->end(), recorded, engine::LeaseFile::read(image));
+          store::resume_after(store->end(), recorded, store::LeaseFile::read(image));
       EXPECT_GE(resumed.next, published) << "a restart would reuse cursors readers may have consumed";
     }
     recorder->release();  // the operation fails: the transcript is given up

@@ -19,13 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "engine/utf8.hpp"
+#include "engine/term/utf8.hpp"
 #include "tests/tools/cli_process.hpp"
 
 namespace backscroll::testing {
 namespace {
 
-using engine::Cell;
+using term::Cell;
 
 // 40 numbered lines in eight colours, longer than the narrow terminals here, then `cat`: the
 // screen stays as the lines left it (and keys typed into the actor would be echoed).
@@ -45,7 +45,7 @@ std::string shown(const Cell& c) {
   if (c.kind == Cell::Kind::erased || space) {
     out = " ";
   } else {
-    for (int i = 0; i < c.nchars; ++i) engine::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < c.nchars; ++i) term::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
     out += "|fg" + std::to_string(static_cast<int>(c.pen.fg.kind)) + ":" +
            std::to_string(c.pen.fg.index_or_red) + (c.pen.bold ? "b" : "");
   }
@@ -54,7 +54,7 @@ std::string shown(const Cell& c) {
   return out;
 }
 
-std::string row_text(const engine::MirrorScreen& s, int row) {
+std::string row_text(const term::MirrorScreen& s, int row) {
   std::string out;
   for (int col = 0; col < s.cols(); ++col) {
     const Cell c = s.cell(row, col);
@@ -62,7 +62,7 @@ std::string row_text(const engine::MirrorScreen& s, int row) {
     if (c.kind == Cell::Kind::erased) {
       out += ' ';
     } else {
-      for (int i = 0; i < c.nchars; ++i) engine::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
+      for (int i = 0; i < c.nchars; ++i) term::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
     }
   }
   return out;
@@ -82,12 +82,12 @@ class CliAttachSize : public CliTest {
   }
 
   // The actor's screen as the engine's snapshot draws it on a fresh terminal.
-  std::unique_ptr<engine::MirrorScreen> actor_screen(const std::string& actor) {
+  std::unique_ptr<term::MirrorScreen> actor_screen(const std::string& actor) {
     const Frame snap = engine_.call("snapshot", {{"actor", actor}});
     if (snap.header.value("format", "") != "snapshot_v1") {
       raise_failure("no snapshot of " + actor + ": " + snap.header.dump());
     }
-    auto screen = std::make_unique<engine::MirrorScreen>(snap.header.at("cols").get<int>(),
+    auto screen = std::make_unique<term::MirrorScreen>(snap.header.at("cols").get<int>(),
                                                          snap.header.at("rows").get<int>());
     screen->feed(snap.payload);
     return screen;
@@ -98,7 +98,7 @@ class CliAttachSize : public CliTest {
   // they agree.
   std::string difference(const PtyCli& pty, const std::string& actor, bool notice) {
     const auto want = actor_screen(actor);
-    const engine::MirrorScreen& got = pty.emulator();
+    const term::MirrorScreen& got = pty.emulator();
     const int rows = notice ? got.rows() - 1 : got.rows();
     for (int row = 0; row < rows; ++row) {
       for (int col = 0; col < got.cols(); ++col) {

@@ -1,6 +1,6 @@
 #include "tests/tools/cli_process.hpp"
 
-#include "engine/utf8.hpp"
+#include "engine/term/utf8.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -274,7 +274,7 @@ PtyCli::PtyCli(const std::vector<std::string>& args, const std::filesystem::path
   winsize size{};
   size.ws_col = cols;
   size.ws_row = rows;
-  emulator_ = std::make_unique<engine::MirrorScreen>(cols, rows);
+  emulator_ = std::make_unique<term::MirrorScreen>(cols, rows);
   if (::openpty(&master_, &slave_, nullptr, nullptr, &size) != 0) {
     raise_failure(std::string("openpty: ") + std::strerror(errno));
   }
@@ -355,7 +355,7 @@ void PtyCli::answer_queries() {
     if (query == "\x1b[5n") {
       answer = "\x1b[0n";
     } else if (query == "\x1b[6n") {
-      const engine::CursorState cursor = emulator_->cursor();
+      const term::CursorState cursor = emulator_->cursor();
       answer = "\x1b[" + std::to_string(cursor.row + 1) + ";" + std::to_string(cursor.col + 1) + "R";
     } else {
       answer = "\x1b[?62;22c";
@@ -393,13 +393,13 @@ std::string PtyCli::screen_text() const {
   for (int r = 0; r < emulator_->rows(); ++r) {
     if (r > 0) text += '\n';
     for (int c = 0; c < emulator_->cols(); ++c) {
-      const engine::Cell cell = emulator_->cell(r, c);
-      if (cell.kind == engine::Cell::Kind::continuation) continue;
-      if (cell.kind == engine::Cell::Kind::erased) {
+      const term::Cell cell = emulator_->cell(r, c);
+      if (cell.kind == term::Cell::Kind::continuation) continue;
+      if (cell.kind == term::Cell::Kind::erased) {
         text += ' ';
         continue;
       }
-      for (int i = 0; i < cell.nchars; ++i) engine::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
+      for (int i = 0; i < cell.nchars; ++i) term::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
     }
   }
   return text;

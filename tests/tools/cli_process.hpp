@@ -21,7 +21,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/mirror_screen.hpp"
+#include "engine/term/mirror_screen.hpp"
 #include "tests/engine/engine_process.hpp"
 
 namespace backscroll::testing {
@@ -113,7 +113,7 @@ class PtyCli {
   // The mode the terminal had before the CLI started.
   const termios& original_mode() const noexcept { return original_; }
   // The terminal's screen as the test's emulator shows it.
-  const engine::MirrorScreen& emulator() const noexcept { return *emulator_; }
+  const term::MirrorScreen& emulator() const noexcept { return *emulator_; }
   // Every answer to a query it wrote, in order.
   const std::vector<std::string>& answers() const noexcept { return answers_; }
   // Reads what the terminal shows for `how_long` (answering queries meanwhile).
@@ -130,7 +130,7 @@ class PtyCli {
   std::string transcript_;
   std::size_t query_scan_ = 0;  // transcript_ before this holds no query left to answer
   std::vector<std::string> answers_;
-  std::unique_ptr<engine::MirrorScreen> emulator_;
+  std::unique_ptr<term::MirrorScreen> emulator_;
 };
 
 // How often `needle` occurs in `haystack` (occurrences may not overlap).

@@ -5,14 +5,14 @@
 
 #include <string>
 
-#include "engine/mirror_screen.hpp"
+#include "engine/term/mirror_screen.hpp"
 #include "tools/cli_screen_render.hpp"
 
 namespace backscroll::cli {
 namespace {
 
-using engine::Cell;
-using engine::MirrorScreen;
+using term::Cell;
+using term::MirrorScreen;
 
 std::string row_text(const MirrorScreen& m, int row) {
   std::string s;

@@ -1,5 +1,5 @@
 // Batch driver: @xterm/headless (the emulator browser clients use) as the second emulator of the
-// snapshot_v1 contract (tests/engine/xterm_equivalence_test.cpp, docs/snapshot.md, "Equivalence
+// snapshot_v1 contract (tests/engine/term/xterm_equivalence_test.cpp, docs/snapshot.md, "Equivalence
 // with xterm.js").
 //
 // Input (stdin): one JSON object per line

@@ -1,0 +1,350 @@
+#include "engine/term/mirror.hpp"
+#include "engine/term/plain_text.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+namespace backscroll::term {
+namespace {
+
+constexpr char kEsc = 0x1b;
+
+std::string csi_cursor_position(const CursorState& c) {
+  return "\x1b[" + std::to_string(c.row + 1) + ';' + std::to_string(c.col + 1) + 'H';
+}
+
+// DECSTR as xterm.js applies it (VtScanner::soft_reset lists the modes), for libvterm 0.1.4,
+// which ignores DECSTR: the pen, cursor visibility, IRM, DECAWM, DECCKM, DECKPAM, bracketed
+// paste and focus reporting, DECOM and the scroll region (both home libvterm's cursor, so it is
+// put back), the charsets, and the saved cursor (home, default pen). The cursor keeps its cell.
+std::string soft_reset_equivalent(const MirrorScreen& screen) {
+  std::string out = "\x1b[0m\x1b[?25h\x1b[4l\x1b[?7h\x1b[?1l\x1b>\x1b[?2004l\x1b[?1004l";
+  // libvterm's initial G0/G1 ('u', its UTF-8 decoder) stands for US-ASCII; an explicit ESC ( B
+  // would replace that decoder, so only a designation to something else is undone.
+  if (screen.g0() != 'u' && screen.g0() != 'B') out += "\x1b(B";
+  if (screen.g1() != 'u' && screen.g1() != 'B') out += "\x1b)B";
+  if (screen.shift_out()) out += '\x0f';
+  out += "\x1b[?6l\x1b[r\x1b[H\x1b" "7";
+  out += csi_cursor_position(screen.cursor());
+  return out;
+}
+
+}  // namespace
+
+std::string split_mode_sequence(std::string_view seq, bool with_controls) {
+  if (seq.size() < 3 || seq[0] != kEsc) return {};
+  const char final = seq.back();
+  if (final != 'h' && final != 'l') return {};
+  // Between ESC and '[' libvterm executes C0 controls and ignores intermediates and bytes from
+  // 0x80 (docs/vt-scanner.md): the scanner's mark spans them.
+  const std::size_t open = seq.find('[', 1);
+  if (open == std::string_view::npos || open + 1 >= seq.size()) return {};
+  std::string controls;
+  for (char c : seq.substr(1, open - 1)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20) controls += c;
+    else if (b < 0x7f && b > 0x2f) return {};  // DEL is ignored there too
+  }
+  std::string params;  // the bytes between '[' and the final, controls and DEL removed
+  for (char c : seq.substr(open + 1, seq.size() - open - 2)) {
+    if (static_cast<unsigned char>(c) < 0x20) controls += c;
+    else if (c != '\x7f') params += c;  // DEL is ignored inside a sequence, as the scanner does
+  }
+  const bool dec = !params.empty() && params[0] == '?';
+  if (dec) params.erase(0, 1);
+  if (params.find_first_not_of("0123456789;:") != std::string::npos) return {};
+
+  std::string out = with_controls ? std::move(controls) : std::string();
+  std::size_t at = 0;
+  bool sub = false;  // the parameter was introduced by ':' (a sub-parameter, not a mode)
+  while (at <= params.size()) {
+    const std::size_t end = std::min(params.find_first_of(";:", at), params.size());
+    const std::string_view digits = std::string_view(params).substr(at, end - at);
+    if (!sub && !digits.empty() && digits.size() <= 9) {
+      const std::string mode = dec && digits == "47" ? std::string("1047") : std::string(digits);
+      out += "\x1b[";
+      if (dec) out += '?';
+      out += mode;
+      out += final;
+    }
+    if (end == params.size()) break;
+    sub = params[end] == ':';
+    at = end + 1;
+  }
+  return out;
+}
+
+Mirror::Mirror(Cursor start, std::uint16_t cols, std::uint16_t rows, ScrollbackLimits limits,
+               LookAheadOptions look_ahead)
+    : scanner_(start, cols, rows),
+      screen_(cols, rows, limits),
+      unfed_base_(start),
+      parsed_(start),
+      scan_(look_ahead.target_spacing),
+      look_ahead_options_(look_ahead),
+      history_lines_(limits.max_lines),
+      cols_(cols),
+      rows_(rows) {}
+
+std::string_view Mirror::unfed(Cursor begin, Cursor end) const {
+  assert(begin >= unfed_base_ && end >= begin && end - unfed_base_ <= unfed_.size());
+  return std::string_view(unfed_).substr(begin - unfed_base_, end - begin);
+}
+
+void Mirror::feed_to(Cursor end) {
+  if (end <= parsed_) return;
+  screen_.feed(unfed(parsed_, end));
+  parsed_ = end;
+}
+
+void Mirror::skip_to(Cursor end) { parsed_ = std::max(parsed_, end); }
+
+void Mirror::synthesize(std::string_view bytes) {
+  screen_.feed(bytes);
+}
+
+void Mirror::feed(std::string_view bytes) {
+  scanner_.scan(bytes);
+  unfed_.append(bytes);
+  apply_marks();
+  // Up to the last clean boundary, or past an oversized sequence (libvterm parses it across
+  // writes): nothing else is held back. MirrorScreen makes libvterm's result independent of
+  // where its writes end, so the mirror's cursor reaches every clean boundary it is fed.
+  settle_to(scanner_.feed_limit());
+  // The landing window closes once the screen and every history line held are exact.
+  if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
+    jump_pushes_.reset();
+}
+
+// Marks end at or before feed_limit(). A mark whose sequence libvterm already started to parse
+// (a forced feed of an oversized sequence, a resize inside it) is left to libvterm as it is.
+void Mirror::apply_marks() {
+  for (const Mark& mark : scanner_.marks()) {
+    const bool whole = mark.begin >= parsed_;
+    switch (mark.kind) {
+      case MarkKind::mode_fixup: {
+        // libvterm applies only the first parameter and ignores ?47: one sequence per mode.
+        if (!whole) {
+          // A resize fed its start raw (controls inside had to act before it): libvterm reads
+          // the whole sequence as it is, then every mode again, one by one (setting a mode
+          // twice is setting it once). Its start is kept in cut_sequence_.
+          if (mark.begin < cut_sequence_at_ || cut_sequence_at_ + cut_sequence_.size() != parsed_) break;
+          const std::string whole_sequence = cut_sequence_.substr(mark.begin - cut_sequence_at_) +
+                                             std::string(unfed(parsed_, mark.end));
+          const std::string split = split_mode_sequence(whole_sequence, /*with_controls=*/false);
+          feed_to(mark.end);
+          if (!split.empty()) synthesize(split);
+          break;
+        }
+        // Invariant: the bytes skipped are fed in another form (controls inside included).
+        const std::string split = split_mode_sequence(unfed(mark.begin, mark.end));
+        if (split.empty()) break;  // not one this recognizes: libvterm reads it as it is
+        feed_to(mark.begin);
+        synthesize(split);
+        skip_to(mark.end);
+        break;
+      }
+      case MarkKind::hard_reset:
+        // libvterm's RIS keeps the alternate screen; xterm's leaves it (without restoring).
+        feed_to(mark.begin);
+        if (screen_.alt_screen()) synthesize("\x1b[?1047l");
+        break;
+      case MarkKind::soft_reset:
+        feed_to(mark.end);
+        synthesize(soft_reset_equivalent(screen_));
+        break;
+      case MarkKind::save_cursor_sco:
+        // xterm: CSI s saves like DECSC while DECLRMM is off; libvterm reads it as DECSLRM,
+        // which homes its cursor: save before it, restore after it.
+        if (!whole) break;
+        feed_to(mark.begin);
+        synthesize("\x1b" "7");
+        feed_to(mark.end);
+        synthesize("\x1b" "8");
+        break;
+      case MarkKind::restore_cursor_sco:
+        feed_to(mark.end);
+        synthesize("\x1b" "8");
+        break;
+      default:
+        // Cursor saves and restores, alternate-screen switches and libvterm's 16-argument
+        // limit are handled inside MirrorScreen, which sees the same bytes.
+        break;
+    }
+  }
+}
+
+void Mirror::settle_to(Cursor end) {
+  feed_to(end);
+  parsed_clean_ = parsed_ == scanner_.clean_position();
+  unfed_.erase(0, parsed_ - unfed_base_);
+  unfed_base_ = parsed_;
+}
+
+void Mirror::settle() { settle_to(scanner_.position()); }
+
+MirrorSnapshot Mirror::final_text() {
+  settle();
+  MirrorSnapshot out;
+  out.cursor = parsed_;
+  out.snapshot.cols = screen_.cols();
+  out.snapshot.rows = screen_.rows();
+  out.snapshot.bytes = plain_text(screen_, exact_history_lines());
+  return out;
+}
+
+void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
+  // What follows the last clean boundary is an unfinished sequence (or character). Without
+  // controls that act on the screen inside, it stays held across the resize: it takes effect at its final byte, after
+  // the resize in any terminal, and fed whole it keeps the rewriting libvterm needs (a mode
+  // sequence cut by a resize used to reach libvterm raw: only its first mode applied). One
+  // with controls inside is fed now (xterm runs them at once), and so is one libvterm already
+  // started to parse (an oversized sequence).
+  const Cursor clean = scanner_.clean_position();
+  bool hold = parsed_ <= clean;
+  if (hold) {
+    // The controls that act on the screen: BS, HT, LF, VT, FF, CR, SO, SI.
+    const std::string_view rest = unfed(clean, scanner_.position());
+    hold = std::none_of(rest.begin(), rest.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x08 && static_cast<unsigned char>(c) <= 0x0f;
+    });
+  }
+  if (!hold && parsed_ <= clean) {
+    cut_sequence_ = std::string(unfed(clean, scanner_.position()));
+    cut_sequence_at_ = clean;
+  }
+  settle_to(hold ? clean : scanner_.position());
+  resized_at_ = scanner_.position();
+  scanner_.resize(cols, rows);
+  screen_.resize(cols, rows);
+  cols_ = cols;
+  rows_ = rows;
+  scan_stale_ = true;
+}
+
+void Mirror::reset(Cursor at) {
+  scanner_ = VtScanner(at, cols_, rows_);
+  screen_.reset();
+  unfed_.clear();
+  unfed_base_ = at;
+  parsed_ = at;
+  parsed_clean_ = true;
+  resized_at_ = at;
+  cut_sequence_.clear();
+  scan_stale_ = true;
+  jump_pushes_.reset();
+}
+
+bool Mirror::screen_exact() const noexcept {
+  return !jump_pushes_ || screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);
+}
+
+std::size_t Mirror::exact_history_lines() const noexcept {
+  const std::size_t held = screen_.scrollback_lines();
+  if (!jump_pushes_) return held;
+  const std::uint64_t pushed = screen_.pushed_lines() - *jump_pushes_;
+  const auto above = static_cast<std::uint64_t>(jump_rows_ - 1);  // rows above the landing line
+  return pushed <= above ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
+}
+
+std::optional<Cursor> Mirror::look_ahead_from() {
+  if (scan_stale_ || scan_.scanned() < parsed_) {
+    // A run starts only where libvterm stands at a clean boundary (its state is the run's).
+    if (!parsed_clean_ || !screen_.clean()) return std::nullopt;
+    scan_.restart(parsed_);
+    scan_stale_ = false;
+  }
+  if (scan_.scanned() < position()) scan_.scan(unfed(scan_.scanned(), position()));
+  if (scan_.broken()) return std::nullopt;
+  return scan_.scanned();
+}
+
+bool Mirror::history_ready(std::size_t lines) const noexcept {
+  return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
+}
+
+bool Mirror::may_coast(std::size_t history_lines) const noexcept {
+  return jump_pushes_ && !scan_stale_ && !scan_.broken() && history_ready(history_lines);
+}
+
+// Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
+// holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title
+// and saved cursor are untouched; on the main screen with a full-screen scroll region, the
+// cursor is on the bottom row at the target's line start L (at least `rows` LFs before it) and
+// the `history_lines_ + rows + 1` LFs after L scroll everything printed before L out of the
+// screen and out of the history. What is left to rebuild is the pen at L (the run's reduced
+// SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
+// (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
+// last glyph (REP, combining marks) at the same cell.
+const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
+  if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
+      parsed_ < scan_.run_start())
+    return nullptr;
+  const TerminalModes& modes = scanner_.modes();
+  const int rows = screen_.rows();
+  // One row: libvterm keeps no history there, so the lines before a jump would never be pushed
+  // out of it.
+  const bool plain = rows >= 2 && !screen_.alt_screen() && !screen_.size_clamped() &&
+                     !modes.alternate_screen && !modes.origin && !modes.left_right_margin_mode &&
+                     modes.scroll_top == 0 &&
+                     (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
+  if (!plain) return nullptr;
+  scan_.forget_before(parsed_);
+  const PlainScrollScan::Target* target =
+      scan_.best(parsed_, history_lines_ + static_cast<std::uint64_t>(rows) + 1,
+                 static_cast<std::uint64_t>(rows));
+  if (target == nullptr || target->end <= position() ||
+      target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
+    return nullptr;
+  return target;
+}
+
+bool Mirror::skip_ahead(std::uint64_t at_least) {
+  const PlainScrollScan::Target* target = jump_target(at_least);
+  if (target == nullptr) return false;
+  const int rows = screen_.rows();
+  std::string equivalent;
+  for (std::uint8_t sgr : target->pen) equivalent += scan_.sgr(sgr);
+  equivalent += '\r';
+  equivalent.append(static_cast<std::size_t>(rows), '\n');
+  equivalent += target->prefix;
+  const Cursor end = target->end;
+  screen_.feed(equivalent);
+  jump_pushes_ = screen_.pushed_lines();
+  jump_rows_ = rows;
+  skipped_bytes_ += end - parsed_;
+  ++skips_;
+  scanner_.skip_plain(end);
+  parsed_ = end;
+  unfed_.clear();
+  unfed_base_ = end;
+  scan_.forget_before(end);
+  return true;
+}
+
+MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
+  MirrorSnapshot out;
+  out.cursor = parsed_;
+
+  std::optional<std::string_view> reason = scanner_.unmodelled_reason();
+  // libvterm inside a sequence (or text run) longer than the mirror holds back; or a sequence
+  // held across a resize: the snapshot would be tagged before the resize it shows.
+  if (!parsed_clean_ || !screen_.clean() || parsed_ < resized_at_) reason = "incomplete_sequence";
+  // Rows above the line a jump landed in are not the stream's yet (the mirror thread does not
+  // ask then).
+  if (!screen_exact()) reason = "catching_up";
+  if (reason) {
+    out.snapshot.cols = screen_.cols();
+    out.snapshot.rows = screen_.rows();
+    out.snapshot.fallback_reason = std::string(*reason);
+    return out;
+  }
+  SnapshotOptions exact = options;
+  exact.scrollback_lines = std::min(options.scrollback_lines, exact_history_lines());
+  out.snapshot = build_snapshot(screen_, scanner_.modes(), scanner_.title(),
+                                screen_.saved_cursor(), exact);
+  return out;
+}
+
+}  // namespace backscroll::term

@@ -1,0 +1,205 @@
+#include "engine/term/plain_scroll_scan.hpp"
+
+#include <algorithm>
+
+namespace backscroll::term {
+namespace {
+
+constexpr std::uint8_t kEsc = 0x1b;
+
+bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
+bool text_byte(std::uint8_t b) { return b >= 0x20 && b != 0x7f; }
+
+// CSI m whose first parameter is 0 (or missing): every attribute is set again.
+bool resets_pen(std::string_view sgr) {
+  const std::string_view params = sgr.substr(2, sgr.size() - 3);
+  const std::string_view first = params.substr(0, params.find(';'));
+  return first.find_first_not_of('0') == std::string_view::npos;
+}
+
+}  // namespace
+
+void PlainScrollScan::restart(Cursor at) {
+  run_start_ = at;
+  scanned_ = at;
+  broken_ = false;
+  lfs_ = 0;
+  state_ = State::ground;
+  sequence_.clear();
+  column0_ = false;
+  line_ = Line::none;
+  sgrs_.clear();
+  pen_.clear();
+  targets_.clear();
+}
+
+void PlainScrollScan::scan(std::string_view bytes) {
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t size = bytes.size();
+  std::size_t i = 0;
+  while (i < size && !broken_) {
+    // Fast path: the rest of a line's text, where nothing is tracked but the column.
+    if (state_ == State::ground && line_ == Line::none && text_byte(data[i])) {
+      column0_ = false;
+      const std::size_t from = i;
+      while (i < size && text_byte(data[i])) ++i;
+      scanned_ = scanned_ + (i - from);
+      continue;
+    }
+    byte(data[i]);
+    if (broken_) break;
+    ++i;
+    scanned_ = scanned_ + 1;
+  }
+}
+
+// One byte at scanned_ (not counted yet).
+void PlainScrollScan::byte(std::uint8_t b) {
+  switch (state_) {
+    case State::ground:
+      if (text_byte(b)) {
+        text(b);
+      } else if (b == '\n') {
+        if (line_ == Line::glyph) add_target();
+        line_feed();
+      } else if (b == '\r') {
+        if (line_ == Line::glyph) add_target();
+        if (line_ == Line::prefix) pending_.prefix += '\r';  // at column 0: no effect
+        else line_ = Line::none;
+        column0_ = true;
+      } else if (b == '\t') {
+        if (line_ == Line::glyph) add_target();
+        line_ = Line::none;
+        column0_ = false;
+      } else if (b == kEsc) {
+        if (line_ == Line::glyph) add_target();
+        state_ = State::escape;
+        sequence_.assign(1, static_cast<char>(b));
+        sequence_start_ = scanned_;
+      } else {
+        brk();  // another control, or DEL
+      }
+      break;
+    case State::escape:
+      if (b != '[') return brk();
+      sequence_ += static_cast<char>(b);
+      state_ = State::csi;
+      break;
+    case State::csi:
+      sequence_ += static_cast<char>(b);
+      if (sequence_.size() > kMaxSequenceBytes) return brk();
+      if ((b >= '0' && b <= '9') || b == ';') return;
+      if (b == 'm' || b == 'K') return sequence_end(b);
+      brk();  // another CSI, a private or sub-parameter form, a control inside it
+      break;
+  }
+}
+
+void PlainScrollScan::text(std::uint8_t b) {
+  column0_ = false;
+  switch (line_) {
+    case Line::none:
+      break;
+    case Line::prefix:
+      if (printable_ascii(b)) {
+        pending_.prefix += static_cast<char>(b);
+        pending_.end = scanned_ + 1;
+        line_ = Line::glyph;
+      } else {
+        line_ = Line::none;  // a line that starts with UTF-8 is no target
+      }
+      break;
+    case Line::glyph:
+      // A combining mark after the glyph would join it within one libvterm write: only an
+      // ASCII byte may follow a target's end.
+      if (b < 0x80) add_target();
+      line_ = Line::none;
+      break;
+  }
+}
+
+void PlainScrollScan::line_feed() {
+  ++lfs_;
+  if (!column0_) {
+    line_ = Line::none;
+    return;
+  }
+  line_ = Line::prefix;
+  pending_.line_start = scanned_ + 1;
+  pending_.lfs = lfs_;
+  pending_.prefix.clear();
+  pending_.pen = pen_;
+}
+
+void PlainScrollScan::sequence_end(std::uint8_t final) {
+  if (final == 'm') {
+    if (static_cast<std::size_t>(std::count(sequence_.begin(), sequence_.end(), ';')) >=
+        kMaxSgrParams)
+      return brk();
+    add_sgr(sequence_);
+    if (broken_) return;
+  } else if (sequence_.find(';') != std::string::npos) {
+    return brk();  // EL takes one parameter
+  }
+  state_ = State::ground;
+  // (A line in Line::glyph was settled at the ESC.)
+  if (line_ == Line::prefix) {
+    if (pending_.prefix.size() + sequence_.size() > kMaxPrefixBytes) line_ = Line::none;
+    else pending_.prefix += sequence_;
+  }
+}
+
+void PlainScrollScan::add_sgr(std::string_view sequence) {
+  auto it = std::find(sgrs_.begin(), sgrs_.end(), sequence);
+  if (it == sgrs_.end()) {
+    if (sgrs_.size() == kMaxDistinctSgrs) return brk();
+    sgrs_.emplace_back(sequence);
+    it = sgrs_.end() - 1;
+  }
+  const auto index = static_cast<std::uint8_t>(it - sgrs_.begin());
+  if (resets_pen(sequence)) {
+    pen_.assign(1, index);
+  } else {
+    std::erase(pen_, index);
+    pen_.push_back(index);
+  }
+}
+
+void PlainScrollScan::add_target() {
+  line_ = Line::none;
+  if (!targets_.empty() && pending_.line_start - targets_.back().line_start < target_spacing_) return;
+  targets_.push_back(pending_);
+}
+
+void PlainScrollScan::brk() {
+  if (state_ != State::ground) scanned_ = sequence_start_;
+  broken_ = true;
+  line_ = Line::none;
+  state_ = State::ground;
+}
+
+const PlainScrollScan::Target* PlainScrollScan::best(Cursor from, std::uint64_t keep,
+                                                     std::uint64_t rows_before) const {
+  if (from < run_start_) return nullptr;
+  // LFs of the run before `from`, at most: the first target at or after it bounds them.
+  std::uint64_t lfs_before_from = 0;
+  if (from > run_start_) {
+    auto first = std::find_if(targets_.begin(), targets_.end(),
+                              [&](const Target& t) { return t.line_start >= from; });
+    if (first == targets_.end()) return nullptr;
+    lfs_before_from = first->lfs;
+  }
+  for (auto it = targets_.rbegin(); it != targets_.rend(); ++it) {
+    if (it->line_start < from) break;
+    if (lfs_ - it->lfs < keep) continue;
+    if (it->lfs - lfs_before_from < rows_before) return nullptr;
+    return &*it;
+  }
+  return nullptr;
+}
+
+void PlainScrollScan::forget_before(Cursor at) {
+  while (!targets_.empty() && targets_.front().line_start < at) targets_.pop_front();
+}
+
+}  // namespace backscroll::term

@@ -1,0 +1,117 @@
+// PlainScrollScan: the mirror's look ahead over bytes it has not parsed yet, to find how much
+// of a flood of scrolling text can never be seen again (issue 5; docs/plain-scroll-skip.md).
+//
+// A plain run is a stretch of the stream made only of printable text (ASCII and UTF-8 bytes),
+// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters) and EL (CSI digits K). Such bytes
+// change the screen's cells, the cursor's column and row, the pen and the last glyph, and
+// nothing else (no mode, margin, tab stop, charset, title or saved cursor). On the main screen,
+// with a full-screen scroll region and the cursor on the bottom row, every LF of a plain run
+// scrolls one line into the history; once `keep` more LFs have followed a point L, nothing
+// printed before L can be on the screen or within the last `keep - rows` history lines.
+//
+// The scan finds such points ("targets"): L is the start of a line (just after an LF, the
+// column known to be 0 because a CR came after the last text), and the line begins with SGR/EL
+// bytes and then one printable ASCII glyph g that an ASCII byte, CR or LF follows. The mirror
+// may then replace the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead):
+// the pen at L, CR, `rows` LFs (the cursor on the bottom row, as it is at L), and the line's
+// bytes up to g (so the last glyph, what REP repeats, is the same one at the same cell).
+//
+// The pen at L: SGR only ever overwrites attributes, so the pen at L is the pen at any earlier
+// point of the run with every SGR of the run before L applied again in order; an earlier copy
+// of the same SGR is redundant, and a reset (CSI m, CSI 0 m, CSI 0;... m) makes everything
+// before it redundant. Each target keeps that reduced list (at most kMaxDistinctSgrs entries).
+//
+// Single-threaded (the mirror thread). Memory: one target per kTargetSpacing bytes of look
+// ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shm/cursor.hpp"
+
+namespace backscroll::term {
+
+class PlainScrollScan {
+ public:
+  static constexpr std::size_t kMaxSequenceBytes = 64;   // a longer SGR/EL ends the run
+  static constexpr std::size_t kMaxSgrParams = 16;        // libvterm 0.1.4's limit
+  static constexpr std::size_t kMaxDistinctSgrs = 64;     // more distinct SGRs end the run
+  static constexpr std::size_t kMaxPrefixBytes = 256;     // SGR/EL bytes before a line's glyph
+
+  struct Target {
+    Cursor line_start;  // L: just after an LF, the column 0
+    Cursor end;         // just after the line's first glyph
+    std::uint64_t lfs = 0;  // LFs of the run before line_start
+    std::string prefix;     // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
+    std::vector<std::uint8_t> pen;  // SGRs (indices into sgr()) that rebuild the pen at L
+  };
+
+  // `target_spacing`: at most one target per this many bytes (0: every line).
+  explicit PlainScrollScan(std::uint64_t target_spacing = 16 * 1024)
+      : target_spacing_(target_spacing) {}
+
+  // Starts a run at `at`, which must be a clean boundary of the stream (the parser in ground).
+  void restart(Cursor at);
+  // Scans the next bytes, [scanned(), scanned() + bytes.size()). Stops at the first byte that
+  // ends the run (broken() is then true and further bytes are ignored).
+  void scan(std::string_view bytes);
+
+  Cursor run_start() const noexcept { return run_start_; }
+  // End of the bytes scanned; once broken(), the end of the run: the byte (or the start of the
+  // sequence) that is not plain.
+  Cursor scanned() const noexcept { return scanned_; }
+  bool broken() const noexcept { return broken_; }
+  // LFs seen since run_start().
+  std::uint64_t lfs() const noexcept { return lfs_; }
+
+  // The latest target whose line at least `keep` LFs follow within the run and before which at
+  // least `rows_before` LFs come after `from` (so the cursor is on the bottom row at L).
+  // Targets are only those with line_start >= from.
+  const Target* best(Cursor from, std::uint64_t keep, std::uint64_t rows_before) const;
+  // Drops targets that start before `at` (the mirror has parsed past them).
+  void forget_before(Cursor at);
+  // The SGR sequence (whole, ESC [ ... m) of a pen entry.
+  std::string_view sgr(std::uint8_t index) const { return sgrs_[index]; }
+
+ private:
+  enum class State : std::uint8_t { ground, escape, csi };
+  // Where the current line stands as a target.
+  enum class Line : std::uint8_t {
+    none,       // not a candidate (text before, or the column is not known to be 0)
+    prefix,     // after an LF at column 0: collecting SGR/EL bytes before the glyph
+    glyph,      // the glyph was the last byte: waiting for the byte after it
+  };
+
+  void byte(std::uint8_t b);
+  void text(std::uint8_t b);
+  void line_feed();
+  void sequence_end(std::uint8_t final);
+  void add_sgr(std::string_view sequence);
+  void add_target();
+  void brk();
+
+  std::uint64_t target_spacing_;
+  Cursor run_start_{0};
+  Cursor scanned_{0};
+  bool broken_ = false;
+  std::uint64_t lfs_ = 0;
+
+  State state_ = State::ground;
+  std::string sequence_;  // the SGR/EL being read, from its ESC
+  Cursor sequence_start_{0};
+
+  bool column0_ = false;  // a CR came after the last text byte (LF keeps the column)
+  Line line_ = Line::none;
+  Target pending_;        // the current line's target while line_ != none
+
+  std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
+  std::vector<std::uint8_t> pen_;   // the reduced SGR list at the scan position
+  std::deque<Target> targets_;      // in stream order
+};
+
+}  // namespace backscroll::term

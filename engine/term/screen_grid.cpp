@@ -1,0 +1,264 @@
+// ScreenGrid: libvterm 0.1.4's screen.c rebuilt on rings of rows. Each function names the
+// screen.c function whose behaviour it keeps; the quirks kept on purpose are noted where they
+// happen (a snapshot must describe what libvterm's screen layer would hold).
+#include "engine/term/screen_grid.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace backscroll::term {
+namespace {
+
+// libvterm allocates with calloc semantics: a cell it has never written has a zeroed pen,
+// whose colours are RGB black (VTermColor type 0), not the default colours.
+constexpr GridPen kZeroedPen{pack_color(Color::rgb(0, 0, 0)), pack_color(Color::rgb(0, 0, 0)), 0};
+
+}  // namespace
+
+ScreenGrid::ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines)
+    : rows_(rows), cols_(cols), history_(history), lines_(lines), pen_(kZeroedPen),
+      state_rows_(rows) {
+  // screen_new() and vterm_screen_enable_altscreen(): both buffers erased with the zeroed pen.
+  for (Buffer& b : buffers_) realloc_buffer(b, rows, cols);
+}
+
+GridCell ScreenGrid::blank() const {
+  GridCell g{};
+  g.fg = pen_.fg;
+  g.bg = pen_.bg;
+  g.attrs = pen_.attrs & ~attr::kExtraMask;
+  return g;
+}
+
+// realloc_buffer(): cells keep their (row, col); new ones are erased with the current pen.
+void ScreenGrid::realloc_buffer(Buffer& b, int new_rows, int new_cols) const {
+  std::vector<GridCell> cells(static_cast<std::size_t>(new_rows) * static_cast<std::size_t>(new_cols), blank());
+  if (!b.cells.empty()) {
+    const int keep_rows = std::min(new_rows, rows_);
+    const auto keep_cols = static_cast<std::size_t>(std::min(new_cols, cols_));
+    for (int r = 0; r < keep_rows; ++r) {
+      const GridCell* from = b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(r)]) *
+                                                  static_cast<std::size_t>(cols_);
+      std::copy_n(from, keep_cols, cells.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(new_cols));
+    }
+  }
+  b.cells = std::move(cells);
+  b.order.resize(static_cast<std::size_t>(new_rows));
+  for (std::size_t r = 0; r < b.order.size(); ++r) b.order[r] = static_cast<std::uint32_t>(r);
+}
+
+Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return Cell{};
+  const GridCell* r = row_cells(buffer, row);
+  // vterm_screen_get_cell(): wide when the next cell on the row continues it.
+  return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar,
+                 tail_of(r[col]));
+}
+
+void ScreenGrid::append_char(int row, int col, char32_t c) {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return;
+  GridCell& cell = row_cells(row)[col];
+  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  std::u32string chars;
+  for_each_char(cell, tail_of(cell), [&](char32_t ch) { chars += ch; });
+  if (chars.size() >= static_cast<std::size_t>(Cell::kMaxChars)) return;
+  chars += c;
+  store_chars(cell, chars);
+}
+
+void ScreenGrid::set_chars(int row, int col, std::u32string_view chars) {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || chars.empty()) return;
+  GridCell& cell = row_cells(row)[col];
+  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  store_chars(cell, chars.substr(0, static_cast<std::size_t>(Cell::kMaxChars)));
+}
+
+void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
+  if (chars.size() <= kInlineChars) {
+    std::copy(chars.begin(), chars.end(), cell.chars.begin());
+    if (chars.size() < kInlineChars) cell.chars[chars.size()] = 0;
+    return;
+  }
+  std::copy_n(chars.begin(), kInlineChars - 1, cell.chars.begin());
+  cell.chars[kInlineChars - 1] = 0;  // not tagged while the sweep runs
+  if (tails_.size() >= 64 + 2 * tails_alive_) sweep_tails();
+  cell.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(tails_.size());
+  tails_.emplace_back(chars.substr(kInlineChars - 1));
+}
+
+void ScreenGrid::sweep_tails() {
+  constexpr std::size_t kUnused = ~std::size_t{0};
+  std::vector<std::size_t> moved_to(tails_.size(), kUnused);
+  std::vector<std::u32string> kept;
+  for (Buffer& b : buffers_) {
+    for (GridCell& g : b.cells) {
+      if (!has_tail(g)) continue;
+      std::size_t& to = moved_to[tail_index(g)];
+      if (to == kUnused) {
+        to = kept.size();
+        kept.push_back(std::move(tails_[tail_index(g)]));
+      }
+      g.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(to);
+    }
+  }
+  tails_ = std::move(kept);
+  tails_alive_ = tails_.size();
+}
+
+// scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
+// erase_internal(). A scroll by the whole height or width only erases (nothing is pushed).
+void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
+  if (std::abs(downward) >= rect.end_row - rect.start_row ||
+      std::abs(rightward) >= rect.end_col - rect.start_col) {
+    erase(rect, false);
+    return;
+  }
+  // Along one axis: a shift by `by` (>= 0 towards the start) moves [start + by, end) to
+  // [start, end - by); a negative one moves [start, end + by) to [start - by, end).
+  auto split = [](int start, int end, int by, int& dest0, int& dest1, int& src0, int& src1) {
+    const int toward = std::max(by, 0);
+    const int away = std::max(-by, 0);
+    dest0 = start + away;
+    dest1 = end - toward;
+    src0 = start + toward;
+    src1 = end - away;
+  };
+  GridRect src;
+  GridRect dest;
+  split(rect.start_col, rect.end_col, rightward, dest.start_col, dest.end_col, src.start_col, src.end_col);
+  split(rect.start_row, rect.end_row, downward, dest.start_row, dest.end_row, src.start_row, src.end_row);
+  move_rect(dest, src);
+  if (downward > 0) rect.start_row = rect.end_row - downward;
+  else if (downward < 0) rect.end_row = rect.start_row - downward;
+  if (rightward > 0) rect.start_col = rect.end_col - rightward;
+  else if (rightward < 0) rect.end_col = rect.start_col - rightward;
+  erase(rect, false);
+}
+
+// moverect_internal(): a move to the top-left corner, full width, on the main buffer pushes the
+// rows it overwrites to the scrollback first (a scroll region that starts at row 0 included).
+// Whole rows move by rotating the row table: the rows overwritten land where the move leaves
+// rows behind, which the caller erases next.
+void ScreenGrid::move_rect(GridRect dest, GridRect src) {
+  if (dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_ && active_ == 0) {
+    for (int r = 0; r < src.start_row; ++r)
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, tails_);
+  }
+  const int downward = src.start_row - dest.start_row;
+  if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {
+    auto& order = buffers_[active_].order;
+    auto at = [&order](int row) { return order.begin() + row; };
+    if (downward > 0) std::rotate(at(dest.start_row), at(src.start_row), at(src.end_row));
+    else if (downward < 0) std::rotate(at(src.start_row), at(src.end_row), at(dest.end_row));
+    return;
+  }
+  const auto width = static_cast<std::size_t>(src.end_col - src.start_col);
+  auto move_row = [&](int row) {
+    std::memmove(row_cells(row) + dest.start_col, row_cells(row + downward) + src.start_col,
+                 width * sizeof(GridCell));
+  };
+  if (downward < 0) {
+    for (int row = dest.end_row - 1; row >= dest.start_row; --row) move_row(row);
+  } else {
+    for (int row = dest.start_row; row < dest.end_row; ++row) move_row(row);
+  }
+}
+
+// erase_internal(): bounded by the state's rows; each cell gets the pen and its row's line
+// attributes; a selective erase (DECSED/DECSEL) skips protected cells.
+void ScreenGrid::erase(GridRect rect, bool selective) {
+  for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
+    const LineAttrs line = lines_.line_attrs(row);
+    const std::uint32_t attrs = (pen_.attrs & ~attr::kExtraMask) | attr::line_bits(line.dwl, line.dhl);
+    const std::uint32_t fg = pen_.fg;
+    const std::uint32_t bg = pen_.bg;
+    GridCell* const r = row_cells(row);
+    // Field by field (an erased cell's other characters are stale): a copy of a whole blank
+    // cell was assembled again on the stack for every cell by GCC 12, a store-forwarding
+    // stall that tripled the cost of scrolling floods.
+    for (int col = rect.start_col; col < rect.end_col; ++col) {
+      GridCell& c = r[col];
+      if (selective && (c.attrs & attr::kProtected)) continue;
+      c.chars[0] = 0;
+      c.fg = fg;
+      c.bg = bg;
+      c.attrs = attrs;
+    }
+  }
+}
+
+// setlineinfo(): the row's cells take the new attributes; a row that becomes double width loses
+// its right half, erased while the state still holds the old attributes (so those are what
+// the erased cells get).
+void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
+  if (now.dwl == before.dwl && now.dhl == before.dhl) return;
+  if (row < 0 || row >= rows_) return;
+  GridCell* r = row_cells(row);
+  const std::uint32_t bits = attr::line_bits(now.dwl, now.dhl);
+  for (int col = 0; col < cols_; ++col)
+    r[col].attrs = (r[col].attrs & ~attr::kLineMask) | bits;
+  if (now.dwl) erase(GridRect{row, row + 1, cols_ / 2, cols_}, false);
+}
+
+// vterm_screen_is_eol() from column 0.
+bool ScreenGrid::row_blank(int row) const {
+  const GridCell* r = row_cells(active_, row);
+  return std::all_of(r, r + cols_, [](const GridCell& g) { return g.chars[0] == 0; });
+}
+
+// resize(): on the main buffer, a shrink first scrolls up the rows below the new bottom that
+// are not blank (up to the cursor's), pushing as many lines; both buffers keep their cells at
+// the same (row, col); a grow pops lines back from the scrollback into the top rows.
+int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
+  const int old_rows = rows_;
+  int delta = 0;
+  state_rows_ = new_rows;
+  if (active_ == 0 && new_rows < old_rows) {
+    int row = old_rows - 1;
+    for (; row >= new_rows; --row)
+      if (!row_blank(row) || cursor_row == row) break;
+    const int first_blank = row + 1;
+    if (first_blank > new_rows) {
+      scroll_rect(GridRect{0, old_rows, 0, cols_}, first_blank - new_rows, 0);
+      delta -= first_blank - new_rows;
+    }
+  }
+  for (Buffer& b : buffers_) realloc_buffer(b, new_rows, new_cols);
+  rows_ = new_rows;
+  cols_ = new_cols;
+  if (active_ == 0 && new_rows > old_rows) {
+    popped_.resize(static_cast<std::size_t>(cols_));
+    for (int n = new_rows - old_rows; n > 0; --n) {
+      if (!history_.pop(popped_)) break;
+      scroll_rect(GridRect{0, rows_, 0, cols_}, -1, 0);
+      // vterm_screen_set_cell() for each cell, stepping by width: characters, pen (reverse
+      // XOR DECSCNM, as the line was stored as shown), colours; the line attributes and
+      // protection stay the erase's.
+      GridCell* r = row_cells(0);
+      for (int col = 0; col < cols_;) {
+        const Cell& from = popped_[static_cast<std::size_t>(col)];
+        GridCell& to = r[col];
+        if (from.kind == Cell::Kind::continuation) {
+          to.chars[0] = kContinuationChar;
+          to.chars[1] = 0;
+        } else {
+          const std::size_t n_chars = from.kind == Cell::Kind::glyph ? from.nchars : 0;
+          store_chars(to, std::u32string_view(from.chars.data(), n_chars));
+        }
+        std::uint32_t pen_bits = pack_pen(from.pen);
+        if (reverse_video_) pen_bits ^= attr::kReverse;
+        to.attrs = (to.attrs & ~attr::kPenMask) | pen_bits;
+        to.fg = pack_color(from.pen.fg);
+        to.bg = pack_color(from.pen.bg);
+        const bool wide = from.width == 2 && col + 1 < cols_;
+        if (wide) r[col + 1].chars[0] = kContinuationChar;
+        col += wide ? 2 : 1;
+      }
+      ++delta;
+    }
+  }
+  return delta;
+}
+
+}  // namespace backscroll::term

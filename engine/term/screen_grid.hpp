@@ -1,0 +1,154 @@
+// ScreenGrid: the cells of a terminal, driven by libvterm 0.1.4's state layer callbacks, in
+// place of libvterm's screen layer (screen.c) and with its exact observable behaviour: the
+// same cells, the same lines pushed to and popped from the scrollback, the same quirks. What
+// differs is the cost: each buffer is a ring of rows (a row table over one cell array), so a
+// scroll of whole rows moves row indices instead of cells, and a line scrolled off is packed
+// into the scrollback straight from its cells.
+// No libvterm types: MirrorScreen translates the callbacks. Single-threaded.
+// Coordinates: 0-based (row, col); rectangles are half-open, as libvterm's VTermRect.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/term/grid_cell.hpp"
+#include "engine/term/scrollback.hpp"
+
+namespace backscroll::term {
+
+struct GridRect {
+  int start_row = 0;
+  int end_row = 0;
+  int start_col = 0;
+  int end_col = 0;
+};
+
+// A row's DECDWL / DECDHL state, as libvterm's state layer holds it (VTermLineInfo).
+struct LineAttrs {
+  bool dwl = false;
+  int dhl = 0;  // 1 top half, 2 bottom half
+};
+
+class ScreenGrid {
+ public:
+  // Where the grid reads each row's line attributes: the state layer's, which it updates
+  // itself (around the callbacks, as screen.c sees them).
+  class LineAttrsSource {
+   public:
+    virtual LineAttrs line_attrs(int row) const = 0;
+
+   protected:
+    ~LineAttrsSource() = default;
+  };
+
+  // Both buffers start erased with libvterm's zeroed pen (RGB black on black, not the
+  // default colours); the terminal's reset erases the main one with the real pen.
+  ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines);
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  bool alt_active() const { return active_ == 1; }
+  bool reverse_video() const { return reverse_video_; }
+
+  // --- the state layer's callbacks (screen.c's state_cbs) ---
+  // chars: up to six (kInlineChars), 0-terminated when fewer. False off the screen.
+  // putglyph(): the pen is applied only when there are characters; protection and the line's
+  // attributes always. A wide glyph marks the cells it covers as continuations (their pens
+  // are left as they were). Inline: called once per character printed.
+  bool put_glyph(int row, int col, const std::uint32_t* chars, int width, bool protected_cell,
+                 LineAttrs line) {
+    if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return false;
+    GridCell* r = row_cells(row);
+    GridCell& cell = r[col];
+    std::size_t i = 0;
+    for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
+    if (i < cell.chars.size()) cell.chars[i] = 0;
+    std::uint32_t attrs = cell.attrs;
+    if (i > 0) {
+      attrs = pen_.attrs;
+      cell.fg = pen_.fg;
+      cell.bg = pen_.bg;
+    }
+    cell.attrs = (attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
+                 (protected_cell ? attr::kProtected : 0u);
+    for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
+    return true;
+  }
+  void scroll_rect(GridRect rect, int downward, int rightward);
+  void erase(GridRect rect, bool selective);
+  GridPen& pen() { return pen_; }  // setpenattr() writes it
+  void set_alt_screen(bool on) { active_ = on ? 1 : 0; }
+  void set_reverse_video(bool on) { reverse_video_ = on; }
+  void set_line_attrs(int row, LineAttrs now, LineAttrs before);
+  // Adds a character to the glyph at (row, col) of the active buffer, past the six libvterm
+  // keeps (MirrorScreen: the seventh and later zero-width characters of a cluster). Ignored on
+  // a cell that is not a glyph or already holds Cell::kMaxChars.
+  void append_char(int row, int col, char32_t c);
+  // The glyph at (row, col) of the active buffer holds `chars` (1..Cell::kMaxChars) instead.
+  void set_chars(int row, int col, std::u32string_view chars);
+  // The terminal is now new_rows x new_cols; `cursor_row` is the state's cursor before the
+  // resize. Returns how far the cursor's row moves (lines pushed on a shrink: negative; lines
+  // popped back from the scrollback on a grow: positive).
+  int resize(int new_rows, int new_cols, int cursor_row);
+
+  // --- reads ---
+  // The active buffer's cell, its reverse bit as stored (without DECSCNM).
+  Cell cell(int row, int col) const { return cell_of(active_, row, col); }
+  // The main buffer's, also while the alternate one is active.
+  Cell main_cell(int row, int col) const { return cell_of(0, row, col); }
+  // Entries of the tail table, alive or not yet swept (bounded: see tails_).
+  std::size_t tail_entries() const { return tails_.size(); }
+
+ private:
+  struct Buffer {
+    std::vector<GridCell> cells;       // rows x cols, in storage order
+    std::vector<std::uint32_t> order;  // screen row -> storage row
+  };
+
+  GridCell* row_cells(int row) { return row_cells(active_, row); }
+  GridCell* row_cells(int buffer, int row) {
+    Buffer& b = buffers_[buffer];
+    return b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(row)]) *
+                                static_cast<std::size_t>(cols_);
+  }
+  const GridCell* row_cells(int buffer, int row) const {
+    const Buffer& b = buffers_[buffer];
+    return b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(row)]) *
+                                static_cast<std::size_t>(cols_);
+  }
+  Cell cell_of(int buffer, int row, int col) const;
+  GridCell blank() const;
+  const std::u32string* tail_of(const GridCell& g) const {
+    return has_tail(g) ? &tails_[tail_index(g)] : nullptr;
+  }
+  // Stores `chars` (1..Cell::kMaxChars) in `cell`, the rest past five in a new tail entry.
+  void store_chars(GridCell& cell, std::u32string_view chars);
+  // Drops the tail entries no cell refers to (entries are never changed in place: a copied
+  // cell shares its entry).
+  void sweep_tails();
+  void move_rect(GridRect dest, GridRect src);
+  bool row_blank(int row) const;
+  void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
+
+  int rows_;
+  int cols_;
+  Scrollback& history_;
+  const LineAttrsSource& lines_;
+  Buffer buffers_[2];
+  int active_ = 0;
+  bool reverse_video_ = false;
+  GridPen pen_;
+  // The state layer's row count, which erasing is bounded by: rows_, except while a resize
+  // scrolls the old buffer (the state has the new size by then).
+  int state_rows_;
+  std::vector<Cell> popped_;  // scratch for lines popped back on a grow
+  // Characters of glyphs longer than six, from the sixth on (GridCell). Bounded: swept when
+  // it reaches 64 + twice the entries alive at the last sweep.
+  std::vector<std::u32string> tails_;
+  std::size_t tails_alive_ = 0;
+};
+
+}  // namespace backscroll::term

@@ -1,0 +1,55 @@
+// UTF-8 encoding and decoding of one code point, for the mirror thread's parts (mirror screen,
+// snapshot writer) and their tests. append_utf8's caller passes a valid scalar value (libvterm's
+// cells hold them).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace backscroll::term {
+
+inline void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xc0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xe0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  }
+}
+
+struct Utf8Char {
+  char32_t value;
+  std::size_t length;  // bytes
+};
+
+// The character `bytes` starts with, when it is a complete, well-formed sequence of two to
+// four bytes (no overlong form, no surrogate, at most U+10FFFF); nullopt otherwise (ASCII too).
+inline std::optional<Utf8Char> decode_utf8(std::span<const unsigned char> bytes) {
+  if (bytes.empty()) return std::nullopt;
+  const unsigned char lead = bytes[0];
+  const std::size_t length = lead >= 0xc2 && lead < 0xe0 ? 2 : lead >= 0xe0 && lead < 0xf0 ? 3
+                             : lead >= 0xf0 && lead < 0xf5 ? 4 : 0;
+  if (length == 0 || bytes.size() < length) return std::nullopt;
+  char32_t value = lead & (0x7fu >> length);
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((bytes[i] & 0xc0) != 0x80) return std::nullopt;
+    value = (value << 6) | (bytes[i] & 0x3fu);
+  }
+  constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (value < kMin[length] || value > 0x10ffff || (value >= 0xd800 && value < 0xe000))
+    return std::nullopt;
+  return Utf8Char{value, length};
+}
+
+}  // namespace backscroll::term
