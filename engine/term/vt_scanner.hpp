@@ -60,8 +60,7 @@ struct Mark {
 
 // What a scan() reports as it reads it, in stream order (as vte's Perform does): for a consumer
 // that needs every title set and every bell, where the totals after a scan() call would merge
-// two of them. `after` is the cursor just past the byte that caused the event. The handlers run
-// inside scan(), which is noexcept: one that throws ends the process.
+// two of them. `after` is the cursor just past the byte that caused the event.
 class VtEvents {
  public:
   // A title set (OSC 0/2, CSI 23 t), also to the same text: the title it leaves (title()).
