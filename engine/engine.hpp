@@ -1,6 +1,6 @@
 // Engine: the daemon backscrolld (docs/architecture.md). It owns the io thread's loop, timers, the
 // control server and every actor, routes control requests to actors, fans events out to
-// subscribers and runs the clean shutdown (stop, drain and seal every actor, remove segments).
+// subscribers and runs the clean shutdown (stop, drain and seal every actor, close the rings).
 // Everything here runs on the io thread; other threads reach it only through the consumer
 // notify eventfd and signals (signalfd).
 #pragma once

@@ -1,5 +1,5 @@
 // Actor names: [A-Za-z0-9][A-Za-z0-9._-]{0,63} (docs/design.md, "Actors"). A valid name is safe
-// inside a shared-memory object name and a file name, so no escaping is ever needed.
+// inside a file name and a memfd label, so no escaping is ever needed.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Actor names: [A-Za-z0-9][A-Za-z0-9._-]{0,63} (docs/design.md, "Actors"). Every valid name is safe
-// in a shared-memory object name and a file name, so anything else (empty, too long, a leading
+// in a file name and a memfd label, so anything else (empty, too long, a leading
 // punctuation mark, a slash, a space, a NUL, non-ASCII bytes) must be refused.
 #include <gtest/gtest.h>
 
