@@ -153,7 +153,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   Actor& a = **actor;
   actors_.emplace(*name, std::move(*actor));
   mirror_add(a);
-  transcript_add(a);
+  transcripts_.add(a);
   broadcast({{"event", "spawned"}, {"actor", *name}, {"session", session->id},
              {"pid", session->pid}, {"cursor", session->start}});
   return Json{{"actor", *name}, {"session", session->id}, {"pid", session->pid},
@@ -163,7 +163,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
 Json Engine::status_of(const Actor& actor) const {
   const auto& ring = actor.ring();
   Json sessions = Json::array();
-  const bool syncing = seal_pending(actor.name());
+  const bool syncing = transcripts_.seal_pending(actor.name());
   for (const auto& s : actor.sessions()) {
     // With persistence, sealed once the writer synced it (the last session; the ring's own flag
     // says the bytes are final, this says they are durable too).
@@ -178,24 +178,10 @@ Json Engine::status_of(const Actor& actor) const {
                         {"sealed", sealed}});
   }
   const auto current = actor.current_session();
-  const auto owner = owner_of(actor.name());
+  const auto owner = attachments_.owner_of(actor.name());
   const shm::RingAnnouncement announced = ring.announcement();
   Json argv = actor.spec().argv;
-  Json archive_error = nullptr;
-  Json unarchived = nullptr;
-  Json transcript = nullptr;
-  if (const auto t = transcripts_.find(actor.name()); t != transcripts_.end()) {
-    if (t->second.archive_error) {
-      archive_error = *t->second.archive_error;
-      unarchived = ring.committed() - min(ring.committed(), t->second.archived_to);
-    }
-    Json damaged = Json::array();
-    for (const store::TranscriptGap& gap : t->second.damaged) {
-      damaged.push_back({{"from", value(gap.from)}, {"to", value(gap.to)}, {"reason", gap.reason}});
-    }
-    transcript = {{"damaged", std::move(damaged)}};
-  }
-  return {{"name", actor.name()},
+  Json status{{"name", actor.name()},
           {"state", state_name(actor.state())},
           {"pid", actor.live() && current ? current->pid : 0},
           {"session", current ? current->id : 0},
@@ -213,12 +199,10 @@ Json Engine::status_of(const Actor& actor) const {
           {"input_queued", actor.input_queued()},
           {"paused", actor.paused()},
           {"waiting_for_lease", actor.lease_used_up()},
-          {"persist", transcripts_.count(actor.name()) > 0},
-          {"archive_error", archive_error},
-          {"unarchived_bytes", unarchived},
-          {"transcript", std::move(transcript)},
           {"controller", owner ? Json(*owner) : Json(nullptr)},
           {"sessions", std::move(sessions)}};
+  status.update(transcripts_.status(actor));  // persist, archive_error, unarchived_bytes, ...
+  return status;
 }
 
 Result<Json> Engine::op_status(const Json& request) const {
@@ -272,12 +256,18 @@ Result<Json> Engine::op_resize(const Json& request) {
   if (!cols) return tl::unexpected(cols.error());
   auto rows = dimension(request, "rows", std::nullopt);
   if (!rows) return tl::unexpected(rows.error());
-  if (auto owner = check_resize_owner(**actor, request); !owner) {
-    return tl::unexpected(owner.error());
+  std::optional<std::uint64_t> attachment;
+  if (request.contains("attachment")) {
+    auto id = uint_field(request, "attachment");
+    if (!id) return tl::unexpected(id.error());
+    attachment = *id;
+  }
+  if (auto allowed = attachments_.check_resize((*actor)->name(), attachment); !allowed) {
+    return tl::unexpected(allowed.error());
   }
   if (auto r = resize_actor(**actor, {*cols, *rows}); !r) return tl::unexpected(r.error());
-  if (const auto owner = owner_of((*actor)->name())) {
-    attachments_.at(*owner).size = {*cols, *rows};  // check_resize_owner: it came from the owner
+  if (const auto owner = attachments_.owner_of((*actor)->name())) {
+    attachments_.set_size(*owner, {*cols, *rows});  // check_resize: it came from the owner
   }
   return Json{{"cols", *cols}, {"rows", *rows}};
 }
@@ -287,7 +277,7 @@ Result<Json> Engine::op_clear(const Json& request) {
   if (!actor) return tl::unexpected(actor.error());
   const Cursor floor = (*actor)->clear();
   mirror_reset(**actor, floor);
-  transcript_clear(**actor, floor);
+  transcripts_.clear(**actor, floor);
   cache_.erase((*actor)->name());  // cleared output is never served again
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};
@@ -315,8 +305,8 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   auto waiting = std::count_if(deferred_.begin(), deferred_.end(), [connection](const auto& d) {
     return d.second.connection == connection;
   });
-  for (const auto& [name, deletion] : deletions_) {
-    waiting += std::count_if(deletion.waiters.begin(), deletion.waiters.end(),
+  for (const auto& [name, waiters] : deletions_) {
+    waiting += std::count_if(waiters.begin(), waiters.end(),
                              [connection](const Deferred& d) { return d.connection == connection; });
   }
   if (waiting >= static_cast<std::ptrdiff_t>(kMaxDeferredPerConnection)) {
@@ -325,14 +315,14 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
                                      " stop/restart/delete answers");
   }
   if (deleting != deletions_.end()) {  // answered with the deletion under way
-    deleting->second.waiters.push_back(Deferred{kind, connection, id});
+    deleting->second.push_back(Deferred{kind, connection, id});
     return Json(nullptr);
   }
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
   if (kind == Deferred::Kind::remove) actor.mark_closing();  // its readers end as deleted
   if (actor.live()) {
     actor.stop(std::chrono::milliseconds(*grace_ms));
-  } else if (seal_pending(actor.name())) {
+  } else if (transcripts_.seal_pending(actor.name())) {
     // Sealed by the io thread, not yet durable: answered with that seal.
   } else {
     // Idle already: settle now as if its last session had just been sealed.
@@ -379,7 +369,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
             if (*restarted) {
               const auto& s = **restarted;
               mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
-              transcript_session(actor, s);
+              transcripts_.new_session(actor, s);
               broadcast({{"event", "spawned"}, {"actor", name}, {"session", s.id},
                          {"pid", s.pid}, {"cursor", s.start}});
             }

@@ -14,25 +14,15 @@ using control::Json;
 
 void Engine::begin_deletion(Actor& actor, std::vector<Deferred> waiters) {
   const std::string name = actor.name();
-  PendingDeletion& deletion = deletions_[name];
-  deletion.waiters = std::move(waiters);
+  deletions_[name] = std::move(waiters);
   const auto m = mirror_ids_.find(name);
   if (!mirror_ || m == mirror_ids_.end()) return finish_deletion(name, std::nullopt);
   SnapshotRequest request;
-  request.token = deletion.token = next_id_++;
+  request.token = next_id_++;
+  deletion_texts_.emplace(request.token, name);  // answered by answer_snapshots()
   request.not_before = actor.ring().committed();  // every byte the session printed
   request.plain_text = true;
   mirror_->request_snapshot(m->second, request);
-}
-
-bool Engine::answer_deletion(SnapshotReply& reply) {
-  const auto d = std::find_if(deletions_.begin(), deletions_.end(), [&](const auto& entry) {
-    return entry.second.token == reply.token;
-  });
-  if (d == deletions_.end()) return false;
-  finish_deletion(d->first, reply.found ? std::optional(std::move(reply.taken.snapshot.bytes))
-                                        : std::nullopt);
-  return true;
 }
 
 void Engine::finish_deletion(const std::string& name, std::optional<std::string> scrollback) {
@@ -55,7 +45,7 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
           written.error().describe());
     }
   }
-  for (const Deferred& d : node.mapped().waiters) {
+  for (const Deferred& d : node.mapped()) {
     server_->reply(d.connection, control::ok_response(d.id, answer));
   }
   remove_actor(name);

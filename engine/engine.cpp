@@ -69,18 +69,19 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
       dir_(std::move(dir)),
       loop_(std::move(loop)),
       signal_fd_(signal_fd),
-      notify_fd_(notify_fd) {
+      notify_fd_(notify_fd),
+      transcripts_(places_.transcripts_dir(), settings_.transcript, settings_.persist, notify_fd_,
+                   *this) {
   loop_->read(signal_fd_, signal_buffer_, &signal_op_);
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   if (settings_.mirror) mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
-  if (settings_.persist) writer_ = std::make_unique<TranscriptWriter>(notify_fd_);
-  settings_.actor.leased_cursors = writer_ != nullptr;
+  settings_.actor.leased_cursors = transcripts_.enabled();
 }
 
 Engine::~Engine() {
   // Join the threads, which write notify_fd_ and read the rings.
   mirror_.reset();
-  writer_.reset();
+  transcripts_.stop();
   // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
   // never sealed before the shutdown deadline), before the buffers those ops name are freed.
   loop_.reset();
@@ -116,7 +117,7 @@ void Engine::on_notify(int) noexcept {
   if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
   for (auto& [name, actor] : actors_) actor->resume_if_possible();
   answer_snapshots();
-  answer_writer();
+  transcripts_.answer();
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
@@ -137,6 +138,36 @@ void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept
              {"pid", session.pid},
              {"exit_code", session.exit_code},
              {"term_signal", session.term_signal}});
+}
+
+void Engine::restore_actors() {
+  for (RestorableActor& restored : transcripts_.restorable()) {
+    auto actor = Actor::create(*this, restored.name, settings_.actor, notify_fd_, &restored.past);
+    if (!actor) {
+      log(LogLevel::error, "transcript {}: not restored ({})", restored.name,
+          actor.error().describe());
+      continue;
+    }
+    Actor& a = **actor;
+    actors_.emplace(restored.name, std::move(*actor));
+    mirror_add(a);
+    transcripts_.adopt(a, std::move(restored));
+  }
+  // Persistence goes off when the transcripts' folder cannot be made: no lease to wait for.
+  settings_.actor.leased_cursors = transcripts_.enabled();
+}
+
+Actor* Engine::transcript_actor(const std::string& name) noexcept {
+  const auto a = actors_.find(name);
+  return a == actors_.end() ? nullptr : a->second.get();
+}
+
+void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
+  // finish_deferred may retire the actor (delete); the seal already woke its readers.
+  std::erase(committed_, &actor);
+  actor.set_wake_pending(false);
+  // With a transcript, the session counts as sealed once the writer synced its bytes.
+  if (!transcripts_.seal(actor, session)) report_sealed(actor, session, false);
 }
 
 void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
@@ -161,23 +192,19 @@ void Engine::on_disconnect(ConnectionId connection) noexcept {
     return p.second.connection == connection;
   });
   // A connection's attachments end with it; an owner among them hands control back.
-  std::vector<std::uint64_t> ending;
-  for (const auto& [id, a] : attachments_) {
-    if (a.connection == connection) ending.push_back(id);
-  }
-  for (const std::uint64_t id : ending) end_attachment(id);
+  for (const std::uint64_t id : attachments_.of_connection(connection)) end_attachment(id);
 }
 
 void Engine::remove_actor(const std::string& name) {
   const auto it = actors_.find(name);
   if (it == actors_.end()) return;
   std::erase(committed_, it->second.get());
-  drop_attachments(name);
+  attachments_.drop_actor(name);
   if (const auto m = mirror_ids_.find(name); m != mirror_ids_.end()) {
     if (mirror_) mirror_->remove_actor(m->second);
     mirror_ids_.erase(m);
   }
-  transcript_remove(name);
+  transcripts_.remove(name);
   cache_.erase(name);
   it->second->close_ring();
   graveyard_.push_back(std::move(it->second));
@@ -196,7 +223,7 @@ void Engine::begin_shutdown() noexcept {
 }
 
 bool Engine::shutdown_complete() const noexcept {
-  if (!shutting_down_ || !pending_seals_.empty() || !deletions_.empty()) return false;
+  if (!shutting_down_ || transcripts_.seals_pending() || !deletions_.empty()) return false;
   for (const auto& [name, actor] : actors_) {
     if (actor->live() || actor->busy()) return false;
   }
@@ -217,7 +244,7 @@ int Engine::run() noexcept {
       loop_->run_once(deadline);
       if (workers_wake_owed_) {  // once per batch of commits
         if (mirror_) mirror_->wake();
-        if (writer_) writer_->wake();
+        transcripts_.wake();
       }
       workers_wake_owed_ = false;
       const auto now = TimerQueue::Clock::now();
@@ -246,8 +273,8 @@ int Engine::run() noexcept {
         d.id, Error{Errc::shutting_down, "the engine stopped before '" + name + "' sealed", {}}));
   }
   deferred_.clear();
-  for (const auto& [name, deletion] : deletions_) {
-    for (const Deferred& d : deletion.waiters) {
+  for (const auto& [name, waiters] : deletions_) {
+    for (const Deferred& d : waiters) {
       server_->reply(d.connection, control::error_response(d.id, Error{
           Errc::shutting_down, "the engine stopped before '" + name + "' was deleted", {}}));
     }

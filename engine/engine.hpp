@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "engine/actor.hpp"
+#include "engine/attachments.hpp"
 #include "engine/control_server.hpp"
 #include "engine/mirror_thread.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
-#include "engine/transcript_writer.hpp"
+#include "engine/transcripts.hpp"
 #include "engine/uring_loop.hpp"
 #include "shm/places.hpp"
 
@@ -54,7 +55,7 @@ inline constexpr std::uint64_t kMaxGraceMs = 600'000;           // a stop's grac
 inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000; // history lines per snapshot
 inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 
-class Engine final : public ActorHost, public RequestHandler {
+class Engine final : public ActorHost, public RequestHandler, public TranscriptListener {
  public:
   // Claims the runtime directory (refusing if another engine runs), cleans up after a crashed
   // predecessor, opens the control socket and the loop.
@@ -80,6 +81,13 @@ class Engine final : public ActorHost, public RequestHandler {
   void on_request(ConnectionId connection, control::Frame request) noexcept override;
   void on_disconnect(ConnectionId connection) noexcept override;
 
+  // TranscriptListener
+  Actor* transcript_actor(const std::string& name) noexcept override;
+  void transcript_event(const control::Json& event) override { broadcast(event); }
+  void transcript_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) override {
+    report_sealed(actor, session, durable);
+  }
+
  private:
   // A stop/restart/delete request answered when the actor's session is sealed.
   struct Deferred {
@@ -102,11 +110,16 @@ class Engine final : public ActorHost, public RequestHandler {
   // stop / restart / delete: replies now when idle, else when sealed.
   Result<control::Json> op_lifecycle(ConnectionId connection, const control::Json& request,
                                      Deferred::Kind kind);
-  // Attachments and snapshots (attach_ops.cpp).
+  // A client's snapshot the mirror thread is building.
+  struct PendingSnapshot {
+    ConnectionId connection;
+    control::Json id;
+    std::string actor;
+    control::Json reply;  // fields the answer carries besides the snapshot's (attach)
+  };
+
+  // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
-  Result<control::Json> op_attach(ConnectionId connection, const control::Json& request);
-  Result<control::Json> op_detach(ConnectionId connection, const control::Json& request);
-  // What a snapshot request asks for, checked before anything changes.
   struct SnapshotAsk {
     control::Json id;                // the request's, echoed in the answer
     std::uint64_t scrollback = 0;    // history lines
@@ -118,14 +131,19 @@ class Engine final : public ActorHost, public RequestHandler {
   // Returns the answer when it is known at once (raw replay), else null (answer_snapshots()).
   control::Json request_snapshot(ConnectionId connection, const SnapshotAsk& ask,
                                  const Actor& actor, Cursor not_before, control::Json reply);
-  // Size ownership (ownership_ops.cpp, docs/protocol.md "Size ownership").
+  // The mirror's replies, each to the request its token names: a client's snapshot or a
+  // deletion's final text.
+  void answer_snapshots();
+  void answer_snapshot(PendingSnapshot pending, const SnapshotReply& reply);
+  void mirror_add(Actor& actor);
+  void mirror_reset(const Actor& actor, Cursor at);
+  // Attachments and size ownership (attachment_ops.cpp; the table and its rules:
+  // attachments.hpp).
+  Result<control::Json> op_attach(ConnectionId connection, const control::Json& request);
+  Result<control::Json> op_detach(ConnectionId connection, const control::Json& request);
   Result<control::Json> op_take_control(ConnectionId connection, const control::Json& request);
   // The request's `attachment` when it is one of this connection's, else bad_request.
   Result<std::uint64_t> own_attachment(ConnectionId connection, const control::Json& request) const;
-  // A resize must come from the actor's owner, or from anyone while it has no controller.
-  Result<void> check_resize_owner(const Actor& actor, const control::Json& request) const;
-  // The actor's owner: its controller attachment that took control last.
-  std::optional<std::uint64_t> owner_of(const std::string& actor) const;
   // `attachment` (a controller of `actor`) becomes the owner; the event `controller` says why.
   void make_owner(Actor& actor, std::uint64_t attachment, const char* reason);
   // Resizes a live actor to its owner's recorded size when it differs; true when it did.
@@ -135,50 +153,27 @@ class Engine final : public ActorHost, public RequestHandler {
   // An event about `actor` to every subscriber and to every other connection holding one of
   // its attachments (each connection once).
   void notify_attached(const std::string& actor, const control::Json& event);
-  void answer_snapshots();
-  // History below the ring's floor: the completed-session cache, then the transcript.
+  // Resizes the PTY, then tells the mirror at the committed cursor (stream order) and the
+  // actor's clients (event `resized`).
+  Result<void> resize_actor(Actor& actor, WindowSize size);
+  // History (history_ops.cpp) below the ring's floor: the completed-session cache, then the
+  // transcript.
   Result<std::string> older_history(const Actor& actor, Cursor from, Cursor to,
                                     std::size_t max_bytes);
   // At a seal: the session's tail into the cache, the ring's release scheduled.
   void keep_sealed_tail(Actor& actor, const shm::SessionRecord& session);
   void release_idle_ring(const std::string& actor);
   // Deletion (deletion_ops.cpp): the mirror's final plain text first, then the deletion
-  // snapshot files, the answers and the removal.
+  // archive files, the answers and the removal.
   void begin_deletion(Actor& actor, std::vector<Deferred> waiters);
-  // True when the reply answers a deletion's text request (and finishes that deletion).
-  bool answer_deletion(SnapshotReply& reply);
   void finish_deletion(const std::string& actor, std::optional<std::string> scrollback);
-  // Purges deletion snapshots older than the retention, now and every hour.
+  // Purges deletion archives older than the retention, now and every hour.
   void purge_deleted();
-  // Resizes the PTY, then tells the mirror at the committed cursor (stream order) and the
-  // actor's clients (event `resized`).
-  Result<void> resize_actor(Actor& actor, WindowSize size);
-  void mirror_add(Actor& actor);
-  void mirror_reset(const Actor& actor, Cursor at);
-  // Durable transcripts (transcript_ops.cpp); each does nothing without persistence.
   // Brings back every actor a transcript folder holds (at creation, before any request).
   void restore_actors();
-  // Opens a new actor's transcript folder (moving aside one an earlier actor left) and adds it
-  // to the writer thread, keeping the ring from the current session on.
-  void transcript_add(Actor& actor);
-  // Sends the actor record as of the committed cursor (stream order).
-  void transcript_record(const Actor& actor);
-  void transcript_session(const Actor& actor, const shm::SessionRecord& session);
-  void transcript_clear(const Actor& actor, Cursor floor);
-  void transcript_remove(const std::string& actor);
-  // Bytes [from, limit) of `actor`'s transcript, for history below the ring's floor; up to the
-  // next gap, and data_lost inside one.
-  Result<std::string> transcript_history(const Actor& actor, Cursor from, Cursor limit,
-                                         std::size_t max_bytes);
-  // Records a gap in `actor`'s transcript (once): the status list, a log warning, a `damaged`
-  // event.
-  void report_damage(const std::string& actor, const store::TranscriptGap& gap);
-  // The writer's events: seals become reports, failures archive_error.
-  void answer_writer();
-  bool seal_pending(const std::string& actor) const;
-  // A seal the writer made durable (or could not): events, then the deferred stop/restart/delete.
+  // A seal, once the transcript synced it (or at once without one): events, then the deferred
+  // stop/restart/delete.
   void report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable);
-  void drop_attachments(const std::string& actor);
 
   Result<Actor*> find_actor(const control::Json& request) const;
   control::Json status_of(const Actor& actor) const;
@@ -202,50 +197,18 @@ class Engine final : public ActorHost, public RequestHandler {
   // Deleted actors whose ops are still in flight; destroyed once idle.
   std::vector<std::unique_ptr<Actor>> graveyard_;
   std::multimap<std::string, Deferred> deferred_;
-  struct PendingDeletion {
-    std::vector<Deferred> waiters;  // delete requests, answered once the files are written
-    std::uint64_t token = 0;        // the mirror's text request
-  };
-  std::map<std::string, PendingDeletion> deletions_;
-  // Attachments (docs/design.md, "Attachments and size"). Ids are never reused. A controller
-  // records the size it asked for (its attach's, else the actor's then; its own resizes update it).
-  struct Attachment {
-    std::string actor;
-    ConnectionId connection;
-    bool controller;
-    WindowSize size{};  // controllers only
-  };
-  std::map<std::uint64_t, Attachment> attachments_;
-  // Per actor, its controller attachments in the order they last took control: the owner is
-  // the last; a displaced one's resize is refused (stale_controller). Never an empty vector.
-  std::map<std::string, std::vector<std::uint64_t>> controllers_;
-  // Snapshots the mirror thread is building, by token.
-  struct PendingSnapshot {
-    ConnectionId connection;
-    control::Json id;
-    std::string actor;
-    control::Json reply;  // fields the answer carries besides the snapshot's (attach)
-  };
+  // Actors being deleted: their delete requests, answered once the archive is written.
+  std::map<std::string, std::vector<Deferred>> deletions_;
+  Attachments attachments_;
+  // Requests the mirror thread is answering, by token: clients' snapshots, and the final text
+  // of each actor being deleted (the actor's name).
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
+  std::map<std::uint64_t, std::string> deletion_texts_;
   store::SessionCache cache_;  // stopped actors' tails
-  std::unique_ptr<TranscriptWriter> writer_;  // with persistence only
-  struct Transcript {
-    WriterActorId id = 0;          // 0: not kept (the folder could not be opened)
-    std::filesystem::path folder;
-    Cursor cleared_at{0};          // history never reads the transcript below the last clear
-    std::optional<std::string> archive_error;
-    Cursor archived_to{0};  // with archive_error: bytes from here on are in memory only
-    std::vector<store::TranscriptGap> damaged;  // found at restore or by a read since, oldest first
-  };
-  std::map<std::string, Transcript> transcripts_;
-  struct PendingSeal {
-    std::string actor;
-    shm::SessionRecord session;
-  };
-  std::map<std::uint64_t, PendingSeal> pending_seals_;  // by token, until the writer synced
+  Transcripts transcripts_;
   std::unique_ptr<MirrorThread> mirror_;
   std::map<std::string, MirrorActorId> mirror_ids_;
-  std::uint64_t next_id_ = 1;  // attachment ids, snapshot and seal tokens, mirror and writer ids
+  std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)

@@ -51,8 +51,8 @@ Result<std::string> Engine::older_history(const Actor& actor, Cursor from, Curso
   if (auto cached = cache_.get(actor.name(), from, limit, max_bytes)) return std::move(*cached);
   const auto cached = cache_.range(actor.name());
   Cursor oldest = floor;
-  if (transcripts_.count(actor.name())) {
-    auto bytes = transcript_history(actor, from, limit, max_bytes);
+  if (transcripts_.keeps(actor.name())) {
+    auto bytes = transcripts_.read(actor, from, limit, max_bytes);
     if (bytes || bytes.error().code != Errc::cursor_expired || !bytes.error().cursor) return bytes;
     oldest = min(oldest, Cursor{*bytes.error().cursor});
   }
@@ -74,7 +74,7 @@ void Engine::keep_sealed_tail(Actor& actor, const shm::SessionRecord& session) {
 
 void Engine::release_idle_ring(const std::string& name) {
   const auto it = actors_.find(name);
-  if (it == actors_.end() || it->second->live() || seal_pending(name)) return;
+  if (it == actors_.end() || it->second->live() || transcripts_.seal_pending(name)) return;
   if (!it->second->release_ring()) {
     // A consumer still has bytes to take from it: try again shortly.
     timers_.schedule(TimerQueue::Clock::now() + std::chrono::milliseconds(100),

@@ -1,7 +1,5 @@
-// The engine's side of durable transcripts (docs/transcripts.md, "In the engine"): which
-// actors the writer thread keeps, the marks it gets in stream order (session starts, clears,
-// actor records, seals), the seals it answers, history below the ring's floor, and the actors a
-// restarted engine brings back from their folders. Io thread. Without persistence, nothing.
+#include "engine/transcripts.hpp"
+
 #include <sys/stat.h>
 
 #include <fstream>
@@ -10,7 +8,6 @@
 #include "engine/actor_record.hpp"
 #include "engine/store/durable_file.hpp"
 #include "engine/store/lease_file.hpp"
-#include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
 #include "engine/wall_clock.hpp"
@@ -84,18 +81,29 @@ void remove_temporary_files(const fs::path& folder) {
 
 }  // namespace
 
-void Engine::restore_actors() {
-  if (!writer_) return;
-  const fs::path root = places_.transcripts_dir();
-  if (auto r = private_folder(root); !r) {
+Transcripts::Transcripts(fs::path root, store::TranscriptOptions options, bool persist,
+                         int notify_fd, TranscriptListener& listener)
+    : root_(std::move(root)), options_(options), listener_(listener) {
+  if (persist) writer_ = std::make_unique<TranscriptWriter>(notify_fd);
+}
+
+Transcripts::~Transcripts() = default;
+
+void Transcripts::wake() noexcept {
+  if (writer_) writer_->wake();
+}
+
+std::vector<RestorableActor> Transcripts::restorable() {
+  std::vector<RestorableActor> found;
+  if (!writer_) return found;
+  if (auto r = private_folder(root_); !r) {
     log(LogLevel::error, "transcripts: {}; persistence is off", r.error().describe());
     writer_.reset();
-    settings_.actor.leased_cursors = false;
-    return;
+    return found;
   }
   std::error_code ec;
-  fs::remove_all(root / ".trash", ec);  // deleted actors' folders a crash left half removed
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
+  fs::remove_all(root_ / ".trash", ec);  // deleted actors' folders a crash left half removed
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
     const std::string name = entry.path().filename().string();
     if (!is_valid_actor_name(name) || !entry.is_directory()) continue;
     remove_temporary_files(entry.path());
@@ -108,7 +116,7 @@ void Engine::restore_actors() {
           record.error().describe());
       continue;
     }
-    auto store = store::TranscriptStore::open(entry.path(), settings_.transcript);
+    auto store = store::TranscriptStore::open(entry.path(), options_);
     if (!store) {
       log(LogLevel::warn, "transcript {}: not restored, left as it is ({})", name,
           store.error().describe());
@@ -118,8 +126,8 @@ void Engine::restore_actors() {
     // clear saw, and after an unclean stop past any byte the dead engine let a reader see: the
     // stretch between is lost, and said so.
     const Cursor cleared = load_cleared(entry.path());
-    const store::Resumption resumed =
-        store::resume_after(max(store->end(), cleared), record->cursor, store::LeaseFile::read(entry.path()));
+    const store::Resumption resumed = store::resume_after(
+        max(store->end(), cleared), record->cursor, store::LeaseFile::read(entry.path()));
     const Cursor end = resumed.next;
     std::vector<store::TranscriptGap> damaged = store->damaged();
     if (resumed.lost) {
@@ -143,55 +151,55 @@ void Engine::restore_actors() {
       s.end = std::max(s.start, value(end));  // it ended with the engine that ran it
       s.flags |= shm::kSessionSealed;
     }
-    auto actor = Actor::create(*this, name, settings_.actor, notify_fd_, &past);
-    if (!actor) {
-      log(LogLevel::error, "transcript {}: not restored ({})", name, actor.error().describe());
-      continue;
-    }
-    Actor& a = **actor;
-    actors_.emplace(name, std::move(*actor));
-    mirror_add(a);
-    const WriterActorId id = next_id_++;
-    auto ring = shm::RingReader::open_announced(a.ring().announcement());
-    if (!ring) {
-      log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
-      a.drop_lease();
-      continue;
-    }
-    const std::uint64_t bytes = store->bytes();
-    transcripts_[name] = Transcript{id, entry.path(), cleared, std::nullopt, Cursor{0}, {}};
-    for (const store::TranscriptGap& gap : damaged) report_damage(name, gap);
-    writer_->add_actor(id, std::move(*ring), a.attach_consumer(), std::move(*store), a.epoch(),
-                       past.sessions.empty() ? 0 : past.sessions.back().id);
-    transcript_record(a);
-    log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes",
-        name, hex64(a.epoch()), value(end), bytes);
+    found.push_back({name, std::move(past), entry.path(), std::move(*store), cleared,
+                     std::move(damaged)});
   }
-  if (ec) log(LogLevel::error, "transcripts: list {}: {}", root.string(), ec.message());
+  if (ec) log(LogLevel::error, "transcripts: list {}: {}", root_.string(), ec.message());
+  return found;
 }
 
-void Engine::transcript_add(Actor& actor) {
+void Transcripts::adopt(Actor& actor, RestorableActor restored) {
+  const std::string& name = actor.name();
+  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
+  if (!ring) {
+    log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
+    actor.drop_lease();
+    return;
+  }
+  const std::uint64_t bytes = restored.store.bytes();
+  const WriterActorId id = next_id_++;
+  kept_[name] = Kept{id, restored.folder, restored.cleared_at, std::nullopt, Cursor{0}, {}};
+  for (const store::TranscriptGap& gap : restored.damaged) report_damage(name, gap);
+  const auto& sessions = restored.past.sessions;
+  writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(restored.store),
+                     actor.epoch(), sessions.empty() ? 0 : sessions.back().id);
+  save_record(actor);
+  log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes",
+      name, hex64(actor.epoch()), value(restored.past.start), bytes);
+}
+
+void Transcripts::add(Actor& actor) {
   if (!writer_) return;
   const std::string& name = actor.name();
-  const fs::path folder = places_.transcripts_dir() / name;
-  Transcript t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}};
+  const fs::path folder = root_ / name;
+  Kept t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}};
   const auto give_up = [&](const Error& e) {
     actor.drop_lease();
     t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
-    broadcast({{"event", "archive_error"}, {"actor", name}, {"message", e.describe()},
-               {"archived_to", value(t.archived_to)}});
-    transcripts_[name] = std::move(t);
+    listener_.transcript_event({{"event", "archive_error"}, {"actor", name},
+                                {"message", e.describe()}, {"archived_to", value(t.archived_to)}});
+    kept_[name] = std::move(t);
   };
   std::error_code ec;
   if (fs::exists(folder, ec)) {
     // Left by an actor that could not be restored: kept, out of the way, never appended to.
-    auto to = move_aside(places_.transcripts_dir(), folder, name);
+    auto to = move_aside(root_, folder, name);
     if (!to) return give_up(to.error());
     log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to->string());
   }
-  auto store = store::TranscriptStore::open(folder, settings_.transcript);
+  auto store = store::TranscriptStore::open(folder, options_);
   if (!store) return give_up(store.error());
   auto ring = shm::RingReader::open_announced(actor.ring().announcement());
   if (!ring) return give_up(ring.error());
@@ -200,52 +208,76 @@ void Engine::transcript_add(Actor& actor) {
   const WriterActorId id = t.id;
   writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(*store),
                      actor.epoch(), 0);
-  transcripts_[name] = std::move(t);
+  kept_[name] = std::move(t);
   // The record first, then the session's lease, which its first byte waits for: no byte is
   // published before a restarted engine can bring the actor back.
-  transcript_record(actor);
+  save_record(actor);
   if (session) writer_->new_session(id, Cursor{session->start}, session->id);
 }
 
-void Engine::transcript_record(const Actor& actor) {
-  const auto t = transcripts_.find(actor.name());
-  if (!writer_ || t == transcripts_.end() || t->second.id == 0) return;
-  writer_->save_record(t->second.id, actor.ring().committed(),
-                       ActorRecord::of(actor).to_json().dump());
+const Transcripts::Kept* Transcripts::written(const std::string& actor) const {
+  const auto t = kept_.find(actor);
+  if (!writer_ || t == kept_.end() || t->second.id == 0) return nullptr;
+  return &t->second;
 }
 
-void Engine::transcript_session(const Actor& actor, const shm::SessionRecord& session) {
-  const auto t = transcripts_.find(actor.name());
-  if (!writer_ || t == transcripts_.end() || t->second.id == 0) return;
-  writer_->new_session(t->second.id, Cursor{session.start}, session.id);
-  transcript_record(actor);
+void Transcripts::save_record(const Actor& actor) {
+  if (const Kept* t = written(actor.name())) {
+    writer_->save_record(t->id, actor.ring().committed(), ActorRecord::of(actor).to_json().dump());
+  }
 }
 
-void Engine::transcript_clear(const Actor& actor, Cursor floor) {
-  const auto t = transcripts_.find(actor.name());
-  if (!writer_ || t == transcripts_.end()) return;
+void Transcripts::new_session(const Actor& actor, const shm::SessionRecord& session) {
+  if (const Kept* t = written(actor.name())) {
+    writer_->new_session(t->id, Cursor{session.start}, session.id);
+    save_record(actor);
+  }
+}
+
+void Transcripts::clear(const Actor& actor, Cursor floor) {
+  const auto t = kept_.find(actor.name());
+  if (!writer_ || t == kept_.end()) return;
   t->second.cleared_at = floor;
   if (t->second.id != 0) {
     writer_->clear(t->second.id, floor);  // first: the writer waits for it past the new floor
-    transcript_record(actor);
+    save_record(actor);
   }
   if (!t->second.folder.empty()) {
-    // Durable before the clear is answered: a crash cannot bring the cleared bytes back.
-    auto r = store::write_file_durably(t->second.folder / kClearedFile, std::to_string(value(floor)));
+    auto r = store::write_file_durably(t->second.folder / kClearedFile,
+                                       std::to_string(value(floor)));
     if (r) r = store::sync_folder(t->second.folder);
-    if (!r) log(LogLevel::error, "actor {}: clear floor not saved: {}", actor.name(), r.error().describe());
+    if (!r) {
+      log(LogLevel::error, "actor {}: clear floor not saved: {}", actor.name(),
+          r.error().describe());
+    }
   }
 }
 
-void Engine::transcript_remove(const std::string& actor) {
-  const auto t = transcripts_.find(actor);
-  if (t == transcripts_.end()) return;
+bool Transcripts::seal(const Actor& actor, const shm::SessionRecord& session) {
+  const Kept* t = written(actor.name());
+  if (!t) return false;
+  // Two phases: the session counts as sealed once the writer appended and synced its bytes.
+  save_record(actor);
+  const std::uint64_t token = next_id_++;
+  pending_seals_[token] = PendingSeal{actor.name(), session};
+  writer_->seal(t->id, Cursor{session.end}, token);
+  return true;
+}
+
+bool Transcripts::seal_pending(const std::string& actor) const {
+  return std::any_of(pending_seals_.begin(), pending_seals_.end(),
+                     [&](const auto& p) { return p.second.actor == actor; });
+}
+
+void Transcripts::remove(const std::string& actor) {
+  const auto t = kept_.find(actor);
+  if (t == kept_.end()) return;
   // Renamed now, deleted by the writer once it let go of the files: a new actor of this name
   // may be spawned at once and must find no folder. Only a folder moved to .trash is deleted
   // (never the live path, which a new actor may own by the time the writer gets there).
   fs::path doomed;
   if (!t->second.folder.empty()) {
-    const fs::path trash = places_.transcripts_dir() / ".trash";
+    const fs::path trash = root_ / ".trash";
     const fs::path to = trash / (actor + "-" + std::to_string(next_id_++));
     std::error_code ec;
     if (auto r = private_folder(trash); !r) {
@@ -265,15 +297,15 @@ void Engine::transcript_remove(const std::string& actor) {
       log(LogLevel::error, "actor {}: {}", actor, r.error().describe());
     }
   }
-  transcripts_.erase(t);
+  kept_.erase(t);
 }
 
-Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, Cursor limit,
-                                               std::size_t max_bytes) {
-  const auto t = transcripts_.find(actor.name());
-  const Cursor floor = actor.ring().floor();
-  if (t == transcripts_.end() || t->second.folder.empty()) {
-    return fail(Errc::cursor_expired, "older than the oldest retained byte", value(floor));
+Result<std::string> Transcripts::read(const Actor& actor, Cursor from, Cursor limit,
+                                      std::size_t max_bytes) {
+  const auto t = kept_.find(actor.name());
+  if (t == kept_.end() || t->second.folder.empty()) {
+    return fail(Errc::cursor_expired, "older than the oldest retained byte",
+                value(actor.ring().floor()));
   }
   // A clear took everything before it, whether or not the writer deleted it yet.
   if (from < t->second.cleared_at) {
@@ -300,90 +332,93 @@ Result<std::string> Engine::transcript_history(const Actor& actor, Cursor from, 
   return out;
 }
 
-void Engine::report_damage(const std::string& actor, const store::TranscriptGap& gap) {
-  const auto t = transcripts_.find(actor);
-  if (t == transcripts_.end()) return;
+control::Json Transcripts::status(const Actor& actor) const {
+  control::Json out{{"persist", false},
+                    {"archive_error", nullptr},
+                    {"unarchived_bytes", nullptr},
+                    {"transcript", nullptr}};
+  const auto t = kept_.find(actor.name());
+  if (t == kept_.end()) return out;
+  out["persist"] = true;
+  if (t->second.archive_error) {
+    const Cursor committed = actor.ring().committed();
+    out["archive_error"] = *t->second.archive_error;
+    out["unarchived_bytes"] = committed - min(committed, t->second.archived_to);
+  }
+  control::Json damaged = control::Json::array();
+  for (const store::TranscriptGap& gap : t->second.damaged) {
+    damaged.push_back({{"from", value(gap.from)}, {"to", value(gap.to)}, {"reason", gap.reason}});
+  }
+  out["transcript"] = {{"damaged", std::move(damaged)}};
+  return out;
+}
+
+void Transcripts::report_damage(const std::string& actor, const store::TranscriptGap& gap) {
+  const auto t = kept_.find(actor);
+  if (t == kept_.end()) return;
   auto& known = t->second.damaged;
   const bool seen = std::any_of(known.begin(), known.end(), [&](const store::TranscriptGap& g) {
     return g.from < gap.to && gap.from < g.to;
   });
   if (seen || gap.to <= gap.from) return;
   known.push_back(gap);
-  std::sort(known.begin(), known.end(),
-            [](const store::TranscriptGap& a, const store::TranscriptGap& b) { return a.from < b.from; });
+  std::sort(known.begin(), known.end(), [](const store::TranscriptGap& a,
+                                           const store::TranscriptGap& b) { return a.from < b.from; });
   log(LogLevel::warn, "actor {}: transcript lost cursors {}..{} ({})", actor, value(gap.from),
       value(gap.to), gap.reason);
-  broadcast({{"event", "damaged"}, {"actor", actor}, {"from", value(gap.from)},
-             {"to", value(gap.to)}, {"reason", gap.reason}});
+  listener_.transcript_event({{"event", "damaged"}, {"actor", actor}, {"from", value(gap.from)},
+                              {"to", value(gap.to)}, {"reason", gap.reason}});
 }
 
-void Engine::answer_writer() {
+void Transcripts::answer() {
   if (!writer_) return;
   WriterEvent e;
   while (writer_->next_event(e)) {
     if (e.kind == WriterEvent::Kind::sealed) {
-      const auto p = pending_seals_.find(e.token);
-      if (p == pending_seals_.end()) continue;
-      const PendingSeal seal = std::move(p->second);
-      pending_seals_.erase(p);
-      if (const auto a = actors_.find(seal.actor); a != actors_.end()) {
-        report_sealed(*a->second, seal.session, e.durable);
+      auto seal = pending_seals_.extract(e.token);
+      if (seal.empty()) continue;
+      if (Actor* actor = listener_.transcript_actor(seal.mapped().actor)) {
+        listener_.transcript_sealed(*actor, seal.mapped().session, e.durable);
       }
       continue;
     }
-    const auto t = std::find_if(transcripts_.begin(), transcripts_.end(),
+    const auto t = std::find_if(kept_.begin(), kept_.end(),
                                 [&](const auto& entry) { return entry.second.id == e.id; });
-    if (t == transcripts_.end()) {
+    if (t == kept_.end()) {
       if (e.kind == WriterEvent::Kind::archive_error) {
         log(LogLevel::warn, "transcript of a deleted actor: {}", e.error);
       }
       continue;
     }
-    const auto actor = actors_.find(t->first);
+    Actor* actor = listener_.transcript_actor(t->first);
     if (e.kind == WriterEvent::Kind::lease) {
-      if (actor != actors_.end()) actor->second->grant_lease(e.session, e.lease);
+      if (actor) actor->grant_lease(e.session, e.lease);
       continue;
     }
-    if (actor != actors_.end()) actor->second->drop_lease();
-    t->second.archive_error = e.error;
-    t->second.archived_to = e.archived_to;
-    log(LogLevel::error,
-        "actor {}: transcript given up at cursor {}, history from there stays in memory: {}",
-        t->first, value(e.archived_to), e.error);
-    // Its record and cursors stop here while the actor goes on: a later engine must not restore
-    // it into the same epoch. Moved aside (a rename needs no space); this engine still reads
-    // the intact bytes there.
-    if (!t->second.folder.empty()) {
-      if (auto to = move_aside(places_.transcripts_dir(), t->second.folder, t->first)) {
-        t->second.folder = *to;
-      } else {
-        log(LogLevel::error, "actor {}: {}", t->first, to.error().describe());
-      }
+    if (actor) actor->drop_lease();
+    archive_failed(t->first, e);
+  }
+}
+
+void Transcripts::archive_failed(const std::string& actor, const WriterEvent& e) {
+  Kept& t = kept_.at(actor);
+  t.archive_error = e.error;
+  t.archived_to = e.archived_to;
+  log(LogLevel::error,
+      "actor {}: transcript given up at cursor {}, history from there stays in memory: {}", actor,
+      value(e.archived_to), e.error);
+  // Its record and cursors stop here while the actor goes on: a later engine must not restore
+  // it into the same epoch. Moved aside (a rename needs no space); this engine still reads the
+  // intact bytes there.
+  if (!t.folder.empty()) {
+    if (auto to = move_aside(root_, t.folder, actor)) {
+      t.folder = *to;
+    } else {
+      log(LogLevel::error, "actor {}: {}", actor, to.error().describe());
     }
-    broadcast({{"event", "archive_error"}, {"actor", t->first}, {"message", e.error},
-               {"archived_to", value(e.archived_to)}});
   }
-}
-
-bool Engine::seal_pending(const std::string& actor) const {
-  return std::any_of(pending_seals_.begin(), pending_seals_.end(),
-                     [&](const auto& p) { return p.second.actor == actor; });
-}
-
-void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept {
-  // finish_deferred may retire the actor (delete); the seal already woke its readers.
-  std::erase(committed_, &actor);
-  actor.set_wake_pending(false);
-  const auto t = transcripts_.find(actor.name());
-  if (!writer_ || t == transcripts_.end() || t->second.id == 0) {
-    report_sealed(actor, session, false);
-    return;
-  }
-  // Two phases: the session counts as sealed once the writer appended and synced its bytes.
-  transcript_record(actor);
-  const std::uint64_t token = next_id_++;
-  pending_seals_[token] = PendingSeal{actor.name(), session};
-  writer_->seal(t->second.id, Cursor{session.end}, token);
+  listener_.transcript_event({{"event", "archive_error"}, {"actor", actor}, {"message", e.error},
+                              {"archived_to", value(e.archived_to)}});
 }
 
 }  // namespace backscroll::engine

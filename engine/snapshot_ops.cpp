@@ -1,0 +1,140 @@
+// Snapshots (docs/protocol.md, "Snapshots and attachments"): the `snapshot` op, the io thread's
+// side of the mirror thread (which actors it mirrors, the requests it answers) and the answers
+// to clients. Io thread.
+#include <algorithm>
+
+#include "engine/engine.hpp"
+#include "engine/log.hpp"
+#include "engine/request_fields.hpp"
+
+namespace backscroll::engine {
+
+using control::Json;
+
+void Engine::mirror_add(Actor& actor) {
+  if (!mirror_) return;
+  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
+  if (!ring) {
+    log(LogLevel::error, "actor {}: no mirror ({})", actor.name(), ring.error().describe());
+    return;
+  }
+  const MirrorActorId id = next_id_++;
+  mirror_ids_[actor.name()] = id;
+  mirror_->add_actor(id, std::move(*ring), actor.attach_consumer(), actor.size().cols,
+                     actor.size().rows);
+}
+
+void Engine::mirror_reset(const Actor& actor, Cursor at) {
+  const auto m = mirror_ids_.find(actor.name());
+  if (mirror_ && m != mirror_ids_.end()) mirror_->reset(m->second, at);
+}
+
+Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
+                                                          const Json& request) const {
+  SnapshotAsk ask;
+  ask.id = request.contains("id") ? request["id"] : Json(nullptr);
+  auto scrollback = uint_field(request, "scrollback", settings_.snapshot_scrollback);
+  if (!scrollback) return tl::unexpected(scrollback.error());
+  if (*scrollback > kMaxSnapshotScrollback) {
+    return fail(Errc::too_large, "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
+  }
+  ask.scrollback = *scrollback;
+  const auto waiting = std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
+                                     [connection](const auto& p) {
+                                       return p.second.connection == connection;
+                                     });
+  if (waiting >= static_cast<std::ptrdiff_t>(kMaxPendingSnapshotsPerConnection)) {
+    return fail(Errc::too_large, "this connection already waits for " +
+                                     std::to_string(kMaxPendingSnapshotsPerConnection) +
+                                     " snapshots");
+  }
+  if (const auto formats = request.find("formats"); formats != request.end()) {
+    if (!formats->is_array()) return fail(Errc::bad_request, "\"formats\" must be an array");
+    if (std::find(formats->begin(), formats->end(), Json("snapshot_v1")) == formats->end()) {
+      ask.raw_reason = "client";
+    }
+  }
+  return ask;
+}
+
+Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, const Actor& actor,
+                              Cursor not_before, Json reply) {
+  // A client that cannot read snapshot_v1, or an engine without a mirror: raw replay at once.
+  const char* raw_reason = ask.raw_reason;
+  const auto m = mirror_ids_.find(actor.name());
+  if (!raw_reason && (!mirror_ || m == mirror_ids_.end())) raw_reason = "no_mirror";
+  if (raw_reason) {
+    reply.update(Json{{"format", "raw_replay"},
+                      {"reason", raw_reason},
+                      {"cursor", value(actor.ring().floor())},
+                      {"epoch", hex64(actor.epoch())},
+                      {"cols", actor.size().cols},
+                      {"rows", actor.size().rows},
+                      {"bytes", 0}});
+    return reply;
+  }
+
+  const std::uint64_t token = next_id_++;
+  SnapshotRequest r;
+  r.token = token;
+  r.options.scrollback_lines = ask.scrollback;
+  r.not_before = not_before;
+  pending_snapshots_.emplace(token,
+                             PendingSnapshot{connection, ask.id, actor.name(), std::move(reply)});
+  mirror_->request_snapshot(m->second, r);
+  return Json(nullptr);  // answered by answer_snapshots()
+}
+
+void Engine::answer_snapshots() {
+  if (!mirror_) return;
+  SnapshotReply r;
+  while (mirror_->next_reply(r)) {
+    if (auto p = pending_snapshots_.extract(r.token); !p.empty()) {
+      answer_snapshot(std::move(p.mapped()), r);
+    } else if (auto d = deletion_texts_.extract(r.token); !d.empty()) {
+      finish_deletion(d.mapped(), r.found ? std::optional(std::move(r.taken.snapshot.bytes))
+                                          : std::nullopt);
+    }
+    // Neither: its connection went away.
+  }
+}
+
+void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
+  const auto a = actors_.find(pending.actor);
+  if (!r.found || a == actors_.end()) {
+    server_->reply(pending.connection, control::error_response(pending.id, Error{
+        Errc::no_such_actor, "actor '" + pending.actor + "' was deleted", std::nullopt}));
+    return;
+  }
+  const Actor& actor = *a->second;
+  const term::Snapshot& snap = r.taken.snapshot;
+  Json reply = std::move(pending.reply);
+  reply.update(Json{{"epoch", hex64(actor.epoch())}, {"cols", snap.cols}, {"rows", snap.rows}});
+  std::optional<std::string> reason = snap.fallback_reason;
+  // The bytes from the snapshot's cursor on must still be readable for it to be usable.
+  if (!reason && r.taken.cursor < actor.ring().floor()) reason = "expired";
+  if (reason) {
+    reply.update(Json{{"format", "raw_replay"},
+                      {"reason", *reason},
+                      {"cursor", value(actor.ring().floor())},
+                      {"bytes", 0}});
+    server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
+    return;
+  }
+  reply.update(Json{{"format", "snapshot_v1"},
+                    {"cursor", value(r.taken.cursor)},
+                    {"bytes", snap.bytes.size()},
+                    {"scrollback_lines", snap.scrollback_lines}});
+  server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
+                 snap.bytes);
+}
+
+Result<Json> Engine::op_snapshot(ConnectionId connection, const Json& request) {
+  auto actor = find_actor(request);
+  if (!actor) return tl::unexpected(actor.error());
+  auto ask = check_snapshot_request(connection, request);
+  if (!ask) return tl::unexpected(ask.error());
+  return request_snapshot(connection, *ask, **actor, Cursor{0}, Json::object());
+}
+
+}  // namespace backscroll::engine
