@@ -6,7 +6,8 @@
 //   - a CSI with more than 16 parameters is replaced by CAN + the same sequence with its first
 //     16 (an SGR is split into several whole SGRs); libvterm 0.1.4 writes past its array;
 //   - REP of a zero-width glyph is dropped (endless loop), REP of a wide glyph that would end
-//     past the last column is shortened (null dereference);
+//     past the last column is shortened (null dereference), REP of a glyph wider than its row
+//     is dropped (it would lose marks the mirror joined);
 //   - UTF-8 encoded U+0080-U+009F are dropped (width -1: the cursor leaves the screen and the
 //     next erase dereferences a null cell); values past U+10FFFF become U+FFFD; an unfinished
 //     UTF-8 sequence cut by a control is dropped;
@@ -425,8 +426,11 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     if (count == 0) count = 1;
     std::int64_t target = std::min<std::int64_t>(std::int64_t{pos.col} + count, row_width);
     bool rewrite = false;
-    if (w <= 0) {
-      m_.write("\x18", 1);  // endless loop in libvterm: drop it
+    // Zero width: an endless loop in libvterm. Wider than the row (a wide glyph on a
+    // double-width line of a 2- or 3-column mirror): libvterm would print it over its own
+    // cell again, without the marks join_marks() may have given the mirror's. Dropped.
+    if (w <= 0 || w > row_width) {
+      m_.write("\x18", 1);
       fed_ = final_at + 1;
       ++m_.rewritten_;
       return;
@@ -891,12 +895,17 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
   if (c.kind != Cell::Kind::glyph || c.width != g.width || c.nchars != g.nchars ||
       !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) || !(c.pen == pen()))
     return 0;
-  if (g.chars[0] < 0x80 && input_.designation(input_.gl_set()) != 'u') {
-    // GL holds a table (ESC ( B, as `tput sgr0` prints, included): libvterm decodes a piece
-    // that starts with ASCII by the table and the marks after it in a call of their own, which
-    // joins nothing at the row's end, so a glyph printed again would not take them either. The
-    // grid's cell takes them itself; libvterm's last glyph (what REP repeats) keeps the
-    // glyph's own characters, and libvterm's screen layer no longer matches the grid.
+  // Where libvterm cannot take the glyph again in its cell, the grid's cell takes the marks
+  // itself; libvterm's last glyph (what REP repeats) keeps the glyph's own characters, and
+  // libvterm's screen layer no longer matches the grid. Two such places:
+  //   - GL holds a table (ESC ( B, as `tput sgr0` prints, included): libvterm decodes a piece
+  //     that starts with ASCII by the table and the marks after it in a call of their own,
+  //     which joins nothing at the row's end, so a glyph printed again would not take them;
+  //   - the glyph is wider than its row (a wide one on a double-width line of a 2- or
+  //     3-column mirror): printed again it would wrap to the next row, which it only reached
+  //     by wrapping (rep() drops a REP of it: libvterm would repeat it without the marks).
+  const bool table = g.chars[0] < 0x80 && input_.designation(input_.gl_set()) != 'u';
+  if (table || g.width > impl_->row_width(g.row)) {
     for (std::size_t at = 0; at < marks;) {
       const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));
       if (!ch) break;

@@ -768,5 +768,38 @@ TEST(MirrorFuzzFindings, MarksJoinAtTheRowEndWithMarginsAndInColumnZero) {
   }
 }
 
+// A wide glyph on a double-width line of a two-column mirror (a PTY of one column) is wider
+// than its row: libvterm reaches it only by wrapping, so join_marks() printing it again with a
+// mark that started a write wrapped once more and scrolled, while the same bytes in one write
+// joined in place (found by the 30-minute tools/fuzz.sh run of 2026-12-02; fuzz/corpus/mirror/
+// finding_mark_on_a_glyph_wider_than_its_row). The grid's cell takes the marks itself, and a
+// REP of such a glyph is dropped (libvterm would repeat it without them).
+TEST(MirrorFuzzFindings, MarksJoinAGlyphWiderThanItsRowInPlace) {
+  for (const std::string& tail : {std::string("\xe4\xb8\xad\xcc\x81" "abc\x1b#4\xe4\xb8\xad\xcc\x81x"),
+                                 std::string("abc\x1b#4\xe4\xb8\xad\xcc\x81\x1b[3b\xcc\x82y")}) {
+    for (const int cols : {2, 3}) {
+      const auto fed = [&](std::size_t cut) {
+        auto m = std::make_unique<MirrorScreen>(20, 8);
+        m->feed("x");
+        m->resize(cols, 4);
+        m->feed(std::string_view(tail).substr(0, cut));
+        m->feed(std::string_view(tail).substr(cut));
+        return m;
+      };
+      const auto whole = fed(tail.size());
+      for (std::size_t cut = 1; cut < tail.size(); ++cut) {
+        const auto split = fed(cut);
+        ASSERT_EQ(split->scrollback_lines(), whole->scrollback_lines()) << "cut " << cut;
+        for (int r = 0; r < 4; ++r) {
+          for (int c = 0; c < cols; ++c) {
+            EXPECT_EQ(split->cell(r, c), whole->cell(r, c))
+                << cols << " cols, cut " << cut << ", cell " << r << "," << c;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace backscroll::testing
