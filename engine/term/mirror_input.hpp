@@ -196,6 +196,14 @@ class MirrorInput {
   };
   enum class StringType : std::uint8_t { osc, dcs };
 
+  // scan() per state: each takes the byte at `pos` (text: the run from there) and reports to
+  // `sink`.
+  std::size_t scan_text(std::span<const unsigned char> buf, std::size_t pos, Sink& sink);
+  void text_continuation(unsigned char c, std::size_t pos, Sink& sink);
+  void text_lead(unsigned char c, std::size_t pos, Sink& sink);
+  void control_byte(unsigned char c, std::size_t pos, Sink& sink);
+  void escape_byte(unsigned char c, std::size_t pos, Sink& sink);
+  void string_byte(unsigned char c, std::size_t pos, Sink& sink);
   void control(unsigned char c);
   void csi_byte(unsigned char c, std::size_t at, Sink& sink);
   void dispatch_csi(std::size_t at, Sink& sink);
