@@ -1,12 +1,15 @@
 // backscroll: the user CLI (docs/cli.md). This file declares the commands and their options
-// with CLI11 and hands each parsed command to its runner: cli_ops (one control request),
-// cli_tail (reads the ring in shared memory), cli_attach (interactive), cli_status_follow
-// (status -f: agent status from the rings). Usage errors exit 2, engine, protocol and OS errors
-// exit 1, each as one line on stderr.
+// with CLI11, one add_* function per command, and hands the parsed command to its runner:
+// cli_ops (one control request), cli_tail (reads the ring in shared memory), cli_attach
+// (interactive), cli_status_follow (status -f: agent status from the rings). Usage errors exit
+// 2, engine, protocol and OS errors exit 1, each as one line on stderr.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +96,328 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   return report_usage(std::string(e.what()) + " (see '" + where + " --help')");
 }
 
+// One entry of the command table: main calls `run` when CLI11 marks `subcommand` as parsed. The
+// values the options parse into are owned by `run`'s captures, so they outlive parsing.
+struct Command {
+  const CLI::App* subcommand;
+  std::function<int(const EngineTarget&)> run;
+};
+
+Command add_spawn(CLI::App& app) {
+  struct Values {
+    SpawnArgs spawn;
+    std::string cols, rows;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand("spawn", "Start a program on a new PTY as actor NAME");
+  add_actor(command, values->spawn.actor);
+  add_spawn_options(command, values->cols, values->rows, values->spawn, "80", "24");
+  command->footer(
+      "Prints: NAME session S pid P cursor C. Example: backscroll spawn build -- make -j8");
+  const auto run = [values](const EngineTarget& engine) {
+    values->spawn.cols = size_value(values->cols);
+    values->spawn.rows = size_value(values->rows);
+    return run_spawn(engine, values->spawn);
+  };
+  return {command, run};
+}
+
+Command add_list(CLI::App& app) {
+  auto* command = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
+  return {command, [](const EngineTarget& engine) { return run_list(engine); }};
+}
+
+Command add_status(CLI::App& app) {
+  struct Values {
+    std::vector<std::string> actors;
+    bool json = false;
+    StatusFollowArgs follow;
+    bool follow_on = false;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "status", "Show actors in detail (or one actor); with -f, follow their agent status");
+  command->add_option("NAME", values->actors, "only this actor (with -f: these actors)")
+      ->type_name("");
+  command->add_flag("--json", values->json,
+                    "print the engine's `actors` array as JSON (fields: docs/protocol.md); "
+                    "with -f, one JSON object per line");
+  command->add_flag("-f,--follow", values->follow_on,
+                    "follow the agent status (title, bells, working/idle/permission) of every "
+                    "actor, or of NAME...: one line per change (docs/status-detector.md)");
+  command->add_option("--rules", values->follow.rules_path,
+                      "with -f: a JSON rules file, tried before the built-in rules")
+      ->type_name("FILE");
+  const auto run = [values](const EngineTarget& engine) {
+    if (values->follow_on) {
+      values->follow.actors = values->actors;
+      values->follow.json = values->json;
+      return run_status_follow(engine, values->follow);
+    }
+    if (!values->follow.rules_path.empty()) return report_usage("status: --rules needs -f");
+    if (values->actors.size() > 1) return report_usage("status: one NAME at most without -f");
+    return run_status(engine,
+                      values->actors.empty() ? std::nullopt : std::optional(values->actors.front()),
+                      values->json);
+  };
+  return {command, run};
+}
+
+Command add_tail(CLI::App& app) {
+  struct Values {
+    TailArgs tail;
+    std::string from;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command =
+      app.add_subcommand("tail", "Write an actor's raw output to stdout, read from shared memory");
+  add_actor(command, values->tail.actor);
+  command->add_option("--from", values->from, "start at this cursor (default: the oldest retained)")
+      ->type_name("CURSOR")
+      ->check(u64_value());
+  command->add_flag("-f,--follow", values->tail.follow, "keep writing new output as it arrives");
+  command->add_flag("--until-exit", values->tail.until_exit,
+                    "follow until the current session ends and all its bytes are written");
+  const auto run = [values](const EngineTarget& engine) {
+    values->tail.from = cursor_value(values->from);
+    return run_tail(engine, values->tail);
+  };
+  return {command, run};
+}
+
+Command add_send(CLI::App& app) {
+  auto send = std::make_shared<SendArgs>();
+  auto* command = app.add_subcommand("send", "Type TEXT into an actor, then Enter (\\r)");
+  add_actor(command, send->actor);
+  command->add_option("TEXT", send->text, "words joined by spaces; '-' alone sends stdin verbatim")
+      ->type_name("");
+  command->add_flag("-n,--no-newline", send->no_newline, "do not press Enter (no trailing \\r)");
+  command->add_flag("--paste", send->paste,
+                    "a paste: the engine writes the final Enter on its own, 100 ms later");
+  command->add_flag("--bracketed", send->bracketed,
+                    "wrap the text in bracketed-paste markers (ESC[200~ ... ESC[201~)");
+  const auto run = [send](const EngineTarget& engine) {
+    if (send->text.size() > 1 &&
+        std::find(send->text.begin(), send->text.end(), "-") != send->text.end()) {
+      return report_usage("send: '-' (stdin) must be the only TEXT");
+    }
+    return run_send(engine, *send);
+  };
+  return {command, run};
+}
+
+Command add_resize(CLI::App& app) {
+  struct Values {
+    std::string actor, cols, rows;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand("resize", "Set an actor's PTY size");
+  add_actor(command, values->actor);
+  command->add_option("COLS", values->cols, "columns, 1..1000")
+      ->type_name("")
+      ->required()
+      ->check(terminal_size());
+  command->add_option("ROWS", values->rows, "rows, 1..1000")
+      ->type_name("")
+      ->required()
+      ->check(terminal_size());
+  const auto run = [values](const EngineTarget& engine) {
+    return run_resize(engine, values->actor, *size_value(values->cols),
+                      *size_value(values->rows));
+  };
+  return {command, run};
+}
+
+Command add_clear(CLI::App& app) {
+  auto actor = std::make_shared<std::string>();
+  auto* command = app.add_subcommand(
+      "clear", "Drop an actor's retained output (cursors keep counting; nothing is restorable)");
+  add_actor(command, *actor);
+  return {command, [actor](const EngineTarget& engine) { return run_clear(engine, *actor); }};
+}
+
+Command add_stop(CLI::App& app) {
+  struct Values {
+    std::string actor, grace;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "stop", "End an actor's program: SIGHUP, SIGKILL after the grace period; waits for the seal");
+  add_actor(command, values->actor);
+  command
+      ->add_option("--grace-ms", values->grace, "milliseconds before SIGKILL (engine default 3000)")
+      ->type_name("MS")
+      ->check(u64_value());
+  const auto run = [values](const EngineTarget& engine) {
+    return run_stop(engine, values->actor,
+                    values->grace.empty() ? std::nullopt : parse_u64(values->grace));
+  };
+  return {command, run};
+}
+
+Command add_restart(CLI::App& app) {
+  auto actor = std::make_shared<std::string>();
+  auto* command =
+      app.add_subcommand("restart", "Stop an actor's program and start it again as a new session");
+  add_actor(command, *actor);
+  return {command, [actor](const EngineTarget& engine) { return run_restart(engine, *actor); }};
+}
+
+Command add_delete(CLI::App& app) {
+  auto actor = std::make_shared<std::string>();
+  auto* command = app.add_subcommand("delete", "Stop an actor and remove it with its ring");
+  add_actor(command, *actor);
+  return {command, [actor](const EngineTarget& engine) { return run_delete(engine, *actor); }};
+}
+
+Command add_restore(CLI::App& app) {
+  struct Values {
+    RestoreArgs restore;
+    std::string as;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "restore", "Open a shell actor where a deleted actor worked, showing its saved scrollback");
+  add_actor(command, values->restore.actor);
+  command->add_option("--as", values->as, "name of the new actor (default: NAME)")
+      ->type_name("NAME");
+  const auto run = [values](const EngineTarget& engine) {
+    if (!values->as.empty()) values->restore.as = values->as;
+    return run_restore(engine, values->restore);
+  };
+  return {command, run};
+}
+
+Command add_history(CLI::App& app) {
+  struct Values {
+    HistoryArgs history;
+    std::string from, to;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "history", "Write the bytes of a cursor range [FROM, TO) to stdout or a file");
+  add_actor(command, values->history.actor);
+  command->add_option("--from", values->from, "first cursor")
+      ->type_name("CURSOR")
+      ->required()
+      ->check(u64_value());
+  command->add_option("--to", values->to, "end cursor, exclusive (default: committed)")
+      ->type_name("CURSOR")
+      ->check(u64_value());
+  command
+      ->add_option("--epoch", values->history.epoch,
+                   "the epoch the cursors belong to (16 hex digits, from status or snapshot): "
+                   "refused with wrong_epoch when the actor's cursor space is another")
+      ->type_name("EPOCH");
+  command
+      ->add_option("-o,--output", values->history.output,
+                   "write to FILE (created 0600, truncated) instead of stdout")
+      ->type_name("FILE");
+  command->add_flag("--skip-damaged", values->history.skip_damaged,
+                    "write the bytes around a damaged stretch of the transcript and list each "
+                    "gap on stderr (default: stop at the first gap, exit 1)");
+  const auto run = [values](const EngineTarget& engine) {
+    values->history.from = *cursor_value(values->from);
+    values->history.to = cursor_value(values->to);
+    return run_history(engine, values->history);
+  };
+  return {command, run};
+}
+
+Command add_snapshot(CLI::App& app) {
+  auto snapshot = std::make_shared<SnapshotArgs>();
+  auto* command = app.add_subcommand(
+      "snapshot", "Write the ANSI bytes that redraw an actor's screen and recent history");
+  add_actor(command, snapshot->actor);
+  command->add_option("--scrollback", snapshot->scrollback,
+                      "history lines, 0..10000 (default: the engine's "
+                      "snapshot.scrollback_lines, 512)")
+      ->check(CLI::Range(0, 10000));
+  command
+      ->add_option("-o,--output", snapshot->output,
+                   "write the bytes to FILE (created 0600, truncated) instead of stdout")
+      ->type_name("FILE");
+  command->add_flag("--json", snapshot->json,
+                    "print {format, cursor, epoch, cols, rows, bytes, reason} as one JSON "
+                    "object (the bytes then go only to --output)");
+  command->footer(
+      "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
+      "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
+  return {command,
+          [snapshot](const EngineTarget& engine) { return run_snapshot(engine, *snapshot); }};
+}
+
+Command add_verify(CLI::App& app) {
+  auto verify = std::make_shared<VerifyArgs>();
+  auto* command = app.add_subcommand(
+      "verify",
+      "Check that snapshots of an actor reproduce its screen exactly (on its own output)");
+  add_actor(command, verify->actor);
+  command->add_option("--cuts", verify->cuts, "snapshots to check, at random cursors")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  command->add_option("--bytes", verify->window, "check the newest BYTES of the session")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
+  command->add_option("--seed", verify->seed, "the cursors' random seed (default: printed)");
+  command->footer(
+      "Exit 0: every snapshot plus the raw bytes after it showed what every byte shows; exit 1: "
+      "the first difference is printed (please report it with the seed).");
+  return {command,
+          [verify](const EngineTarget& engine) { return run_verify(engine.places, *verify); }};
+}
+
+Command add_attach(CLI::App& app) {
+  struct Values {
+    AttachArgs attach;
+    std::string detach_key = "^]";
+    std::string cols, rows;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command =
+      app.add_subcommand("attach", "Use the terminal as the actor's terminal (detach with Ctrl-])");
+  add_actor(command, values->attach.actor);
+  command
+      ->add_option("--detach-key", values->detach_key,
+                   "detach key: ^X, one ASCII character, or none (default ^])")
+      ->type_name("KEY")
+      ->check(detach_key());
+  command->add_flag("-r,--read-only", values->attach.read_only,
+                    "watch as a viewer: never resize the actor, never send keys");
+  command->add_flag("--spawn", values->attach.spawn,
+                    "spawn NAME first (CMD, default $SHELL) unless it exists");
+  add_spawn_options(command, values->cols, values->rows, values->attach.spawn_args,
+                    "the terminal's", "the terminal's");
+  command->footer("Example, the one-command workflow: backscroll attach work --spawn");
+  const auto run = [values](const EngineTarget& engine) {
+    AttachArgs& attach = values->attach;
+    const DetachKeyChoice key = *parse_detach_key(values->detach_key);
+    attach.detach_key = key.none ? std::nullopt : std::optional<unsigned char>(key.key);
+    attach.spawn_args.cols = size_value(values->cols);
+    attach.spawn_args.rows = size_value(values->rows);
+    const SpawnArgs& s = attach.spawn_args;
+    if (!attach.spawn &&
+        (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || !s.argv.empty())) {
+      return report_usage("attach: CMD, --cols, --rows, --cwd and --env need --spawn");
+    }
+    return run_attach(engine, attach);
+  };
+  return {command, run};
+}
+
+// A diagnostic: hidden from --help.
+Command add_ping(CLI::App& app) {
+  auto* command = app.add_subcommand("ping", "Check that the engine answers");
+  command->group("");
+  return {command, [](const EngineTarget& engine) { return run_ping(engine); }};
+}
+
+Command add_shutdown(CLI::App& app) {
+  auto* command =
+      app.add_subcommand("shutdown", "Stop every actor and the engine (does not start one)");
+  return {command, [](const EngineTarget& engine) { return run_shutdown(engine); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,198 +430,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-autostart", no_autostart,
                "never start the engine; fail with engine_unavailable when none answers");
 
-  // spawn
-  SpawnArgs spawn;
-  std::string spawn_cols, spawn_rows;
-  auto* spawn_cmd = app.add_subcommand("spawn", "Start a program on a new PTY as actor NAME");
-  add_actor(spawn_cmd, spawn.actor);
-  add_spawn_options(spawn_cmd, spawn_cols, spawn_rows, spawn, "80", "24");
-  spawn_cmd->footer(
-      "Prints: NAME session S pid P cursor C. Example: backscroll spawn build -- make -j8");
-
-  // list
-  auto* list_cmd = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
-
-  // status
-  std::vector<std::string> status_actors;
-  bool status_json = false;
-  StatusFollowArgs status_follow;
-  bool status_follow_on = false;
-  auto* status_cmd = app.add_subcommand(
-      "status", "Show actors in detail (or one actor); with -f, follow their agent status");
-  status_cmd->add_option("NAME", status_actors, "only this actor (with -f: these actors)")
-      ->type_name("");
-  status_cmd->add_flag("--json", status_json,
-                       "print the engine's `actors` array as JSON (fields: docs/protocol.md); "
-                       "with -f, one JSON object per line");
-  status_cmd->add_flag("-f,--follow", status_follow_on,
-                       "follow the agent status (title, bells, working/idle/permission) of every "
-                       "actor, or of NAME...: one line per change (docs/status-detector.md)");
-  status_cmd->add_option("--rules", status_follow.rules_path,
-                         "with -f: a JSON rules file, tried before the built-in rules")
-      ->type_name("FILE");
-
-  // tail
-  TailArgs tail;
-  std::string tail_from;
-  auto* tail_cmd =
-      app.add_subcommand("tail", "Write an actor's raw output to stdout, read from shared memory");
-  add_actor(tail_cmd, tail.actor);
-  tail_cmd->add_option("--from", tail_from, "start at this cursor (default: the oldest retained)")
-      ->type_name("CURSOR")
-      ->check(u64_value());
-  tail_cmd->add_flag("-f,--follow", tail.follow, "keep writing new output as it arrives");
-  tail_cmd->add_flag("--until-exit", tail.until_exit,
-                     "follow until the current session ends and all its bytes are written");
-
-  // send
-  SendArgs send;
-  auto* send_cmd = app.add_subcommand("send", "Type TEXT into an actor, then Enter (\\r)");
-  add_actor(send_cmd, send.actor);
-  send_cmd->add_option("TEXT", send.text, "words joined by spaces; '-' alone sends stdin verbatim")
-      ->type_name("");
-  send_cmd->add_flag("-n,--no-newline", send.no_newline, "do not press Enter (no trailing \\r)");
-  send_cmd->add_flag("--paste", send.paste,
-                     "a paste: the engine writes the final Enter on its own, 100 ms later");
-  send_cmd->add_flag("--bracketed", send.bracketed,
-                     "wrap the text in bracketed-paste markers (ESC[200~ ... ESC[201~)");
-
-  // resize
-  std::string resize_actor, resize_cols, resize_rows;
-  auto* resize_cmd = app.add_subcommand("resize", "Set an actor's PTY size");
-  add_actor(resize_cmd, resize_actor);
-  resize_cmd->add_option("COLS", resize_cols, "columns, 1..1000")
-      ->type_name("")
-      ->required()
-      ->check(terminal_size());
-  resize_cmd->add_option("ROWS", resize_rows, "rows, 1..1000")
-      ->type_name("")
-      ->required()
-      ->check(terminal_size());
-
-  // clear
-  std::string clear_actor;
-  auto* clear_cmd = app.add_subcommand(
-      "clear", "Drop an actor's retained output (cursors keep counting; nothing is restorable)");
-  add_actor(clear_cmd, clear_actor);
-
-  // stop
-  std::string stop_actor, stop_grace;
-  auto* stop_cmd = app.add_subcommand(
-      "stop", "End an actor's program: SIGHUP, SIGKILL after the grace period; waits for the seal");
-  add_actor(stop_cmd, stop_actor);
-  stop_cmd
-      ->add_option("--grace-ms", stop_grace, "milliseconds before SIGKILL (engine default 3000)")
-      ->type_name("MS")
-      ->check(u64_value());
-
-  // restart
-  std::string restart_actor;
-  auto* restart_cmd =
-      app.add_subcommand("restart", "Stop an actor's program and start it again as a new session");
-  add_actor(restart_cmd, restart_actor);
-
-  // delete
-  std::string delete_actor;
-  auto* delete_cmd = app.add_subcommand("delete", "Stop an actor and remove it with its ring");
-  add_actor(delete_cmd, delete_actor);
-
-  // restore
-  RestoreArgs restore;
-  std::string restore_as;
-  auto* restore_cmd = app.add_subcommand(
-      "restore", "Open a shell actor where a deleted actor worked, showing its saved scrollback");
-  add_actor(restore_cmd, restore.actor);
-  restore_cmd->add_option("--as", restore_as, "name of the new actor (default: NAME)")
-      ->type_name("NAME");
-
-  // history
-  HistoryArgs history;
-  std::string history_from, history_to;
-  auto* history_cmd = app.add_subcommand(
-      "history", "Write the bytes of a cursor range [FROM, TO) to stdout or a file");
-  add_actor(history_cmd, history.actor);
-  history_cmd->add_option("--from", history_from, "first cursor")
-      ->type_name("CURSOR")
-      ->required()
-      ->check(u64_value());
-  history_cmd->add_option("--to", history_to, "end cursor, exclusive (default: committed)")
-      ->type_name("CURSOR")
-      ->check(u64_value());
-  history_cmd
-      ->add_option("--epoch", history.epoch,
-                   "the epoch the cursors belong to (16 hex digits, from status or snapshot): "
-                   "refused with wrong_epoch when the actor's cursor space is another")
-      ->type_name("EPOCH");
-  history_cmd
-      ->add_option("-o,--output", history.output,
-                   "write to FILE (created 0600, truncated) instead of stdout")
-      ->type_name("FILE");
-  history_cmd->add_flag("--skip-damaged", history.skip_damaged,
-                        "write the bytes around a damaged stretch of the transcript and list each "
-                        "gap on stderr (default: stop at the first gap, exit 1)");
-
-  // snapshot
-  SnapshotArgs snapshot;
-  auto* snapshot_cmd = app.add_subcommand(
-      "snapshot", "Write the ANSI bytes that redraw an actor's screen and recent history");
-  add_actor(snapshot_cmd, snapshot.actor);
-  snapshot_cmd->add_option("--scrollback", snapshot.scrollback,
-                           "history lines, 0..10000 (default: the engine's "
-                           "snapshot.scrollback_lines, 512)")
-      ->check(CLI::Range(0, 10000));
-  snapshot_cmd
-      ->add_option("-o,--output", snapshot.output,
-                   "write the bytes to FILE (created 0600, truncated) instead of stdout")
-      ->type_name("FILE");
-  snapshot_cmd->add_flag("--json", snapshot.json,
-                         "print {format, cursor, epoch, cols, rows, bytes, reason} as one JSON "
-                         "object (the bytes then go only to --output)");
-  snapshot_cmd->footer(
-      "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
-      "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
-
-  // verify
-  VerifyArgs verify;
-  auto* verify_cmd = app.add_subcommand(
-      "verify", "Check that snapshots of an actor reproduce its screen exactly (on its own output)");
-  add_actor(verify_cmd, verify.actor);
-  verify_cmd->add_option("--cuts", verify.cuts, "snapshots to check, at random cursors")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  verify_cmd->add_option("--bytes", verify.window, "check the newest BYTES of the session")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
-  verify_cmd->add_option("--seed", verify.seed, "the cursors' random seed (default: printed)");
-  verify_cmd->footer(
-      "Exit 0: every snapshot plus the raw bytes after it showed what every byte shows; exit 1: "
-      "the first difference is printed (please report it with the seed).");
-
-  // attach
-  AttachArgs attach;
-  std::string detach_key_text = "^]";
-  std::string attach_cols, attach_rows;
-  auto* attach_cmd =
-      app.add_subcommand("attach", "Use the terminal as the actor's terminal (detach with Ctrl-])");
-  add_actor(attach_cmd, attach.actor);
-  attach_cmd
-      ->add_option("--detach-key", detach_key_text,
-                   "detach key: ^X, one ASCII character, or none (default ^])")
-      ->type_name("KEY")
-      ->check(detach_key());
-  attach_cmd->add_flag("-r,--read-only", attach.read_only,
-                       "watch as a viewer: never resize the actor, never send keys");
-  attach_cmd->add_flag("--spawn", attach.spawn,
-                       "spawn NAME first (CMD, default $SHELL) unless it exists");
-  add_spawn_options(attach_cmd, attach_cols, attach_rows, attach.spawn_args, "the terminal's",
-                    "the terminal's");
-  attach_cmd->footer("Example, the one-command workflow: backscroll attach work --spawn");
-
-  // ping (diagnostic, hidden), shutdown
-  auto* ping_cmd = app.add_subcommand("ping", "Check that the engine answers");
-  ping_cmd->group("");
-  auto* shutdown_cmd =
-      app.add_subcommand("shutdown", "Stop every actor and the engine (does not start one)");
+  // Registration order is the order --help lists them in.
+  const std::vector<Command> commands = {
+      add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),     add_send(app),
+      add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app),  add_delete(app),
+      add_restore(app), add_history(app), add_snapshot(app), add_verify(app),   add_attach(app),
+      add_ping(app),    add_shutdown(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());
@@ -313,69 +452,8 @@ int main(int argc, char** argv) {
   }
 
   const EngineTarget engine{Places::from_environment(), !no_autostart};
-
-  if (*spawn_cmd) {
-    spawn.cols = size_value(spawn_cols);
-    spawn.rows = size_value(spawn_rows);
-    return run_spawn(engine, spawn);
+  for (const Command& command : commands) {
+    if (*command.subcommand) return command.run(engine);
   }
-  if (*list_cmd) return run_list(engine);
-  if (*status_cmd) {
-    if (status_follow_on) {
-      status_follow.actors = status_actors;
-      status_follow.json = status_json;
-      return run_status_follow(engine, status_follow);
-    }
-    if (!status_follow.rules_path.empty()) return report_usage("status: --rules needs -f");
-    if (status_actors.size() > 1) return report_usage("status: one NAME at most without -f");
-    return run_status(engine,
-                      status_actors.empty() ? std::nullopt : std::optional(status_actors.front()),
-                      status_json);
-  }
-  if (*restore_cmd) {
-    if (!restore_as.empty()) restore.as = restore_as;
-    return run_restore(engine, restore);
-  }
-  if (*tail_cmd) {
-    tail.from = cursor_value(tail_from);
-    return run_tail(engine, tail);
-  }
-  if (*send_cmd) {
-    if (send.text.size() > 1 &&
-        std::find(send.text.begin(), send.text.end(), "-") != send.text.end()) {
-      return report_usage("send: '-' (stdin) must be the only TEXT");
-    }
-    return run_send(engine, send);
-  }
-  if (*resize_cmd) {
-    return run_resize(engine, resize_actor, *size_value(resize_cols), *size_value(resize_rows));
-  }
-  if (*clear_cmd) return run_clear(engine, clear_actor);
-  if (*stop_cmd) {
-    return run_stop(engine, stop_actor, stop_grace.empty() ? std::nullopt : parse_u64(stop_grace));
-  }
-  if (*restart_cmd) return run_restart(engine, restart_actor);
-  if (*delete_cmd) return run_delete(engine, delete_actor);
-  if (*history_cmd) {
-    history.from = *cursor_value(history_from);
-    history.to = cursor_value(history_to);
-    return run_history(engine, history);
-  }
-  if (*snapshot_cmd) return run_snapshot(engine, snapshot);
-  if (*verify_cmd) return run_verify(engine.places, verify);
-  if (*attach_cmd) {
-    const DetachKeyChoice key = *parse_detach_key(detach_key_text);
-    attach.detach_key = key.none ? std::nullopt : std::optional<unsigned char>(key.key);
-    attach.spawn_args.cols = size_value(attach_cols);
-    attach.spawn_args.rows = size_value(attach_rows);
-    const SpawnArgs& s = attach.spawn_args;
-    if (!attach.spawn &&
-        (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || !s.argv.empty())) {
-      return report_usage("attach: CMD, --cols, --rows, --cwd and --env need --spawn");
-    }
-    return run_attach(engine, attach);
-  }
-  if (*ping_cmd) return run_ping(engine);
-  if (*shutdown_cmd) return run_shutdown(engine);
   return report_usage("no command");
 }
