@@ -1,0 +1,291 @@
+#include "engine/term/snapshot_screens.hpp"
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace backscroll::term {
+namespace {
+
+// Printable ASCII glyphs and erased cells only, one column each: most lines of most output.
+bool is_plain(const std::vector<Cell>& cells) {
+  return std::all_of(cells.begin(), cells.end(), [](const Cell& x) {
+    if (x.width != 1 || x.dwl || x.dhl != 0) return false;
+    if (x.kind == Cell::Kind::erased) return true;
+    return x.kind == Cell::Kind::glyph && x.nchars == 1 && x.chars[0] >= 0x20 && x.chars[0] < 0x7f;
+  });
+}
+
+// Draws lines on rows of pristine cells of the fresh terminal; its scratch vectors are reused
+// across lines.
+class LineDrawer {
+ public:
+  LineDrawer(SnapshotTerminal& t, const MirrorScreen& m) : t_(t), m_(m) {}
+
+  // Draws cells [0, W) of a line on a row of pristine cells, cursor at the row's start.
+  // `cells` holds the line (W cells). `truncated`: a history line from a wider terminal; a wide
+  // character cut in two at the last column is left out.
+  void draw_line(std::vector<Cell>& cells, bool truncated) {
+    const int W = m_.cols();
+    if (truncated && cells[static_cast<std::size_t>(W - 1)].width == 2) {
+      Cell blank;
+      cells[static_cast<std::size_t>(W - 1)] = blank;
+    }
+    must_draw_.assign(static_cast<std::size_t>(W), false);
+    made_continuation_.assign(static_cast<std::size_t>(W), false);
+    // Nothing to draw on a line of pristine cells.
+    auto pristine = [](const Cell& x) { return is_pristine(x); };
+    if (std::all_of(cells.begin(), cells.end(), pristine)) return;
+    if (is_plain(cells)) {
+      draw_plain_line(cells);
+      return;
+    }
+    draw_leading_continuations(cells);
+    const bool last_done = draw_wide_in_last_column(cells);
+
+    // Pass 1: every cell, left to right.
+    int c = 0;
+    while (c < W) {
+      const Cell& cell = cells[static_cast<std::size_t>(c)];
+      if (cell.kind != Cell::Kind::continuation && cell.width == 2) make_stale_halves(cells, c);
+      switch (cell.kind) {
+        case Cell::Kind::continuation:
+          if (!made_continuation_[static_cast<std::size_t>(c)]) {
+            t_.fail("unreproducible_cells", "stray continuation cell");
+          }
+          ++c;
+          break;
+        case Cell::Kind::erased: c = draw_erased(cells, c); break;
+        case Cell::Kind::glyph: c = draw_glyph(cells, c, last_done); break;
+      }
+    }
+  }
+
+ private:
+  // draw_line() for an is_plain() line, writing the same bytes without its per-cell passes:
+  // runs of glyphs in one pen are copied as they are (SnapshotTerminal::print_ascii_run), runs
+  // of erased cells are erased as draw_line() erases them.
+  void draw_plain_line(const std::vector<Cell>& cells) {
+    const int W = m_.cols();
+    auto at = [&](int c) -> const Cell& { return cells[static_cast<std::size_t>(c)]; };
+    int c = 0;
+    while (c < W) {
+      const Cell& cell = at(c);
+      int end = c + 1;
+      while (end < W && at(end).kind == cell.kind && at(end).pen == cell.pen) ++end;
+      if (cell.kind == Cell::Kind::erased) {
+        if (is_pristine(cell)) {
+          c = end;
+          continue;
+        }
+        t_.erase_run(c, end, cell.pen);
+        c = end;
+        continue;
+      }
+      t_.move_to(c);
+      t_.pen(cell.pen);
+      t_.print_ascii_run(std::span(cells).subspan(static_cast<std::size_t>(c),
+                                                  static_cast<std::size_t>(end - c)));
+      c = end;
+    }
+  }
+
+  // Pass 0: continuation cells at the start of the row (a DCH moved them there) are made
+  // one column to the right and shifted into place with DCH, before anything else is drawn.
+  void draw_leading_continuations(const std::vector<Cell>& cells) {
+    const int W = m_.cols();
+    if (cells[0].kind != Cell::Kind::continuation) return;
+    int m = 1;
+    while (m < W - 1 && cells[static_cast<std::size_t>(m)].kind == Cell::Kind::continuation) ++m;
+    if (m >= W - 1) {
+      t_.fail("unreproducible_cells", "row of continuation cells");
+      return;
+    }
+    for (int t = m - 1; t >= 0; --t) {  // cells 1..m become continuations
+      t_.move_to(t);
+      t_.print_stand_in(W);
+    }
+    t_.move_to(0);
+    t_.pen(Pen{});
+    t_.csi("P");
+    for (int t = 0; t < m; ++t) made_continuation_[static_cast<std::size_t>(t)] = true;
+  }
+
+  // A wide character alone in the last column (an ICH pushed it there): printed one column
+  // to the left and pushed there the same way. True when it did.
+  bool draw_wide_in_last_column(const std::vector<Cell>& cells) {
+    const int W = m_.cols();
+    if (W < 2) return false;
+    const Cell& last = cells[static_cast<std::size_t>(W - 1)];
+    const Cell& prev = cells[static_cast<std::size_t>(W - 2)];
+    if (last.kind != Cell::Kind::glyph || m_.glyph_width(last.chars[0]) != 2) return false;
+    if (prev.kind == Cell::Kind::glyph && m_.glyph_width(prev.chars[0]) == 2 && prev.width == 1) {
+      t_.fail("unreproducible_cells", "two half-overwritten wide characters at the end");
+      return false;
+    }
+    t_.move_to(W - 2);
+    t_.pen(last.pen);
+    t_.print(last.chars.data(), last.nchars, 2, W);
+    t_.move_to(W - 2);
+    t_.csi("@");
+    must_draw_[static_cast<std::size_t>(W - 2)] = true;  // now erased in this pen
+    return true;
+  }
+
+  // More continuation cells after the wide cell c's own (stale right halves): each is made by a
+  // wide character printed just left of it, right to left, before cell c is drawn.
+  void make_stale_halves(const std::vector<Cell>& cells, int c) {
+    const int W = m_.cols();
+    const auto uc = static_cast<std::size_t>(c);
+    int m = 1;
+    while (c + 1 + m < W &&
+           cells[uc + 1 + static_cast<std::size_t>(m)].kind == Cell::Kind::continuation)
+      ++m;
+    for (int t = m - 1; t >= 1; --t) {
+      t_.move_to(c + t);
+      t_.print_stand_in(W);
+      made_continuation_[uc + 1 + static_cast<std::size_t>(t)] = true;
+    }
+  }
+
+  // The erased cell c and those after it in its pen; returns the next column to draw.
+  int draw_erased(const std::vector<Cell>& cells, int c) {
+    const int W = m_.cols();
+    const Cell& cell = cells[static_cast<std::size_t>(c)];
+    const auto uc = static_cast<std::size_t>(c);
+    if (cell.width == 2) {
+      t_.move_to(c);
+      t_.print_stand_in(W);
+      made_continuation_[uc + 1] = true;
+      t_.move_to(c);
+      t_.pen(cell.pen);
+      t_.erase_chars(1);
+      return c + 2;
+    }
+    if (is_pristine(cell) && !must_draw_[uc]) return c + 1;
+    int end = c + 1;
+    while (end < W) {
+      const Cell& n = cells[static_cast<std::size_t>(end)];
+      if (n.kind != Cell::Kind::erased || n.width != 1 || !(n.pen == cell.pen)) break;
+      ++end;
+    }
+    t_.erase_run(c, end, cell.pen);
+    return end;
+  }
+
+  // The glyph in cell c; returns the next column to draw. `last_done`: the last column's wide
+  // character is drawn already (draw_wide_in_last_column).
+  int draw_glyph(const std::vector<Cell>& cells, int c, bool last_done) {
+    const int W = m_.cols();
+    const Cell& cell = cells[static_cast<std::size_t>(c)];
+    const auto uc = static_cast<std::size_t>(c);
+    const int w0 = m_.glyph_width(cell.chars[0]);
+    if (w0 == 0) {
+      draw_lone(cell, c);
+      return c + cell.width;
+    }
+    if (w0 == cell.width) {
+      t_.move_to(c);
+      t_.pen(cell.pen);
+      t_.print(cell.chars.data(), cell.nchars, w0, W);
+      if (w0 == 2) made_continuation_[uc + 1] = true;
+      return c + w0;
+    }
+    if (w0 == 2) {  // a wide character whose right half was overwritten
+      if (c + 1 >= W) {
+        // Drawn first (above); in history, a wider terminal's leftover is left out.
+        if (!last_done) t_.fail("unreproducible_cells", "wide character in the last column");
+        return c + 1;
+      }
+      t_.move_to(c);
+      t_.pen(cell.pen);
+      t_.print(cell.chars.data(), cell.nchars, 2, W);
+      must_draw_[uc + 1] = true;  // the print made it a continuation
+      return c + 1;
+    }
+    // A narrow glyph over the left half of a wide one.
+    t_.move_to(c);
+    t_.print_stand_in(W);
+    made_continuation_[uc + 1] = true;
+    t_.move_to(c);
+    t_.pen(cell.pen);
+    t_.print(cell.chars.data(), cell.nchars, 1, W);
+    return c + 2;
+  }
+
+  // A cell whose first character is zero-width (a lone one: after a sequence or a control,
+  // xterm.js and the mirror give it a column), printed after a sequence.
+  void draw_lone(const Cell& cell, int c) {
+    const int W = m_.cols();
+    if (cell.nchars > 1) {
+      // Several in one cell: libvterm's own lone glyph (marks after a glyph at the row's end
+      // that the mirror could not join); printed after a sequence, each would take a column.
+      t_.fail("unreproducible_cells", "zero-width characters without a glyph");
+      return;
+    }
+    if (cell.width == 2) {
+      t_.move_to(c);
+      t_.print_stand_in(W);
+      made_continuation_[static_cast<std::size_t>(c + 1)] = true;
+    }
+    t_.pen(cell.pen);
+    t_.move_to_with_sequence(c);
+    t_.print(cell.chars.data(), cell.nchars, 1, W);
+  }
+
+  SnapshotTerminal& t_;
+  const MirrorScreen& m_;
+  std::vector<bool> must_draw_;
+  std::vector<bool> made_continuation_;
+};
+
+}  // namespace
+
+std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want) {
+  const std::size_t total = m.scrollback_lines();
+  // On one row libvterm 0.1.4 erases instead of scrolling a line off: nothing reaches its
+  // history, so none is drawn (a snapshot carries up to N lines).
+  const std::size_t n = m.rows() > 1 ? std::min(want, total) : 0;
+  const std::size_t first = total - n;
+  const int rows = m.rows();
+  const int W = m.cols();
+  LineDrawer lines(t, m);
+  std::vector<Cell> cells(static_cast<std::size_t>(W));
+  std::string& out = t.out();
+  out.reserve(out.size() + (n + static_cast<std::size_t>(rows)) * static_cast<std::size_t>(W + 8));
+  t.section("history");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) t.newline();
+    const std::size_t line = first + i;
+    m.scrollback_row(line, cells);
+    lines.draw_line(cells, m.scrollback_cols(line) > W);
+  }
+  t.section("main screen");
+  for (int r = 0; r < rows; ++r) {
+    if (n > 0 || r > 0) t.newline();
+    for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = m.main_cell(r, c);
+    lines.draw_line(cells, false);
+  }
+  return n;
+}
+
+void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m) {
+  t.section("alternate screen");
+  t.pen(Pen{});
+  t.csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
+  LineDrawer lines(t, m);
+  std::vector<Cell> cells(static_cast<std::size_t>(m.cols()));
+  for (int r = 0; r < m.rows(); ++r) {
+    bool any = false;
+    for (int c = 0; c < m.cols(); ++c) {
+      cells[static_cast<std::size_t>(c)] = m.cell(r, c);
+      any = any || !is_pristine(cells[static_cast<std::size_t>(c)]);
+    }
+    if (!any) continue;
+    t.cup(r, 0);
+    lines.draw_line(cells, false);
+  }
+}
+
+}  // namespace backscroll::term

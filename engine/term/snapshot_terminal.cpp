@@ -1,0 +1,236 @@
+#include "engine/term/snapshot_terminal.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/term/mirror_input.hpp"
+#include "engine/term/utf8.hpp"
+
+namespace backscroll::term {
+namespace {
+
+constexpr char32_t kWideStandIn = 0x4e00;
+
+// SGR argument groups for a pen, after a reset (0).
+std::vector<std::string> sgr_groups(const Pen& p) {
+  std::vector<std::string> g;
+  if (p.bold) g.emplace_back("1");
+  if (p.faint) g.emplace_back("2");
+  if (p.italic) g.emplace_back("3");
+  switch (p.underline) {
+    case Underline::single: g.emplace_back("4"); break;
+    case Underline::double_: g.emplace_back("4:2"); break;
+    case Underline::curly: g.emplace_back("4:3"); break;
+    case Underline::off: break;
+  }
+  if (p.blink) g.emplace_back("5");
+  if (p.reverse) g.emplace_back("7");
+  if (p.conceal) g.emplace_back("8");
+  if (p.strike) g.emplace_back("9");
+  if (p.overline) g.emplace_back("53");
+  if (p.font > 0 && p.font <= 9) g.emplace_back(std::to_string(10 + p.font));
+  auto colour = [&](const Color& c, bool fg) {
+    std::string s;
+    switch (c.kind) {
+      case Color::Kind::default_color: return;
+      case Color::Kind::indexed:
+        if (c.index_or_red < 8) {
+          append_num(s, (fg ? 30u : 40u) + c.index_or_red);
+        } else if (c.index_or_red < 16) {
+          append_num(s, (fg ? 90u : 100u) + c.index_or_red - 8u);
+        } else {
+          s = fg ? "38;5;" : "48;5;";
+          append_num(s, c.index_or_red);
+        }
+        break;
+      case Color::Kind::rgb:
+        s = fg ? "38;2;" : "48;2;";
+        append_num(s, c.index_or_red);
+        s += ';';
+        append_num(s, c.green);
+        s += ';';
+        append_num(s, c.blue);
+        break;
+    }
+    g.push_back(std::move(s));
+  };
+  colour(p.fg, true);
+  colour(p.bg, false);
+  return g;
+}
+
+int count_params(const std::string& group) {
+  return 1 + static_cast<int>(std::count_if(group.begin(), group.end(),
+                                            [](char c) { return c == ';' || c == ':'; }));
+}
+
+}  // namespace
+
+void SnapshotTerminal::fail(const char* reason, const char* what) {
+  if (failure_) return;
+  failure_ = reason;
+  detail_ = std::string(what) + " at row " + std::to_string(row_) + " col " +
+            std::to_string(col_) + " (" + section_ + ")";
+}
+
+void SnapshotTerminal::pen(const Pen& p) {
+  if (pen_known_ && p == pen_) return;
+  const auto groups = sgr_groups(p);
+  // Each SGR carries at most 16 parameters (libvterm 0.1.4 overflows past 16).
+  std::string cur = "0";
+  int n = 1;
+  for (const auto& grp : groups) {
+    const int k = count_params(grp);
+    if (n + k > MirrorInput::kMaxCsiArgs) {
+      csi(cur + "m");
+      cur.clear();
+      n = 0;
+    }
+    if (!cur.empty()) cur += ';';
+    cur += grp;
+    n += k;
+  }
+  csi(cur + "m");
+  pen_ = p;
+  pen_known_ = true;
+}
+
+void SnapshotTerminal::cup(int row, int col) {
+  std::string s;
+  append_num(s, static_cast<unsigned>(row + 1));
+  s += ';';
+  append_num(s, static_cast<unsigned>(col + 1));
+  s += 'H';
+  csi(s);
+  row_ = row;
+  col_ = col;
+  phantom_ = false;
+}
+
+void SnapshotTerminal::move_to(int col) {
+  if (!phantom_ && col == col_) return;
+  std::string s;
+  if (!phantom_ && col > col_) {
+    if (col - col_ > 1) append_num(s, static_cast<unsigned>(col - col_));
+    s += 'C';
+  } else {
+    if (col > 0) append_num(s, static_cast<unsigned>(col + 1));
+    s += 'G';
+  }
+  csi(s);
+  col_ = col;
+  phantom_ = false;
+}
+
+void SnapshotTerminal::move_to_with_sequence(int col) {
+  if (phantom_ || col != col_) return move_to(col);
+  std::string s;
+  if (col > 0) append_num(s, static_cast<unsigned>(col + 1));
+  csi(s + 'G');
+}
+
+void SnapshotTerminal::print(const char32_t* chars, int n, int width, int row_width) {
+  for (int i = 0; i < n; ++i) append_utf8(out_, chars[i]);
+  last_row_ = row_;
+  last_col_ = col_;
+  last_width_ = width;
+  printed_ = true;
+  text_end_ = out_.size();
+  printed_glyph_ = LastGlyph{row_, col_, width, std::min(n, Cell::kMaxChars), {}};
+  std::copy(chars, chars + printed_glyph_.nchars, printed_glyph_.chars.begin());
+  if (col_ + width >= row_width && width > 0) {
+    phantom_ = true;  // the cursor stays on the glyph
+  } else {
+    col_ += width;
+  }
+}
+
+void SnapshotTerminal::print_stand_in(int row_width) {
+  const char32_t c = kWideStandIn;
+  print(&c, 1, 2, row_width);
+}
+
+void SnapshotTerminal::print_ascii_run(std::span<const Cell> run) {
+  for (std::size_t k = 0; k + 1 < run.size(); ++k) out_ += static_cast<char>(run[k].chars[0]);
+  col_ += static_cast<int>(run.size()) - 1;
+  print(run.back().chars.data(), 1, 1, cols_);
+}
+
+void SnapshotTerminal::print_unfollowed(const LastGlyph& glyph) {
+  for (int i = 0; i < glyph.nchars; ++i) {
+    append_utf8(out_, glyph.chars[static_cast<std::size_t>(i)]);
+  }
+  printed_ = true;
+  text_end_ = out_.size();
+  printed_glyph_ = glyph;
+}
+
+void SnapshotTerminal::erase_run(int from, int end, const Pen& p) {
+  move_to(from);
+  pen(p);
+  if (end == cols_) csi("K");
+  else erase_chars(end - from);
+}
+
+void SnapshotTerminal::erase_chars(int n) {
+  std::string s;
+  if (n > 1) append_num(s, static_cast<unsigned>(n));
+  s += 'X';
+  csi(s);
+}
+
+void SnapshotTerminal::newline() {
+  if (!(pen_known_ && pen_ == Pen{})) pen(Pen{});  // scrolled-in lines take the pen (BCE)
+  // CR then LF. CR does not cancel a pending wrap when it does not move the cursor (a
+  // glyph as wide as the row, in column 0: one column, or a wide one on two): CHA does, and
+  // LF at the bottom would keep it and the next glyph would scroll a blank line in.
+  out_ += phantom_ && col_ == 0 ? "\x1b[G\n" : "\r\n";
+  col_ = 0;
+  phantom_ = false;
+  if (row_ < rows_ - 1) ++row_;
+}
+
+void SnapshotTerminal::cursor_style(bool visible, bool blink, int shape,
+                                    CursorStyleSource source) {
+  if (shape == 0 && shape_ != 0) {
+    fail("unreproducible_cursor");
+    return;
+  }
+  if (source == CursorStyleSource::blink_mode && shape == shape_) {
+    csi(blink ? "?12h" : "?12l");
+    blink_ = blink;
+  }
+  // DECSCUSR sets shape and blink together, everywhere; CSI ? 12 otherwise only for the
+  // zeroed shape DECSCUSR cannot name.
+  if (shape != 0 && (shape != shape_ || blink != blink_ || source == CursorStyleSource::decscusr)) {
+    int n = shape == 2 ? 3 : shape == 3 ? 5 : 1;
+    if (!blink) ++n;
+    std::string s;
+    append_num(s, static_cast<unsigned>(n));
+    s += " q";
+    csi(s);
+    blink_ = blink;
+    shape_ = shape;
+  }
+  if (blink != blink_) {
+    csi(blink ? "?12h" : "?12l");
+    blink_ = blink;
+  }
+  if (visible != visible_) {
+    csi(visible ? "?25h" : "?25l");
+    visible_ = visible;
+  }
+}
+
+void SnapshotTerminal::zeroed_restore() {
+  out_ += "\x1b" "8";
+  pen_ = Pen{};
+  pen_.fg = Color::rgb(0, 0, 0);
+  pen_.bg = Color::rgb(0, 0, 0);
+  visible_ = false;
+  blink_ = false;
+  shape_ = 0;
+  row_ = col_ = 0;
+}
+
+}  // namespace backscroll::term
