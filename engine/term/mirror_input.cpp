@@ -563,7 +563,7 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
                                    Sink& sink) {
   const std::size_t n = buf.size();
   // A write starts here anyway (a new buffer or run), so no decoder switch is due at pos.
-  const bool gl_table = designation(gl_set_) != 'u';
+  const bool gl_table = this->gl_table();
   const std::size_t switch_from = pos + 1;
   for (; pos < n; ++pos) {
     const unsigned char c = buf[pos];

@@ -159,6 +159,8 @@ class MirrorInput {
   // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.
   char designation(int set) const { return set == 0 ? g0_ : set == 1 ? g1_ : set == 2 ? g2_ : g3_; }
   int gl_set() const { return gl_set_; }
+  // GL holds a table (any designation but UTF-8's 'u'): libvterm decodes ASCII by it.
+  bool gl_table() const { return designation(gl_set_) != 'u'; }
   std::uint32_t unmodelled() const;
 
   // The screen size, for DECSTBM's and DECSLRM's clamping (libvterm clamps the bottom and right

@@ -168,7 +168,9 @@ struct MirrorScreenCallbacks {
 
 class MirrorScreen::Feeder final : public MirrorInput::Sink {
  public:
-  Feeder(MirrorScreen& m, std::span<const unsigned char> buf) : m_(m), buf_(buf) {}
+  Feeder(MirrorScreen& m, std::span<const unsigned char> buf) : m_(m), buf_(buf) {
+    gl_table_from_.emplace_back(0, m.input_.gl_table());
+  }
 
   std::size_t fed() const { return fed_; }
 
@@ -195,6 +197,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   }
 
   void text_begin(std::size_t at) override {
+    note_gl_table(at);
     text_open_ = true;
     text_open_from_ = at;
   }
@@ -377,6 +380,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   }
 
   void split_point(std::size_t at, bool) override {
+    note_gl_table(at);
     if (!m_.skipping_csi_ && at >= fed_ + kFlushThreshold) flush(at);
   }
 
@@ -486,7 +490,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   // it can avoid it. A piece that starts with combining marks goes through join_marks() first.
   void write_range(std::size_t a, std::size_t b) {
     while (a < b) {
-      a += m_.join_marks(buf_.subspan(a, b - a));
+      a += m_.join_marks(buf_.subspan(a, b - a), gl_table_at(a));
       if (a == b) break;
       std::size_t end = b;
       if (end - a > kMaxWrite) {
@@ -504,8 +508,24 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     fed_ = std::max(fed_, b);
   }
 
+  // Whether GL holds a table, from each position on. MirrorInput reads ahead of the writes
+  // (a run is written when a later byte ends it), so by the time join_marks() looks, a later
+  // designation or shift may have changed the input's current state. Every designation and
+  // shift is followed by a split point (ground state) before any text: noted there.
+  void note_gl_table(std::size_t at) {
+    const bool table = m_.input_.gl_table();
+    if (gl_table_from_.back().second != table) gl_table_from_.emplace_back(at, table);
+  }
+  bool gl_table_at(std::size_t at) const {
+    for (auto it = gl_table_from_.rbegin(); it != gl_table_from_.rend(); ++it) {
+      if (it->first <= at) return it->second;
+    }
+    return gl_table_from_.front().second;
+  }
+
   MirrorScreen& m_;
   std::span<const unsigned char> buf_;
+  std::vector<std::pair<std::size_t, bool>> gl_table_from_;  // position order, never empty
   std::size_t fed_ = 0;
   bool text_open_ = false;
   std::size_t text_open_from_ = 0;
@@ -870,9 +890,10 @@ bool MirrorScreen::extend_last_glyph(char32_t c) {
 // while its cell is unchanged and the pen the one it was printed with. They are written
 // together with the glyph again, after a BS and a CUF (the reverse in column 0) that cancel the
 // pending wrap without leaving the cell (insert mode erases the same cells first); libvterm
-// then holds the joined glyph for REP too. Returns how many bytes of `text` (the start
-// of a write) it wrote, 0 when the rule does not apply.
-std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
+// then holds the joined glyph for REP too. `gl_table`: GL held a table where `text` was read.
+// Returns how many bytes of `text` (the start of a write) it wrote, 0 when the rule does not
+// apply.
+std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool gl_table) {
   // libvterm reads a lead byte as text only in ground state (not inside a string split apart).
   // The marks must continue the text the last write ended with: after a sequence or a control,
   // xterm.js does not join them and neither does libvterm within one write.
@@ -904,7 +925,7 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text) {
   //   - the glyph is wider than its row (a wide one on a double-width line of a 2- or
   //     3-column mirror): printed again it would wrap to the next row, which it only reached
   //     by wrapping (rep() drops a REP of it: libvterm would repeat it without the marks).
-  const bool table = g.chars[0] < 0x80 && input_.designation(input_.gl_set()) != 'u';
+  const bool table = g.chars[0] < 0x80 && gl_table;
   if (table || g.width > impl_->row_width(g.row)) {
     for (std::size_t at = 0; at < marks;) {
       const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));

@@ -200,7 +200,7 @@ class MirrorScreen {
   // The last glyph's cell holds `c` instead (a lone zero-width character printed as a space:
   // MirrorInput::Sink::lone_zero_width).
   void replace_last_glyph(char32_t c);
-  std::size_t join_marks(std::span<const unsigned char> text);
+  std::size_t join_marks(std::span<const unsigned char> text, bool gl_table);
   // The length of the combining mark `text` starts with, else 0.
   std::size_t starts_with_mark(std::span<const unsigned char> text) const;
   // The pen attributes libvterm lacks (MirrorInput::kPen* bits), in the grid's pen from the

@@ -801,5 +801,22 @@ TEST(MirrorFuzzFindings, MarksJoinAGlyphWiderThanItsRowInPlace) {
   }
 }
 
+// Marks at the row's end after an ASCII glyph decoded by a table (ESC ( 0): whether GL held a
+// table was read from the input's state when the marks were written, and the input may by then
+// have read a later shift or designation (here ESC n, LS2, to a UTF-8 G2) in the same buffer:
+// one write joined nothing where byte-by-byte feeding joined (found by the second 30-minute
+// tools/fuzz.sh run of 2026-12-02; fuzz/corpus/mirror/finding_designation_read_ahead_of_a_mark).
+TEST(MirrorFuzzFindings, MarksJoinByTheDesignationWhereTheyWereRead) {
+  for (const std::string& stream :
+       {std::string("\x1b(0kneS\xcc\xb8\xad\x1b(0qk\x1bn(0\x1bn"),
+        std::string("\x1b(0kneS\xcc\xb8\x1b(Bqk"), std::string("kneS\xcc\xb8\x1b(0qk"),
+        std::string("\x1b)0\x0ekneS\xcc\xb8\x0fqk"), std::string("\x1b(0kneS\xcc\xb8\x0fqk\x0e")}) {
+    EXPECT_EQ(split_difference(stream, 4, 22), "") << text(stream);
+    MirrorScreen whole(4, 22);
+    whole.feed(stream);
+    EXPECT_EQ(whole.cell(0, 3).nchars, 2) << text(stream) << ": the mark joins S";
+  }
+}
+
 }  // namespace
 }  // namespace backscroll::testing
