@@ -57,7 +57,7 @@ struct StatusEvent {
   std::uint64_t skipped = 0;            // resync: bytes lost to the lap, never scanned
 };
 
-class StatusDetector {
+class StatusDetector final : private term::VtEvents {
  public:
   // Starts restoring at `start`. `bells_before`: bells counted by an earlier detector of the
   // same actor (after a lap the count goes on); the title never carries over: it comes from the
@@ -77,26 +77,18 @@ class StatusDetector {
   Cursor position() const noexcept { return scanner_.position(); }
 
  private:
-  // Where VtScanner may set the title or count a bell: see status_detector.cpp.
-  struct EventBoundaries {
-    bool after_escape = false;
-    std::uint8_t last_significant = 0;
-    // Length of the next piece of `bytes` (up to and including its boundary byte).
-    std::size_t next_piece(std::string_view bytes) noexcept;
-    // Takes in `bytes` without cutting them (history).
-    void pass(std::string_view bytes) noexcept;
-  };
-
-  void observe(std::int64_t now_ms);
+  // term::VtEvents, during live scans only.
+  // noexcept: only allocation can fail in them, and that ends the process anyway.
+  void on_title(std::string_view title, Cursor after) noexcept override;
+  void on_bell(Cursor after) noexcept override;
+  void report(ActorStatus next, Cursor after);
   Classification classify(const std::string& title);
 
   const StatusRules* rules_;
   term::VtScanner scanner_;
-  EventBoundaries boundaries_;
   bool restoring_ = true;
   std::uint64_t bells_before_;
-  std::uint64_t bells_seen_ = 0;          // scanner_.bells() at the last observe()
-  std::uint64_t title_changes_seen_ = 0;  // scanner_.title_changes() likewise
+  std::int64_t now_ms_ = 0;  // the live scan() in progress
   ActorStatus state_;
   std::vector<StatusEvent> changes_;
   // Spinners cycle through a few titles: their classification is remembered (bounded).

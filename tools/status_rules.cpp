@@ -272,7 +272,12 @@ Result<StatusRules> StatusRules::load(const std::string& path) {
 Classification StatusRules::classify(std::string_view title) const {
   const std::wstring text = code_points(title);
   for (const StatusRule& rule : rules_) {
-    if (std::regex_search(text, rule.regex)) return {rule.status, rule.agent};
+    // libstdc++ gives up on some expressions over long input (error_complexity, error_stack):
+    // that rule does not match this title; the next rules still may.
+    try {
+      if (std::regex_search(text, rule.regex)) return {rule.status, rule.agent};
+    } catch (const std::regex_error&) {
+    }
   }
   return {};
 }

@@ -311,6 +311,7 @@ void VtScanner::execute(std::uint8_t control) noexcept {
   switch (control) {
     case kBel:
       ++bells_;
+      if (events_) events_->on_bell(position_ + 1);  // inside step(): position_ is the BEL's
       break;
     case kSo:
       gl_ = 1;
@@ -892,9 +893,11 @@ void VtScanner::title_codepoint(std::uint32_t cp) noexcept {
   title_len_ += n;
 }
 
+// Called from step() only, so position_ is the byte that completed the sequence.
 void VtScanner::set_title(std::string_view title) noexcept {
   title_.assign(title);  // capacity reserved: no allocation
   ++title_changes_;
+  if (events_) events_->on_title(title_, position_ + 1);
 }
 
 void VtScanner::to_ground() noexcept { state_ = State::ground; }

@@ -58,6 +58,21 @@ struct Mark {
   bool operator==(const Mark&) const = default;
 };
 
+// What a scan() reports as it reads it, in stream order (as vte's Perform does): for a consumer
+// that needs every title set and every bell, where the totals after a scan() call would merge
+// two of them. `after` is the cursor just past the byte that caused the event. Handlers run
+// inside scan(), which is noexcept: they must not throw.
+class VtEvents {
+ public:
+  // A title set (OSC 0/2, CSI 23 t), also to the same text: the title it leaves (title()).
+  virtual void on_title(std::string_view title, Cursor after) noexcept = 0;
+  // BEL executed as a control (not one that ends an OSC or DCS).
+  virtual void on_bell(Cursor after) noexcept = 0;
+
+ protected:
+  ~VtEvents() = default;
+};
+
 class VtScanner {
  public:
   // A partial sequence longer than this stops being held back: feed_limit() moves past it.
@@ -93,6 +108,9 @@ class VtScanner {
   // after a printable ASCII character (PlainScrollScan), which change nothing the scanner
   // tracks. A sequence of the run left unfinished at position() ends inside those bytes.
   void skip_plain(Cursor to) noexcept;
+
+  // Events from now on go to `events` (null: none). The scanner does not own it.
+  void set_events(VtEvents* events) noexcept { events_ = events; }
 
   // Forgets the unmodelled reason (the engine cleared the actor's history).
   void clear_unmodelled() noexcept { unmodelled_ = nullptr; }
@@ -234,6 +252,7 @@ class VtScanner {
   std::array<std::string, kTitleStackDepth> title_stack_;
   std::size_t title_stack_size_ = 0;
   std::uint64_t bells_ = 0;
+  VtEvents* events_ = nullptr;
 
   const char* unmodelled_ = nullptr;
   std::vector<Mark> marks_;          // released by the last scan()

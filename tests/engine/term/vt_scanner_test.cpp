@@ -496,6 +496,41 @@ TEST(VtScanner, TitleSplitAtEveryByteIsTheSame) {
   EXPECT_EQ(bytewise.title(), "t\xc3\xaftle \xf0\x9f\x98\x80");
 }
 
+// The events a consumer sees (term::VtEvents): each title set and each bell, in stream order,
+// with the cursor just past the byte that caused it, however the stream is split.
+struct EventLog final : term::VtEvents {
+  std::vector<std::string> seen;
+  void on_title(std::string_view title, Cursor after) noexcept override {
+    seen.push_back("title " + std::string(title) + " @" + std::to_string(value(after) - kStart));
+  }
+  void on_bell(Cursor after) noexcept override {
+    seen.push_back("bell @" + std::to_string(value(after) - kStart));
+  }
+};
+
+TEST(VtScanner, ReportsEveryTitleSetAndBellWhereItHappensForAnySplit) {
+  // OSC 2 ended by BEL, a bell, OSC 0 ended by ST, a push, the same title again, a pop, an OSC
+  // 2 cut by ESC, a BEL ending an OSC 1 (no title, no bell), a bell inside text.
+  const std::string stream =
+      "\x1b]2;one\x07" "\x07" "ab\x1b]0;two\x1b\\" "\x1b[22t" "\x1b]2;two\x07"
+      "\x1b[23t" "\x1b]2;cut\x1b[m" "\x1b]1;icon\x07" "x\x07y";
+  const std::vector<std::string> expected = {
+      "title one @8", "bell @9", "title two @20", "title two @33", "title two @38",
+      "title cut @47", "bell @59"};
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    VtScanner scanner(Cursor{kStart}, 80, 24);
+    EventLog log;
+    scanner.set_events(&log);
+    scanner.scan(std::string_view(stream).substr(0, cut));
+    scanner.scan(std::string_view(stream).substr(cut));
+    EXPECT_EQ(log.seen, expected) << "split at " << cut;
+  }
+  VtScanner silent(Cursor{kStart}, 80, 24);  // no consumer: counts only
+  silent.scan(stream);
+  EXPECT_EQ(silent.title_changes(), 5u);
+  EXPECT_EQ(silent.bells(), 2u);
+}
+
 TEST(VtScanner, TitleStackPushesAndPops) {
   const VtScanner s = scanned("\x1b]2;one\x07\x1b[22;0t\x1b]2;two\x07\x1b[22t\x1b]2;three\x07"
                               "\x1b[23;2t");
