@@ -621,6 +621,7 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
   if (len == 0) return;
   std::size_t from = 0;  // start of the bytes not written yet
   bool ground_tail = false;  // the bytes since the last sequence ended are all in ground state
+  std::size_t ground_from = 0;  // where they start
   auto pass = [&](std::size_t to) {
     if (to > from) vt_write(bytes + from, to - from);
     from = to;
@@ -636,6 +637,7 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
     const auto c = static_cast<unsigned char>(bytes[i]);
     switch (vt_state_) {
       case VtState::ground:
+        if (!ground_tail) ground_from = i;
         ground_tail = c != 0x1b;
         if (c == 0x1b) {
           vt_state_ = VtState::escape;
@@ -713,8 +715,13 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
   pass(len);
   // The states other than ground and escape end only at a sequence's last byte, which is not
   // text: ground_tail is false after any of them unless ground bytes followed.
-  const auto last = static_cast<unsigned char>(bytes[len - 1]);
-  text_last_ = vt_state_ == VtState::ground && ground_tail && last >= 0x20 && last != 0x7f;
+  // DEL is ignored everywhere (libvterm, xterm.js): it neither ends the text before it nor is
+  // text. A write of only DELs leaves text_last_ as it was.
+  std::size_t end = len;
+  while (end > 0 && static_cast<unsigned char>(bytes[end - 1]) == 0x7f) --end;
+  if (end == 0) return;
+  const auto last = static_cast<unsigned char>(bytes[end - 1]);
+  text_last_ = vt_state_ == VtState::ground && ground_tail && end > ground_from && last >= 0x20;
 }
 
 void MirrorScreen::feed(std::span<const std::byte> bytes) {

@@ -818,5 +818,23 @@ TEST(MirrorFuzzFindings, MarksJoinByTheDesignationWhereTheyWereRead) {
   }
 }
 
+// DEL between a glyph and its mark: ignored by libvterm and xterm.js alike, so the mark joins
+// the glyph; but a write that ended with DEL counted as one that did not end with text, and a
+// snapshot cut after the DEL ended with a cursor move that kept the mark from joining (found by
+// the third 30-minute tools/fuzz.sh run of 2026-12-02; fuzz/corpus/mirror/finding_del_before_a_mark).
+TEST(MirrorFuzzFindings, DelBetweenAGlyphAndItsMarkKeepsTheTextRun) {
+  const std::string stream = "\x88\x7f\xcc\x81";
+  EXPECT_EQ(split_difference(stream, 9, 9), "");
+  EXPECT_EQ(round_trip(stream, 2, 9, 9), "");
+  MirrorScreen whole(9, 9);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(0, 0).nchars, 2) << "U+FFFD takes the mark";
+  // A sequence before the DEL still ends the text: the mark follows no glyph.
+  MirrorScreen after_sgr(9, 9);
+  after_sgr.feed("a\x1b[1m\x7f\xcc\x81");
+  EXPECT_EQ(after_sgr.cell(0, 0).nchars, 1);
+  EXPECT_EQ(split_difference("a\x1b[1m\x7f\xcc\x81", 9, 9), "");
+}
+
 }  // namespace
 }  // namespace backscroll::testing
