@@ -97,6 +97,7 @@ std::pair<double, std::vector<ClientResult>> flood_round(bench::EngineUnderTest&
   std::vector<ClientResult> results(static_cast<std::size_t>(clients));
   const auto start = Clock::now();
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(clients));
   for (int i = 0; i < clients; ++i) {
     threads.emplace_back([&, i] { results[static_cast<std::size_t>(i)] = watch(*sockets[static_cast<std::size_t>(i)], cursors[static_cast<std::size_t>(i)], start); });
   }

@@ -54,6 +54,7 @@ inline Sample plain_loop(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_adddup2(&actions, 0, 1);
   posix_spawn_file_actions_adddup2(&actions, 0, 2);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const auto start = Clock::now();

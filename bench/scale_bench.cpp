@@ -54,6 +54,7 @@ double seconds_since(bench::Clock::time_point t) {
 // 8 floods at once: aggregate MB/s.
 double plain_loops(int n, std::uint64_t bytes) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
   std::vector<std::uint64_t> drained(static_cast<std::size_t>(n));
   const auto start = bench::Clock::now();
   for (int i = 0; i < n; ++i)
@@ -66,6 +67,7 @@ double plain_loops(int n, std::uint64_t bytes) {
 
 double engine_floods(bench::EngineUnderTest& engine, int n, std::uint64_t bytes, int round) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
   std::vector<std::uint64_t> drained(static_cast<std::size_t>(n));
   const auto start = bench::Clock::now();
   for (int i = 0; i < n; ++i) {
@@ -229,6 +231,7 @@ int main(int argc, char** argv) {
     const auto deadline = start + std::chrono::seconds(soak_seconds);
     std::atomic<std::uint64_t> verified{0}, lost{0}, floods{0};
     std::vector<std::thread> workers;
+    workers.reserve(kFlooding);
     for (int i = 0; i < kFlooding; ++i) {
       workers.emplace_back([&, i] {
         auto client = control::ControlClient::connect(engine.places());

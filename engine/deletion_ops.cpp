@@ -13,7 +13,8 @@ namespace backscroll::engine {
 using control::Json;
 
 void Engine::begin_deletion(Actor& actor, std::vector<Deferred> waiters) {
-  const std::string name = actor.name();
+  // A copy: finish_deletion() removes the actor, whose name a reference would outlive.
+  const std::string name = actor.name();  // NOLINT(performance-unnecessary-copy-initialization)
   deletions_[name] = std::move(waiters);
   const auto m = mirror_ids_.find(name);
   if (!mirror_ || m == mirror_ids_.end()) return finish_deletion(name, std::nullopt);

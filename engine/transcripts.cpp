@@ -83,7 +83,7 @@ void remove_temporary_files(const fs::path& folder) {
 
 Transcripts::Transcripts(fs::path root, store::TranscriptOptions options, bool persist,
                          int notify_fd, TranscriptListener& listener)
-    : root_(std::move(root)), options_(options), listener_(listener) {
+    : root_(std::move(root)), options_(std::move(options)), listener_(listener) {
   if (persist) writer_ = std::make_unique<TranscriptWriter>(notify_fd);
 }
 

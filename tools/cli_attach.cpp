@@ -191,7 +191,7 @@ class AttachClient {
   Result<void> restart_view(ViewMode mode);
   void resize_actor(Size size);
   Result<void> take_control();
-  Result<void> deliver(std::string keys);
+  Result<void> deliver(const std::string& keys);
   void update_status();
 
   control::ControlClient& client_;
@@ -354,7 +354,7 @@ Result<void> AttachClient::take_control() {
   return {};  // its events (controller, resized) came before the answer: settle() reads them
 }
 
-Result<void> AttachClient::deliver(std::string keys) {
+Result<void> AttachClient::deliver(const std::string& keys) {
   if (keys.empty()) return {};
   if (args_.read_only) {
     view_.show_hint(" read-only: keys are not sent | " + key_name(args_.detach_key) +

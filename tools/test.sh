@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh checkout: installs the Debian packages (.ci/setup), builds
-# everything with warnings as errors, runs ctest, then a short deterministic run of every fuzz
-# target. .ci/run calls exactly this.
+# The whole test suite from a fresh checkout: installs the Debian packages (.ci/setup), checks
+# the formatting (tools/format.sh --check), builds everything with warnings as errors, runs
+# ctest, then a short deterministic run of every fuzz target. .ci/run calls exactly this.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${BACKSCROLL_BUILD_DIR:-$root/build}"
 "$root/.ci/setup"
+# Formatting first: a few seconds, and a failure says which files before a long build.
+"$root/tools/format.sh" --check
 # Line tables only (-g1): backtraces keep file and line, and the build is ~25% faster than with
 # full debug information (CI's 20-minute budget on 2 cores; most of it is this build).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKSCROLL_WERROR=ON \

@@ -281,7 +281,7 @@ Result<Copied> copy_records(const SegmentFile& f, Cursor from, Cursor stop, std:
 }  // namespace
 
 TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions options)
-    : folder_(std::move(folder)), options_(options) {}
+    : folder_(std::move(folder)), options_(std::move(options)) {}
 
 TranscriptStore::TranscriptStore(TranscriptStore&& o) noexcept
     : folder_(std::move(o.folder_)), options_(o.options_), segments_(std::move(o.segments_)),
@@ -320,7 +320,8 @@ std::uint64_t TranscriptStore::bytes() const noexcept {
   return n;
 }
 
-Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, TranscriptOptions options) {
+Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folder,
+                                              TranscriptOptions options) {
   std::error_code ec;
   const bool created = std::filesystem::create_directories(folder, ec);
   if (ec) return fail(Errc::io_error, "create " + folder.string() + ": " + ec.message());
@@ -329,7 +330,7 @@ Result<TranscriptStore> TranscriptStore::open(std::filesystem::path folder, Tran
   if (created) {
     if (auto r = sync_folder(folder.parent_path()); !r) return tl::unexpected(r.error());
   }
-  TranscriptStore store(folder, options);
+  TranscriptStore store(folder, std::move(options));
 
   std::vector<std::pair<Cursor, std::filesystem::path>> files;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {

@@ -70,7 +70,8 @@ class TranscriptStore {
   // Opens the folder (created 0700 with its parents), reads every segment, records what is
   // damaged (damaged()), cuts the newest segment's torn tail. Files that are not segments are
   // left alone; a segment whose header is damaged is kept, lost, until retention removes it.
-  static Result<TranscriptStore> open(std::filesystem::path folder, TranscriptOptions options);
+  static Result<TranscriptStore> open(const std::filesystem::path& folder,
+                                      TranscriptOptions options);
 
   TranscriptStore(TranscriptStore&&) noexcept;
   TranscriptStore& operator=(TranscriptStore&&) noexcept;

@@ -627,10 +627,9 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
     from = to;
   };
   auto escape_byte = [&](unsigned char c) {  // c after an ESC
-    if (c == 0x18 || c == 0x1a) vt_state_ = VtState::ground;
-    else if (c == '[') vt_state_ = VtState::csi;
+    if (c == '[') vt_state_ = VtState::csi;
     else if (c == ']' || c == 'P') vt_state_ = VtState::string;
-    else if (c >= 0x30 && c <= 0x7e) vt_state_ = VtState::ground;
+    else if (c == 0x18 || c == 0x1a || (c >= 0x30 && c <= 0x7e)) vt_state_ = VtState::ground;
     else vt_state_ = VtState::escape;  // ESC, intermediates, C0, bytes >= 0x80
   };
   for (std::size_t i = 0; i < len; ++i) {

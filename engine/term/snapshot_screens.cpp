@@ -227,7 +227,7 @@ class LineDrawer {
     if (cell.width == 2) {
       t_.move_to(c);
       t_.print_stand_in(W);
-      made_continuation_[static_cast<std::size_t>(c + 1)] = true;
+      made_continuation_[static_cast<std::size_t>(c) + 1] = true;
     }
     t_.pen(cell.pen);
     t_.move_to_with_sequence(c);

@@ -83,7 +83,7 @@ Result<void> Bridge::ensure_engine() {
   requests_->on_closed([this] { on_engine_lost(); });
   events_->on_closed([this] { on_engine_lost(); });
   events_->on_event([this](const control::Json& event) { on_event(event); });
-  events_->call("subscribe", control::Json::object(), [](Result<control::Frame>) {});
+  events_->call("subscribe", control::Json::object(), [](const Result<control::Frame>&) {});
   return {};
 }
 
@@ -105,12 +105,13 @@ void Bridge::on_event(const control::Json& event) {
   for (auto& s : targets) s->on_engine_event(event);
 }
 
-void Bridge::engine_call(std::string_view op, control::Json fields, std::string payload, EngineLink::Reply reply) {
+void Bridge::engine_call(std::string_view op, control::Json fields, const std::string& payload,
+                         EngineLink::Reply reply) {
   if (auto ok = ensure_engine(); !ok) {
     reply(tl::unexpected(ok.error()));
     return;
   }
-  requests_->call(op, std::move(fields), std::move(payload), std::move(reply));
+  requests_->call(op, std::move(fields), payload, std::move(reply));
 }
 
 Result<std::shared_ptr<ActorFeed>> Bridge::feed(const std::string& actor) {

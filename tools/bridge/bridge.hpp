@@ -60,7 +60,8 @@ class Bridge {
   AgentStatuses& agent_statuses() noexcept { return agent_statuses_; }
 
   // A request to the engine; engine_unavailable when it cannot be reached.
-  void engine_call(std::string_view op, control::Json fields, std::string payload, EngineLink::Reply reply);
+  void engine_call(std::string_view op, control::Json fields, const std::string& payload,
+                   EngineLink::Reply reply);
   void engine_call(std::string_view op, control::Json fields, EngineLink::Reply reply) {
     engine_call(op, std::move(fields), {}, std::move(reply));
   }

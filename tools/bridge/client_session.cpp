@@ -25,7 +25,7 @@ std::string epoch_hex(std::uint64_t epoch) {
 }
 
 void bridge_detach(Bridge& bridge, std::uint64_t attachment) {
-  bridge.engine_call("detach", {{"attachment", attachment}}, [](Result<control::Frame>) {});
+  bridge.engine_call("detach", {{"attachment", attachment}}, [](const Result<control::Frame>&) {});
 }
 
 }  // namespace
@@ -82,7 +82,7 @@ void ClientSession::on_attach_answer(Result<control::Frame> answer) {
   feed_handle_ = feed_->subscribe([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->pump();
   });
-  on_attached(std::move(answer->header), std::move(answer->payload));
+  on_attached(answer->header, std::move(answer->payload));
 }
 
 // Why an attach failed, and how the socket ends: 1011 while the engine cannot be reached (the
@@ -98,7 +98,7 @@ void ClientSession::refuse(const Error& error) {
   close_with(kCloseRefused, "cannot attach");
 }
 
-void ClientSession::on_attached(Json header, std::string payload) {
+void ClientSession::on_attached(const Json& header, std::string payload) {
   const auto now = Clock::now();
   send_json({{"type", "hello"},
              {"actor", request_.actor},
@@ -128,7 +128,7 @@ void ClientSession::begin_snapshot(const Json& answer, std::string payload) {
                   {"cursor", value(at)},
                   {"format", answer.value("format", "raw_replay")}};
   if (answer.contains("reason")) message["reason"] = answer["reason"];
-  send_json(std::move(message));
+  send_json(message);
   snapshot_bytes_ = std::move(payload);
   snapshot_sent_ = 0;
   cursor_ = at;
@@ -232,7 +232,7 @@ void ClientSession::on_engine_event(const Json& event) {
     for (const char* field : {"cols", "rows", "reason"}) {
       if (event.contains(field)) message[field] = event[field];
     }
-    send_json(std::move(message));
+    send_json(message);
   } else if (kind == "resized") {
     const auto cols = uint_field(event, "cols"), rows = uint_field(event, "rows");
     const auto at = uint_field(event, "cursor");
@@ -412,7 +412,7 @@ void ClientSession::on_message(std::string_view text) {
     if (!request_.controller) return reject("read_only", "a viewer cannot type; attach as controller");
     Json fields = {{"actor", request_.actor}};
     if (is_paste.value_or(false)) fields["paste"] = true;  // the engine writes a trailing Enter apart
-    bridge_.engine_call("input", std::move(fields), std::move(*data), report);
+    bridge_.engine_call("input", std::move(fields), *data, report);
   } else if (type == "take_control") {
     // A displaced controller takes the actor's size back (the engine's size ownership).
     if (!request_.controller || !attachment_) return reject("bad_request", "only a controller takes control");
@@ -447,7 +447,7 @@ void ClientSession::on_message(std::string_view text) {
 
 // ---- writing to the client ----
 
-void ClientSession::send_json(Json message) {
+void ClientSession::send_json(const Json& message) {
   if (phase_ == Phase::closing) return;  // nothing after the close
   const std::string type = string_field(message, "type").value_or("");
   std::string text = to_text(message);
@@ -625,7 +625,7 @@ void ClientSession::write_binary(std::span<const std::byte> bytes) {
                   });
 }
 
-void ClientSession::close_with(std::uint16_t code, std::string reason) {
+void ClientSession::close_with(std::uint16_t code, const std::string& reason) {
   if (phase_ == Phase::closing || finished_) return;
   phase_ = Phase::closing;
   behind_timer_.cancel();

@@ -112,7 +112,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   void on_attach_answer(Result<control::Frame> answer);
   void refuse(const Error& error);
-  void on_attached(nlohmann::json header, std::string payload);
+  void on_attached(const nlohmann::json& header, std::string payload);
   void begin_snapshot(const nlohmann::json& answer, std::string payload);
   // `fresh`: the client's own cursor from its query (it told its size there); else the first byte
   // a behind client missed.
@@ -140,7 +140,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   void read_next();
   void on_message(std::string_view text);
-  void send_json(nlohmann::json message);
+  void send_json(const nlohmann::json& message);
   void pump();
   // Where the client's stream ends for now: the committed cursor, or the session's end once
   // it is sealed (a restarted actor's next session is not this client's).
@@ -151,7 +151,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool write_ring_frame(Cursor end, bool live);
   // One binary frame; `bytes` must stay put until the write completes.
   void write_binary(std::span<const std::byte> bytes);
-  void close_with(std::uint16_t code, std::string reason);
+  void close_with(std::uint16_t code, const std::string& reason);
   void finish();  // the socket is done: detach and leave the feed
 
   Bridge& bridge_;

@@ -23,7 +23,8 @@ Result<std::shared_ptr<EngineLink>> EngineLink::connect(asio::io_context& io, co
 
 EngineLink::EngineLink(local_socket socket) : socket_(std::move(socket)) {}
 
-void EngineLink::call(std::string_view op, control::Json fields, std::string payload, Reply reply) {
+void EngineLink::call(std::string_view op, control::Json fields, const std::string& payload,
+                      Reply reply) {
   if (!open_) {
     reply(fail(Errc::engine_unavailable, "the engine closed the control connection"));
     return;

@@ -32,7 +32,7 @@ class EngineLink : public std::enable_shared_from_this<EngineLink> {
   static Result<std::shared_ptr<EngineLink>> connect(boost::asio::io_context& io, const Places& places);
 
   // Sends {op, id, ...fields} (+ payload); `reply` gets the answer, an {ok:false} one as its Error.
-  void call(std::string_view op, control::Json fields, std::string payload, Reply reply);
+  void call(std::string_view op, control::Json fields, const std::string& payload, Reply reply);
   void call(std::string_view op, control::Json fields, Reply reply) {
     call(op, std::move(fields), {}, std::move(reply));
   }

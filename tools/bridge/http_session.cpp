@@ -194,7 +194,7 @@ void HttpSession::on_request(Request request) {
     if (!websocket::is_upgrade(request)) {
       return error(http::status::upgrade_required, "bad_request", "/ws is a WebSocket");
     }
-    return upgrade(std::move(request), target->query);
+    return upgrade(request, target->query);
   }
   if (target->path.starts_with("/api/")) {
     const std::string auth(request[http::field::authorization]);
@@ -276,7 +276,8 @@ void HttpSession::answer_actors(const Request& request) {
   });
 }
 
-void HttpSession::upgrade(Request request, const std::map<std::string, std::string>& query) {
+void HttpSession::upgrade(const Request& request,
+                          const std::map<std::string, std::string>& query) {
   // The ticket is spent before anything else, so it is one-time whatever happens next.
   const auto ticket = query.find("ticket");
   const bool authorized =

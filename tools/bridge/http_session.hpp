@@ -30,7 +30,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read_next();
   void on_request(Request request);
   // `query`: the request target's, parsed.
-  void upgrade(Request request, const std::map<std::string, std::string>& query);
+  void upgrade(const Request& request, const std::map<std::string, std::string>& query);
   void answer_actors(const Request& request);
   void send(Response response);
 

@@ -216,7 +216,7 @@ ScreenModel ReferenceTerminal::model() const {
   const Impl& im = *impl_;
   ScreenModel m;
   vterm_get_size(im.vt, &m.rows, &m.cols);
-  m.cells.reserve(static_cast<std::size_t>(m.rows * m.cols));
+  m.cells.reserve(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
   for (int r = 0; r < m.rows; ++r)
     for (int c = 0; c < m.cols; ++c) {
       VTermScreenCell v{};

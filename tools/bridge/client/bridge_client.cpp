@@ -55,6 +55,7 @@ BridgeProcess::BridgeProcess(const Places& places, std::vector<std::string> extr
     std::vector<std::string> args{bin, "--port", "0"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(bin.c_str(), argv.data());
