@@ -1,6 +1,7 @@
 // bench/bridge_bench: what the bridge (docs/bridge.md) delivers and costs (issue 6).
 //
-//   bridge_bench [--bytes N] [--rounds R] [--clients C] [--history-bytes H] [--opens K] [--json FILE]
+//   bridge_bench [--bytes N] [--rounds R] [--clients C] [--history-bytes H] [--opens K] [--json
+//   FILE]
 //
 // 1. Flood: an actor prints N bytes (flood_writer) while C WebSocket clients watch it through
 //    backscroll-bridge, each acknowledging every 64 KiB as the page does. Per client: bytes per
@@ -80,11 +81,12 @@ ClientResult watch(testing::WsClient& client, std::uint64_t cursor, Clock::time_
 // client's result.
 std::pair<double, std::vector<ClientResult>> flood_round(bench::EngineUnderTest& engine,
                                                          testing::BridgeProcess& bridge,
-                                                         const std::string& actor, std::uint64_t bytes,
-                                                         int clients) {
+                                                         const std::string& actor,
+                                                         std::uint64_t bytes, int clients) {
   const std::string writer = (bench::bin_dir() / "flood_writer").string();
-  const auto spawned = engine.call("spawn", {{"actor", actor},
-                                             {"argv", {"sh", "-c", "read x; exec '" + writer + "' " + std::to_string(bytes)}}});
+  const auto spawned = engine.call(
+      "spawn", {{"actor", actor},
+                {"argv", {"sh", "-c", "read x; exec '" + writer + "' " + std::to_string(bytes)}}});
   const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
   std::vector<std::unique_ptr<testing::WsClient>> sockets;
   std::vector<std::uint64_t> cursors;
@@ -93,15 +95,21 @@ std::pair<double, std::vector<ClientResult>> flood_round(bench::EngineUnderTest&
         bridge.port(), "ticket=" + bridge.ticket() + "&actor=" + actor + "&role=viewer"));
     cursors.push_back(testing::read_catch_up(*sockets.back()).replayed);
   }
-  const Cursor from{engine.call("status", {{"actor", actor}}).header["actors"][0]["committed"].get<std::uint64_t>()};
+  const Cursor from{engine.call("status", {{"actor", actor}})
+                        .header["actors"][0]["committed"]
+                        .get<std::uint64_t>()};
   std::vector<ClientResult> results(static_cast<std::size_t>(clients));
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(clients));
   for (int i = 0; i < clients; ++i) {
-    threads.emplace_back([&, i] { results[static_cast<std::size_t>(i)] = watch(*sockets[static_cast<std::size_t>(i)], cursors[static_cast<std::size_t>(i)], start); });
+    threads.emplace_back([&, i] {
+      results[static_cast<std::size_t>(i)] =
+          watch(*sockets[static_cast<std::size_t>(i)], cursors[static_cast<std::size_t>(i)], start);
+    });
   }
-  if (auto sent = engine.client().call("input", {{"actor", actor}}, "go\r"); !sent) bench::fail(sent.error());
+  if (auto sent = engine.client().call("input", {{"actor", actor}}, "go\r"); !sent)
+    bench::fail(sent.error());
   bench::drain_session(engine.places(), actor, session, from);
   const double drain = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& t : threads) t.join();
@@ -118,16 +126,21 @@ int main(int argc, char** argv) {
   std::uint64_t history_bytes = 10ull << 20;
   int opens = 20;
   std::string json_path;
-  CLI::App app{"backscroll-bridge: a flood watched by WebSocket clients, and the time to a first screen"};
+  CLI::App app{
+      "backscroll-bridge: a flood watched by WebSocket clients, and the time to a first screen"};
   app.add_option("--bytes", bytes, "bytes of each flood")->capture_default_str();
-  app.add_option("--rounds", rounds, "floods per configuration (alternating)")->capture_default_str();
-  app.add_option("--clients", clients, "WebSocket clients watching the flood")->capture_default_str();
-  app.add_option("--history-bytes", history_bytes, "history of the first-screen actor")->capture_default_str();
+  app.add_option("--rounds", rounds, "floods per configuration (alternating)")
+      ->capture_default_str();
+  app.add_option("--clients", clients, "WebSocket clients watching the flood")
+      ->capture_default_str();
+  app.add_option("--history-bytes", history_bytes, "history of the first-screen actor")
+      ->capture_default_str();
   app.add_option("--opens", opens, "first-screen samples")->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
-  bench::EngineUnderTest engine({"--ring-bytes", std::to_string(std::max<std::uint64_t>(history_bytes * 2, 16ull << 20))});
+  bench::EngineUnderTest engine(
+      {"--ring-bytes", std::to_string(std::max<std::uint64_t>(history_bytes * 2, 16ull << 20))});
   testing::BridgeProcess bridge(engine.places());
   Json out = {{"bytes", bytes}, {"clients", clients}};
 
@@ -142,7 +155,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     const double a = flood_round(engine, bridge, "flood-a" + std::to_string(r), bytes, 0).first;
     const double bridge_before = cpu_of(bridge.pid()), self_before = cpu_of(::getpid());
-    const auto [w, results] = flood_round(engine, bridge, "flood-w" + std::to_string(r), bytes, clients);
+    const auto [w, results] =
+        flood_round(engine, bridge, "flood-w" + std::to_string(r), bytes, clients);
     std::uint64_t delivered = 0;
     for (const auto& c : results) delivered += c.bytes;
     const double mb = static_cast<double>(delivered) / 1e6;
@@ -154,21 +168,23 @@ int main(int argc, char** argv) {
       per_client.push_back(static_cast<double>(c.bytes) / c.seconds / 1e6);
       catch_ups += c.catch_ups;
     }
-    std::fprintf(stderr, "round %d: drain %.1f MB/s alone, %.1f MB/s with %d clients\n", r, alone.back(),
-                 watched.back(), clients);
+    std::fprintf(stderr, "round %d: drain %.1f MB/s alone, %.1f MB/s with %d clients\n", r,
+                 alone.back(), watched.back(), clients);
   }
   const auto pc = bench::percentiles(per_client);
   std::printf("| measure | value |\n|---|---|\n");
   std::printf("| drain, no clients (median of %d) | %.1f MB/s |\n", rounds, bench::median(alone));
   std::printf("| drain, %d WebSocket clients | %.1f MB/s |\n", clients, bench::median(watched));
-  std::printf("| drain ratio (clients / none) | %.3f |\n", bench::median(watched) / bench::median(alone));
+  std::printf("| drain ratio (clients / none) | %.3f |\n",
+              bench::median(watched) / bench::median(alone));
   std::printf("| per client received: p50 / min | %.1f / %.1f MB/s |\n", pc.p50,
               *std::min_element(per_client.begin(), per_client.end()));
-  std::printf("| CPU per MB delivered: bridge / the %d clients (this process) | %.2f / %.2f ms |\n", clients,
-              bench::median(bridge_ms_per_mb), bench::median(clients_ms_per_mb));
+  std::printf("| CPU per MB delivered: bridge / the %d clients (this process) | %.2f / %.2f ms |\n",
+              clients, bench::median(bridge_ms_per_mb), bench::median(clients_ms_per_mb));
   std::printf("| catch-ups per client per flood (fell behind) | %.2f |\n",
               static_cast<double>(catch_ups) / static_cast<double>(per_client.size()));
-  out["drain_mb_s"] = {{"alone", alone}, {"watched", watched},
+  out["drain_mb_s"] = {{"alone", alone},
+                       {"watched", watched},
                        {"ratio", bench::median(watched) / bench::median(alone)}};
   out["client_mb_s"] = per_client;
   out["catch_ups"] = catch_ups;
@@ -176,7 +192,11 @@ int main(int argc, char** argv) {
 
   // 2. First screen of an actor with history_bytes of history.
   const std::string writer = (bench::bin_dir() / "flood_writer").string();
-  engine.call("spawn", {{"actor", "history"}, {"argv", {"sh", "-c", "'" + writer + "' " + std::to_string(history_bytes) + "; exec sleep 600"}}});
+  engine.call(
+      "spawn",
+      {{"actor", "history"},
+       {"argv",
+        {"sh", "-c", "'" + writer + "' " + std::to_string(history_bytes) + "; exec sleep 600"}}});
   for (;;) {
     const auto st = engine.call("status", {{"actor", "history"}}).header["actors"][0];
     if (st["committed"].get<std::uint64_t>() >= history_bytes) break;
@@ -196,9 +216,11 @@ int main(int argc, char** argv) {
   const auto p = bench::percentiles(ms);
   std::printf("| first screen, %.0f MB of history: p50 / p99 / max | %.2f / %.2f / %.2f ms |\n",
               static_cast<double>(history_bytes) / 1e6, p.p50, p.p99, p.max);
-  std::printf("| bytes sent for it (a raw replay: %llu) | %llu |\n", static_cast<unsigned long long>(history_bytes),
+  std::printf("| bytes sent for it (a raw replay: %llu) | %llu |\n",
+              static_cast<unsigned long long>(history_bytes),
               static_cast<unsigned long long>(sent));
-  out["first_screen_ms"] = {{"p50", p.p50}, {"p99", p.p99}, {"max", p.max}, {"samples", ms}, {"bytes", sent}};
+  out["first_screen_ms"] = {
+      {"p50", p.p50}, {"p99", p.p99}, {"max", p.max}, {"samples", ms}, {"bytes", sent}};
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;
 }

@@ -14,9 +14,9 @@ inline std::string flood_block() {
   std::string block;
   for (int line = 0; block.size() < 65536 - 80; ++line) {
     char buf[96];
-    const int n = std::snprintf(buf, sizeof buf,
-                                "%06d the quick brown fox jumps over the lazy dog 0123456789 abcdefgh\n",
-                                line);
+    const int n = std::snprintf(
+        buf, sizeof buf, "%06d the quick brown fox jumps over the lazy dog 0123456789 abcdefgh\n",
+        line);
     block.append(buf, static_cast<std::size_t>(n));
   }
   return block;

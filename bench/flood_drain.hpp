@@ -108,9 +108,10 @@ inline Cursor drain_session(const Places& places, const std::string& actor, std:
     const auto record = reader->session(session);
     if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) {
       if (record->exit_code != 0) {
-        fail(Error{Errc::internal, "the flood's child ended with status " +
-                                       std::to_string(record->exit_code) + ", signal " +
-                                       std::to_string(record->term_signal), {}});
+        fail(Error{Errc::internal,
+                   "the flood's child ended with status " + std::to_string(record->exit_code) +
+                       ", signal " + std::to_string(record->term_signal),
+                   {}});
       }
       break;
     }

@@ -66,7 +66,8 @@ int run(const std::vector<std::string>& argv, bool quiet = false) {
 
 // tmux in a detached 80x24 session on its own server, until `cat` is done.
 Sample tmux_flood(const fs::path& dir, const fs::path& file, int round) {
-  const std::string socket = "backscroll-bench-" + std::to_string(::getpid()) + "-" + std::to_string(round);
+  const std::string socket =
+      "backscroll-bench-" + std::to_string(::getpid()) + "-" + std::to_string(round);
   const fs::path fifo = dir / ("tmux-done-" + std::to_string(round));
   ::mkfifo(fifo.c_str(), 0600);
   const std::string pane = "cat '" + file.string() + "'; echo done > '" + fifo.string() + "'";
@@ -107,7 +108,8 @@ int main(int argc, char** argv) {
   bool with_tmux = true;
   CLI::App app{"end-to-end flood: plain read() loop, backscroll, tmux, same run"};
   app.add_option("--bytes", bytes, "size of each workload file")->capture_default_str();
-  app.add_option("--rounds", rounds, "floods per configuration (alternating)")->capture_default_str();
+  app.add_option("--rounds", rounds, "floods per configuration (alternating)")
+      ->capture_default_str();
   app.add_option("--workloads", workload_list, "log, build, utf8, tui")->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
   app.add_flag("!--no-tmux", with_tmux, "leave tmux out");
@@ -133,9 +135,12 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
   bench::EngineUnderTest shipped({"--persist"}, dir / "shipped");
   bench::EngineUnderTest no_mirror({"--no-mirror"}, dir / "no-mirror");
 
-  nlohmann::json out = {{"bytes", bytes}, {"rounds", rounds}, {"workloads", nlohmann::json::object()}};
-  std::printf("| workload | configuration | MB/s (median of %d) | ratio to plain | ratio to tmux |\n"
-              "|---|---|---|---|---|\n", rounds);
+  nlohmann::json out = {
+      {"bytes", bytes}, {"rounds", rounds}, {"workloads", nlohmann::json::object()}};
+  std::printf(
+      "| workload | configuration | MB/s (median of %d) | ratio to plain | ratio to tmux |\n"
+      "|---|---|---|---|---|\n",
+      rounds);
   for (const std::string& workload : workloads) {
     const fs::path file = dir / (workload + ".txt");
     std::ofstream(file, std::ios::binary) << file_text(workload, bytes);
@@ -152,29 +157,35 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       const auto mirror_before = shipped.call("status").header["mirror"];
       const Sample b = bench::engine_flood(shipped, actor, cat, 2);
       const auto mirror_after = shipped.call("status").header["mirror"];
-      const double fed = mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
+      const double fed =
+          mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
       fed_fraction.push_back(fed / static_cast<double>(b.bytes));
       for (const auto& [thread, seconds] : bench::thread_cpu_seconds(shipped.pid())) {
-        const double ms_per_mb = (seconds - cpu_before.at(thread)) * 1e3 / (static_cast<double>(b.bytes) / 1e6);
+        const double ms_per_mb =
+            (seconds - cpu_before.at(thread)) * 1e3 / (static_cast<double>(b.bytes) / 1e6);
         cpu["backscroll " + thread].push_back(ms_per_mb);
       }
       const auto cpu_before_d = bench::thread_cpu_seconds(no_mirror.pid());
       const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
       for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_mirror.pid())) {
-        const double ms_per_mb = (seconds - cpu_before_d.at(thread)) * 1e3 / (static_cast<double>(d.bytes) / 1e6);
+        const double ms_per_mb =
+            (seconds - cpu_before_d.at(thread)) * 1e3 / (static_cast<double>(d.bytes) / 1e6);
         cpu["no_mirror " + thread].push_back(ms_per_mb);
       }
       if (b.bytes != p.bytes || d.bytes != p.bytes) {
-        std::fprintf(stderr, "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
-                     "without the mirror\n", workload.c_str(), static_cast<unsigned long long>(p.bytes),
-                     static_cast<unsigned long long>(b.bytes), static_cast<unsigned long long>(d.bytes));
+        std::fprintf(stderr,
+                     "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
+                     "without the mirror\n",
+                     workload.c_str(), static_cast<unsigned long long>(p.bytes),
+                     static_cast<unsigned long long>(b.bytes),
+                     static_cast<unsigned long long>(d.bytes));
         return 1;
       }
       mb["plain"].push_back(p.mb_per_s());
       mb["backscroll"].push_back(b.mb_per_s());
       mb["no_mirror"].push_back(d.mb_per_s());
-      std::fprintf(stderr, "%s round %d: plain %.1f, backscroll %.1f, --no-mirror %.1f", workload.c_str(),
-                   r, p.mb_per_s(), b.mb_per_s(), d.mb_per_s());
+      std::fprintf(stderr, "%s round %d: plain %.1f, backscroll %.1f, --no-mirror %.1f",
+                   workload.c_str(), r, p.mb_per_s(), b.mb_per_s(), d.mb_per_s());
       if (with_tmux) {
         Sample t = tmux_flood(dir, file, r);
         t.bytes = p.bytes;  // the same file through the same kind of PTY
@@ -195,8 +206,8 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       if (with_tmux) w[config]["ratio_to_tmux"] = m / tmux;
       char to_tmux[16] = "-";
       if (with_tmux) std::snprintf(to_tmux, sizeof to_tmux, "%.3f", m / tmux);
-      std::printf("| %s | %s | %.1f | %.3f | %s |\n", workload.c_str(), config.c_str(), m, m / plain,
-                  to_tmux);
+      std::printf("| %s | %s | %.1f | %.3f | %s |\n", workload.c_str(), config.c_str(), m,
+                  m / plain, to_tmux);
     }
     for (const auto& [thread, samples] : cpu) {
       w["engine_cpu_ms_per_mb"][thread] = bench::median(samples);
@@ -206,7 +217,8 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     out["workloads"][workload] = w;
     fs::remove(file);
   }
-  std::fprintf(stderr, "reader checksum %llu\n", static_cast<unsigned long long>(bench::g_checksum));
+  std::fprintf(stderr, "reader checksum %llu\n",
+               static_cast<unsigned long long>(bench::g_checksum));
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;
 }

@@ -13,8 +13,8 @@ int main(int argc, char** argv) {
   const std::string block = backscroll::bench::flood_block();
   unsigned long long written = 0;
   while (written < total) {
-    const std::size_t n = static_cast<std::size_t>(
-        std::min<unsigned long long>(block.size(), total - written));
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<unsigned long long>(block.size(), total - written));
     const ssize_t w = ::write(1, block.data(), n);
     if (w < 0) {
       if (errno == EINTR) continue;

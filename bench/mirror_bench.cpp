@@ -19,10 +19,9 @@ constexpr std::size_t kWorkloadBytes = 4u << 20;
 constexpr std::size_t kFeedBytes = 64 * 1024;  // what the mirror thread hands over at most
 
 const std::string& workload(int which) {
-  static const std::string kinds[] = {bench::log_lines(kWorkloadBytes),
-                                      bench::build_output(kWorkloadBytes),
-                                      bench::utf8_lines(kWorkloadBytes),
-                                      bench::tui_redraws(kWorkloadBytes, 24)};
+  static const std::string kinds[] = {
+      bench::log_lines(kWorkloadBytes), bench::build_output(kWorkloadBytes),
+      bench::utf8_lines(kWorkloadBytes), bench::tui_redraws(kWorkloadBytes, 24)};
   return kinds[which];
 }
 const char* workload_name(int which) {
@@ -54,7 +53,8 @@ void BM_LibvtermStateOnly(benchmark::State& state) {
     vterm_set_utf8(vt, 1);
     VTermState* vts = vterm_obtain_state(vt);
     vterm_state_reset(vts, 1);
-    feed_in_chunks(bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
+    feed_in_chunks(
+        bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
     vterm_free(vt);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
@@ -77,7 +77,8 @@ void BM_LibvtermScreen(benchmark::State& state) {
     vterm_screen_set_callbacks(screen, &callbacks, &pushed);
     vterm_screen_enable_altscreen(screen, 1);
     vterm_screen_reset(screen, 1);
-    feed_in_chunks(bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
+    feed_in_chunks(
+        bytes, [&](std::string_view chunk) { vterm_input_write(vt, chunk.data(), chunk.size()); });
     benchmark::DoNotOptimize(pushed);
     vterm_free(vt);
   }

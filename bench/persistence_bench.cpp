@@ -49,7 +49,8 @@ std::uint64_t committed(EngineUnderTest& engine, const std::string& actor) {
 }
 
 // Polls until the actor's committed cursor has not moved for `quiet`.
-void wait_quiet(EngineUnderTest& engine, const std::string& actor, std::chrono::milliseconds quiet) {
+void wait_quiet(EngineUnderTest& engine, const std::string& actor,
+                std::chrono::milliseconds quiet) {
   std::uint64_t last = committed(engine, actor);
   auto since = Clock::now();
   while (Clock::now() - since < quiet) {
@@ -66,9 +67,10 @@ void wait_quiet(EngineUnderTest& engine, const std::string& actor, std::chrono::
 // time from `stop` to its answer.
 double seal_latency_ms(EngineUnderTest& engine, const std::string& actor, std::uint64_t bytes) {
   const std::string writer = (bin_dir() / "flood_writer").string();
-  engine.call("spawn", {{"actor", actor},
-                        {"argv", {"sh", "-c", "\"$0\" \"$1\"; exec sleep 1000", writer,
-                                  std::to_string(bytes)}}});
+  engine.call(
+      "spawn",
+      {{"actor", actor},
+       {"argv", {"sh", "-c", "\"$0\" \"$1\"; exec sleep 1000", writer, std::to_string(bytes)}}});
   wait_quiet(engine, actor, std::chrono::milliseconds(200));
   const auto start = Clock::now();
   engine.call("stop", {{"actor", actor}, {"grace_ms", 0}});
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
   CLI::App app{"what durable transcripts cost: flood ratio, seal latency, restart time"};
   app.add_option("--bytes", flood_bytes, "bytes the child writes per flood")->capture_default_str();
   app.add_option("--rounds", rounds, "floods and seals per configuration")->capture_default_str();
-  app.add_option("--seal-bytes", seal_bytes, "unsynced bytes before the stop")->capture_default_str();
+  app.add_option("--seal-bytes", seal_bytes, "unsynced bytes before the stop")
+      ->capture_default_str();
   app.add_option("--actors", actors, "actors of the restart")->capture_default_str();
   app.add_option("--history-bytes", history_bytes, "retained history per actor at the restart")
       ->capture_default_str();
@@ -107,8 +110,11 @@ int main(int argc, char** argv) {
                "also restart with the page cache dropped (root; affects the whole machine)");
   app.add_option("--json", json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
-  Json out = {{"flood_bytes", flood_bytes}, {"rounds", rounds}, {"seal_bytes", seal_bytes},
-              {"actors", actors}, {"history_bytes", history_bytes}};
+  Json out = {{"flood_bytes", flood_bytes},
+              {"rounds", rounds},
+              {"seal_bytes", seal_bytes},
+              {"actors", actors},
+              {"history_bytes", history_bytes}};
 
   // 1 and 2: four engines, floods alternating between them.
   {
@@ -127,7 +133,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       for (auto& c : configs) {
         const auto s = bench::engine_flood(*c.engine, "flood" + std::to_string(r),
-                                            bench::flood_writer_argv(flood_bytes));
+                                           bench::flood_writer_argv(flood_bytes));
         c.mb_s.push_back(s.mb_per_s());
         c.seal_ms.push_back(seal_latency_ms(*c.engine, "seal" + std::to_string(r), seal_bytes));
         std::fprintf(stderr, "round %d %-22s %.1f MB/s, stop->sealed %.1f ms\n", r, c.name,
@@ -136,10 +142,12 @@ int main(int argc, char** argv) {
     }
     const double base_nm = median(configs[0].mb_s), persist_nm = median(configs[1].mb_s);
     const double base_m = median(configs[2].mb_s), persist_m = median(configs[3].mb_s);
-    std::printf("| flood, %llu bytes per run (median of %d) | MB/s | ratio persist/off |\n|---|---|---|\n",
-                static_cast<unsigned long long>(flood_bytes), rounds);
+    std::printf(
+        "| flood, %llu bytes per run (median of %d) | MB/s | ratio persist/off |\n|---|---|---|\n",
+        static_cast<unsigned long long>(flood_bytes), rounds);
     std::printf("| --no-mirror, persistence off | %.1f | |\n", base_nm);
-    std::printf("| --no-mirror, persistence on | %.1f | %.3f |\n", persist_nm, persist_nm / base_nm);
+    std::printf("| --no-mirror, persistence on | %.1f | %.3f |\n", persist_nm,
+                persist_nm / base_nm);
     std::printf("| mirror on, persistence off | %.1f | |\n", base_m);
     std::printf("| mirror on, persistence on | %.1f | %.3f |\n\n", persist_m, persist_m / base_m);
     std::printf("| stop -> sealed, %llu unsynced bytes (median of %d) | ms |\n|---|---|\n",
@@ -164,7 +172,8 @@ int main(int argc, char** argv) {
         first.call("spawn", {{"actor", "a" + std::to_string(i)},
                              {"argv", {writer, std::to_string(history_bytes)}}});
       }
-      for (int i = 0; i < actors; ++i) wait_quiet(first, "a" + std::to_string(i), std::chrono::milliseconds(50));
+      for (int i = 0; i < actors; ++i)
+        wait_quiet(first, "a" + std::to_string(i), std::chrono::milliseconds(50));
     }  // shutdown: every transcript sealed
     std::uintmax_t disk = 0;
     for (const auto& e : std::filesystem::recursive_directory_iterator(root / "state"))
@@ -177,8 +186,8 @@ int main(int argc, char** argv) {
       const auto list = engine.call("list");
       const double ms = ms_since(start);
       if (list.header["actors"].size() != static_cast<std::size_t>(actors)) {
-        std::fprintf(stderr, "restart: %zu actors came back, not %d\n", list.header["actors"].size(),
-                     actors);
+        std::fprintf(stderr, "restart: %zu actors came back, not %d\n",
+                     list.header["actors"].size(), actors);
         std::exit(1);
       }
       std::fprintf(stderr, "restart (%s): %.1f ms\n", label, ms);
@@ -187,9 +196,11 @@ int main(int argc, char** argv) {
     const double warm = restart("warm page cache");
     std::optional<double> cold;
     if (cold_restart && drop_caches()) cold = restart("caches dropped");
-    std::printf("| restart, %d actors x %llu bytes of history (%.0f MiB on disk) | ms to answer |\n|---|---|\n",
-                actors, static_cast<unsigned long long>(history_bytes),
-                static_cast<double>(disk) / (1 << 20));
+    std::printf(
+        "| restart, %d actors x %llu bytes of history (%.0f MiB on disk) | ms to answer "
+        "|\n|---|---|\n",
+        actors, static_cast<unsigned long long>(history_bytes),
+        static_cast<double>(disk) / (1 << 20));
     std::printf("| page cache warm | %.1f |\n", warm);
     if (cold) std::printf("| page cache dropped | %.1f |\n", *cold);
     else std::printf("| page cache dropped | not measured (--drop-caches, root) |\n");

@@ -44,7 +44,8 @@ constexpr std::uint64_t kRingBytes = 16u << 20;
 std::uint64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 shm::RingWriter make_ring() {
@@ -99,7 +100,8 @@ std::vector<double> catch_up(int passes) {
         auto view = reader->read(at, 1 << 20);
         if (!view || view->empty()) bench::fail(Error{Errc::internal, "catch-up read failed", {}});
         for (const auto span : {view->first, view->second})
-          for (std::size_t i = 0; i < span.size(); i += 64) sum += static_cast<unsigned char>(span[i]);
+          for (std::size_t i = 0; i < span.size(); i += 64)
+            sum += static_cast<unsigned char>(span[i]);
         if (!reader->intact(at)) bench::fail(Error{Errc::cursor_expired, "lapped", {}});
         at = view->to;
       }
@@ -162,7 +164,8 @@ std::vector<double> wake_up(int samples) {
 bench::Sample flood_with_readers(bench::EngineUnderTest& engine, const std::string& actor,
                                  std::uint64_t bytes, int extra, int stopped) {
   const auto start = bench::Clock::now();
-  const auto spawned = engine.call("spawn", {{"actor", actor}, {"argv", bench::flood_writer_argv(bytes)}});
+  const auto spawned =
+      engine.call("spawn", {{"actor", actor}, {"argv", bench::flood_writer_argv(bytes)}});
   const std::uint64_t session = spawned.header["session"].get<std::uint64_t>();
   const Cursor from{spawned.header["cursor"].get<std::uint64_t>()};
   std::vector<pid_t> readers;
@@ -209,8 +212,9 @@ int main(int argc, char** argv) {
 
   const std::vector<double> wake = wake_up(quick ? 100 : 2000);
   const bench::Percentiles w = bench::percentiles(wake);
-  std::printf("| wake-up, commit to a sleeping reader process: p50 / p99 / max | %.1f / %.1f / %.1f us |\n",
-              w.p50, w.p99, w.max);
+  std::printf(
+      "| wake-up, commit to a sleeping reader process: p50 / p99 / max | %.1f / %.1f / %.1f us |\n",
+      w.p50, w.p99, w.max);
   out["wake_up_us"] = {{"p50", w.p50}, {"p99", w.p99}, {"max", w.max}, {"samples", wake}};
 
   const std::uint64_t bytes = quick ? (8u << 20) : (256u << 20);
@@ -224,10 +228,12 @@ int main(int argc, char** argv) {
                  alone.back(), crowded.back());
   }
   const double a = bench::median(alone), c = bench::median(crowded);
-  std::printf("| drain with 1 reader / 16 readers, 8 of them stopped (--no-mirror, medians of %d) | "
-              "%.1f / %.1f MB/s: ratio %.3f |\n", rounds, a, c, c / a);
-  out["readers_cost"] = {{"one_reader_mb_s", alone}, {"sixteen_readers_mb_s", crowded},
-                         {"ratio", c / a}};
+  std::printf(
+      "| drain with 1 reader / 16 readers, 8 of them stopped (--no-mirror, medians of %d) | "
+      "%.1f / %.1f MB/s: ratio %.3f |\n",
+      rounds, a, c, c / a);
+  out["readers_cost"] = {
+      {"one_reader_mb_s", alone}, {"sixteen_readers_mb_s", crowded}, {"ratio", c / a}};
   std::fprintf(stderr, "checksum %llu\n", static_cast<unsigned long long>(bench::g_checksum));
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

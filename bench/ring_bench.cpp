@@ -26,14 +26,14 @@ class HeapRing {
  public:
   explicit HeapRing(std::uint64_t capacity)
       : bytes_(kHeaderBytes + capacity),
-        memory_(static_cast<std::byte*>(::operator new(bytes_, std::align_val_t{kCacheLine}))) {
+        memory_(static_cast<std::byte*>(::operator new (bytes_, std::align_val_t{kCacheLine}))) {
     std::memset(memory_, 0, bytes_);
     writer.emplace(RingWriter::over(memory_, RingIdentity{"bench", 1, capacity, Cursor{0}}));
     reader.emplace(*RingReader::over(memory_, bytes_));
   }
   HeapRing(const HeapRing&) = delete;
   HeapRing& operator=(const HeapRing&) = delete;
-  ~HeapRing() { ::operator delete(memory_, std::align_val_t{kCacheLine}); }
+  ~HeapRing() { ::operator delete (memory_, std::align_val_t{kCacheLine}); }
 
   // Fills the ring once, so [oldest, committed) is the whole data area.
   void fill() {

@@ -58,7 +58,10 @@ double plain_loops(int n, std::uint64_t bytes) {
   std::vector<std::uint64_t> drained(static_cast<std::size_t>(n));
   const auto start = bench::Clock::now();
   for (int i = 0; i < n; ++i)
-    threads.emplace_back([&, i] { drained[static_cast<std::size_t>(i)] = bench::plain_loop(bench::flood_writer_argv(bytes)).bytes; });
+    threads.emplace_back([&, i] {
+      drained[static_cast<std::size_t>(i)] =
+          bench::plain_loop(bench::flood_writer_argv(bytes)).bytes;
+    });
   for (auto& t : threads) t.join();
   std::uint64_t total = 0;
   for (auto d : drained) total += d;
@@ -111,7 +114,8 @@ CheckedFlood checked_flood(const Places& places, control::ControlClient& client,
   for (;;) {
     auto view = reader->read(cursor, 1 << 20);
     if (!view) {
-      if (view.error().code != Errc::cursor_expired || !view.error().cursor) bench::fail(view.error());
+      if (view.error().code != Errc::cursor_expired || !view.error().cursor)
+        bench::fail(view.error());
       result.lost += *view.error().cursor - value(cursor);  // overwritten unread
       cursor = Cursor{*view.error().cursor};
       continue;
@@ -197,13 +201,16 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       plain.push_back(plain_loops(8, flood_bytes));
       shipped.push_back(engine_floods(engine, 8, flood_bytes, r));
-      std::fprintf(stderr, "round %d: 8 plain loops %.1f MB/s, engine (64 actors, 8 flooding) %.1f MB/s\n",
+      std::fprintf(stderr,
+                   "round %d: 8 plain loops %.1f MB/s, engine (64 actors, 8 flooding) %.1f MB/s\n",
                    r, plain.back(), shipped.back());
     }
     const double p = bench::median(plain), e = bench::median(shipped);
     std::printf("| scale | figure |\n|---|---|\n");
-    std::printf("| aggregate drain, 8 of 64 actors flooding / 8 plain loops (medians of %d) | "
-                "%.1f / %.1f MB/s: ratio %.3f |\n", rounds, e, p, e / p);
+    std::printf(
+        "| aggregate drain, 8 of 64 actors flooding / 8 plain loops (medians of %d) | "
+        "%.1f / %.1f MB/s: ratio %.3f |\n",
+        rounds, e, p, e / p);
     out["aggregate"] = {{"plain_mb_s", plain}, {"engine_mb_s", shipped}, {"ratio", e / p}};
   }
 
@@ -211,12 +218,15 @@ int main(int argc, char** argv) {
   {
     bench::EngineUnderTest engine({});
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const double anon0 = status_kib(engine.pid(), "RssAnon"), shm0 = status_kib(engine.pid(), "RssShmem");
+    const double anon0 = status_kib(engine.pid(), "RssAnon"),
+                 shm0 = status_kib(engine.pid(), "RssShmem");
     spawn_idle(engine, 64);
     const double anon = (status_kib(engine.pid(), "RssAnon") - anon0) / 64;
     const double shm = (status_kib(engine.pid(), "RssShmem") - shm0) / 64;
-    std::printf("| memory per idle actor (64 actors): private / ring pages written | %.0f KiB / %.0f KiB |\n",
-                anon, shm);
+    std::printf(
+        "| memory per idle actor (64 actors): private / ring pages written | %.0f KiB / %.0f KiB "
+        "|\n",
+        anon, shm);
     out["idle_actor_kib"] = {{"private", anon}, {"ring_pages", shm}};
   }
 
@@ -237,9 +247,9 @@ int main(int argc, char** argv) {
         auto client = control::ControlClient::connect(engine.places());
         if (!client) bench::fail(client.error());
         for (int k = 0; bench::Clock::now() < deadline; ++k) {
-          const CheckedFlood f = checked_flood(
-              engine.places(), *client, "soak" + std::to_string(i) + "-" + std::to_string(k),
-              8u << 20, cooked);
+          const CheckedFlood f =
+              checked_flood(engine.places(), *client,
+                            "soak" + std::to_string(i) + "-" + std::to_string(k), 8u << 20, cooked);
           verified += f.bytes;
           lost += f.lost;
           ++floods;
@@ -274,7 +284,8 @@ int main(int argc, char** argv) {
           ++attach_errors;  // the flood ended and its actor went between list and attach
           continue;
         }
-        const double ms = std::chrono::duration<double, std::milli>(bench::Clock::now() - t0).count();
+        const double ms =
+            std::chrono::duration<double, std::milli>(bench::Clock::now() - t0).count();
         (void)client->call("detach", {{"attachment", attached->header["attachment"]}});
         {
           const std::lock_guard lock(latency_mutex);
@@ -293,32 +304,48 @@ int main(int argc, char** argv) {
     // The medians of the last quarter's samples against the first quarter's (a sample taken
     // during a flood reads a little more than one taken between two), and the slope.
     const std::size_t quarter = std::max<std::size_t>(1, rss.size() / 4);
-    const double early = bench::median({rss.begin(), rss.begin() + static_cast<std::ptrdiff_t>(quarter)});
-    const double late = bench::median({rss.end() - static_cast<std::ptrdiff_t>(quarter), rss.end()});
+    const double early =
+        bench::median({rss.begin(), rss.begin() + static_cast<std::ptrdiff_t>(quarter)});
+    const double late =
+        bench::median({rss.end() - static_cast<std::ptrdiff_t>(quarter), rss.end()});
     double max = 0;
     for (double v : rss) max = std::max(max, v);
     const double slope = slope_per_minute(rss);
-    std::printf("| soak, %d s, 64 actors, 8 flooding (%llu floods of 8 MiB): bytes checked / lost | "
-                "%.1f MiB / %llu |\n",
-                soak_seconds, static_cast<unsigned long long>(floods.load()),
-                static_cast<double>(verified.load()) / (1 << 20),
-                static_cast<unsigned long long>(lost.load()));
-    std::printf("| soak: private memory, first quarter / last quarter (medians) / max; slope | "
-                "%.1f / %.1f / %.1f MiB; %+.3f MiB per minute |\n", early, late, max, slope);
+    std::printf(
+        "| soak, %d s, 64 actors, 8 flooding (%llu floods of 8 MiB): bytes checked / lost | "
+        "%.1f MiB / %llu |\n",
+        soak_seconds, static_cast<unsigned long long>(floods.load()),
+        static_cast<double>(verified.load()) / (1 << 20),
+        static_cast<unsigned long long>(lost.load()));
+    std::printf(
+        "| soak: private memory, first quarter / last quarter (medians) / max; slope | "
+        "%.1f / %.1f / %.1f MiB; %+.3f MiB per minute |\n",
+        early, late, max, slope);
     json per_minute = json::array();
     for (std::size_t m = 0; m < attach_ms_per_minute.size(); ++m) {
       if (attach_ms_per_minute[m].empty()) continue;
       const bench::Percentiles p = bench::percentiles(attach_ms_per_minute[m]);
-      std::printf("| soak: attach (viewer, with its snapshot) in minute %zu: p50 / p99 / max of %zu | "
-                  "%.2f / %.2f / %.2f ms |\n", m + 1, attach_ms_per_minute[m].size(), p.p50, p.p99, p.max);
-      per_minute.push_back({{"minute", m + 1}, {"samples", attach_ms_per_minute[m].size()},
-                            {"p50_ms", p.p50}, {"p99_ms", p.p99}, {"max_ms", p.max}});
+      std::printf(
+          "| soak: attach (viewer, with its snapshot) in minute %zu: p50 / p99 / max of %zu | "
+          "%.2f / %.2f / %.2f ms |\n",
+          m + 1, attach_ms_per_minute[m].size(), p.p50, p.p99, p.max);
+      per_minute.push_back({{"minute", m + 1},
+                            {"samples", attach_ms_per_minute[m].size()},
+                            {"p50_ms", p.p50},
+                            {"p99_ms", p.p99},
+                            {"max_ms", p.max}});
     }
-    out["soak"] = {{"seconds", soak_seconds}, {"floods", floods.load()},
-                   {"bytes_checked", verified.load()}, {"bytes_lost", lost.load()},
-                   {"attaches", attaches.load()}, {"attach_errors", attach_errors.load()},
-                   {"attach_per_minute", per_minute}, {"rss_anon_mib", rss},
-                   {"early_mib", early}, {"late_mib", late}, {"growth_mib", late - early},
+    out["soak"] = {{"seconds", soak_seconds},
+                   {"floods", floods.load()},
+                   {"bytes_checked", verified.load()},
+                   {"bytes_lost", lost.load()},
+                   {"attaches", attaches.load()},
+                   {"attach_errors", attach_errors.load()},
+                   {"attach_per_minute", per_minute},
+                   {"rss_anon_mib", rss},
+                   {"early_mib", early},
+                   {"late_mib", late},
+                   {"growth_mib", late - early},
                    {"slope_mib_per_minute", slope}};
   }
   std::fprintf(stderr, "checksum %llu\n", static_cast<unsigned long long>(bench::g_checksum));

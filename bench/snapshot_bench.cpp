@@ -106,7 +106,10 @@ std::vector<std::string> flood_forever() {
 
 void row(const char* what, const Percentiles& p, json& out, const std::string& key) {
   std::printf("| %s | %.3f | %.3f | %.3f |\n", what, p.p50, p.p99, p.max);
-  out[key] = {{"p50_ms", p.p50}, {"p99_ms", p.p99}, {"max_ms", p.max}, {"samples_ms", p.samples},
+  out[key] = {{"p50_ms", p.p50},
+              {"p99_ms", p.p99},
+              {"max_ms", p.max},
+              {"samples_ms", p.samples},
               {"fewest_history_lines", p.fewest_lines}};
 }
 
@@ -134,24 +137,31 @@ int main(int argc, char** argv) {
     out["parse_mb_s"][name] = mb;
   }
 
-  std::printf("\n## Snapshot build (in process, mirror full of history)\n\n"
-              "| screen + history | p50 ms | p99 ms | max ms | bytes |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\n## Snapshot build (in process, mirror full of history)\n\n"
+      "| screen + history | p50 ms | p99 ms | max ms | bytes |\n|---|---|---|---|---|\n");
   for (const auto& [cols, rows, history] :
        {std::tuple{80, 24, std::size_t{512}}, std::tuple{200, 50, std::size_t{10'000}}}) {
     const SnapshotCost c = snapshot_cost(cols, rows, history, samples);
-    const std::string key = std::to_string(cols) + "x" + std::to_string(rows) + "+" + std::to_string(history);
+    const std::string key =
+        std::to_string(cols) + "x" + std::to_string(rows) + "+" + std::to_string(history);
     std::printf("| %s | %.3f | %.3f | %.3f | %zu |\n", key.c_str(), c.ms.p50, c.ms.p99, c.ms.max,
                 c.bytes);
-    out["build"][key] = {{"p50_ms", c.ms.p50}, {"p99_ms", c.ms.p99}, {"max_ms", c.ms.max},
-                         {"bytes", c.bytes}};
+    out["build"][key] = {
+        {"p50_ms", c.ms.p50}, {"p99_ms", c.ms.p99}, {"max_ms", c.ms.max}, {"bytes", c.bytes}};
   }
 
-  std::printf("\n## The snapshot op through the engine (request to reply)\n\n"
-              "| case | p50 ms | p99 ms | max ms |\n|---|---|---|---|\n");
+  std::printf(
+      "\n## The snapshot op through the engine (request to reply)\n\n"
+      "| case | p50 ms | p99 ms | max ms |\n|---|---|---|---|\n");
   bench::EngineUnderTest engine({});
-  engine.call("spawn", {{"actor", "small"}, {"cols", 80}, {"rows", 24},
+  engine.call("spawn", {{"actor", "small"},
+                        {"cols", 80},
+                        {"rows", 24},
                         {"argv", {"sh", "-c", "seq 1 3000; exec sleep 1000"}}});
-  engine.call("spawn", {{"actor", "big"}, {"cols", 200}, {"rows", 50},
+  engine.call("spawn", {{"actor", "big"},
+                        {"cols", 200},
+                        {"rows", 50},
                         {"argv", {"sh", "-c", "seq 1 20000; exec sleep 1000"}}});
   std::this_thread::sleep_for(std::chrono::seconds(2));
   row("80x24 + 512, idle", op_latency(engine, "small", 512, samples), out, "op_80x24_idle");
@@ -163,8 +173,7 @@ int main(int argc, char** argv) {
   const auto settle = std::chrono::milliseconds(quick ? 300 : 1500);
   engine.call("spawn", {{"actor", "small"}, {"cols", 80}, {"rows", 24}, {"argv", flood_forever()}});
   std::this_thread::sleep_for(settle);
-  row("80x24 + 512, flooding", op_latency(engine, "small", 512, samples), out,
-      "op_80x24_flooding");
+  row("80x24 + 512, flooding", op_latency(engine, "small", 512, samples), out, "op_80x24_flooding");
   engine.call("delete", {{"actor", "small"}});
   engine.call("spawn", {{"actor", "big"}, {"cols", 200}, {"rows", 50}, {"argv", flood_forever()}});
   std::this_thread::sleep_for(settle);

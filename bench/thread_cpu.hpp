@@ -18,8 +18,8 @@ inline std::map<std::string, double> thread_cpu_seconds(pid_t pid) {
   std::map<std::string, double> out;
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/task", ec)) {
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
     std::ifstream in(task.path() / "stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto open = stat.find('('), close = stat.rfind(')');

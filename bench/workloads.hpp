@@ -20,10 +20,13 @@ inline std::string log_lines(std::size_t bytes) {
 inline std::string build_output(std::size_t bytes) {
   std::string out;
   for (std::size_t i = 0; out.size() < bytes; ++i) {
-    out += "\x1b[1m[" + std::to_string(i % 100) + "%]\x1b[0m \x1b[32mBuilding CXX object\x1b[0m "
-           "engine/CMakeFiles/unit" + std::to_string(i) + ".dir/file.cpp.o\r\n";
+    out += "\x1b[1m[" + std::to_string(i % 100) +
+           "%]\x1b[0m \x1b[32mBuilding CXX object\x1b[0m "
+           "engine/CMakeFiles/unit" +
+           std::to_string(i) + ".dir/file.cpp.o\r\n";
     if (i % 7 == 0) {
-      out += "\x1b[1mfile.cpp:" + std::to_string(i) + ":5: \x1b[35mwarning: \x1b[0munused "
+      out += "\x1b[1mfile.cpp:" + std::to_string(i) +
+             ":5: \x1b[35mwarning: \x1b[0munused "
              "variable \x1b[1m'x'\x1b[0m [\x1b[35m-Wunused\x1b[0m]\r\n";
     }
   }
@@ -48,7 +51,8 @@ inline std::string tui_redraws(std::size_t bytes, int rows) {
 inline std::string utf8_lines(std::size_t bytes) {
   std::string out;
   for (std::size_t i = 0; out.size() < bytes; ++i) {
-    out += "r\u00e9sum\u00e9 " + std::to_string(i) + " \u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 "
+    out += "r\u00e9sum\u00e9 " + std::to_string(i) +
+           " \u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 "
            "na\u00efve caf\u00e9 \u00fcber \u2713 \U0001f680 \u03b1\u03b2\u03b3 done\r\n";
   }
   return out;

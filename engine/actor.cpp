@@ -25,7 +25,7 @@ struct Actor::Live {
   bool held_in_window = false;  // the consumer gate held reads back during this drain window
   bool stop_requested = false;
   std::chrono::steady_clock::time_point kill_at{};  // when the grace timer fires
-  bool cancel_sent = false;     // in-flight reads/writes were asked to stop (sealing)
+  bool cancel_sent = false;  // in-flight reads/writes were asked to stop (sealing)
   TimerQueue::Id grace_timer = 0;
   TimerQueue::Id drain_timer = 0;
   TimerQueue::Id input_timer = 0;
@@ -49,8 +49,8 @@ ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capac
 }  // namespace
 
 Result<std::unique_ptr<Actor>> Actor::create(ActorHost& host, std::string name,
-                                             const ActorSettings& settings,
-                                             int consumer_notify_fd, const ActorPast* past) {
+                                             const ActorSettings& settings, int consumer_notify_fd,
+                                             const ActorPast* past) {
   if (!is_valid_actor_name(name)) {
     return fail(Errc::bad_actor_name,
                 "'" + name + "' is not an actor name ([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
@@ -158,7 +158,8 @@ void Actor::submit_read() noexcept {
     return;
   }
   std::size_t room = settings_.read_chunk;
-  if (settings_.leased_cursors) room = std::min<std::uint64_t>(room, lease_limit_ - ring_.committed());
+  if (settings_.leased_cursors)
+    room = std::min<std::uint64_t>(room, lease_limit_ - ring_.committed());
   const std::span<std::byte> space = ring_.reserve(room);
   reading_ = true;
   host_.loop().read(live_->process.master_fd, space, &read_op_);
@@ -180,8 +181,8 @@ void Actor::on_read(int result) noexcept {
     // 0 or -EIO: every slave fd is closed and the output is drained. -ECANCELED: the drain
     // window ended. Anything else is unexpected, but also ends the session's output.
     if (result != 0 && result != -EIO && result != -ECANCELED) {
-      log(LogLevel::error, "actor {}: PTY read into the ring failed: {}; output stops here",
-          name_, std::strerror(-result));
+      log(LogLevel::error, "actor {}: PTY read into the ring failed: {}; output stops here", name_,
+          std::strerror(-result));
     }
     if (result != -ECANCELED) live_->output_done = true;
   }
@@ -222,7 +223,8 @@ Result<std::size_t> Actor::input(std::string_view bytes, bool paste) {
     return fail(Errc::not_running, "actor '" + name_ + "' has no running program");
   }
   if (!input_.try_push(bytes, paste)) {
-    return fail(Errc::too_large, std::to_string(bytes.size()) + " bytes do not fit the input queue (" +
+    return fail(Errc::too_large, std::to_string(bytes.size()) +
+                                     " bytes do not fit the input queue (" +
                                      std::to_string(input_.queued_bytes()) + " of " +
                                      std::to_string(input_.capacity()) + " bytes waiting)");
   }
@@ -297,8 +299,8 @@ void Actor::stop(std::chrono::milliseconds grace) {
   live_->kill_at = deadline;
   live_->grace_timer = host_.timers().schedule(deadline, [this] {
     live_->grace_timer = 0;
-    log(LogLevel::info, "actor {}: grace period over, sending SIGKILL to process group {}",
-        name_, live_->process.pid);
+    log(LogLevel::info, "actor {}: grace period over, sending SIGKILL to process group {}", name_,
+        live_->process.pid);
     kill_group();
   });
 }
@@ -445,7 +447,8 @@ bool Actor::release_ring() noexcept {
   if (live_ || busy() || gate_.behind(ring_.committed()) > 0) return false;
   ring_.release_pages();
   ring_.wake_readers();
-  log(LogLevel::debug, "actor {}: idle ring released at cursor {}", name_, value(ring_.committed()));
+  log(LogLevel::debug, "actor {}: idle ring released at cursor {}", name_,
+      value(ring_.committed()));
   return true;
 }
 

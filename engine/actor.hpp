@@ -3,7 +3,8 @@
 // live session's PTY master, pidfd and input queue, and the gate of its internal consumers.
 // Io thread only. Session lifecycle:
 //
-//   start() ──▶ running ──stop()──▶ stopping ──(exit)──▶ draining ──(EOF/EIO or drain window)──▶ sealed (idle)
+//   start() ──▶ running ──stop()──▶ stopping ──(exit)──▶ draining ──(EOF/EIO or drain window)──▶
+//   sealed (idle)
 //                  └──────────────(exit)──────────────────▲
 //
 // Sealing waits until no read or write of the session is in flight, so bytes of a sealed
@@ -47,8 +48,8 @@ class ActorHost {
 };
 
 struct ActorSettings {
-  std::uint64_t ring_bytes = 10'485'760;  // per_actor_bytes (docs/settings.md)
-  std::chrono::milliseconds grace{3000};        // SIGHUP -> SIGKILL
+  std::uint64_t ring_bytes = 10'485'760;         // per_actor_bytes (docs/settings.md)
+  std::chrono::milliseconds grace{3000};         // SIGHUP -> SIGKILL
   std::chrono::milliseconds drain_window{1000};  // after exit, read until EOF or this passes
   std::size_t input_capacity = 1 << 20;
   std::size_t read_chunk = 64 * 1024;
@@ -190,7 +191,7 @@ class Actor {
   Cursor lease_limit_{0};
   std::chrono::steady_clock::time_point last_wake_{};
   bool wake_pending_ = false;
-  bool closed_ = false;        // the ring is being removed (meta.closed)
+  bool closed_ = false;         // the ring is being removed (meta.closed)
   bool close_at_seal_ = false;  // mark_closing() while a session ran: closed_ set at its seal
   std::unique_ptr<Live> live_;  // the running (or draining) session's fds and timers
   // Ops in flight; each refers to this object, which must outlive them (busy()).

@@ -33,9 +33,8 @@ bool get(const Json& json, const char* key, T& out) {
 }  // namespace
 
 ActorRecord ActorRecord::of(const Actor& actor) {
-  return ActorRecord{actor.name(),     actor.epoch(),      actor.spec(),
-                     actor.ring().committed(), actor.sessions(), actor.created_ms(),
-                     wall_clock_ms()};
+  return ActorRecord{actor.name(),     actor.epoch(),      actor.spec(),   actor.ring().committed(),
+                     actor.sessions(), actor.created_ms(), wall_clock_ms()};
 }
 
 Json ActorRecord::to_json() const {
@@ -51,18 +50,12 @@ Json ActorRecord::to_json() const {
                     {"term_signal", s.term_signal},
                     {"sealed", (s.flags & shm::kSessionSealed) != 0}});
   }
-  return {{"format", kFormat},
-          {"name", name},
-          {"epoch", hex64(epoch)},
-          {"argv", spec.argv},
-          {"cwd", spec.cwd},
-          {"env", std::move(env)},
-          {"cols", spec.size.cols},
-          {"rows", spec.size.rows},
-          {"cursor", value(cursor)},
-          {"sessions", std::move(list)},
-          {"created_ms", created_ms},
-          {"updated_ms", updated_ms}};
+  return {{"format", kFormat},        {"name", name},
+          {"epoch", hex64(epoch)},    {"argv", spec.argv},
+          {"cwd", spec.cwd},          {"env", std::move(env)},
+          {"cols", spec.size.cols},   {"rows", spec.size.rows},
+          {"cursor", value(cursor)},  {"sessions", std::move(list)},
+          {"created_ms", created_ms}, {"updated_ms", updated_ms}};
 }
 
 Result<ActorRecord> ActorRecord::from_json(const Json& json) {

@@ -47,12 +47,8 @@ Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
 void Engine::make_owner(Actor& actor, std::uint64_t attachment, const char* reason) {
   const std::optional<std::uint64_t> previous = attachments_.take_control(attachment);
   const WindowSize size = attachments_.find(attachment)->size;
-  Json event{{"event", "controller"},
-             {"actor", actor.name()},
-             {"attachment", attachment},
-             {"cols", size.cols},
-             {"rows", size.rows},
-             {"reason", reason}};
+  Json event{{"event", "controller"}, {"actor", actor.name()}, {"attachment", attachment},
+             {"cols", size.cols},     {"rows", size.rows},     {"reason", reason}};
   if (previous) event["replaced"] = *previous;
   notify_attached(actor.name(), event);
 }

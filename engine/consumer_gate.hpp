@@ -21,9 +21,7 @@ class ConsumerGate;
 // The consumer thread's handle. Thread-safe.
 class InternalConsumer {
  public:
-  Cursor position() const noexcept {
-    return Cursor{position_.load(std::memory_order_seq_cst)};
-  }
+  Cursor position() const noexcept { return Cursor{position_.load(std::memory_order_seq_cst)}; }
   // The consumer has used every byte below `cursor`. Wakes the io thread when the gate is paused
   // and this brings the consumer under the low-water mark.
   void advance_to(Cursor cursor) noexcept;

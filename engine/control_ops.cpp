@@ -34,9 +34,12 @@ void Engine::on_request(ConnectionId connection, control::Frame request) noexcep
   const bool scalar = id.is_null() || id.is_number() || id.is_boolean() ||
                       (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
   if (!scalar) {
-    server_->reply(connection, control::error_response(nullptr, Error{Errc::bad_request,
-        "\"id\" must be a number or a string of at most " + std::to_string(kMaxIdBytes) +
-        " bytes", std::nullopt}));
+    server_->reply(
+        connection,
+        control::error_response(nullptr, Error{Errc::bad_request,
+                                               "\"id\" must be a number or a string of at most " +
+                                                   std::to_string(kMaxIdBytes) + " bytes",
+                                               std::nullopt}));
     return;
   }
   try {
@@ -154,10 +157,16 @@ Result<Json> Engine::op_spawn(const Json& request) {
   actors_.emplace(*name, std::move(*actor));
   mirror_add(a);
   transcripts_.add(a);
-  broadcast({{"event", "spawned"}, {"actor", *name}, {"session", session->id},
-             {"pid", session->pid}, {"cursor", session->start}});
-  return Json{{"actor", *name}, {"session", session->id}, {"pid", session->pid},
-              {"cursor", session->start}, {"epoch", hex64(a.epoch())}};
+  broadcast({{"event", "spawned"},
+             {"actor", *name},
+             {"session", session->id},
+             {"pid", session->pid},
+             {"cursor", session->start}});
+  return Json{{"actor", *name},
+              {"session", session->id},
+              {"pid", session->pid},
+              {"cursor", session->start},
+              {"epoch", hex64(a.epoch())}};
 }
 
 Json Engine::status_of(const Actor& actor) const {
@@ -167,8 +176,8 @@ Json Engine::status_of(const Actor& actor) const {
   for (const auto& s : actor.sessions()) {
     // With persistence, sealed once the writer synced it (the last session; the ring's own flag
     // says the bytes are final, this says they are durable too).
-    const bool sealed = (s.flags & shm::kSessionSealed) != 0 &&
-                        !(syncing && s.id == actor.sessions().back().id);
+    const bool sealed =
+        (s.flags & shm::kSessionSealed) != 0 && !(syncing && s.id == actor.sessions().back().id);
     sessions.push_back({{"id", s.id},
                         {"start", s.start},
                         {"end", sealed ? s.end : value(ring.committed())},
@@ -182,25 +191,25 @@ Json Engine::status_of(const Actor& actor) const {
   const shm::RingAnnouncement announced = ring.announcement();
   Json argv = actor.spec().argv;
   Json status{{"name", actor.name()},
-          {"state", state_name(actor.state())},
-          {"pid", actor.live() && current ? current->pid : 0},
-          {"session", current ? current->id : 0},
-          {"epoch", hex64(actor.epoch())},
-          {"floor", value(ring.floor())},
-          {"committed", value(ring.committed())},
-          {"cols", actor.size().cols},
-          {"rows", actor.size().rows},
-          {"capacity", ring.capacity()},
-          {"header_fd", announced.header_fd},
-          {"data_fd", announced.data_fd},
-          {"nonce", announced.nonce},
-          {"argv", std::move(argv)},
-          {"cwd", actor.spec().cwd},
-          {"input_queued", actor.input_queued()},
-          {"paused", actor.paused()},
-          {"waiting_for_lease", actor.lease_used_up()},
-          {"controller", owner ? Json(*owner) : Json(nullptr)},
-          {"sessions", std::move(sessions)}};
+              {"state", state_name(actor.state())},
+              {"pid", actor.live() && current ? current->pid : 0},
+              {"session", current ? current->id : 0},
+              {"epoch", hex64(actor.epoch())},
+              {"floor", value(ring.floor())},
+              {"committed", value(ring.committed())},
+              {"cols", actor.size().cols},
+              {"rows", actor.size().rows},
+              {"capacity", ring.capacity()},
+              {"header_fd", announced.header_fd},
+              {"data_fd", announced.data_fd},
+              {"nonce", announced.nonce},
+              {"argv", std::move(argv)},
+              {"cwd", actor.spec().cwd},
+              {"input_queued", actor.input_queued()},
+              {"paused", actor.paused()},
+              {"waiting_for_lease", actor.lease_used_up()},
+              {"controller", owner ? Json(*owner) : Json(nullptr)},
+              {"sessions", std::move(sessions)}};
   status.update(transcripts_.status(actor));  // persist, archive_error, unarchived_bytes, ...
   return status;
 }
@@ -217,8 +226,10 @@ Result<Json> Engine::op_status(const Json& request) const {
   Json out{{"actors", std::move(actors)}};
   if (mirror_) {
     const MirrorStats m = mirror_->stats();
-    out["mirror"] = {{"fed_bytes", m.bytes}, {"skipped_bytes", m.skipped},
-                     {"resyncs", m.resyncs}, {"snapshots", m.snapshots},
+    out["mirror"] = {{"fed_bytes", m.bytes},
+                     {"skipped_bytes", m.skipped},
+                     {"resyncs", m.resyncs},
+                     {"snapshots", m.snapshots},
                      {"held_snapshots", m.held_snapshots}};
   }
   return out;
@@ -295,8 +306,8 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   if (kind == Deferred::Kind::restart && shutting_down_) {
     return fail(Errc::shutting_down, "the engine is shutting down");
   }
-  auto grace_ms = uint_field(request, "grace_ms",
-                             static_cast<std::uint64_t>(settings_.actor.grace.count()));
+  auto grace_ms =
+      uint_field(request, "grace_ms", static_cast<std::uint64_t>(settings_.actor.grace.count()));
   if (!grace_ms) return tl::unexpected(grace_ms.error());
   if (*grace_ms > kMaxGraceMs) {
     return fail(Errc::too_large, "\"grace_ms\" exceeds " + std::to_string(kMaxGraceMs));
@@ -306,8 +317,9 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
     return d.second.connection == connection;
   });
   for (const auto& [name, waiters] : deletions_) {
-    waiting += std::count_if(waiters.begin(), waiters.end(),
-                             [connection](const Deferred& d) { return d.connection == connection; });
+    waiting += std::count_if(waiters.begin(), waiters.end(), [connection](const Deferred& d) {
+      return d.connection == connection;
+    });
   }
   if (waiting >= static_cast<std::ptrdiff_t>(kMaxDeferredPerConnection)) {
     return fail(Errc::too_large, "this connection already waits for " +
@@ -370,16 +382,21 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
               const auto& s = **restarted;
               mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
               transcripts_.new_session(actor, s);
-              broadcast({{"event", "spawned"}, {"actor", name}, {"session", s.id},
-                         {"pid", s.pid}, {"cursor", s.start}});
+              broadcast({{"event", "spawned"},
+                         {"actor", name},
+                         {"session", s.id},
+                         {"pid", s.pid},
+                         {"cursor", s.start}});
             }
           }
         }
         if (*restarted) {
           const auto& s = **restarted;
           server_->reply(d.connection,
-                         control::ok_response(d.id, {{"actor", name}, {"session", s.id},
-                                                     {"pid", s.pid}, {"cursor", s.start},
+                         control::ok_response(d.id, {{"actor", name},
+                                                     {"session", s.id},
+                                                     {"pid", s.pid},
+                                                     {"cursor", s.start},
                                                      {"epoch", hex64(actor.epoch())}}));
         } else {
           server_->reply(d.connection, control::error_response(d.id, restarted->error()));

@@ -221,14 +221,16 @@ void ControlServer::on_accept(int result) noexcept {
     log(LogLevel::warn, "refused a control connection from uid {} pid {}", peer.uid, peer.pid);
     const std::string refusal = control::encode_frame(control::error_response(
         nullptr, Error{Errc::permission_denied, "this engine serves only its own user", {}}));
-    [[maybe_unused]] const ssize_t n = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    [[maybe_unused]] const ssize_t n =
+        ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
     return;
   }
   if (connections_.size() >= kMaxConnections) {
     const std::string refusal = control::encode_frame(control::error_response(
         nullptr, Error{Errc::too_large, "too many control connections", {}}));
-    [[maybe_unused]] const ssize_t n = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    [[maybe_unused]] const ssize_t n =
+        ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
     return;
   }

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/store/durable_file.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/store/durable_file.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -48,7 +48,8 @@ Result<void> write_deletion_archive(const fs::path& dir, const DeletionArchive& 
   return store::sync_folder(dir);  // the renames are durable once the folder is
 }
 
-std::size_t purge_deletion_archives(const fs::path& dir, std::chrono::system_clock::duration max_age,
+std::size_t purge_deletion_archives(const fs::path& dir,
+                                    std::chrono::system_clock::duration max_age,
                                     std::chrono::system_clock::time_point now) {
   std::size_t purged = 0;
   std::error_code ec;
@@ -57,7 +58,8 @@ std::size_t purge_deletion_archives(const fs::path& dir, std::chrono::system_clo
     if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     const auto written = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+            std::chrono::seconds(st.st_mtim.tv_sec) +
+            std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
     std::error_code entry_ec;
     if (now - written > max_age && fs::remove(entry.path(), entry_ec)) ++purged;
   }

@@ -20,7 +20,7 @@ void Engine::begin_deletion(Actor& actor, std::vector<Deferred> waiters) {
   if (!mirror_ || m == mirror_ids_.end()) return finish_deletion(name, std::nullopt);
   SnapshotRequest request;
   request.token = next_id_++;
-  deletion_texts_.emplace(request.token, name);  // answered by answer_snapshots()
+  deletion_texts_.emplace(request.token, name);   // answered by answer_snapshots()
   request.not_before = actor.ring().committed();  // every byte the session printed
   request.plain_text = true;
   mirror_->request_snapshot(m->second, request);
@@ -53,8 +53,8 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
 }
 
 void Engine::purge_deleted() {
-  const std::size_t purged = purge_deletion_archives(
-      places_.deleted_dir(), settings_.retention, std::chrono::system_clock::now());
+  const std::size_t purged = purge_deletion_archives(places_.deleted_dir(), settings_.retention,
+                                                     std::chrono::system_clock::now());
   if (purged > 0) log(LogLevel::info, "purged {} deletion snapshot files", purged);
   timers_.schedule(TimerQueue::Clock::now() + std::chrono::hours(1), [this] { purge_deleted(); });
 }

@@ -188,9 +188,8 @@ void Engine::broadcast(const control::Json& event) {
 
 void Engine::on_disconnect(ConnectionId connection) noexcept {
   subscribers_.erase(connection);
-  std::erase_if(pending_snapshots_, [connection](const auto& p) {
-    return p.second.connection == connection;
-  });
+  std::erase_if(pending_snapshots_,
+                [connection](const auto& p) { return p.second.connection == connection; });
   // A connection's attachments end with it; an owner among them hands control back.
   for (const std::uint64_t id : attachments_.of_connection(connection)) end_attachment(id);
 }
@@ -270,13 +269,18 @@ int Engine::run() noexcept {
   // Answer what is still waiting and let the server flush its replies.
   for (const auto& [name, d] : deferred_) {
     server_->reply(d.connection, control::error_response(
-        d.id, Error{Errc::shutting_down, "the engine stopped before '" + name + "' sealed", {}}));
+                                     d.id, Error{Errc::shutting_down,
+                                                 "the engine stopped before '" + name + "' sealed",
+                                                 {}}));
   }
   deferred_.clear();
   for (const auto& [name, waiters] : deletions_) {
     for (const Deferred& d : waiters) {
-      server_->reply(d.connection, control::error_response(d.id, Error{
-          Errc::shutting_down, "the engine stopped before '" + name + "' was deleted", {}}));
+      server_->reply(d.connection,
+                     control::error_response(
+                         d.id, Error{Errc::shutting_down,
+                                     "the engine stopped before '" + name + "' was deleted",
+                                     {}}));
     }
   }
   deletions_.clear();

@@ -49,10 +49,10 @@ struct EngineSettings {
   std::chrono::milliseconds shutdown_slack{2000};
 };
 
-inline constexpr std::size_t kMaxIdBytes = 256;                 // a request id's size
-inline constexpr std::size_t kMaxDeferredPerConnection = 64;    // stop/restart/delete awaiting seal
-inline constexpr std::uint64_t kMaxGraceMs = 600'000;           // a stop's grace period
-inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000; // history lines per snapshot
+inline constexpr std::size_t kMaxIdBytes = 256;               // a request id's size
+inline constexpr std::size_t kMaxDeferredPerConnection = 64;  // stop/restart/delete awaiting seal
+inline constexpr std::uint64_t kMaxGraceMs = 600'000;         // a stop's grace period
+inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000;  // history lines per snapshot
 inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 
 class Engine final : public ActorHost, public RequestHandler, public TranscriptListener {
@@ -121,8 +121,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
   struct SnapshotAsk {
-    control::Json id;                // the request's, echoed in the answer
-    std::uint64_t scrollback = 0;    // history lines
+    control::Json id;                  // the request's, echoed in the answer
+    std::uint64_t scrollback = 0;      // history lines
     const char* raw_reason = nullptr;  // "client": no snapshot_v1 in "formats"
   };
   Result<SnapshotAsk> check_snapshot_request(ConnectionId connection,

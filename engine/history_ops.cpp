@@ -63,8 +63,9 @@ Result<std::string> Engine::older_history(const Actor& actor, Cursor from, Curso
 
 void Engine::keep_sealed_tail(Actor& actor, const shm::SessionRecord& session) {
   const Cursor end{session.end};
-  const Cursor from = max(actor.ring().floor(),
-                          end - std::min<std::uint64_t>(value(end), store::SessionCache::kPerActor));
+  const Cursor from =
+      max(actor.ring().floor(),
+          end - std::min<std::uint64_t>(value(end), store::SessionCache::kPerActor));
   if (auto tail = actor.history(from, end, store::SessionCache::kPerActor); tail) {
     cache_.put(actor.name(), from, *tail);
   }

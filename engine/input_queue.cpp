@@ -28,8 +28,8 @@ bool InputQueue::try_push(std::string_view bytes, bool paste) {
   }
   while (!rest.empty()) {
     const bool del = rest.front() == '\x7f';
-    const auto end = std::find_if(rest.begin(), rest.end(),
-                                  [del](char c) { return (c == '\x7f') != del; });
+    const auto end =
+        std::find_if(rest.begin(), rest.end(), [del](char c) { return (c == '\x7f') != del; });
     const auto n = static_cast<std::size_t>(end - rest.begin());
     push_piece(rest.substr(0, n), del ? Kind::del : Kind::text, std::chrono::milliseconds{0});
     rest.remove_prefix(n);

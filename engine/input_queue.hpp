@@ -50,7 +50,7 @@ class InputQueue {
   std::size_t capacity_;
   std::size_t queued_ = 0;
   std::deque<Piece> pieces_;
-  Kind last_kind_ = Kind::text;         // kind of the newest queued (or written) piece
+  Kind last_kind_ = Kind::text;          // kind of the newest queued (or written) piece
   Clock::time_point last_written_at_{};  // when the previous piece was fully written
 };
 

@@ -55,16 +55,19 @@ int main(int argc, char** argv) {
   }
   settings.persist = file->persist || persist;
   settings.transcript.retain_bytes = file->per_actor_bytes;
-  settings.snapshot_scrollback = std::min(file->snapshot_scrollback_lines, engine::kMaxSnapshotScrollback);
+  settings.snapshot_scrollback =
+      std::min(file->snapshot_scrollback_lines, engine::kMaxSnapshotScrollback);
   if (app.count("--ring-bytes") == 0) ring_bytes = file->per_actor_bytes;
-  settings.actor.ring_bytes = ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
+  settings.actor.ring_bytes =
+      ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
   settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
   // At most a century: longer ages overflow the clocks' nanoseconds (and mean "forever").
-  settings.retention = std::chrono::hours(24 * std::min<std::uint64_t>(file->retention_days, 36'500));
+  settings.retention =
+      std::chrono::hours(24 * std::min<std::uint64_t>(file->retention_days, 36'500));
 
   auto engine = engine::Engine::create(places, settings);
   if (!engine) {

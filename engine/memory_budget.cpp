@@ -51,20 +51,21 @@ Result<void> MemoryBudget::check_spawn(const std::string& actor, std::uint64_t r
   if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     const auto used = address_space();
     if (used && *used + need + kHeadroom > limit.rlim_cur) {
-      return fail(Errc::out_of_memory,
-                  "spawning '" + actor + "' needs about " + mib(need) + " more address space; the " +
-                      "engine uses " + mib(*used) + " of its " + mib(limit.rlim_cur) +
-                      " limit (RLIMIT_AS), keeping " + mib(kHeadroom) + " free");
+      return fail(Errc::out_of_memory, "spawning '" + actor + "' needs about " + mib(need) +
+                                           " more address space; the " + "engine uses " +
+                                           mib(*used) + " of its " + mib(limit.rlim_cur) +
+                                           " limit (RLIMIT_AS), keeping " + mib(kHeadroom) +
+                                           " free");
     }
   }
   if (const auto folder = cgroup_folder()) {
     const auto max = cgroup_number(*folder + "/memory.max");
     const auto current = cgroup_number(*folder + "/memory.current");
     if (max && current && *current + need + kHeadroom > *max) {
-      return fail(Errc::out_of_memory,
-                  "spawning '" + actor + "' needs about " + mib(need) + " more memory; the " +
-                      "engine's cgroup uses " + mib(*current) + " of its " + mib(*max) +
-                      " (memory.max), keeping " + mib(kHeadroom) + " free");
+      return fail(Errc::out_of_memory, "spawning '" + actor + "' needs about " + mib(need) +
+                                           " more memory; the " + "engine's cgroup uses " +
+                                           mib(*current) + " of its " + mib(*max) +
+                                           " (memory.max), keeping " + mib(kHeadroom) + " free");
     }
   }
   return {};

@@ -24,8 +24,8 @@ struct MirrorThread::Slot {
   std::unique_ptr<shm::RingReader> ring;
   std::shared_ptr<InternalConsumer> consumer;
   std::unique_ptr<term::Mirror> mirror;
-  std::deque<Event> events;               // in stream order (the io thread's order)
-  std::vector<SnapshotRequest> waiting;   // not_before not reached yet
+  std::deque<Event> events;              // in stream order (the io thread's order)
+  std::vector<SnapshotRequest> waiting;  // not_before not reached yet
   // The ring's committed cursor, loaded before the commands of this round were drained: every
   // event at or before it is in `events` (see the class comment).
   Cursor limit;
@@ -88,7 +88,8 @@ void MirrorThread::wake() noexcept { wake_.wake_for_data(); }
 void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
                              std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
                              std::uint16_t rows) {
-  send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows});
+  send(
+      Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows});
 }
 void MirrorThread::remove_actor(MirrorActorId id) { send(Remove{id}); }
 void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows) {
@@ -119,8 +120,8 @@ void MirrorThread::run() {
       },
       [this] { return has_work(); },
       [this] {
-        const bool coasting = std::any_of(slots_.begin(), slots_.end(),
-                                          [](const auto& s) { return s->coasting; });
+        const bool coasting =
+            std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->coasting; });
         return coasting ? kCoastTickMs : -1;
       });
 }
@@ -136,7 +137,8 @@ bool MirrorThread::drain_commands() {
           else return c.id;
         },
         command);
-    auto it = std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
+    auto it =
+        std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
     Slot* slot = it == slots_.end() ? nullptr : it->get();
 
     if (auto* add = std::get_if<Add>(&command)) {
@@ -189,7 +191,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     slot.grew = now;
   }
   // Not with a request or a resize/reset waiting: those need the mirror to reach a cursor.
-  const bool flooding = now - slot.grew < kCoastQuiet && slot.waiting.empty() && slot.events.empty();
+  const bool flooding =
+      now - slot.grew < kCoastQuiet && slot.waiting.empty() && slot.events.empty();
   slot.coasting = false;
   for (;;) {
     worked |= slot.apply_due_events();
@@ -201,10 +204,9 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     // held): the mirror jumps only as far as a coasting one, which keeps the ring from lapping
     // it. Unless a request waits for a cursor ahead (an attach after a resize): then the
     // nearest jump serves it best.
-    const bool cursor_wait = std::any_of(slot.waiting.begin(), slot.waiting.end(),
-                                         [&](const SnapshotRequest& r) {
-                                           return !slot.caught_up_to(r.not_before);
-                                         });
+    const bool cursor_wait =
+        std::any_of(slot.waiting.begin(), slot.waiting.end(),
+                    [&](const SnapshotRequest& r) { return !slot.caught_up_to(r.not_before); });
     const bool far_only = coast || (!cursor_wait && !mirror.history_ready(kReadyHistoryLines));
     const std::uint64_t far_jump = std::min(kCoastJumpBytes, slot.ring->capacity() / 4);
     if (mirror.position() < end &&
@@ -220,8 +222,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     // After a jump, the rows above the landing line are fed before a command is served.
     if (worked && command_waiting_.load(std::memory_order_relaxed) && mirror.screen_exact()) break;
 
-    const std::uint64_t slice = std::min<std::uint64_t>(std::min(budget, kSliceBytes),
-                                                        end - mirror.position());
+    const std::uint64_t slice =
+        std::min<std::uint64_t>(std::min(budget, kSliceBytes), end - mirror.position());
     auto view = slot.ring->read(mirror.position(), slice);
     bool lost = !view && view.error().code == Errc::cursor_expired;
     if (view && !view->empty()) {
@@ -260,8 +262,8 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
   while (budget > 0) {
     const std::optional<Cursor> from = mirror.look_ahead_from();
     if (!from || *from >= end) break;
-    const auto view =
-        slot.ring->read(*from, std::min<std::uint64_t>(std::min(budget, kLookAheadPiece), end - *from));
+    const auto view = slot.ring->read(
+        *from, std::min<std::uint64_t>(std::min(budget, kLookAheadPiece), end - *from));
     if (!view || view->empty()) break;
     mirror.look_ahead(view->first);
     mirror.look_ahead(view->second);
@@ -293,8 +295,8 @@ bool MirrorThread::wants_held_snapshot(const Slot& slot) const {
 
 void MirrorThread::answer_ready(Slot& slot) {
   // Ready again for what the held snapshot was for: fresh answers from here on.
-  if (slot.held && slot.mirror->history_ready(std::min(slot.held->options.scrollback_lines,
-                                                       kReadyHistoryLines)))
+  if (slot.held &&
+      slot.mirror->history_ready(std::min(slot.held->options.scrollback_lines, kReadyHistoryLines)))
     slot.held.reset();
   if (slot.waiting.empty()) return;
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
@@ -314,7 +316,8 @@ void MirrorThread::answer_ready(Slot& slot) {
       stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    term::MirrorSnapshot taken = r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
+    term::MirrorSnapshot taken =
+        r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
     if (!r.plain_text) slot.answered = std::max(slot.answered, taken.cursor);
     reply(SnapshotReply{r.token, true, std::move(taken)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);

@@ -47,9 +47,9 @@ struct SnapshotReply {
 };
 
 struct MirrorStats {
-  std::uint64_t bytes = 0;        // fed to mirrors
-  std::uint64_t skipped = 0;      // jumped over (Mirror::skip_ahead), not fed
-  std::uint64_t resyncs = 0;      // times a mirror lost bytes (lapped) and restarted fresh
+  std::uint64_t bytes = 0;    // fed to mirrors
+  std::uint64_t skipped = 0;  // jumped over (Mirror::skip_ahead), not fed
+  std::uint64_t resyncs = 0;  // times a mirror lost bytes (lapped) and restarted fresh
   std::uint64_t snapshots = 0;
   std::uint64_t held_snapshots = 0;  // of those, answered with the one held from before a jump
 };
@@ -84,9 +84,9 @@ class MirrorThread {
   // Snapshots asked during a flood: after each jump, the mirror re-parses the lines a snapshot
   // draws (up to kReadyHistoryLines) before it can answer from the new position. When a
   // snapshot was asked within kHoldSnapshotFor, a jump from a ready state first builds one with
-  // the same options from the state it leaves (exact, tagged with the cursor before the jump); a request
-  // with those options that arrives before the mirror is ready again gets it at once. Only for
-  // requests of at most kReadyHistoryLines (a build of well under 1 ms at 80x24).
+  // the same options from the state it leaves (exact, tagged with the cursor before the jump); a
+  // request with those options that arrives before the mirror is ready again gets it at once. Only
+  // for requests of at most kReadyHistoryLines (a build of well under 1 ms at 80x24).
   static constexpr std::chrono::seconds kHoldSnapshotFor{5};
 
   // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.

@@ -101,8 +101,8 @@ Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec) {
   sigfillset(&all);
   // A new session (so the PTY becomes its controlling terminal and it leads its own process
   // group), no blocked signals and default dispositions, whatever the engine uses itself.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 

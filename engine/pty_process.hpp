@@ -24,8 +24,8 @@ struct WindowSize {
 inline constexpr std::uint16_t kMaxWindowDimension = 1000;
 
 struct SpawnSpec {
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH
-  std::string cwd;                // empty: the engine's working directory
+  std::vector<std::string> argv;                         // argv[0] is looked up in PATH
+  std::string cwd;                                       // empty: the engine's working directory
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the engine's
   WindowSize size;
 };

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace backscroll::engine {
 namespace {
 
@@ -61,7 +60,8 @@ Result<RuntimeDir> RuntimeDir::claim(const Places& places) {
     if (err == EWOULDBLOCK) {
       std::string holder(pid);
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      return fail(Errc::already_running, "an engine" + (holder.empty() ? "" : " (pid " + holder + ")") +
+      return fail(Errc::already_running, "an engine" +
+                                             (holder.empty() ? "" : " (pid " + holder + ")") +
                                              " already runs for " + places.runtime_dir.string());
     }
     return fail_errno("lock " + lock_path, err);

@@ -31,15 +31,17 @@ tl::unexpected<Error> bad(std::string_view origin, const YAML::Node& node, const
   return fail(Errc::bad_request, where + ": " + key + ": " + what);
 }
 
-Result<void> read_section(const YAML::Node& map, const std::string& prefix,
-                          std::string_view origin, const Fields& fields) {
-  if (!map.IsMap()) return bad(origin, map, prefix.empty() ? "the file" : prefix, "expected a mapping");
+Result<void> read_section(const YAML::Node& map, const std::string& prefix, std::string_view origin,
+                          const Fields& fields) {
+  if (!map.IsMap())
+    return bad(origin, map, prefix.empty() ? "the file" : prefix, "expected a mapping");
   for (const auto& entry : map) {
     const std::string name = entry.first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
-    const auto field = std::find_if(fields.begin(), fields.end(),
-                                    [&](const auto& f) { return f.first == name; });
-    if (field == fields.end()) return bad(origin, entry.first, key, "not a setting this engine knows");
+    const auto field =
+        std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == name; });
+    if (field == fields.end())
+      return bad(origin, entry.first, key, "not a setting this engine knows");
     if (auto r = field->second(entry.second, key); !r) return r;
   }
   return {};
@@ -127,7 +129,7 @@ class ShapeCheck final : public YAML::EventHandler {
  private:
   struct Level {
     bool map = false;
-    bool at_key = true;                // a mapping's next node is a key
+    bool at_key = true;               // a mapping's next node is a key
     std::map<std::string, int> keys;  // key -> its line
   };
 
@@ -140,8 +142,10 @@ class ShapeCheck final : public YAML::EventHandler {
 
   // Every node: within a mapping, keys and values alternate (a node that opens a collection
   // counts before it is opened).
-  void node(const YAML::Mark& mark, YAML::anchor_t anchor, const std::optional<std::string>& scalar) {
-    if (anchor != YAML::NullAnchor) throw Refused{mark.line, "anchors (&name) are not allowed in settings"};
+  void node(const YAML::Mark& mark, YAML::anchor_t anchor,
+            const std::optional<std::string>& scalar) {
+    if (anchor != YAML::NullAnchor)
+      throw Refused{mark.line, "anchors (&name) are not allowed in settings"};
     if (levels_.empty() || !levels_.back().map) return;
     Level& level = levels_.back();
     const bool key = level.at_key;
@@ -175,17 +179,20 @@ Result<Settings> parse_settings(std::string_view yaml, std::string_view origin) 
     return fail(Errc::bad_request,
                 std::string(origin) + " line " + std::to_string(r.line + 1) + ": " + r.what);
   } catch (const YAML::ParserException& e) {
-    return fail(Errc::bad_request, std::string(origin) + " line " + std::to_string(e.mark.line + 1) +
+    return fail(Errc::bad_request, std::string(origin) + " line " +
+                                       std::to_string(e.mark.line + 1) +
                                        ": not valid YAML: " + e.msg);
   }
   Settings s;
   if (root.IsNull()) return s;  // an empty file, or only comments
   const Fields top = {
-      {"terminal_transcript", section(origin, {{"enabled", boolean(origin, s.transcript_enabled)},
-                                               {"persist", boolean(origin, s.persist)},
-                                               {"per_actor_bytes", number(origin, s.per_actor_bytes,
-                                                                          Settings::kMinPerActorBytes)}})},
-      {"snapshot", section(origin, {{"scrollback_lines", number(origin, s.snapshot_scrollback_lines)}})},
+      {"terminal_transcript",
+       section(origin, {{"enabled", boolean(origin, s.transcript_enabled)},
+                        {"persist", boolean(origin, s.persist)},
+                        {"per_actor_bytes",
+                         number(origin, s.per_actor_bytes, Settings::kMinPerActorBytes)}})},
+      {"snapshot",
+       section(origin, {{"scrollback_lines", number(origin, s.snapshot_scrollback_lines)}})},
       {"retention_days", number(origin, s.retention_days)},
   };
   if (auto r = read_section(root, "", origin, top); !r) return tl::unexpected(r.error());

@@ -30,19 +30,19 @@ void Engine::mirror_reset(const Actor& actor, Cursor at) {
 }
 
 Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
-                                                          const Json& request) const {
+                                                           const Json& request) const {
   SnapshotAsk ask;
   ask.id = request.contains("id") ? request["id"] : Json(nullptr);
   auto scrollback = uint_field(request, "scrollback", settings_.snapshot_scrollback);
   if (!scrollback) return tl::unexpected(scrollback.error());
   if (*scrollback > kMaxSnapshotScrollback) {
-    return fail(Errc::too_large, "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
+    return fail(Errc::too_large,
+                "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
   }
   ask.scrollback = *scrollback;
-  const auto waiting = std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
-                                     [connection](const auto& p) {
-                                       return p.second.connection == connection;
-                                     });
+  const auto waiting =
+      std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
+                    [connection](const auto& p) { return p.second.connection == connection; });
   if (waiting >= static_cast<std::ptrdiff_t>(kMaxPendingSnapshotsPerConnection)) {
     return fail(Errc::too_large, "this connection already waits for " +
                                      std::to_string(kMaxPendingSnapshotsPerConnection) +
@@ -92,8 +92,8 @@ void Engine::answer_snapshots() {
     if (auto p = pending_snapshots_.extract(r.token); !p.empty()) {
       answer_snapshot(std::move(p.mapped()), r);
     } else if (auto d = deletion_texts_.extract(r.token); !d.empty()) {
-      finish_deletion(d.mapped(), r.found ? std::optional(std::move(r.taken.snapshot.bytes))
-                                          : std::nullopt);
+      finish_deletion(d.mapped(),
+                      r.found ? std::optional(std::move(r.taken.snapshot.bytes)) : std::nullopt);
     }
     // Neither: its connection went away.
   }
@@ -102,8 +102,11 @@ void Engine::answer_snapshots() {
 void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
   const auto a = actors_.find(pending.actor);
   if (!r.found || a == actors_.end()) {
-    server_->reply(pending.connection, control::error_response(pending.id, Error{
-        Errc::no_such_actor, "actor '" + pending.actor + "' was deleted", std::nullopt}));
+    server_->reply(
+        pending.connection,
+        control::error_response(
+            pending.id,
+            Error{Errc::no_such_actor, "actor '" + pending.actor + "' was deleted", std::nullopt}));
     return;
   }
   const Actor& actor = *a->second;

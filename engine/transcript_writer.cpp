@@ -18,7 +18,7 @@ struct TranscriptWriter::Slot {
   std::unique_ptr<store::TranscriptStore> store;  // null once given up (archive_error)
   std::uint64_t epoch = 0;
   std::uint64_t session = 0;
-  Cursor position{0};     // the next byte to append
+  Cursor position{0};      // the next byte to append
   std::deque<Mark> marks;  // in stream order (the io thread's order)
   // The ring's committed cursor, loaded before this round's commands were drained: every mark
   // at or before it is in `marks` (MirrorThread's rule, docs/memory-ordering.md).
@@ -48,8 +48,9 @@ void TranscriptWriter::send(Command command) {
 }
 
 void TranscriptWriter::add_actor(WriterActorId id, shm::RingReader ring,
-                                 std::shared_ptr<InternalConsumer> consumer, store::TranscriptStore store,
-                                 std::uint64_t epoch, std::uint64_t session) {
+                                 std::shared_ptr<InternalConsumer> consumer,
+                                 store::TranscriptStore store, std::uint64_t epoch,
+                                 std::uint64_t session) {
   send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer),
            std::make_unique<store::TranscriptStore>(std::move(store)), epoch, session});
 }
@@ -59,7 +60,9 @@ void TranscriptWriter::remove_actor(WriterActorId id, std::filesystem::path eras
 void TranscriptWriter::new_session(WriterActorId id, Cursor at, std::uint64_t session) {
   send(Mark{id, Mark::Kind::session, at, session});
 }
-void TranscriptWriter::clear(WriterActorId id, Cursor at) { send(Mark{id, Mark::Kind::clear, at, 0}); }
+void TranscriptWriter::clear(WriterActorId id, Cursor at) {
+  send(Mark{id, Mark::Kind::clear, at, 0});
+}
 void TranscriptWriter::save_record(WriterActorId id, Cursor at, std::string text) {
   send(Mark{id, Mark::Kind::record, at, 0, std::move(text)});
 }
@@ -104,13 +107,15 @@ bool TranscriptWriter::drain_commands() {
       slot->session = add->session;
       slot->position = slot->consumer->position();
       slot->limit = slot->position;  // its committed cursor is loaded next round
-      slot->lease = store::CursorLease{slot->position, false};  // the first session's reaches past it
+      slot->lease =
+          store::CursorLease{slot->position, false};  // the first session's reaches past it
       slots_.push_back(std::move(slot));
       continue;
     }
     const WriterActorId id = std::holds_alternative<Remove>(command) ? std::get<Remove>(command).id
-                                                                      : std::get<Mark>(command).id;
-    auto it = std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
+                                                                     : std::get<Mark>(command).id;
+    auto it =
+        std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
     if (it == slots_.end()) {
       // A seal for an actor the writer does not keep (never added, or removed): not durable.
       if (auto* m = std::get_if<Mark>(&command); m && m->kind == Mark::Kind::seal)
@@ -197,13 +202,15 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
     if (!slot.marks.empty()) end = std::min(end, slot.marks.front().at);
     if (slot.position >= end || budget == 0) break;
 
-    auto view = slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
+    auto view =
+        slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
     if (!view && view.error().code == Errc::cursor_expired) {
       if (skip_to_clear(slot)) continue;
       if (!waited_too_long(slot)) break;
     }
     if (!view) {
-      give_up(slot, "the ring lost bytes before the transcript had them: " + view.error().describe());
+      give_up(slot,
+              "the ring lost bytes before the transcript had them: " + view.error().describe());
       return true;
     }
     if (view->empty()) break;

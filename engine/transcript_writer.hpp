@@ -48,11 +48,11 @@ struct WriterEvent {
   enum class Kind : std::uint8_t { sealed, archive_error, lease };
   Kind kind = Kind::sealed;
   WriterActorId id = 0;
-  std::uint64_t token = 0;  // sealed: the seal request's token
-  bool durable = false;     // sealed: every byte before the seal's cursor is on disk, synced
-  std::string error;        // archive_error: what failed
-  Cursor archived_to{0};    // archive_error: every byte before it was written to the transcript,
-                            // none after
+  std::uint64_t token = 0;    // sealed: the seal request's token
+  bool durable = false;       // sealed: every byte before the seal's cursor is on disk, synced
+  std::string error;          // archive_error: what failed
+  Cursor archived_to{0};      // archive_error: every byte before it was written to the transcript,
+                              // none after
   std::uint64_t session = 0;  // lease: the session it is for
   Cursor lease{0};            // lease: the session may commit bytes below this cursor
 };
@@ -161,7 +161,7 @@ class TranscriptWriter {
   WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<WriterEvent> events_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // writer thread only
+  std::vector<std::unique_ptr<Slot>> slots_;           // writer thread only
   std::chrono::steady_clock::time_point last_append_;  // writer thread only
   std::thread thread_;
 };

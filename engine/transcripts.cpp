@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "engine/actor_record.hpp"
-#include "engine/store/durable_file.hpp"
-#include "engine/store/lease_file.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/store/durable_file.hpp"
+#include "engine/store/lease_file.hpp"
 #include "engine/wall_clock.hpp"
 #include "shm/actor_name.hpp"
 
@@ -48,7 +48,8 @@ Result<void> private_folder(const fs::path& folder) {
 
 // Moves an actor's folder to .aside/<actor>-<ms>: kept, never restored, appended to or deleted
 // by a later engine. The new path.
-Result<fs::path> move_aside(const fs::path& root, const fs::path& folder, const std::string& actor) {
+Result<fs::path> move_aside(const fs::path& root, const fs::path& folder,
+                            const std::string& actor) {
   const fs::path aside = root / ".aside";
   if (auto r = private_folder(aside); !r) return tl::unexpected(r.error());
   const fs::path to = aside / (actor + "-" + std::to_string(wall_clock_ms()));
@@ -151,8 +152,8 @@ std::vector<RestorableActor> Transcripts::restorable() {
       s.end = std::max(s.start, value(end));  // it ended with the engine that ran it
       s.flags |= shm::kSessionSealed;
     }
-    found.push_back({name, std::move(past), entry.path(), std::move(*store), cleared,
-                     std::move(damaged)});
+    found.push_back(
+        {name, std::move(past), entry.path(), std::move(*store), cleared, std::move(damaged)});
   }
   if (ec) log(LogLevel::error, "transcripts: list {}: {}", root_.string(), ec.message());
   return found;
@@ -174,8 +175,8 @@ void Transcripts::adopt(Actor& actor, RestorableActor restored) {
   writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(restored.store),
                      actor.epoch(), sessions.empty() ? 0 : sessions.back().id);
   save_record(actor);
-  log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes",
-      name, hex64(actor.epoch()), value(restored.past.start), bytes);
+  log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes", name,
+      hex64(actor.epoch()), value(restored.past.start), bytes);
 }
 
 void Transcripts::add(Actor& actor) {
@@ -188,8 +189,10 @@ void Transcripts::add(Actor& actor) {
     t.folder.clear();  // nothing there is this actor's to read or delete
     t.archive_error = e.describe();
     log(LogLevel::error, "actor {}: no transcript: {}", name, e.describe());
-    listener_.transcript_event({{"event", "archive_error"}, {"actor", name},
-                                {"message", e.describe()}, {"archived_to", value(t.archived_to)}});
+    listener_.transcript_event({{"event", "archive_error"},
+                                {"actor", name},
+                                {"message", e.describe()},
+                                {"archived_to", value(t.archived_to)}});
     kept_[name] = std::move(t);
   };
   std::error_code ec;
@@ -197,7 +200,8 @@ void Transcripts::add(Actor& actor) {
     // Left by an actor that could not be restored: kept, out of the way, never appended to.
     auto to = move_aside(root_, folder, name);
     if (!to) return give_up(to.error());
-    log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name, to->string());
+    log(LogLevel::warn, "actor {}: an earlier transcript folder was moved to {}", name,
+        to->string());
   }
   auto store = store::TranscriptStore::open(folder, options_);
   if (!store) return give_up(store.error());
@@ -243,8 +247,8 @@ void Transcripts::clear(const Actor& actor, Cursor floor) {
     save_record(actor);
   }
   if (!t->second.folder.empty()) {
-    auto r = store::write_file_durably(t->second.folder / kClearedFile,
-                                       std::to_string(value(floor)));
+    auto r =
+        store::write_file_durably(t->second.folder / kClearedFile, std::to_string(value(floor)));
     if (r) r = store::sync_folder(t->second.folder);
     if (!r) {
       log(LogLevel::error, "actor {}: clear floor not saved: {}", actor.name(),
@@ -323,8 +327,8 @@ Result<std::string> Transcripts::read(const Actor& actor, Cursor from, Cursor li
   if (!n) {
     if (n.error().code == Errc::data_lost && n.error().from && n.error().cursor) {
       // Damage that appeared since the restore (a disk error, a tampered file).
-      report_damage(actor.name(), {Cursor{*n.error().from}, Cursor{*n.error().cursor},
-                                   "damaged record"});
+      report_damage(actor.name(),
+                    {Cursor{*n.error().from}, Cursor{*n.error().cursor}, "damaged record"});
     }
     return tl::unexpected(n.error());
   }
@@ -362,12 +366,16 @@ void Transcripts::report_damage(const std::string& actor, const store::Transcrip
   });
   if (seen || gap.to <= gap.from) return;
   known.push_back(gap);
-  std::sort(known.begin(), known.end(), [](const store::TranscriptGap& a,
-                                           const store::TranscriptGap& b) { return a.from < b.from; });
+  std::sort(
+      known.begin(), known.end(),
+      [](const store::TranscriptGap& a, const store::TranscriptGap& b) { return a.from < b.from; });
   log(LogLevel::warn, "actor {}: transcript lost cursors {}..{} ({})", actor, value(gap.from),
       value(gap.to), gap.reason);
-  listener_.transcript_event({{"event", "damaged"}, {"actor", actor}, {"from", value(gap.from)},
-                              {"to", value(gap.to)}, {"reason", gap.reason}});
+  listener_.transcript_event({{"event", "damaged"},
+                              {"actor", actor},
+                              {"from", value(gap.from)},
+                              {"to", value(gap.to)},
+                              {"reason", gap.reason}});
 }
 
 void Transcripts::answer() {
@@ -417,7 +425,9 @@ void Transcripts::archive_failed(const std::string& actor, const WriterEvent& e)
       log(LogLevel::error, "actor {}: {}", actor, to.error().describe());
     }
   }
-  listener_.transcript_event({{"event", "archive_error"}, {"actor", actor}, {"message", e.error},
+  listener_.transcript_event({{"event", "archive_error"},
+                              {"actor", actor},
+                              {"message", e.error},
                               {"archived_to", value(e.archived_to)}});
 }
 

@@ -28,8 +28,7 @@ class TranscriptListener {
   // A `damaged` or `archive_error` event for every subscriber.
   virtual void transcript_event(const control::Json& event) = 0;
   // A seal the writer made durable (or could not: `durable` false).
-  virtual void transcript_sealed(Actor& actor, const shm::SessionRecord& session,
-                                 bool durable) = 0;
+  virtual void transcript_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) = 0;
 };
 
 // An actor a transcript folder holds, ready to be brought back (Transcripts::restorable).
@@ -89,9 +88,9 @@ class Transcripts {
 
  private:
   struct Kept {
-    WriterActorId id = 0;  // 0: not written (the folder could not be opened)
+    WriterActorId id = 0;          // 0: not written (the folder could not be opened)
     std::filesystem::path folder;  // empty: nothing there is this actor's
-    Cursor cleared_at{0};  // history never reads the transcript below the last clear
+    Cursor cleared_at{0};          // history never reads the transcript below the last clear
     std::optional<std::string> archive_error;
     Cursor archived_to{0};  // with archive_error: bytes from here on are in memory only
     std::vector<store::TranscriptGap> damaged;  // found at restore or by a read since, oldest first

@@ -59,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t fed = 0;
   while (fed < stream.size()) {
     split_state = split_state * 1103515245u + 12345u;  // an LCG: piece sizes 1..64
-    const std::size_t n = std::min<std::size_t>(1 + ((split_state >> 16) & 63), stream.size() - fed);
+    const std::size_t n =
+        std::min<std::size_t>(1 + ((split_state >> 16) & 63), stream.size() - fed);
     piece_decoder.feed(stream.substr(fed, n));
     fed += n;
     if (!drain(piece_decoder, pieces)) break;

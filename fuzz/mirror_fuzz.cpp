@@ -1,5 +1,5 @@
-// Fuzz target: Mirror (engine/term/mirror.hpp: VtScanner + MirrorScreen over libvterm 0.1.4) and the
-// snapshot_v1 writer, checking the round-trip contract of docs/snapshot.md on every input.
+// Fuzz target: Mirror (engine/term/mirror.hpp: VtScanner + MirrorScreen over libvterm 0.1.4) and
+// the snapshot_v1 writer, checking the round-trip contract of docs/snapshot.md on every input.
 //
 // Input: a 15-byte header, then the stream.
 //   byte 0       cols: < 192 gives 1 + b % 40, else 41..200
@@ -42,8 +42,8 @@
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
-#include "engine/term/snapshot_grammar.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/snapshot_grammar.hpp"
 
 namespace {
 
@@ -91,7 +91,8 @@ struct Stats {
                  static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(checked),
                  static_cast<unsigned long long>(jumped));
     for (const auto& [reason, n] : fallbacks)
-      std::fprintf(stderr, "  fallback %s: %llu\n", reason.c_str(), static_cast<unsigned long long>(n));
+      std::fprintf(stderr, "  fallback %s: %llu\n", reason.c_str(),
+                   static_cast<unsigned long long>(n));
   }
 };
 Stats stats;
@@ -138,7 +139,9 @@ std::string render(const MirrorScreen& m) {
       const Cell cell = m.scrollback_cell(i, c);
       if (cell.kind == Cell::Kind::erased) out += cell.pen == Pen{} ? '.' : ',';
       else if (cell.kind == Cell::Kind::continuation) out += '+';
-      else out += cell.chars[0] >= 0x20 && cell.chars[0] < 0x7f ? static_cast<char>(cell.chars[0]) : '?';
+      else
+        out +=
+            cell.chars[0] >= 0x20 && cell.chars[0] < 0x7f ? static_cast<char>(cell.chars[0]) : '?';
     }
     out += "|\n";
   }
@@ -148,20 +151,24 @@ std::string render(const MirrorScreen& m) {
       const Cell cell = m.cell(r, c);
       if (cell.kind == Cell::Kind::erased) out += cell.pen == Pen{} ? '.' : ',';
       else if (cell.kind == Cell::Kind::continuation) out += '+';
-      else out += cell.chars[0] >= 0x20 && cell.chars[0] < 0x7f ? static_cast<char>(cell.chars[0]) : '?';
+      else
+        out +=
+            cell.chars[0] >= 0x20 && cell.chars[0] < 0x7f ? static_cast<char>(cell.chars[0]) : '?';
     }
     out += "|\n";
   }
   const CursorState c = m.cursor();
   out += "    cursor (" + std::to_string(c.row) + "," + std::to_string(c.col) + ") wrap " +
-         std::to_string(c.pending_wrap) + ", history " + std::to_string(m.scrollback_lines()) + "\n";
+         std::to_string(c.pending_wrap) + ", history " + std::to_string(m.scrollback_lines()) +
+         "\n";
   return out;
 }
 
 [[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "mirror_fuzz: %s\n  start %ux%u, cut %zu, snapshot cursor %zu\n", what.c_str(),
-               ctx.cols, ctx.rows, ctx.cut, ctx.cursor);
-  for (const Resize& r : ctx.resizes) std::fprintf(stderr, "  resize at %zu to %ux%u\n", r.at, r.cols, r.rows);
+  std::fprintf(stderr, "mirror_fuzz: %s\n  start %ux%u, cut %zu, snapshot cursor %zu\n",
+               what.c_str(), ctx.cols, ctx.rows, ctx.cut, ctx.cursor);
+  for (const Resize& r : ctx.resizes)
+    std::fprintf(stderr, "  resize at %zu to %ux%u\n", r.at, r.cols, r.rows);
   std::fprintf(stderr, "  stream: \"%s\"\n", escaped(ctx.stream, 2000).c_str());
   std::fprintf(stderr, "  snapshot: \"%s\"\n", escaped(ctx.snapshot, 4000).c_str());
   if (std::getenv("BACKSCROLL_FUZZ_DUMP") != nullptr && ctx_a != nullptr && ctx_b != nullptr)
@@ -179,7 +186,8 @@ void check_bounds(const Mirror& m) {
   const MirrorScreen& s = m.screen();
   check(s.scrollback_lines() <= kLimits.max_lines, "scrollback lines over the limit");
   check(s.scrollback_bytes() <= kLimits.max_bytes, "scrollback bytes over the limit");
-  check(m.scanner().buffered_bytes() <= VtScanner::kMaxBufferedBytes, "scanner buffers over the bound");
+  check(m.scanner().buffered_bytes() <= VtScanner::kMaxBufferedBytes,
+        "scanner buffers over the bound");
   check(m.parsed() <= m.position(), "libvterm ahead of the scanner");
   check(m.position() - m.parsed() <= VtScanner::kMaxHoldBytes,
         "libvterm behind the scanner by more than an unfinished sequence");
@@ -216,7 +224,8 @@ std::string probe_suffix(int rows) {
   std::string p = "X\x1b[2bqx";
   for (int i = 0; i <= rows; ++i) p += "\r\nZ";
   p += "\x1b[1;1HY\x1b[2;3HW";
-  p += "\x1b" "8V";
+  p += "\x1b"
+       "8V";
   p += "\x1b[?1049lU";
   p += "\x1b[1;1HT";
   return p;
@@ -269,8 +278,7 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
   if (jumped.skips() > 0) ++stats.jumped;
   parsed.feed("\x18");
   jumped.feed("\x18");
-  check(jumped.screen_exact() &&
-            jumped.exact_history_lines() == jumped.screen().scrollback_lines(),
+  check(jumped.screen_exact() && jumped.exact_history_lines() == jumped.screen().scrollback_lines(),
         "the history is not exact again at the end of the stream");
   const CompareOptions all{.history_lines = kJumpLimits.max_lines,
                            .titles = parsed.scanner().title_stack_depth() == 0};
@@ -299,7 +307,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t n = stream.size();
   const std::uint16_t cols = decode_cols(data[0]);
   const std::uint16_t rows = decode_rows(data[1]);
-  const std::size_t cut = static_cast<std::size_t>(((std::uint64_t{data[2]} << 8 | data[3]) * (n + 1)) >> 16);
+  const std::size_t cut =
+      static_cast<std::size_t>(((std::uint64_t{data[2]} << 8 | data[3]) * (n + 1)) >> 16);
   std::uint32_t seed = data[4];
   const int nresize = data[5] & 3;
   SnapshotOptions options;
@@ -341,7 +350,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   ++stats.checked;
   std::string why;
-  if (!backscroll::term::is_safe_snapshot(snap.snapshot.bytes, &why)) fail("unsafe snapshot: " + why);
+  if (!backscroll::term::is_safe_snapshot(snap.snapshot.bytes, &why))
+    fail("unsafe snapshot: " + why);
   for (const Resize& r : before)
     check(r.at <= cursor, "snapshot tagged before a resize it reflects");
   check(snap.snapshot.cols == a.screen().cols() && snap.snapshot.rows == a.screen().rows(),
@@ -355,8 +365,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     wide_history = wide_history || a.screen().scrollback_cols(i) > a.screen().cols();
   // A snapshot carries up to scrollback_lines lines (none on one row, where libvterm keeps no
   // history): a grow pulls back in A what B never got.
-  short_history = short_history || snap.snapshot.scrollback_lines <
-                                       std::min(a.screen().scrollback_lines(), options.scrollback_lines);
+  short_history =
+      short_history || snap.snapshot.scrollback_lines <
+                           std::min(a.screen().scrollback_lines(), options.scrollback_lines);
   // libvterm's last glyph off the screen is re-created at the right edge: after a grow a
   // combining mark would join it at another place (docs/snapshot.md, "Known limitations").
   const auto glyph = a.screen().last_glyph();

@@ -39,7 +39,8 @@ using namespace backscroll::shm;
 // bytes past the requested length are a canary the copy must not touch.
 constexpr std::size_t kCanary = 64;
 const std::vector<std::byte> kFill(4096, std::byte{0x61});
-// A reader's capacity is at most 16 pages + the 15-page mapping delta, so reads ask <= 2 x 32 pages.
+// A reader's capacity is at most 16 pages + the 15-page mapping delta, so reads ask <= 2 x 32
+// pages.
 std::vector<std::byte> copy_out(2 * 32 * kPageBytes + 1 + kCanary);
 
 void append_filler(RingWriter& writer, std::uint64_t n) {
@@ -55,12 +56,13 @@ using Input = fuzzing::FuzzInput;
 class AlignedBuffer {
  public:
   explicit AlignedBuffer(std::size_t bytes)
-      : size_(bytes), data_(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kCacheLine}))) {
+      : size_(bytes),
+        data_(static_cast<std::byte*>(::operator new (bytes, std::align_val_t{kCacheLine}))) {
     std::memset(data_, 0, size_);
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  ~AlignedBuffer() { ::operator delete(data_, std::align_val_t{kCacheLine}); }
+  ~AlignedBuffer() { ::operator delete (data_, std::align_val_t{kCacheLine}); }
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
 
@@ -205,8 +207,9 @@ void through_segments(Input& in, const AlignedBuffer& buffer, std::size_t mapped
   }
   bool differs = header_bytes != kHeaderBytes || header_sealing != Sealing::size_and_writes;
   const auto& h = *reinterpret_cast<const RingHeader*>(buffer.data());
-  RingAnnouncement announced{"fuzz", ::getpid(), header->fd(), data->fd(),
-                             std::string(2 * kRingNonceBytes, '0'), data_bytes};
+  RingAnnouncement announced{
+      "fuzz",    ::getpid(), header->fd(), data->fd(), std::string(2 * kRingNonceBytes, '0'),
+      data_bytes};
   if (how & 1) {
     announced.capacity = other_capacity % (4 * kMaxCapacity);
     differs |= announced.capacity != data_bytes;

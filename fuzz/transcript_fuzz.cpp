@@ -1,5 +1,5 @@
-// Fuzz target: a damaged transcript folder (engine/store/transcript_store.cpp). The input describes a
-// transcript the harness writes through TranscriptStore (appends of given sizes and sessions,
+// Fuzz target: a damaged transcript folder (engine/store/transcript_store.cpp). The input describes
+// a transcript the harness writes through TranscriptStore (appends of given sizes and sessions,
 // small segments), then damages its files in place, then opens and reads it. Whatever the
 // damage, opening must not crash, and what the store then says must hold:
 //   - every byte it serves at cursor c is the byte written at c (the stream is a function of
@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -193,7 +193,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   for (int ops = 0; !in.done() && ops < 32; ++ops) damage(in);
-  for (int pass = 0; pass < 2; ++pass) {  // the first open may cut a torn tail; the second sees the cut
+  for (int pass = 0; pass < 2;
+       ++pass) {  // the first open may cut a torn tail; the second sees the cut
     auto t = TranscriptStore::open(folder(), {1u << 30, segment});
     if (!t) {
       if (t.error().code != Errc::io_error) violated();  // overlapping segments: refused

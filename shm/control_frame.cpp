@@ -77,8 +77,8 @@ Result<std::optional<Frame>> FrameDecoder::next() {
       return failure(Errc::bad_request, "frame header holds a NUL byte");
     }
     if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
-      return failure(Errc::bad_request, "frame header nests deeper than " +
-                                            std::to_string(kMaxJsonDepth) + " levels");
+      return failure(Errc::bad_request,
+                     "frame header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     Json header = Json::parse(text.begin(), text.end(), nullptr, false);
     if (header.is_discarded()) return failure(Errc::bad_request, "frame header is not valid JSON");

@@ -17,8 +17,8 @@ namespace backscroll::control {
 
 using Json = nlohmann::json;
 
-inline constexpr std::uint32_t kMaxHeaderBytes = 1u << 20;         // 1 MiB of JSON
-inline constexpr std::uint64_t kMaxPayloadBytes = 16ull << 20;     // 16 MiB of raw bytes
+inline constexpr std::uint32_t kMaxHeaderBytes = 1u << 20;      // 1 MiB of JSON
+inline constexpr std::uint64_t kMaxPayloadBytes = 16ull << 20;  // 16 MiB of raw bytes
 // Deeper JSON is refused before parsing: copying or printing a value recurses once per level,
 // and a 1 MiB header could otherwise nest 500k levels and overflow any thread's stack.
 inline constexpr std::size_t kMaxJsonDepth = 32;

@@ -13,22 +13,22 @@
 namespace backscroll {
 
 enum class Errc : std::uint8_t {
-  bad_request,         // malformed frame, JSON, field or argument
-  unknown_op,          // the op name is not one the engine knows
-  no_such_actor,       // the actor name is not registered
-  actor_exists,        // spawn of a name that is already registered
-  bad_actor_name,      // name outside [A-Za-z0-9][A-Za-z0-9._-]{0,63}
-  not_running,         // the actor has no live session (input, resize)
-  cursor_expired,      // the cursor is older than the oldest retained byte; `cursor` = that oldest
-  cursor_in_future,    // the cursor is past the last committed byte; `cursor` = committed
-  data_lost,           // the bytes at the cursor were damaged or lost; the gap is [`from`, `cursor`)
-  wrong_epoch,         // the cursor belongs to another epoch (an earlier engine's cursor space)
-  stale_controller,    // resize from an attachment that is no longer the controller
-  too_large,           // frame, payload, size or queue over its bound
-  spawn_failed,        // the program could not be started (errno in the message)
-  permission_denied,   // peer credentials or file ownership refused
-  bad_segment,         // a ring segment whose header does not validate
-  stale_segment,       // a ring segment left by an engine that is no longer running
+  bad_request,        // malformed frame, JSON, field or argument
+  unknown_op,         // the op name is not one the engine knows
+  no_such_actor,      // the actor name is not registered
+  actor_exists,       // spawn of a name that is already registered
+  bad_actor_name,     // name outside [A-Za-z0-9][A-Za-z0-9._-]{0,63}
+  not_running,        // the actor has no live session (input, resize)
+  cursor_expired,     // the cursor is older than the oldest retained byte; `cursor` = that oldest
+  cursor_in_future,   // the cursor is past the last committed byte; `cursor` = committed
+  data_lost,          // the bytes at the cursor were damaged or lost; the gap is [`from`, `cursor`)
+  wrong_epoch,        // the cursor belongs to another epoch (an earlier engine's cursor space)
+  stale_controller,   // resize from an attachment that is no longer the controller
+  too_large,          // frame, payload, size or queue over its bound
+  spawn_failed,       // the program could not be started (errno in the message)
+  permission_denied,  // peer credentials or file ownership refused
+  bad_segment,        // a ring segment whose header does not validate
+  stale_segment,      // a ring segment left by an engine that is no longer running
   engine_unavailable,  // no engine answers on the control socket
   already_running,     // a second engine for the same runtime directory
   shutting_down,       // the engine is stopping and takes no new work

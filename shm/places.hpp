@@ -1,9 +1,10 @@
 // Places: where one user's engine lives (docs/settings.md, "Places"), computed the same way by the
 // engine and by every tool so they meet without configuration.
-//   runtime dir  $BACKSCROLL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/backscroll, else /tmp/backscroll-UID
-//   state dir    $BACKSCROLL_HOME, else $XDG_STATE_HOME/backscroll, else ~/.local/state/backscroll
-//                (settings.yaml, transcripts/<actor>/); Places::at() (tests, benchmarks) puts it beside
-//                the runtime dir, in <runtime dir>/../state
+//   runtime dir  $BACKSCROLL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/backscroll, else
+//   /tmp/backscroll-UID state dir    $BACKSCROLL_HOME, else $XDG_STATE_HOME/backscroll, else
+//   ~/.local/state/backscroll
+//                (settings.yaml, transcripts/<actor>/); Places::at() (tests, benchmarks) puts it
+//                beside the runtime dir, in <runtime dir>/../state
 //   socket       <runtime dir>/engine.sock
 //   lock         <runtime dir>/engine.lock (held by the live engine: one engine per runtime dir)
 // Rings have no place: they are memfds the engine announces (shm/segment.hpp).

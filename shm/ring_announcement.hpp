@@ -18,7 +18,7 @@ struct RingAnnouncement {
   pid_t engine_pid = 0;  // the process holding the descriptors (SO_PEERCRED of the socket)
   int header_fd = -1;    // its descriptors of the two sealed memfds: /proc/<pid>/fd/<fd>
   int data_fd = -1;
-  std::string nonce;     // the header's nonce, 2 x kRingNonceBytes lowercase hex digits
+  std::string nonce;           // the header's nonce, 2 x kRingNonceBytes lowercase hex digits
   std::uint64_t capacity = 0;  // data bytes: the data segment's size
 };
 

@@ -14,7 +14,8 @@
 //
 // Publication protocol, in the order the engine performs it for one PTY read:
 //   1. floor    = max(floor, reserved' - capacity)   (store, release)
-//   2. reserved = reserved'                          (store, release) -- before the read is submitted
+//   2. reserved = reserved'                          (store, release) -- before the read is
+//   submitted
 //   3. the kernel copies PTY bytes into data[committed .. reserved')
 //   4. committed += n                                (store, release) -- THE COMMIT POINT
 //   5. wake += 1, FUTEX_WAKE                         (once per loop iteration, not per read)
@@ -37,11 +38,11 @@
 namespace backscroll::shm {
 
 inline constexpr std::uint64_t kRingMagic = 0x31474e4952534b42ULL;  // "BKSRING1" little-endian
-inline constexpr std::uint32_t kRingLayoutVersion = 2;  // 2: the nonce
+inline constexpr std::uint32_t kRingLayoutVersion = 2;              // 2: the nonce
 inline constexpr std::size_t kCacheLine = 64;  // fixed: a cross-process layout must not vary
 inline constexpr std::size_t kHeaderBytes = 16384;
-inline constexpr std::size_t kSessionSlots = 64;  // session id s lives in slot s % kSessionSlots
-inline constexpr std::size_t kPageBytes = 4096;   // capacity is a multiple of this
+inline constexpr std::size_t kSessionSlots = 64;    // session id s lives in slot s % kSessionSlots
+inline constexpr std::size_t kPageBytes = 4096;     // capacity is a multiple of this
 inline constexpr std::size_t kRingNonceBytes = 16;  // 128 random bits per segment
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
@@ -64,8 +65,8 @@ struct SessionRecord {
   std::uint64_t start = 0;  // cursor of the session's first byte
   std::uint64_t end = 0;    // cursor one past its last byte; final once kSessionSealed is set
   std::int64_t pid = 0;
-  std::int32_t exit_code = -1;    // WEXITSTATUS, when exited normally
-  std::int32_t term_signal = 0;   // the signal that killed it, else 0
+  std::int32_t exit_code = -1;   // WEXITSTATUS, when exited normally
+  std::int32_t term_signal = 0;  // the signal that killed it, else 0
   std::uint32_t flags = 0;
   std::uint32_t reserved_ = 0;
 };
@@ -76,9 +77,9 @@ struct ActorMeta {
   ActorState state = ActorState::idle;
   std::uint32_t cols = 0;
   std::uint32_t rows = 0;
-  std::uint32_t closed = 0;  // 1 once the engine is removing this segment: readers stop
-  std::uint64_t session = 0; // id of the newest session (live or sealed), 0 before the first
-  std::int64_t pid = 0;      // pid of the live session's program, 0 when none
+  std::uint32_t closed = 0;   // 1 once the engine is removing this segment: readers stop
+  std::uint64_t session = 0;  // id of the newest session (live or sealed), 0 before the first
+  std::int64_t pid = 0;       // pid of the live session's program, 0 when none
 };
 static_assert(sizeof(ActorMeta) % 8 == 0);
 
@@ -104,7 +105,7 @@ struct RingHeader {
   // Random per segment (getrandom), announced by the engine over its control socket: a reader
   // trusts a segment only when this matches the announcement (docs/security.md).
   std::byte nonce[kRingNonceBytes];
-  char actor[kActorNameMax + 1];     // NUL terminated
+  char actor[kActorNameMax + 1];  // NUL terminated
 
   // --- published cursors, each alone on its cache line ------------------------------------
   alignas(kCacheLine) std::uint64_t committed;  // every byte below is final
@@ -124,7 +125,8 @@ static_assert(alignof(RingHeader) == kCacheLine);
 
 // Bounds the engine accepts for a ring's data area.
 inline constexpr std::uint64_t kMinCapacity = 64 * 1024;
-inline constexpr std::uint64_t kMaxCapacity = 50'000'000ULL / kPageBytes * kPageBytes;  // <= the cap
+inline constexpr std::uint64_t kMaxCapacity =
+    50'000'000ULL / kPageBytes * kPageBytes;  // <= the cap
 
 // Rounds a requested size (per_actor_bytes) up to a page multiple within the bounds.
 constexpr std::uint64_t ring_capacity_for(std::uint64_t requested_bytes) noexcept {

@@ -100,11 +100,12 @@ Result<RingReader> RingReader::open_announced(const RingAnnouncement& announced)
   const ProcessIdentity owner{static_cast<pid_t>((*header)->engine_pid),
                               (*header)->engine_start_ticks};
   if (owner.pid != announced.engine_pid || !owner.alive()) {
-    return fail(Errc::stale_segment, ring + " belongs to engine pid " +
-                                         std::to_string(owner.pid) + ", which is gone");
+    return fail(Errc::stale_segment,
+                ring + " belongs to engine pid " + std::to_string(owner.pid) + ", which is gone");
   }
   const std::byte* data = data_segment->data();
-  return RingReader(RingSegments{std::move(*header_segment), std::move(*data_segment)}, *header, data);
+  return RingReader(RingSegments{std::move(*header_segment), std::move(*data_segment)}, *header,
+                    data);
 }
 
 namespace {
@@ -117,8 +118,8 @@ Result<RingAnnouncement> ask_engine_for_ring(const Places& places, std::string_v
   // A malformed answer is the engine's bug, not the reader's: internal, with what was missing.
   const control::Json& actors = answer->header.value("actors", control::Json::array());
   if (!actors.is_array() || actors.size() != 1 || !actors[0].is_object()) {
-    return fail(Errc::internal, "the engine's status answer for '" + std::string(actor) +
-                                    "' has no actor entry");
+    return fail(Errc::internal,
+                "the engine's status answer for '" + std::string(actor) + "' has no actor entry");
   }
   const control::Json& a = actors[0];
   auto descriptor = [&](const char* key) -> int {
@@ -137,8 +138,12 @@ Result<RingAnnouncement> ask_engine_for_ring(const Places& places, std::string_v
   }
   // The descriptors are the engine's: its pid comes from the socket's peer credentials, which
   // the kernel vouches for, not from anything the answer says.
-  return RingAnnouncement{std::string(actor), client->peer_pid(), header_fd, data_fd,
-                          nonce->get<std::string>(), capacity->get<std::uint64_t>()};
+  return RingAnnouncement{std::string(actor),
+                          client->peer_pid(),
+                          header_fd,
+                          data_fd,
+                          nonce->get<std::string>(),
+                          capacity->get<std::uint64_t>()};
 }
 
 }  // namespace
@@ -168,15 +173,18 @@ Cursor RingReader::oldest() const noexcept {
 Result<ReadView> RingReader::read(Cursor from, std::size_t max_bytes) const noexcept {
   const Cursor end = committed();
   if (from > end) {
-    return fail(Errc::cursor_in_future, "cursor " + std::to_string(value(from)) +
-                                            " is past the committed cursor " +
-                                            std::to_string(value(end)), value(end));
+    return fail(Errc::cursor_in_future,
+                "cursor " + std::to_string(value(from)) + " is past the committed cursor " +
+                    std::to_string(value(end)),
+                value(end));
   }
   const Cursor oldest_now = oldest();
   if (from < oldest_now) {
-    return fail(Errc::cursor_expired, "cursor " + std::to_string(value(from)) +
-                                          " is older than the oldest retained cursor " +
-                                          std::to_string(value(oldest_now)), value(oldest_now));
+    return fail(Errc::cursor_expired,
+                "cursor " + std::to_string(value(from)) +
+                    " is older than the oldest retained cursor " +
+                    std::to_string(value(oldest_now)),
+                value(oldest_now));
   }
   // A consistent ring never has more than `capacity` readable bytes after `oldest`; the clamp
   // keeps a damaged header (committed beyond reserved) from yielding spans past the data area.
@@ -211,8 +219,8 @@ Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noe
   }
   if (!intact(from)) {
     const Cursor oldest_now = oldest();
-    return fail(Errc::cursor_expired, "the engine overwrote cursor " +
-                                          std::to_string(value(from)) + " while it was read",
+    return fail(Errc::cursor_expired,
+                "the engine overwrote cursor " + std::to_string(value(from)) + " while it was read",
                 value(oldest_now));
   }
   return view->to;

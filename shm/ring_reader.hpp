@@ -1,8 +1,9 @@
 // RingReader: a read-only consumer of one actor's ring, in any local process (tools, tests).
 // It maps only the ring the engine announced for the actor, read-only, after checking it is
-// exactly that ring (docs/security.md), and reads committed bytes in place (zero-copy spans). Bytes read in place race the engine by design; a reader confirms them with intact()
-// after using them, and treats a failed check as cursor_expired.
-// Coordinates: cursors only; offsets stay inside the .cpp.
+// exactly that ring (docs/security.md), and reads committed bytes in place (zero-copy spans). Bytes
+// read in place race the engine by design; a reader confirms them with intact() after using them,
+// and treats a failed check as cursor_expired. Coordinates: cursors only; offsets stay inside the
+// .cpp.
 #pragma once
 
 #include <chrono>

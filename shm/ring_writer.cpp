@@ -182,7 +182,9 @@ void RingWriter::wake_if_committed() noexcept {
   if (woken_at_ != committed_) wake_readers();
 }
 
-void RingWriter::publish_meta(const ActorMeta& meta) noexcept { seqlock_store(header_->meta, meta); }
+void RingWriter::publish_meta(const ActorMeta& meta) noexcept {
+  seqlock_store(header_->meta, meta);
+}
 
 void RingWriter::publish_session(const SessionRecord& session) noexcept {
   seqlock_store(header_->sessions[session.id % kSessionSlots], session);

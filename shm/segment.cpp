@@ -93,8 +93,9 @@ Result<Segment> Segment::open_read_only(pid_t pid, int fd, std::size_t bytes, Se
                   "segment " + where + " is gone (the actor was deleted meanwhile)");
     }
     if (err == EACCES || err == EPERM) {
-      return fail(Errc::permission_denied, "segment " + where + " belongs to another user's "
-                                           "process: not opened");
+      return fail(Errc::permission_denied, "segment " + where +
+                                               " belongs to another user's "
+                                               "process: not opened");
     }
     return fail_errno("open segment " + where, err);
   }

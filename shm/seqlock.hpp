@@ -48,10 +48,9 @@ std::optional<T> seqlock_load(const SeqlockCell<T>& cell) noexcept {
     if ((s1 & 1) == 0) {
       unsigned char bytes[sizeof(T)];
       for (std::size_t i = 0; i < sizeof(T); i += 8) {
-        const std::uint64_t w =
-            std::atomic_ref<std::uint64_t>(
-                *reinterpret_cast<std::uint64_t*>(mutable_cell.words + i))
-                .load(std::memory_order_relaxed);
+        const std::uint64_t w = std::atomic_ref<std::uint64_t>(
+                                    *reinterpret_cast<std::uint64_t*>(mutable_cell.words + i))
+                                    .load(std::memory_order_relaxed);
         std::memcpy(bytes + i, &w, 8);
       }
       // acquire fence: the word loads above happen before the re-check; pairs with the

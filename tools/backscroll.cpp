@@ -20,8 +20,8 @@
 #include "tools/cli_engine.hpp"
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
-#include "tools/cli_status_follow.hpp"
 #include "tools/cli_restore.hpp"
+#include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
 #include "tools/cli_verify.hpp"
 
@@ -145,8 +145,9 @@ Command add_status(CLI::App& app) {
   command->add_flag("-f,--follow", values->follow_on,
                     "follow the agent status (title, bells, working/idle/permission) of every "
                     "actor, or of NAME...: one line per change (docs/status-detector.md)");
-  command->add_option("--rules", values->follow.rules_path,
-                      "with -f: a JSON rules file, tried before the built-in rules")
+  command
+      ->add_option("--rules", values->follow.rules_path,
+                   "with -f: a JSON rules file, tried before the built-in rules")
       ->type_name("FILE");
   const auto run = [values](const EngineTarget& engine) {
     if (values->follow_on) {
@@ -222,8 +223,7 @@ Command add_resize(CLI::App& app) {
       ->required()
       ->check(terminal_size());
   const auto run = [values](const EngineTarget& engine) {
-    return run_resize(engine, values->actor, *size_value(values->cols),
-                      *size_value(values->rows));
+    return run_resize(engine, values->actor, *size_value(values->cols), *size_value(values->rows));
   };
   return {command, run};
 }
@@ -329,9 +329,10 @@ Command add_snapshot(CLI::App& app) {
   auto* command = app.add_subcommand(
       "snapshot", "Write the ANSI bytes that redraw an actor's screen and recent history");
   add_actor(command, snapshot->actor);
-  command->add_option("--scrollback", snapshot->scrollback,
-                      "history lines, 0..10000 (default: the engine's "
-                      "snapshot.scrollback_lines, 512)")
+  command
+      ->add_option("--scrollback", snapshot->scrollback,
+                   "history lines, 0..10000 (default: the engine's "
+                   "snapshot.scrollback_lines, 512)")
       ->check(CLI::Range(0, 10000));
   command
       ->add_option("-o,--output", snapshot->output,
@@ -432,9 +433,9 @@ int main(int argc, char** argv) {
 
   // Registration order is the order --help lists them in.
   const std::vector<Command> commands = {
-      add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),     add_send(app),
-      add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app),  add_delete(app),
-      add_restore(app), add_history(app), add_snapshot(app), add_verify(app),   add_attach(app),
+      add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
+      add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
+      add_restore(app), add_history(app), add_snapshot(app), add_verify(app),  add_attach(app),
       add_ping(app),    add_shutdown(app)};
 
   if (argc <= 1) {

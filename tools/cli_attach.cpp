@@ -134,7 +134,8 @@ std::optional<Size> terminal_now() {
 // A size the engine accepts (1..1000 each).
 Size engine_size(Size s) {
   const auto clamp = [](std::uint16_t v) {
-    return static_cast<std::uint16_t>(std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize));
+    return static_cast<std::uint16_t>(
+        std::clamp<std::uint64_t>(v, kMinTerminalSize, kMaxTerminalSize));
   };
   return {clamp(s.cols), clamp(s.rows)};
 }
@@ -200,8 +201,8 @@ class AttachClient {
   std::uint64_t attachment_ = 0;
   std::optional<std::uint64_t> owner_;  // the owner's attachment, as the engine said last
   Size owner_size_;
-  Size actor_;     // the actor's size, as the engine said last
-  Size terminal_;  // the user's terminal
+  Size actor_;                 // the actor's size, as the engine said last
+  Size terminal_;              // the user's terminal
   std::optional<Size> asked_;  // the size this client asked the actor for last
   ViewMode mode_ = ViewMode::passthrough;
   std::vector<ActorResize> resizes_;  // learned, not yet handed to the output side
@@ -324,8 +325,8 @@ void AttachClient::resize_actor(Size size) {
 
 Result<void> AttachClient::restart_view(ViewMode mode) {
   // With its history: a model that grows takes lines back from it, as the actor's does.
-  auto r = client_.call("snapshot",
-                        {{"actor", args_.actor}, {"formats", Json::array({"snapshot_v1"})}});
+  auto r =
+      client_.call("snapshot", {{"actor", args_.actor}, {"formats", Json::array({"snapshot_v1"})}});
   if (!r) {
     // Deleted meanwhile, or the engine gone: the output side ends the attachment.
     if (r.error().code == Errc::no_such_actor || r.error().code == Errc::engine_unavailable) {
@@ -438,7 +439,8 @@ bool wait_for_end(const MessagePipe& messages, std::chrono::milliseconds timeout
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (messages.take().find(AttachView::kEnded) != std::string::npos) return true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     pollfd p{messages.read_fd(), POLLIN, 0};
     (void)::poll(&p, 1, static_cast<int>(left.count()));
@@ -612,8 +614,7 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
       ::signal(outcome.signal, SIG_DFL);
       ::raise(outcome.signal);
       return 128 + outcome.signal;
-    case End::failed:
-      return report(outcome.error);
+    case End::failed: return report(outcome.error);
   }
   return kExitError;
 }

@@ -26,7 +26,7 @@ struct AttachArgs {
   std::optional<unsigned char> detach_key = kDefaultDetachKey;  // nullopt: no detach key
   bool read_only = false;  // attach as a viewer: never resize, never send keys
   bool spawn = false;      // spawn the actor first when it does not exist
-  SpawnArgs spawn_args;  // for --spawn; cols and rows default to the terminal's
+  SpawnArgs spawn_args;    // for --spawn; cols and rows default to the terminal's
 };
 
 int run_attach(const EngineTarget& engine, const AttachArgs& args);

@@ -14,7 +14,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds kWaitSlice{100};   // how often the session and engine are checked
+constexpr std::chrono::milliseconds kWaitSlice{
+    100};  // how often the session and engine are checked
 constexpr std::uint64_t kPumpSliceBytes = 256 * 1024;  // passthrough replays in slices
 constexpr std::uint64_t kModelSliceBytes = 16 * 1024;  // render: frames go on during a flood
 constexpr std::size_t kKeptResizes = 64;               // for a start whose snapshot is older
@@ -161,7 +162,7 @@ Result<void> AttachView::begin(ViewStart start) {
     if (auto w = write_all(STDOUT_FILENO, out); !w) return w;
     modes_ = DetachModes{};
     model_ = std::make_unique<term::Mirror>(Cursor{0}, model_dimension(start.cols),
-                                              model_dimension(start.rows), kModelHistory);
+                                            model_dimension(start.rows), kModelHistory);
     model_->feed(start.snapshot);
     model_start_ = start.cursor;
     follower_.emplace(reader_, start.cursor);
@@ -207,7 +208,8 @@ Result<AttachView::Step> AttachView::pump() {
     auto progress = follower_->pump(STDOUT_FILENO, until, [this](std::span<const std::byte> b) {
       modes_.observe(b);
       if (catch_up_end_) {
-        status_requests_.observe(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+        status_requests_.observe(
+            std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
       }
     });
     if (!progress) return tl::unexpected(progress.error());

@@ -29,11 +29,11 @@
 
 #include "engine/term/mirror.hpp"
 #include "shm/ring_reader.hpp"
+#include "tools/cli_detach_modes.hpp"
 #include "tools/cli_ring_follower.hpp"
 #include "tools/cli_ring_wait.hpp"
 #include "tools/cli_screen_render.hpp"
 #include "tools/cli_terminal_input.hpp"
-#include "tools/cli_detach_modes.hpp"
 
 namespace backscroll::cli {
 
@@ -52,7 +52,7 @@ struct ViewStart {
   Cursor cursor{0};         // the snapshot's cursor, or where a raw replay starts
   std::uint16_t cols = 80;  // the actor's size at `cursor`
   std::uint16_t rows = 24;
-  std::string snapshot;     // snapshot_v1 bytes; empty for a raw replay
+  std::string snapshot;  // snapshot_v1 bytes; empty for a raw replay
 };
 
 enum class End { detached, exited, deleted, signal, failed };

@@ -24,7 +24,7 @@ class DetachModes {
 
  private:
   term::VtScanner scanner_{Cursor{0}, 80, 24};  // the size matters only to scroll regions
-  bool alternate_via_1049_ = false;               // entered with CSI ? 1049 h
+  bool alternate_via_1049_ = false;             // entered with CSI ? 1049 h
 };
 
 }  // namespace backscroll::cli

@@ -409,15 +409,16 @@ int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
   }
   if (args.json) {
     Json meta{{"actor", args.actor}};
-    for (const char* key : {"format", "cursor", "epoch", "cols", "rows", "bytes",
-                            "scrollback_lines", "reason"}) {
+    for (const char* key :
+         {"format", "cursor", "epoch", "cols", "rows", "bytes", "scrollback_lines", "reason"}) {
       if (const auto it = h.find(key); it != h.end()) meta[key] = *it;
     }
     return print(meta.dump());
   }
   if (h.value("format", "") != "snapshot_v1") {
     // No bytes to show: say why and where a raw replay starts (stderr: stdout stays the bytes).
-    (void)write_all(STDERR_FILENO, "backscroll: raw_replay (" + h.value("reason", std::string("?")) +
+    (void)write_all(STDERR_FILENO, "backscroll: raw_replay (" +
+                                       h.value("reason", std::string("?")) +
                                        "): replay from cursor " + text(h, "cursor") + "\n");
   }
   return kExitOk;

@@ -1,6 +1,6 @@
 // The CLI commands that are one control request (or a short loop of them): spawn, list,
-// status, send, resize, clear, stop, restart, delete, history, snapshot, ping, shutdown. Each returns the
-// process exit status (cli_output.hpp) and prints its one-line result or its table.
+// status, send, resize, clear, stop, restart, delete, history, snapshot, ping, shutdown. Each
+// returns the process exit status (cli_output.hpp) and prints its one-line result or its table.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +41,10 @@ struct SendArgs {
 struct HistoryArgs {
   std::string actor;
   Cursor from{0};
-  std::optional<Cursor> to;  // default: the committed cursor
-  std::string epoch;         // empty: not checked
-  std::string output;        // empty or "-": stdout
-  bool skip_damaged = false; // go on after a data_lost gap (listed on stderr) instead of failing
+  std::optional<Cursor> to;   // default: the committed cursor
+  std::string epoch;          // empty: not checked
+  std::string output;         // empty or "-": stdout
+  bool skip_damaged = false;  // go on after a data_lost gap (listed on stderr) instead of failing
 };
 
 struct SnapshotArgs {
@@ -52,8 +52,8 @@ struct SnapshotArgs {
   // History lines drawn before the screen; nullopt: the engine's default (settings.yaml
   // snapshot.scrollback_lines, 512).
   std::optional<std::uint64_t> scrollback;
-  std::string output;              // empty or "-": stdout
-  bool json = false;               // print the metadata as JSON (bytes only with --output)
+  std::string output;  // empty or "-": stdout
+  bool json = false;   // print the metadata as JSON (bytes only with --output)
 };
 
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args);

@@ -27,7 +27,8 @@ Result<Json> read_snapshot(const fs::path& path, const std::string& actor) {
   }
   if (size > kMaxSnapshotJson) return fail(Errc::too_large, path.string() + " is too large");
   std::ifstream in(path, std::ios::binary);
-  const Json json = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  const Json json =
+      Json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
     return fail(Errc::bad_request, path.string() + " is not a deletion snapshot");
   }
@@ -54,7 +55,7 @@ int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
   std::error_code ec;
   if ((*snapshot)["scrollback"].is_string() && fs::is_regular_file(scrollback, ec)) {
     // The saved text first (the PTY turns its "\n" into "\r\n"), then the user's shell.
-    spawn.argv = {"/bin/sh", "-c", "cat -- \"$1\"; exec \"$2\"", "backscroll-restore",
+    spawn.argv = {"/bin/sh",           "-c",   "cat -- \"$1\"; exec \"$2\"", "backscroll-restore",
                   scrollback.string(), program};
   } else {
     warn("restore: no saved scrollback for '" + args.actor + "'; opening a shell only");
@@ -69,9 +70,11 @@ int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
     spawn.cwd = home && *home ? home : "/";
     warn("restore: " + cwd + " is gone; opening the shell in " + spawn.cwd);
   }
-  if (const auto cols = (*snapshot).find("cols"); cols != snapshot->end() && cols->is_number_unsigned())
+  if (const auto cols = (*snapshot).find("cols");
+      cols != snapshot->end() && cols->is_number_unsigned())
     spawn.cols = cols->get<std::uint32_t>();
-  if (const auto rows = (*snapshot).find("rows"); rows != snapshot->end() && rows->is_number_unsigned())
+  if (const auto rows = (*snapshot).find("rows");
+      rows != snapshot->end() && rows->is_number_unsigned())
     spawn.rows = rows->get<std::uint32_t>();
   return run_spawn(engine, spawn);
 }

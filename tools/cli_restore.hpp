@@ -10,8 +10,8 @@
 namespace backscroll::cli {
 
 struct RestoreArgs {
-  std::string actor;                // the deleted actor
-  std::optional<std::string> as;    // the new actor's name (default: the same)
+  std::string actor;              // the deleted actor
+  std::optional<std::string> as;  // the new actor's name (default: the same)
 };
 
 int run_restore(const EngineTarget& engine, const RestoreArgs& args);

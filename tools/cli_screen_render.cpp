@@ -14,8 +14,7 @@ using term::Pen;
 
 void append_color(std::string& out, const Color& c, bool background) {
   switch (c.kind) {
-    case Color::Kind::default_color:
-      return;
+    case Color::Kind::default_color: return;
     case Color::Kind::indexed:
       if (c.index_or_red < 8) {
         out += ";" + std::to_string((background ? 40 : 30) + c.index_or_red);
@@ -89,7 +88,7 @@ Cell ScreenRenderer::wanted(const term::MirrorScreen& screen, std::string_view s
   }
   if (c.kind == Cell::Kind::erased) c.pen = erased_pen(c.pen);
   if (reverse_screen_) c.pen.reverse = !c.pen.reverse;  // DECSCNM
-  c.dwl = false;  // drawn single-width
+  c.dwl = false;                                        // drawn single-width
   c.dhl = 0;
   return c;
 }

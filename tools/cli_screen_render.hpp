@@ -32,16 +32,16 @@ class ScreenRenderer {
  private:
   // What the cell at (row, col) of the terminal should show.
   term::Cell wanted(const term::MirrorScreen& screen, std::string_view status, int row,
-                      int col) const;
+                    int col) const;
   void move_to(std::string& out, int row, int col);
   void set_pen(std::string& out, const term::Pen& pen);
 
   int cols_ = 0;
   int rows_ = 0;
-  bool valid_ = false;               // shown_ is what the terminal shows
-  std::vector<term::Cell> shown_;  // rows_ x cols_, row-major
-  std::optional<term::Pen> pen_;   // the terminal's pen, when known
-  std::optional<std::pair<int, int>> at_;  // the terminal's cursor, when known
+  bool valid_ = false;                               // shown_ is what the terminal shows
+  std::vector<term::Cell> shown_;                    // rows_ x cols_, row-major
+  std::optional<term::Pen> pen_;                     // the terminal's pen, when known
+  std::optional<std::pair<int, int>> at_;            // the terminal's cursor, when known
   std::optional<std::pair<int, int>> cursor_shown_;  // where the last frame left it visible
   bool cursor_hidden_ = false;
   // Per frame: the visible rectangle and the status line's row (-1: none).

@@ -147,8 +147,7 @@ void follow_ring(const shm::RingReader& reader, const status::StatusRules& rules
   while (!stop.load(std::memory_order_relaxed)) {
     drain();
     switch (reader.wait(follower.cursor(), kWaitSlice)) {
-      case shm::WaitResult::ready:
-        break;
+      case shm::WaitResult::ready: break;
       case shm::WaitResult::closed:
         drain();  // what was committed before the close
         out.closed(self.actor);
@@ -230,8 +229,8 @@ int run_status_follow(const EngineTarget& engine, const StatusFollowArgs& args) 
   const auto start_follower = [&](const std::string& name) {
     Follower& f = followers.emplace_back();
     f.actor = name;
-    f.thread = std::thread(follow_actor, std::cref(engine.places), std::cref(rules),
-                           std::ref(out), std::cref(stop), std::ref(finished), std::ref(f));
+    f.thread = std::thread(follow_actor, std::cref(engine.places), std::cref(rules), std::ref(out),
+                           std::cref(stop), std::ref(finished), std::ref(f));
   };
   const auto following = [&](const std::string& name) {
     for (const Follower& f : followers) {

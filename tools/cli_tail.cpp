@@ -46,8 +46,8 @@ Result<Cursor> write_older(const EngineTarget& engine, const TailArgs& args, Cur
   auto client = engine.connect_existing();
   if (!client) return tl::unexpected(client.error());
   while (from < floor) {
-    auto r = client->call("history", {{"actor", args.actor}, {"from", value(from)},
-                                      {"to", value(floor)}});
+    auto r = client->call("history",
+                          {{"actor", args.actor}, {"from", value(from)}, {"to", value(floor)}});
     if (!r && r.error().code == Errc::cursor_expired && r.error().cursor &&
         Cursor{*r.error().cursor} > from) {
       const Cursor oldest{*r.error().cursor};
@@ -94,8 +94,7 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
     if (auto r = drain(follower); !r) return report(r.error());
     if (args.until_exit && session_done(*reader, watched, follower.cursor())) return kExitOk;
     switch (reader->wait(follower.cursor(), kWaitSlice)) {
-      case shm::WaitResult::ready:
-        break;
+      case shm::WaitResult::ready: break;
       case shm::WaitResult::closed:
         // Deleted (or the engine is stopping): write what is left, then end normally.
         if (auto r = drain(follower); !r) return report(r.error());

@@ -20,14 +20,10 @@ bool is_reply_csi(std::string_view sequence) {
     case 'c':
     case 'R':
     case 'n':
-    case 't':
-      return true;
-    case 'y':
-      return dollar;
-    case 'u':
-      return private_prefix;
-    default:
-      return false;
+    case 't': return true;
+    case 'y': return dollar;
+    case 'u': return private_prefix;
+    default: return false;
   }
 }
 
@@ -54,12 +50,8 @@ std::optional<TerminalInput::Unit> TerminalInput::next(std::string_view& bytes) 
         return finish(false);
       case State::escape:
         switch (b) {
-          case '[':
-            state_ = State::csi;
-            continue;
-          case 'O':
-            state_ = State::ss3;
-            continue;
+          case '[': state_ = State::csi; continue;
+          case 'O': state_ = State::ss3; continue;
           case ']':  // OSC: colour and title reports
             state_ = State::string;
             bel_ends_ = true;
@@ -88,7 +80,7 @@ std::optional<TerminalInput::Unit> TerminalInput::next(std::string_view& bytes) 
         }
         if (b >= 0x20 && b <= 0x3f) continue;  // parameters, intermediates
         return finish(false);  // a control inside: no terminal sends it; pass it on as keys
-      case State::ss3:  // ESC O and one byte: application cursor and keypad keys, F1-F4
+      case State::ss3:         // ESC O and one byte: application cursor and keypad keys, F1-F4
         return finish(false);
       case State::string:
         if (b == '\a' && bel_ends_) return finish(true);

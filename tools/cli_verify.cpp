@@ -91,11 +91,10 @@ int run_verify(const Places& places, const VerifyArgs& args) {
   }
   feed_in_pieces(whole, std::string_view(*bytes).substr(fed), rng);
 
-  const std::string where = std::to_string(bytes->size()) + " bytes [" +
-                            std::to_string(value(start)) + ", " +
-                            std::to_string(value(start) + bytes->size()) + ") at " +
-                            std::to_string(cols) + "x" + std::to_string(rows) + ", seed " +
-                            std::to_string(seed);
+  const std::string where =
+      std::to_string(bytes->size()) + " bytes [" + std::to_string(value(start)) + ", " +
+      std::to_string(value(start) + bytes->size()) + ") at " + std::to_string(cols) + "x" +
+      std::to_string(rows) + ", seed " + std::to_string(seed);
   for (const Taken& t : taken) {
     const std::uint64_t tag = value(t.snap.cursor);
     const std::string at = "cursor " + std::to_string(value(start) + t.cut) + " (snapshot at " +
@@ -109,7 +108,7 @@ int run_verify(const Places& places, const VerifyArgs& args) {
       replayed.feed(t.snap.snapshot.bytes);
       feed_in_pieces(replayed, std::string_view(*bytes).substr(tag), rng);
       diff = term::first_difference(whole, replayed,
-                                      {.history_lines = t.snap.snapshot.scrollback_lines});
+                                    {.history_lines = t.snap.snapshot.scrollback_lines});
     }
     if (!diff.empty()) {
       (void)write_all(STDOUT_FILENO, "verify " + args.actor + ": FAILED at " + at + " over " +
@@ -117,8 +116,8 @@ int run_verify(const Places& places, const VerifyArgs& args) {
       return kExitError;
     }
   }
-  std::string line = "verify " + args.actor + ": OK, " + std::to_string(taken.size()) +
-                     " snapshots over " + where;
+  std::string line =
+      "verify " + args.actor + ": OK, " + std::to_string(taken.size()) + " snapshots over " + where;
   for (const auto& [reason, n] : fallbacks) {
     line += ", " + std::to_string(n) + " raw_replay (" + reason + ")";
   }

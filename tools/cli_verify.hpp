@@ -16,9 +16,9 @@ namespace backscroll::cli {
 
 struct VerifyArgs {
   std::string actor;
-  std::uint32_t cuts = 16;                // snapshots checked: at random cursors and the end
-  std::uint64_t window = 1u << 20;        // newest bytes checked (the session's, at most)
-  std::uint64_t seed = 0;                 // 0: a random seed (printed)
+  std::uint32_t cuts = 16;          // snapshots checked: at random cursors and the end
+  std::uint64_t window = 1u << 20;  // newest bytes checked (the session's, at most)
+  std::uint64_t seed = 0;           // 0: a random seed (printed)
 };
 
 int run_verify(const Places& places, const VerifyArgs& args);

@@ -12,12 +12,9 @@ constexpr std::size_t kMaxClassified = 64;
 
 std::string_view to_string(StatusEventKind kind) noexcept {
   switch (kind) {
-    case StatusEventKind::initial:
-      return "initial";
-    case StatusEventKind::resync:
-      return "resync";
-    case StatusEventKind::change:
-      break;
+    case StatusEventKind::initial: return "initial";
+    case StatusEventKind::resync: return "resync";
+    case StatusEventKind::change: break;
   }
   return "change";
 }

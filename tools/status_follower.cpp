@@ -35,8 +35,8 @@ void StatusFollower::poll(std::int64_t now_ms, std::vector<StatusEvent>& out,
     const Cursor from = restore_from(max(*lapped, cursor_), before.bells);
     confirmed_ = detector_->finish_restore();
     confirmed_.last_output_ms = now_ms;  // the lap itself is output seen now
-    out.push_back(StatusEvent{StatusEventKind::resync, confirmed_, before.status,
-                              from - before.cursor});
+    out.push_back(
+        StatusEvent{StatusEventKind::resync, confirmed_, before.status, from - before.cursor});
   }
 }
 

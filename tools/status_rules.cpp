@@ -141,8 +141,7 @@ Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_v
     }
   }
   StatusRule rule;
-  const auto string_field = [&](const char* key, std::string& out,
-                                bool required) -> Result<void> {
+  const auto string_field = [&](const char* key, std::string& out, bool required) -> Result<void> {
     const auto it = item.find(key);
     if (it == item.end()) {
       if (required) return bad_rules(source, where + ": missing '" + key + "'");
@@ -159,8 +158,10 @@ Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_v
   if (auto r = string_field("note", rule.note, false); !r) return tl::unexpected(r.error());
   const auto parsed = parse_agent_status(status);
   if (!parsed) {
-    return bad_rules(source, where + ": 'status' must be working, idle, permission or unknown, "
-                                     "got '" + status + "'");
+    return bad_rules(source, where +
+                                 ": 'status' must be working, idle, permission or unknown, "
+                                 "got '" +
+                                 status + "'");
   }
   rule.status = *parsed;
   if (const auto it = item.find("ignore_case"); it != item.end()) {
@@ -184,21 +185,17 @@ Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_v
 
 std::string_view to_string(AgentStatus status) noexcept {
   switch (status) {
-    case AgentStatus::working:
-      return "working";
-    case AgentStatus::idle:
-      return "idle";
-    case AgentStatus::permission:
-      return "permission";
-    case AgentStatus::unknown:
-      break;
+    case AgentStatus::working: return "working";
+    case AgentStatus::idle: return "idle";
+    case AgentStatus::permission: return "permission";
+    case AgentStatus::unknown: break;
   }
   return "unknown";
 }
 
 std::optional<AgentStatus> parse_agent_status(std::string_view name) noexcept {
-  for (const AgentStatus s : {AgentStatus::unknown, AgentStatus::working, AgentStatus::idle,
-                              AgentStatus::permission}) {
+  for (const AgentStatus s :
+       {AgentStatus::unknown, AgentStatus::working, AgentStatus::idle, AgentStatus::permission}) {
     if (to_string(s) == name) return s;
   }
   return std::nullopt;
@@ -224,8 +221,8 @@ Result<StatusRules> StatusRules::parse(std::string_view json_text, std::string_v
   if (!doc.is_object()) return bad_rules(source, "expected a JSON object with a 'rules' array");
   for (const auto& [key, value] : doc.items()) {
     if (key != "version" && key != "include_defaults" && key != "rules") {
-      return bad_rules(source, "unknown field '" + key +
-                                   "' (expected version, include_defaults, rules)");
+      return bad_rules(source,
+                       "unknown field '" + key + "' (expected version, include_defaults, rules)");
     }
   }
   if (const auto it = doc.find("version"); it != doc.end() && *it != 1) {

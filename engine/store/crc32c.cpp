@@ -17,7 +17,7 @@ std::uint32_t by_table(const void* data, std::size_t n) noexcept {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) std::uint32_t by_instruction(const void* data,
-                                                                 std::size_t n) noexcept {
+                                                               std::size_t n) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint64_t crc = 0xFFFFFFFFu;
   for (; n >= 8; n -= 8, p += 8) {

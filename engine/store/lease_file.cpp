@@ -156,7 +156,8 @@ Result<void> LeaseFile::write(const CursorLease& lease) {
   const auto offset = static_cast<off_t>((sequence % 2) * kSlotStride);
   if (auto r = before_io(faults_.get(), IoOp::write, path_); !r) return r;
   for (std::size_t done = 0; done < sizeof slot;) {
-    const ssize_t n = ::pwrite(fd_, slot + done, sizeof slot - done, offset + static_cast<off_t>(done));
+    const ssize_t n =
+        ::pwrite(fd_, slot + done, sizeof slot - done, offset + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return fail_errno("write " + path_.string(), n < 0 ? errno : ENOSPC);
     done += static_cast<std::size_t>(n);

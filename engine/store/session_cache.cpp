@@ -51,8 +51,8 @@ std::optional<std::string> SessionCache::get(const std::string& actor, Cursor fr
   if (from < e.start || from >= end) return std::nullopt;
   touch(found->second);
   const std::size_t offset = static_cast<std::size_t>(from - e.start);
-  const std::size_t n = static_cast<std::size_t>(
-      std::min<std::uint64_t>({min(to, end) - from, max_bytes}));
+  const std::size_t n =
+      static_cast<std::size_t>(std::min<std::uint64_t>({min(to, end) - from, max_bytes}));
   return e.bytes.substr(offset, n);
 }
 

@@ -8,9 +8,9 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <optional>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "engine/store/crc32c.hpp"
@@ -103,7 +103,9 @@ struct SegmentFile {
   ~SegmentFile() {
     if (fd >= 0) ::close(fd);
   }
-  std::uint64_t header_bytes() const { return version == 2 ? kHeaderBytesV2 : TranscriptStore::kHeaderBytes; }
+  std::uint64_t header_bytes() const {
+    return version == 2 ? kHeaderBytesV2 : TranscriptStore::kHeaderBytes;
+  }
   std::uint64_t record_header_bytes() const {
     return version == 2 ? kRecordHeaderBytesV2 : TranscriptStore::kRecordHeaderBytes;
   }
@@ -149,8 +151,7 @@ std::optional<RecordHead> record_head(const SegmentFile& f, std::uint64_t offset
   const std::uint64_t n = f.record_header_bytes();
   if (offset + n > f.size || !read_at(f.fd, head, n, offset)) return std::nullopt;
   RecordHead r{get32(head), get32(head + 4)};
-  if (r.length == 0 || r.length > TranscriptStore::kMaxRecord ||
-      offset + n + r.length > f.size)
+  if (r.length == 0 || r.length > TranscriptStore::kMaxRecord || offset + n + r.length > f.size)
     return std::nullopt;
   if (f.version == 3 && get64(head + 8) != value(at)) return std::nullopt;
   return r;
@@ -191,9 +192,9 @@ std::optional<Resync> resync(const SegmentFile& f, std::uint64_t offset, Cursor 
 
 // A whole segment, every record checked: where its intact bytes end and what it lost inside.
 struct SegmentScan {
-  Cursor end{0};                  // after the last intact record
-  std::uint64_t file_bytes = 0;   // the offset right after it
-  bool damaged_tail = false;      // bytes after it that are no record (a torn write, damage)
+  Cursor end{0};                 // after the last intact record
+  std::uint64_t file_bytes = 0;  // the offset right after it
+  bool damaged_tail = false;     // bytes after it that are no record (a torn write, damage)
   std::vector<TranscriptGap> gaps;
 };
 SegmentScan scan_segment(const SegmentFile& f) {
@@ -284,9 +285,13 @@ TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions
     : folder_(std::move(folder)), options_(std::move(options)) {}
 
 TranscriptStore::TranscriptStore(TranscriptStore&& o) noexcept
-    : folder_(std::move(o.folder_)), options_(o.options_), segments_(std::move(o.segments_)),
-      damaged_(std::move(o.damaged_)), fd_(std::exchange(o.fd_, -1)),
-      unsynced_(std::move(o.unsynced_)), lost_until_(o.lost_until_) {
+    : folder_(std::move(o.folder_)),
+      options_(o.options_),
+      segments_(std::move(o.segments_)),
+      damaged_(std::move(o.damaged_)),
+      fd_(std::exchange(o.fd_, -1)),
+      unsynced_(std::move(o.unsynced_)),
+      lost_until_(o.lost_until_) {
   o.unsynced_.clear();
 }
 
@@ -364,9 +369,10 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
         return fail(Errc::io_error, path.string() + ": overlaps the segment before it");
       }
       if (start > before && (f.continues() || previous_damaged_tail)) {
-        store.damaged_.push_back({before, start, previous_damaged_tail
-                                                     ? "damaged record"
-                                                     : "missing bytes (a segment missing or cut short)"});
+        store.damaged_.push_back({before, start,
+                                  previous_damaged_tail
+                                      ? "damaged record"
+                                      : "missing bytes (a segment missing or cut short)"});
       }
     }
     previous_damaged_tail = false;
@@ -461,7 +467,8 @@ Result<void> TranscriptStore::append(Cursor at, std::uint64_t epoch, std::uint64
       if (auto r = start_segment(at, epoch, session); !r) return r;
     }
     TranscriptSegment& seg = segments_.back();
-    const std::uint64_t room = options_.segment_bytes - std::min(options_.segment_bytes, end() - seg.start);
+    const std::uint64_t room =
+        options_.segment_bytes - std::min(options_.segment_bytes, end() - seg.start);
     const std::size_t n = static_cast<std::size_t>(
         std::min<std::uint64_t>({bytes.size(), kMaxRecord, std::max<std::uint64_t>(room, 1)}));
     char head[kRecordHeaderBytes];

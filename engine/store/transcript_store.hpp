@@ -37,8 +37,8 @@
 namespace backscroll::store {
 
 struct TranscriptOptions {
-  std::uint64_t retain_bytes = 10'485'760;   // settings.yaml terminal_transcript.per_actor_bytes
-  std::uint64_t segment_bytes = 1u << 20;    // a segment is closed once it holds this much
+  std::uint64_t retain_bytes = 10'485'760;  // settings.yaml terminal_transcript.per_actor_bytes
+  std::uint64_t segment_bytes = 1u << 20;   // a segment is closed once it holds this much
   std::shared_ptr<IoFaultPlan> faults = nullptr;  // tests only
 };
 
@@ -137,7 +137,7 @@ class TranscriptStore {
   TranscriptOptions options_;
   std::vector<TranscriptSegment> segments_;  // oldest first, contiguous within a session
   std::vector<TranscriptGap> damaged_;
-  int fd_ = -1;                              // the newest segment, open for appending
+  int fd_ = -1;  // the newest segment, open for appending
   // Closed segments written since the last sync(), with their start cursors: sync() waits for
   // their writeback too, so a seal makes every byte durable, not just the newest segment's.
   std::vector<std::pair<Cursor, int>> unsynced_;

@@ -25,7 +25,9 @@ std::string soft_reset_equivalent(const MirrorScreen& screen) {
   if (screen.g0() != 'u' && screen.g0() != 'B') out += "\x1b(B";
   if (screen.g1() != 'u' && screen.g1() != 'B') out += "\x1b)B";
   if (screen.shift_out()) out += '\x0f';
-  out += "\x1b[?6l\x1b[r\x1b[H\x1b" "7";
+  out +=
+      "\x1b[?6l\x1b[r\x1b[H\x1b"
+      "7";
   out += csi_cursor_position(screen.cursor());
   return out;
 }
@@ -100,9 +102,7 @@ void Mirror::feed_to(Cursor end) {
 
 void Mirror::skip_to(Cursor end) { parsed_ = std::max(parsed_, end); }
 
-void Mirror::synthesize(std::string_view bytes) {
-  screen_.feed(bytes);
-}
+void Mirror::synthesize(std::string_view bytes) { screen_.feed(bytes); }
 
 void Mirror::feed(std::string_view bytes) {
   scanner_.scan(bytes);
@@ -129,7 +129,8 @@ void Mirror::apply_marks() {
           // A resize fed its start raw (controls inside had to act before it): libvterm reads
           // the whole sequence as it is, then every mode again, one by one (setting a mode
           // twice is setting it once). Its start is kept in cut_sequence_.
-          if (mark.begin < cut_sequence_at_ || cut_sequence_at_ + cut_sequence_.size() != parsed_) break;
+          if (mark.begin < cut_sequence_at_ || cut_sequence_at_ + cut_sequence_.size() != parsed_)
+            break;
           const std::string whole_sequence = cut_sequence_.substr(mark.begin - cut_sequence_at_) +
                                              std::string(unfed(parsed_, mark.end));
           const std::string split = split_mode_sequence(whole_sequence, /*with_controls=*/false);
@@ -159,13 +160,19 @@ void Mirror::apply_marks() {
         // which homes its cursor: save before it, restore after it.
         if (!whole) break;
         feed_to(mark.begin);
-        synthesize("\x1b" "7");
+        synthesize(
+            "\x1b"
+            "7");
         feed_to(mark.end);
-        synthesize("\x1b" "8");
+        synthesize(
+            "\x1b"
+            "8");
         break;
       case MarkKind::restore_cursor_sco:
         feed_to(mark.end);
-        synthesize("\x1b" "8");
+        synthesize(
+            "\x1b"
+            "8");
         break;
       default:
         // Cursor saves and restores, alternate-screen switches and libvterm's 16-argument
@@ -196,11 +203,11 @@ MirrorSnapshot Mirror::final_text() {
 
 void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
   // What follows the last clean boundary is an unfinished sequence (or character). Without
-  // controls that act on the screen inside, it stays held across the resize: it takes effect at its final byte, after
-  // the resize in any terminal, and fed whole it keeps the rewriting libvterm needs (a mode
-  // sequence cut by a resize used to reach libvterm raw: only its first mode applied). One
-  // with controls inside is fed now (xterm runs them at once), and so is one libvterm already
-  // started to parse (an oversized sequence).
+  // controls that act on the screen inside, it stays held across the resize: it takes effect at its
+  // final byte, after the resize in any terminal, and fed whole it keeps the rewriting libvterm
+  // needs (a mode sequence cut by a resize used to reach libvterm raw: only its first mode
+  // applied). One with controls inside is fed now (xterm runs them at once), and so is one libvterm
+  // already started to parse (an oversized sequence).
   const Cursor clean = scanner_.clean_position();
   bool hold = parsed_ <= clean;
   if (hold) {
@@ -237,7 +244,8 @@ void Mirror::reset(Cursor at) {
 }
 
 bool Mirror::screen_exact() const noexcept {
-  return !jump_pushes_ || screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);
+  return !jump_pushes_ ||
+         screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);
 }
 
 std::size_t Mirror::exact_history_lines() const noexcept {
@@ -245,7 +253,8 @@ std::size_t Mirror::exact_history_lines() const noexcept {
   if (!jump_pushes_) return held;
   const std::uint64_t pushed = screen_.pushed_lines() - *jump_pushes_;
   const auto above = static_cast<std::uint64_t>(jump_rows_ - 1);  // rows above the landing line
-  return pushed <= above ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
+  return pushed <= above ? 0
+                         : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
 }
 
 std::optional<Cursor> Mirror::look_ahead_from() {
@@ -342,8 +351,8 @@ MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
   }
   SnapshotOptions exact = options;
   exact.scrollback_lines = std::min(options.scrollback_lines, exact_history_lines());
-  out.snapshot = build_snapshot(screen_, scanner_.modes(), scanner_.title(),
-                                screen_.saved_cursor(), exact);
+  out.snapshot =
+      build_snapshot(screen_, scanner_.modes(), scanner_.title(), screen_.saved_cursor(), exact);
   return out;
 }
 

@@ -30,7 +30,8 @@ std::string describe(const Pen& p) {
   if (p.blink) s += " blink";
   if (p.reverse) s += " reverse";
   if (p.strike) s += " strike";
-  if (p.underline != Underline::off) s += " underline " + std::to_string(static_cast<int>(p.underline));
+  if (p.underline != Underline::off)
+    s += " underline " + std::to_string(static_cast<int>(p.underline));
   if (p.font != 0) s += " font " + std::to_string(p.font);
   return s;
 }
@@ -70,7 +71,8 @@ std::string describe(const Cell& cell) {
   std::string text;
   char code[16];
   for (int i = 0; i < cell.nchars; ++i) {
-    std::snprintf(code, sizeof code, "%sU+%04X", i ? " " : "", static_cast<unsigned>(cell.chars[i]));
+    std::snprintf(code, sizeof code, "%sU+%04X", i ? " " : "",
+                  static_cast<unsigned>(cell.chars[i]));
     text += code;
   }
   return "glyph " + text + " w" + std::to_string(cell.width) + " " + describe(cell.pen);

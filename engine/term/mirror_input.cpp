@@ -4,7 +4,6 @@
 // (it acts on the events raised here); this file only classifies.
 #include "engine/term/mirror_input.hpp"
 
-
 #include <algorithm>
 #include <charconv>
 #include <vector>
@@ -108,8 +107,7 @@ std::string MirrorInput::encode(const Csi& csi) {
 std::string MirrorInput::reenter() const {
   std::string out;
   switch (state_) {
-    case State::ground:
-      break;
+    case State::ground: break;
     case State::esc:
       out = "\x1b";
       out.append(esc_.intermed.data(), static_cast<std::size_t>(esc_.intermed_len));
@@ -137,9 +135,7 @@ std::string MirrorInput::reenter() const {
       break;
     }
     case State::string:
-    case State::esc_in_string:
-      out = string_type_ == StringType::osc ? "\x1b]" : "\x1bP";
-      break;
+    case State::esc_in_string: out = string_type_ == StringType::osc ? "\x1b]" : "\x1bP"; break;
   }
   return out;
 }
@@ -394,9 +390,8 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
         break;
       case 's': {  // DECSLRM, state.c
         std::int64_t left = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
-        std::int64_t right = c.arg(1, kArgMissing) == kArgMissing
-                                 ? -1
-                                 : static_cast<std::int64_t>(c.arg(1, 0));
+        std::int64_t right =
+            c.arg(1, kArgMissing) == kArgMissing ? -1 : static_cast<std::int64_t>(c.arg(1, 0));
         left = std::clamp<std::int64_t>(left, 0, cols_);
         right = std::max<std::int64_t>(right, -1);
         if (left == 0 && right == cols_) right = -1;
@@ -412,9 +407,8 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
       case 'r': {  // DECSTBM, state.c: DECSLRM's clamping in rows, but a region without a
                    // bottom is degenerate too when its top is past the last row
         std::int64_t top = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
-        std::int64_t bottom = c.arg(1, kArgMissing) == kArgMissing
-                                  ? -1
-                                  : static_cast<std::int64_t>(c.arg(1, 0));
+        std::int64_t bottom =
+            c.arg(1, kArgMissing) == kArgMissing ? -1 : static_cast<std::int64_t>(c.arg(1, 0));
         top = std::clamp<std::int64_t>(top, 0, rows_);
         bottom = std::max<std::int64_t>(bottom, -1);
         if (top == 0 && bottom == rows_) bottom = -1;
@@ -441,8 +435,9 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
   } else if (c.leader_len == 0 && c.intermed_len == 1 && c.intermed[0] == '"' && cmd == 'q') {
     if (c.arg(0, 0) == 1) sticky_ |= kProtectedCells;  // DECSCA
   }
-  sink.csi(c, std::span<const std::uint32_t>(all_args_.data(), static_cast<std::size_t>(
-                                                                   c.overflowed ? all_argc_ : 0)),
+  sink.csi(c,
+           std::span<const std::uint32_t>(all_args_.data(),
+                                          static_cast<std::size_t>(c.overflowed ? all_argc_ : 0)),
            at);
 }
 
@@ -651,8 +646,11 @@ void MirrorInput::text_lead(unsigned char c, std::size_t pos, Sink& sink) {
   utf8_remaining_ = c < 0xe0 ? 1 : c < 0xf0 ? 2 : c < 0xf8 ? 3 : c < 0xfc ? 4 : c < 0xfe ? 5 : 0;
   utf8_length_ = utf8_remaining_ + 1;
   if (utf8_remaining_ == 0) cluster_ = 1;  // 0xFE, 0xFF: U+FFFD
-  utf8_cp_ = c & (c < 0xe0 ? 0x1fu : c < 0xf0 ? 0x0fu : c < 0xf8 ? 0x07u : c < 0xfc ? 0x03u
-                                                                                    : 0x01u);
+  utf8_cp_ = c & (c < 0xe0   ? 0x1fu
+                  : c < 0xf0 ? 0x0fu
+                  : c < 0xf8 ? 0x07u
+                  : c < 0xfc ? 0x03u
+                             : 0x01u);
   if (utf8_remaining_ > 0) token_start_ = pos;
 }
 
@@ -719,8 +717,10 @@ void MirrorInput::escape_byte(unsigned char c, std::size_t pos, Sink& sink) {
   } else if (esc_.intermed_len == 0 && c >= 0x40 && c < 0x60) {
     // A C1 control spelled ESC Fe (state.c on_control).
     switch (c + 0x40) {
-      case 0x88: sticky_ |= kTabStops; break;                            // HTS
-      case 0x98: case 0x9e: case 0x9f: sticky_ |= kHiddenString; break;  // SOS PM APC
+      case 0x88: sticky_ |= kTabStops; break;  // HTS
+      case 0x98:
+      case 0x9e:
+      case 0x9f: sticky_ |= kHiddenString; break;  // SOS PM APC
       default: break;
     }
     state_ = State::ground;

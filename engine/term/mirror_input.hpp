@@ -36,7 +36,7 @@ class MirrorInput {
   // State libvterm keeps that snapshot_v1 does not reproduce; a snapshot falls back to
   // raw_replay while any is set (docs/snapshot.md lists each).
   enum Unmodelled : std::uint32_t {
-    kGraphics = 1u << 0,        // a DCS that changes the terminal: sixel, ReGIS, DECUDK, ... (DcsHeader)
+    kGraphics = 1u << 0,  // a DCS that changes the terminal: sixel, ReGIS, DECUDK, ... (DcsHeader)
     kHiddenString = 1u << 1,    // SOS / PM / APC: libvterm prints their payload as text
     kProtectedCells = 1u << 2,  // DECSCA 1 was used: cells may be protected from DECSED/DECSEL
     kMargins = 1u << 3,         // DECLRMM on, or DECSLRM margins other than the full width
@@ -55,7 +55,7 @@ class MirrorInput {
     std::array<char, 16> leader{};  // bytes 0x3c-0x3f after CSI (libvterm keeps 15)
     int leader_len = 0;
     std::array<std::uint32_t, kMaxCsiArgs> args{};  // each with kArgMore if ':' followed it
-    int argcount = 0;                                // as libvterm counts (min(real, 16))
+    int argcount = 0;                               // as libvterm counts (min(real, 16))
     bool overflowed = false;  // more than 16 arguments: never handed to libvterm as bytes
     std::array<char, 16> intermed{};
     int intermed_len = 0;
@@ -137,8 +137,10 @@ class MirrorInput {
 
   // The parser is in ground state and not inside a UTF-8 character.
   bool clean() const { return state_ == State::ground && utf8_remaining_ == 0; }
-  bool in_csi() const { return state_ == State::csi_leader || state_ == State::csi_args ||
-                               state_ == State::csi_intermed; }
+  bool in_csi() const {
+    return state_ == State::csi_leader || state_ == State::csi_args ||
+           state_ == State::csi_intermed;
+  }
   bool in_string() const { return state_ == State::string || state_ == State::esc_in_string; }
   // Not inside an escape sequence, CSI or string (libvterm's parser in ground state, unless
   // it holds part of a UTF-8 character).
@@ -194,7 +196,13 @@ class MirrorInput {
 
  private:
   enum class State : std::uint8_t {
-    ground, esc, csi_leader, csi_args, csi_intermed, string, esc_in_string
+    ground,
+    esc,
+    csi_leader,
+    csi_args,
+    csi_intermed,
+    string,
+    esc_in_string
   };
   enum class StringType : std::uint8_t { osc, dcs };
 
@@ -229,18 +237,18 @@ class MirrorInput {
   bool fragment_start_ = false;  // only '$' (dropped) seen of the string yet
   // Text.
   int utf8_remaining_ = 0;
-  bool utf8_c2_ = false;           // the pending UTF-8 lead byte is 0xC2
-  std::uint32_t utf8_cp_ = 0;      // code point being decoded
-  std::size_t utf8_lead_at_ = 0;   // offset of that lead byte in the current buffer
+  bool utf8_c2_ = false;          // the pending UTF-8 lead byte is 0xC2
+  std::uint32_t utf8_cp_ = 0;     // code point being decoded
+  std::size_t utf8_lead_at_ = 0;  // offset of that lead byte in the current buffer
   bool in_text_ = false;
   std::size_t text_start_ = 0;
-  std::size_t last_split_ = 0;     // last split point reported in this buffer
-  bool prev_ascii_ = false;        // previous text byte was printable ASCII
+  std::size_t last_split_ = 0;  // last split point reported in this buffer
+  bool prev_ascii_ = false;     // previous text byte was printable ASCII
   // Characters of the glyph being printed: its base and the zero-width characters that
   // directly follow it; 0 after anything but text (a zero-width character then starts none).
   int cluster_ = 0;
-  int utf8_length_ = 0;  // bytes of the pending UTF-8 character
-  std::size_t token_start_ = 0;    // where the sequence being parsed began (see incomplete_from)
+  int utf8_length_ = 0;          // bytes of the pending UTF-8 character
+  std::size_t token_start_ = 0;  // where the sequence being parsed began (see incomplete_from)
 
   // Modes and sticky flags (see Unmodelled).
   bool autowrap_ = true;

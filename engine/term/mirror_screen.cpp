@@ -38,7 +38,9 @@ Color from_vterm(const VTermColor& c, bool is_fg) {
   return Color::rgb(c.rgb.red, c.rgb.green, c.rgb.blue);
 }
 
-GridRect to_grid(const VTermRect& r) { return GridRect{r.start_row, r.end_row, r.start_col, r.end_col}; }
+GridRect to_grid(const VTermRect& r) {
+  return GridRect{r.start_row, r.end_row, r.start_col, r.end_col};
+}
 LineAttrs to_line_attrs(const VTermLineInfo& i) {
   return LineAttrs{i.doublewidth != 0, static_cast<int>(i.doubleheight)};
 }
@@ -112,7 +114,8 @@ struct MirrorScreenCallbacks {
       pen.attrs = val->boolean ? pen.attrs | bit : pen.attrs & ~bit;
     };
     auto field = [&](int shift, unsigned mask) {
-      pen.attrs = (pen.attrs & ~(mask << shift)) | (static_cast<unsigned>(val->number) & mask) << shift;
+      pen.attrs = (pen.attrs & ~(mask << shift)) | (static_cast<unsigned>(val->number) & mask)
+                                                       << shift;
     };
     switch (attr) {
       case VTERM_ATTR_BOLD: flag(attr::kBold); break;
@@ -134,12 +137,8 @@ struct MirrorScreenCallbacks {
       case VTERM_PROP_CURSORVISIBLE: m.cursor_visible_ = val->boolean; break;
       case VTERM_PROP_CURSORBLINK: m.cursor_blink_ = val->boolean; break;
       case VTERM_PROP_CURSORSHAPE: m.cursor_shape_ = val->number; break;
-      case VTERM_PROP_ALTSCREEN:
-        grid(user).set_alt_screen(val->boolean);
-        break;
-      case VTERM_PROP_REVERSE:
-        grid(user).set_reverse_video(val->boolean);
-        break;
+      case VTERM_PROP_ALTSCREEN: grid(user).set_alt_screen(val->boolean); break;
+      case VTERM_PROP_REVERSE: grid(user).set_reverse_video(val->boolean); break;
       case VTERM_PROP_TITLE:
         m.title_ = MirrorScreen::sanitize_title(val->string ? val->string : "");
         break;
@@ -263,7 +262,15 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void csi(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) override {
     enum class Event {
-      none, clear, rep, alt_enter, save, restore, autowrap, clear_history, erase_right
+      none,
+      clear,
+      rep,
+      alt_enter,
+      save,
+      restore,
+      autowrap,
+      clear_history,
+      erase_right
     };
     Event ev = Event::none;
     const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
@@ -327,9 +334,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
         m_.clamp_cursor_after_restore();
         m_.restore_pen_extras();
         break;
-      case Event::rep:
-        rep(c, final_at);
-        break;
+      case Event::rep: rep(c, final_at); break;
       case Event::autowrap:
         flush(final_at + 1);
         m_.vt_autowrap_ = c.final == 'h';
@@ -358,8 +363,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
         m_.scrollback_.erase_lines();
         if (m_.tap_) m_.tap_->history_cleared();
         break;
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -393,9 +397,9 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   void sgr(const MirrorInput::Csi& c, std::span<const std::uint32_t> all_args,
            std::size_t final_at) {
     const std::span<const std::uint32_t> args =
-        c.overflowed ? all_args
-                     : std::span<const std::uint32_t>(c.args.data(),
-                                                      static_cast<std::size_t>(c.argcount));
+        c.overflowed
+            ? all_args
+            : std::span<const std::uint32_t>(c.args.data(), static_cast<std::size_t>(c.argcount));
     const std::uint32_t extras = MirrorInput::sgr_extras(m_.pen_extras_, args);
     if (c.overflowed) {
       // libvterm has the sequence up to its 16th argument: cancel that and feed a safe copy.
@@ -499,7 +503,8 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
         // Nor before a combining mark: join_marks() reads the last glyph and pending wrap,
         // which only the end of a flush updates (unless the marks run for 32 KiB).
         while (end > a + kMaxWrite / 2 && m_.starts_with_mark(buf_.subspan(end))) {
-          do --end; while ((buf_[end] & 0xc0) == 0x80 && end > a + 1);
+          do --end;
+          while ((buf_[end] & 0xc0) == 0x80 && end > a + 1);
         }
       }
       m_.write(reinterpret_cast<const char*>(buf_.data() + a), end - a);
@@ -532,8 +537,8 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   std::size_t text_start_ = 0;  // where the run that ends at text_end_ started
   std::size_t text_end_ = kNpos;
   bool text_autowrap_ = true;
-  std::size_t clear_at_ = kNpos;    // the first wrap clear not applied yet (after its CSI)
-  std::size_t clear_last_ = 0;      // the last one
+  std::size_t clear_at_ = kNpos;  // the first wrap clear not applied yet (after its CSI)
+  std::size_t clear_last_ = 0;    // the last one
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -615,12 +620,12 @@ void MirrorScreen::reset() {
 // controls go first (they act the same inside the string), NUL and DEL are dropped (ignored
 // anyway), and the ESC follows, in one write with the byte after it (a control anywhere in a
 // string whose ESC and backslash arrive in two writes does the same). Otherwise the write is not
-// split (libvterm keeps only the last write of a split string). A small tracker of libvterm's parser (ground, escape, CSI, string)
-// finds the strings.
+// split (libvterm keeps only the last write of a split string). A small tracker of libvterm's
+// parser (ground, escape, CSI, string) finds the strings.
 void MirrorScreen::write(const char* bytes, std::size_t len) {
   if (len == 0) return;
-  std::size_t from = 0;  // start of the bytes not written yet
-  bool ground_tail = false;  // the bytes since the last sequence ended are all in ground state
+  std::size_t from = 0;         // start of the bytes not written yet
+  bool ground_tail = false;     // the bytes since the last sequence ended are all in ground state
   std::size_t ground_from = 0;  // where they start
   auto pass = [&](std::size_t to) {
     if (to > from) vt_write(bytes + from, to - from);
@@ -661,7 +666,8 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
           vt_state_ = VtState::ground;
         } else if (c >= 0x20 && c != 0x7f) {
           if (vt_state_ == VtState::csi && c >= 0x3c && c <= 0x3f) break;
-          if (vt_state_ != VtState::csi_intermed && ((c >= '0' && c <= '9') || c == ':' || c == ';')) {
+          if (vt_state_ != VtState::csi_intermed &&
+              ((c >= '0' && c <= '9') || c == ':' || c == ';')) {
             vt_state_ = VtState::csi_args;
           } else if (c >= 0x20 && c <= 0x2f) {
             vt_state_ = VtState::csi_intermed;
@@ -853,8 +859,8 @@ void MirrorScreen::after_text_write(bool autowrap) {
   }
   last_glyph_ = g;
   const int row_width = impl_->row_width(last_glyph_row_);
-  pending_wrap_ = autowrap && last_glyph_width_ > 0 &&
-                  last_glyph_col_ + last_glyph_width_ >= row_width;
+  pending_wrap_ =
+      autowrap && last_glyph_width_ > 0 && last_glyph_col_ + last_glyph_width_ >= row_width;
   if (pending_wrap_) {
     // The cursor stays on the glyph (state.c on_text); anything else means no pending wrap.
     VTermPos pos;
@@ -903,8 +909,7 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
   // libvterm reads a lead byte as text only in ground state (not inside a string split apart).
   // The marks must continue the text the last write ended with: after a sequence or a control,
   // xterm.js does not join them and neither does libvterm within one write.
-  if (!last_glyph_ || !text_last_ || text.empty() || text[0] < 0xc0 ||
-      vt_state_ != VtState::ground)
+  if (!last_glyph_ || !text_last_ || text.empty() || text[0] < 0xc0 || vt_state_ != VtState::ground)
     return 0;
   if (vt_autowrap_ && !pending_wrap_) return 0;
   std::size_t marks = 0;  // bytes of the leading combining marks
@@ -920,7 +925,8 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
     return 0;
   const Cell c = cell(g.row, g.col);
   if (c.kind != Cell::Kind::glyph || c.width != g.width || c.nchars != g.nchars ||
-      !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) || !(c.pen == pen()))
+      !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) ||
+      !(c.pen == pen()))
     return 0;
   // Where libvterm cannot take the glyph again in its cell, the grid's cell takes the marks
   // itself; libvterm's last glyph (what REP repeats) keeps the glyph's own characters, and
@@ -991,8 +997,14 @@ void MirrorScreen::capture_saved() {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
   const char gl = shift_out() ? g1() : g0();
-  saved_ = SavedCursor{pos.row,      pos.col,          pen(),      cursor_visible_,
-                       cursor_blink_, cursor_shape_, gl == 'u' ? 'B' : gl, alt_screen()};
+  saved_ = SavedCursor{pos.row,
+                       pos.col,
+                       pen(),
+                       cursor_visible_,
+                       cursor_blink_,
+                       cursor_shape_,
+                       gl == 'u' ? 'B' : gl,
+                       alt_screen()};
 }
 
 void MirrorScreen::clamp_cursor_after_restore() {
@@ -1016,8 +1028,8 @@ bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }
 CursorState MirrorScreen::cursor() const {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
-  return CursorState{pos.row, pos.col, cursor_visible_, cursor_blink_, cursor_shape_,
-                     pending_wrap_};
+  return CursorState{pos.row,       pos.col,       cursor_visible_,
+                     cursor_blink_, cursor_shape_, pending_wrap_};
 }
 
 Pen MirrorScreen::pen() const {
@@ -1073,8 +1085,11 @@ std::string MirrorScreen::sanitize_title(std::string_view raw) {
   std::size_t i = 0;
   while (i < raw.size()) {
     const auto b = static_cast<unsigned char>(raw[i]);
-    std::size_t len = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
-                                   : (b & 0xf8) == 0xf0 ? 4 : 0;
+    std::size_t len = b < 0x80             ? 1
+                      : (b & 0xe0) == 0xc0 ? 2
+                      : (b & 0xf0) == 0xe0 ? 3
+                      : (b & 0xf8) == 0xf0 ? 4
+                                           : 0;
     if (len == 0 || i + len > raw.size()) {
       ++i;  // invalid lead or truncated: dropped
       continue;
@@ -1093,8 +1108,8 @@ std::string MirrorScreen::sanitize_title(std::string_view raw) {
       ++i;
       continue;
     }
-    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-                          (len == 4 && cp < 0x10000);
+    const bool overlong =
+        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
     const bool control = cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
     const bool invalid = cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff);
     if (!overlong && !control && !invalid) {

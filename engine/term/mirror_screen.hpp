@@ -15,8 +15,8 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -225,7 +225,14 @@ class MirrorScreen {
   bool skipping_csi_ = false;  // inside a CSI past its 16th argument: its bytes are not fed
   // libvterm's parser as write() tracks it; in string_esc_held, the string's ESC is held back.
   enum class VtState : std::uint8_t {
-    ground, escape, csi, csi_args, csi_intermed, string, string_esc, string_esc_held
+    ground,
+    escape,
+    csi,
+    csi_args,
+    csi_intermed,
+    string,
+    string_esc,
+    string_esc_held
   };
   VtState vt_state_ = VtState::ground;
 
@@ -236,11 +243,11 @@ class MirrorScreen {
   // Set while an ED 0 at a pending wrap is written: libvterm's erase of the cursor's row from
   // its column is dropped (xterm.js erases from one past the last column: nothing of the row).
   bool keep_cursor_row_ = false;
-  bool vt_autowrap_ = true;  // DECAWM as libvterm has it after the bytes written so far
+  bool vt_autowrap_ = true;       // DECAWM as libvterm has it after the bytes written so far
   std::uint32_t pen_extras_ = 0;  // MirrorInput::kPen* bits of the pen (set_pen_extras)
-  bool text_last_ = false;   // see text_last()
-  int combine_width_ = 0;     // width of the last glyph libvterm printed (what REP repeats)
-  int last_glyph_row_ = 0;    // last glyph put (valid right after a text write)
+  bool text_last_ = false;        // see text_last()
+  int combine_width_ = 0;         // width of the last glyph libvterm printed (what REP repeats)
+  int last_glyph_row_ = 0;        // last glyph put (valid right after a text write)
   int last_glyph_col_ = 0;
   int last_glyph_width_ = 0;
   bool glyph_damaged_ = false;

@@ -98,8 +98,7 @@ void PlainScrollScan::byte(std::uint8_t b) {
 void PlainScrollScan::text(std::uint8_t b) {
   column0_ = false;
   switch (line_) {
-    case Line::none:
-      break;
+    case Line::none: break;
     case Line::prefix:
       if (printable_ascii(b)) {
         pending_.prefix += static_cast<char>(b);
@@ -167,7 +166,8 @@ void PlainScrollScan::add_sgr(std::string_view sequence) {
 
 void PlainScrollScan::add_target() {
   line_ = Line::none;
-  if (!targets_.empty() && pending_.line_start - targets_.back().line_start < target_spacing_) return;
+  if (!targets_.empty() && pending_.line_start - targets_.back().line_start < target_spacing_)
+    return;
   targets_.push_back(pending_);
 }
 

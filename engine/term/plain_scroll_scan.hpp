@@ -38,14 +38,14 @@ namespace backscroll::term {
 
 class PlainScrollScan {
  public:
-  static constexpr std::size_t kMaxSequenceBytes = 64;   // a longer SGR/EL ends the run
-  static constexpr std::size_t kMaxSgrParams = 16;        // libvterm 0.1.4's limit
-  static constexpr std::size_t kMaxDistinctSgrs = 64;     // more distinct SGRs end the run
-  static constexpr std::size_t kMaxPrefixBytes = 256;     // SGR/EL bytes before a line's glyph
+  static constexpr std::size_t kMaxSequenceBytes = 64;  // a longer SGR/EL ends the run
+  static constexpr std::size_t kMaxSgrParams = 16;      // libvterm 0.1.4's limit
+  static constexpr std::size_t kMaxDistinctSgrs = 64;   // more distinct SGRs end the run
+  static constexpr std::size_t kMaxPrefixBytes = 256;   // SGR/EL bytes before a line's glyph
 
   struct Target {
-    Cursor line_start;  // L: just after an LF, the column 0
-    Cursor end;         // just after the line's first glyph
+    Cursor line_start;      // L: just after an LF, the column 0
+    Cursor end;             // just after the line's first glyph
     std::uint64_t lfs = 0;  // LFs of the run before line_start
     std::string prefix;     // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
     std::vector<std::uint8_t> pen;  // SGRs (indices into sgr()) that rebuild the pen at L
@@ -82,9 +82,9 @@ class PlainScrollScan {
   enum class State : std::uint8_t { ground, escape, csi };
   // Where the current line stands as a target.
   enum class Line : std::uint8_t {
-    none,       // not a candidate (text before, or the column is not known to be 0)
-    prefix,     // after an LF at column 0: collecting SGR/EL bytes before the glyph
-    glyph,      // the glyph was the last byte: waiting for the byte after it
+    none,    // not a candidate (text before, or the column is not known to be 0)
+    prefix,  // after an LF at column 0: collecting SGR/EL bytes before the glyph
+    glyph,   // the glyph was the last byte: waiting for the byte after it
   };
 
   void byte(std::uint8_t b);
@@ -107,11 +107,11 @@ class PlainScrollScan {
 
   bool column0_ = false;  // a CR came after the last text byte (LF keeps the column)
   Line line_ = Line::none;
-  Target pending_;        // the current line's target while line_ != none
+  Target pending_;  // the current line's target while line_ != none
 
-  std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
-  std::vector<std::uint8_t> pen_;   // the reduced SGR list at the scan position
-  std::deque<Target> targets_;      // in stream order
+  std::vector<std::string> sgrs_;  // distinct SGR sequences of the run
+  std::vector<std::uint8_t> pen_;  // the reduced SGR list at the scan position
+  std::deque<Target> targets_;     // in stream order
 };
 
 }  // namespace backscroll::term

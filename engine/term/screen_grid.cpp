@@ -17,7 +17,11 @@ constexpr GridPen kZeroedPen{pack_color(Color::rgb(0, 0, 0)), pack_color(Color::
 }  // namespace
 
 ScreenGrid::ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines)
-    : rows_(rows), cols_(cols), history_(history), lines_(lines), pen_(kZeroedPen),
+    : rows_(rows),
+      cols_(cols),
+      history_(history),
+      lines_(lines),
+      pen_(kZeroedPen),
       state_rows_(rows) {
   // screen_new() and vterm_screen_enable_altscreen(): both buffers erased with the zeroed pen.
   for (Buffer& b : buffers_) realloc_buffer(b, rows, cols);
@@ -33,14 +37,17 @@ GridCell ScreenGrid::blank() const {
 
 // realloc_buffer(): cells keep their (row, col); new ones are erased with the current pen.
 void ScreenGrid::realloc_buffer(Buffer& b, int new_rows, int new_cols) const {
-  std::vector<GridCell> cells(static_cast<std::size_t>(new_rows) * static_cast<std::size_t>(new_cols), blank());
+  std::vector<GridCell> cells(
+      static_cast<std::size_t>(new_rows) * static_cast<std::size_t>(new_cols), blank());
   if (!b.cells.empty()) {
     const int keep_rows = std::min(new_rows, rows_);
     const auto keep_cols = static_cast<std::size_t>(std::min(new_cols, cols_));
     for (int r = 0; r < keep_rows; ++r) {
-      const GridCell* from = b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(r)]) *
-                                                  static_cast<std::size_t>(cols_);
-      std::copy_n(from, keep_cols, cells.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(new_cols));
+      const GridCell* from =
+          b.cells.data() + static_cast<std::size_t>(b.order[static_cast<std::size_t>(r)]) *
+                               static_cast<std::size_t>(cols_);
+      std::copy_n(from, keep_cols,
+                  cells.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(new_cols));
     }
   }
   b.cells = std::move(cells);
@@ -126,8 +133,10 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
   };
   GridRect src;
   GridRect dest;
-  split(rect.start_col, rect.end_col, rightward, dest.start_col, dest.end_col, src.start_col, src.end_col);
-  split(rect.start_row, rect.end_row, downward, dest.start_row, dest.end_row, src.start_row, src.end_row);
+  split(rect.start_col, rect.end_col, rightward, dest.start_col, dest.end_col, src.start_col,
+        src.end_col);
+  split(rect.start_row, rect.end_row, downward, dest.start_row, dest.end_row, src.start_row,
+        src.end_row);
   move_rect(dest, src);
   if (downward > 0) rect.start_row = rect.end_row - downward;
   else if (downward < 0) rect.end_row = rect.start_row - downward;
@@ -170,7 +179,8 @@ void ScreenGrid::move_rect(GridRect dest, GridRect src) {
 void ScreenGrid::erase(GridRect rect, bool selective) {
   for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
     const LineAttrs line = lines_.line_attrs(row);
-    const std::uint32_t attrs = (pen_.attrs & ~attr::kExtraMask) | attr::line_bits(line.dwl, line.dhl);
+    const std::uint32_t attrs =
+        (pen_.attrs & ~attr::kExtraMask) | attr::line_bits(line.dwl, line.dhl);
     const std::uint32_t fg = pen_.fg;
     const std::uint32_t bg = pen_.bg;
     GridCell* const r = row_cells(row);
@@ -196,8 +206,7 @@ void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
   if (row < 0 || row >= rows_) return;
   GridCell* r = row_cells(row);
   const std::uint32_t bits = attr::line_bits(now.dwl, now.dhl);
-  for (int col = 0; col < cols_; ++col)
-    r[col].attrs = (r[col].attrs & ~attr::kLineMask) | bits;
+  for (int col = 0; col < cols_; ++col) r[col].attrs = (r[col].attrs & ~attr::kLineMask) | bits;
   if (now.dwl) erase(GridRect{row, row + 1, cols_ / 2, cols_}, false);
 }
 

@@ -33,8 +33,8 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
     const std::uint32_t attrs = shown_attrs(g);
     p.attrs = static_cast<std::uint16_t>(attrs);
     p.width_high = static_cast<std::uint8_t>(
-        (c + 1 < row.size() && row[c + 1].chars[0] == kContinuationChar ? 2 : 1) |
-        (attrs >> 16) << 2);
+        (c + 1 < row.size() && row[c + 1].chars[0] == kContinuationChar ? 2 : 1) | (attrs >> 16)
+                                                                                       << 2);
     p.fg = g.fg;
     p.bg = g.bg;
     p.nextra = 0;

@@ -108,7 +108,9 @@ void write_saved_cursor(SnapshotTerminal& t, const MirrorScreen& m, const SavedC
   std::string& out = t.out();
   const bool charset = s.gl_charset != 'B';
   if (charset) (out += "\x1b(") += s.gl_charset;
-  out += "\x1b" "7";
+  out +=
+      "\x1b"
+      "7";
   if (charset) out += "\x1b(B";
 }
 
@@ -159,10 +161,9 @@ std::optional<OriginTail> place_cursor(SnapshotTerminal& t, const MirrorScreen& 
     zero.fg = zero.bg = Color::rgb(0, 0, 0);
     const int srow = saved ? saved->row : 0;
     const int scol = saved ? saved->col : 0;
-    const bool style =
-        saved ? (saved->pen == p && saved->visible == cur.visible &&
-                 saved->blink == cur.blink && saved->shape == cur.shape)
-              : (p == zero && !cur.visible && !cur.blink && cur.shape == 0);
+    const bool style = saved ? (saved->pen == p && saved->visible == cur.visible &&
+                                saved->blink == cur.blink && saved->shape == cur.shape)
+                             : (p == zero && !cur.visible && !cur.blink && cur.shape == 0);
     const bool above = cur.row < region.top && srow < region.top;
     const bool below = cur.row >= region.bottom && srow >= region.bottom;
     const bool cols_ok = scol < W;
@@ -190,9 +191,14 @@ void write_origin_tail(SnapshotTerminal& t, const MirrorScreen& m, const LastGly
   const CursorState cur = m.cursor();
   const int W = m.cols();
   std::string& out = t.out();
-  out += "\x1b" "8";
+  out +=
+      "\x1b"
+      "8";
   for (int r = tail->row; r < cur.row; ++r) out += '\n';
-  for (int r = tail->row; r > cur.row; --r) out += "\x1b" "M";
+  for (int r = tail->row; r > cur.row; --r)
+    out +=
+        "\x1b"
+        "M";
   int col = tail->col;
   const int target = plan.run ? plan.glyph->col : cur.col;  // end_text_run() prints from the glyph
   if (col != target) {
@@ -207,8 +213,7 @@ void write_origin_tail(SnapshotTerminal& t, const MirrorScreen& m, const LastGly
   if (cur.pending_wrap && !plan.run) {
     const Cell cell = m.cell(cur.row, cur.col);
     const int w0 = cell.kind == Cell::Kind::glyph ? m.glyph_width(cell.chars[0]) : 0;
-    if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m.pen() &&
-        m.autowrap()) {
+    if (w0 > 0 && w0 == cell.width && cur.col + w0 >= W && cell.pen == m.pen() && m.autowrap()) {
       t.print_unfollowed(LastGlyph{cur.row, cur.col, w0, cell.nchars, cell.chars});
     } else {
       t.fail("unreproducible_cursor");

@@ -25,8 +25,11 @@ bool fail(std::string* why, std::size_t at, const char* what) {
 // Decodes one UTF-8 scalar value at s[i]; returns its length, 0 if invalid.
 std::size_t utf8_len(std::string_view s, std::size_t i, char32_t& cp) {
   const auto b = static_cast<unsigned char>(s[i]);
-  std::size_t len = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
-                                 : (b & 0xf8) == 0xf0 ? 4 : 0;
+  std::size_t len = b < 0x80             ? 1
+                    : (b & 0xe0) == 0xc0 ? 2
+                    : (b & 0xf0) == 0xe0 ? 3
+                    : (b & 0xf8) == 0xf0 ? 4
+                                         : 0;
   if (len == 0 || i + len > s.size()) return 0;
   cp = len == 1 ? b : len == 2 ? (b & 0x1fu) : len == 3 ? (b & 0x0fu) : (b & 0x07u);
   for (std::size_t k = 1; k < len; ++k) {
@@ -150,12 +153,21 @@ bool is_safe_snapshot(std::string_view s, std::string* why) {
     } else {
       switch (f) {
         case 'm': ok = true; break;
-        case 'H': case 'r': ok = max_params(2); break;
-        case 'A': case 'B': case 'C': case 'D': case 'G': case 'd':
-        case 'J': case 'K': case 'X': case '@': case 'P':
-          ok = max_params(1);
-          break;
-        case 'h': case 'l': ok = p.count == 1 && p.v[0] == 4 && !p.colon; break;
+        case 'H':
+        case 'r': ok = max_params(2); break;
+        case 'A':
+        case 'B':
+        case 'C':
+        case 'D':
+        case 'G':
+        case 'd':
+        case 'J':
+        case 'K':
+        case 'X':
+        case '@':
+        case 'P': ok = max_params(1); break;
+        case 'h':
+        case 'l': ok = p.count == 1 && p.v[0] == 4 && !p.colon; break;
         default: break;
       }
     }

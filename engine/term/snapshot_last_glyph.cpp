@@ -92,10 +92,10 @@ void write_last_glyph(SnapshotTerminal& t, const MirrorScreen& m, const LastGlyp
     return;
   }
   const Cell cell = m.cell(g->row, g->col);
-  const bool same = cell.kind == Cell::Kind::glyph && cell.nchars == g->nchars &&
-                    std::equal(g->chars.begin(), g->chars.begin() + g->nchars,
-                               cell.chars.begin()) &&
-                    (g->width == 0 ? m.glyph_width(cell.chars[0]) == 0 : cell.width == g->width);
+  const bool same =
+      cell.kind == Cell::Kind::glyph && cell.nchars == g->nchars &&
+      std::equal(g->chars.begin(), g->chars.begin() + g->nchars, cell.chars.begin()) &&
+      (g->width == 0 ? m.glyph_width(cell.chars[0]) == 0 : cell.width == g->width);
   bool erased = true;
   for (int k = 0; k < span; ++k) {
     const Cell e = m.cell(g->row, g->col + k);

@@ -85,8 +85,8 @@ class LineDrawer {
       }
       t_.move_to(c);
       t_.pen(cell.pen);
-      t_.print_ascii_run(std::span(cells).subspan(static_cast<std::size_t>(c),
-                                                  static_cast<std::size_t>(end - c)));
+      t_.print_ascii_run(
+          std::span(cells).subspan(static_cast<std::size_t>(c), static_cast<std::size_t>(end - c)));
       c = end;
     }
   }

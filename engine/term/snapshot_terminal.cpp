@@ -69,8 +69,8 @@ int count_params(const std::string& group) {
 void SnapshotTerminal::fail(const char* reason, const char* what) {
   if (failure_) return;
   failure_ = reason;
-  detail_ = std::string(what) + " at row " + std::to_string(row_) + " col " +
-            std::to_string(col_) + " (" + section_ + ")";
+  detail_ = std::string(what) + " at row " + std::to_string(row_) + " col " + std::to_string(col_) +
+            " (" + section_ + ")";
 }
 
 void SnapshotTerminal::pen(const Pen& p) {
@@ -190,8 +190,7 @@ void SnapshotTerminal::newline() {
   if (row_ < rows_ - 1) ++row_;
 }
 
-void SnapshotTerminal::cursor_style(bool visible, bool blink, int shape,
-                                    CursorStyleSource source) {
+void SnapshotTerminal::cursor_style(bool visible, bool blink, int shape, CursorStyleSource source) {
   if (shape == 0 && shape_ != 0) {
     fail("unreproducible_cursor");
     return;
@@ -223,7 +222,9 @@ void SnapshotTerminal::cursor_style(bool visible, bool blink, int shape,
 }
 
 void SnapshotTerminal::zeroed_restore() {
-  out_ += "\x1b" "8";
+  out_ +=
+      "\x1b"
+      "8";
   pen_ = Pen{};
   pen_.fg = Color::rgb(0, 0, 0);
   pen_.bg = Color::rgb(0, 0, 0);

@@ -85,9 +85,8 @@ const char* unmodelled_reason(std::uint32_t flags) {
 
 }  // namespace
 
-Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes,
-                        std::string_view title, const std::optional<SavedCursor>& saved,
-                        const SnapshotOptions& options) {
+Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes, std::string_view title,
+                        const std::optional<SavedCursor>& saved, const SnapshotOptions& options) {
   Snapshot snap;
   snap.cols = m.cols();
   snap.rows = m.rows();

@@ -24,10 +24,10 @@ enum class MouseTracking : std::uint16_t {
 };
 
 enum class MouseEncoding : std::uint16_t {
-  x10 = 0,         // default byte encoding
-  utf8 = 1005,     // ?1005
-  sgr = 1006,      // ?1006
-  urxvt = 1015,    // ?1015
+  x10 = 0,       // default byte encoding
+  utf8 = 1005,   // ?1005
+  sgr = 1006,    // ?1006
+  urxvt = 1015,  // ?1015
 };
 
 struct TerminalModes {
@@ -43,13 +43,13 @@ struct TerminalModes {
   // back the saved style, xterm.js does not) or DECSCUSR 0 (each its own default) make it
   // `none`: libvterm's reading, written only where it is not libvterm's default.
   CursorStyleSource cursor_style_source = CursorStyleSource::none;
-  bool bracketed_paste = false;          // CSI ? 2004 h/l
-  bool focus_reporting = false;          // CSI ? 1004 h/l
-  bool alternate_screen = false;         // CSI ? 47 / 1047 / 1049 h/l
+  bool bracketed_paste = false;   // CSI ? 2004 h/l
+  bool focus_reporting = false;   // CSI ? 1004 h/l
+  bool alternate_screen = false;  // CSI ? 47 / 1047 / 1049 h/l
   MouseTracking mouse_tracking = MouseTracking::off;
   MouseEncoding mouse_encoding = MouseEncoding::x10;
-  std::uint16_t scroll_top = 0;          // DECSTBM, 0-based, inclusive
-  std::uint16_t scroll_bottom = 0;       // exclusive; 0 means "the last row" (full screen)
+  std::uint16_t scroll_top = 0;     // DECSTBM, 0-based, inclusive
+  std::uint16_t scroll_bottom = 0;  // exclusive; 0 means "the last row" (full screen)
   // Character sets: the final byte of each designation (ESC ( F for G0, ESC ) F for G1; 'B' is
   // US-ASCII, '0' DEC special graphics) and whether SO (G1 into GL) is in effect.
   char g0 = 'B';
@@ -57,9 +57,9 @@ struct TerminalModes {
   bool shift_out = false;
   // Added for VtScanner (docs/vt-scanner.md): state libvterm 0.1.4 draws with that the fields
   // above do not cover.
-  bool linefeed_newline = false;         // LNM     CSI 20 h/l (LF also returns the carriage)
-  bool reverse_video = false;            // DECSCNM CSI ? 5 h/l (whole screen reversed)
-  bool left_right_margin_mode = false;   // DECLRMM CSI ? 69 h/l
+  bool linefeed_newline = false;        // LNM     CSI 20 h/l (LF also returns the carriage)
+  bool reverse_video = false;           // DECSCNM CSI ? 5 h/l (whole screen reversed)
+  bool left_right_margin_mode = false;  // DECLRMM CSI ? 69 h/l
   // DECSLRM CSI Pl ; Pr s: 0-based columns, `scroll_right` exclusive, 0 means "the last column".
   // libvterm stores them even while DECLRMM is off and uses them once it is set.
   std::uint16_t scroll_left = 0;

@@ -38,8 +38,10 @@ struct Utf8Char {
 inline std::optional<Utf8Char> decode_utf8(std::span<const unsigned char> bytes) {
   if (bytes.empty()) return std::nullopt;
   const unsigned char lead = bytes[0];
-  const std::size_t length = lead >= 0xc2 && lead < 0xe0 ? 2 : lead >= 0xe0 && lead < 0xf0 ? 3
-                             : lead >= 0xf0 && lead < 0xf5 ? 4 : 0;
+  const std::size_t length = lead >= 0xc2 && lead < 0xe0   ? 2
+                             : lead >= 0xe0 && lead < 0xf0 ? 3
+                             : lead >= 0xf0 && lead < 0xf5 ? 4
+                                                           : 0;
   if (length == 0 || bytes.size() < length) return std::nullopt;
   char32_t value = lead & (0x7fu >> length);
   for (std::size_t i = 1; i < length; ++i) {

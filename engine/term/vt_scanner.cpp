@@ -52,11 +52,23 @@ constexpr std::uint32_t kReplacement = 0xFFFD;
 // hyperlinks and notifications; 22 is the pointer shape; 52 the clipboard (never replayed).
 bool harmless_osc(std::int32_t n) noexcept {
   switch (n) {
-    case 0: case 1: case 2: case 4: case 5: case 7: case 8: case 9: case 22: case 52:
-    case 104: case 105: case 133: case 633: case 777: case 1337:
-      return true;
-    default:
-      return (n >= 10 && n <= 19) || (n >= 110 && n <= 119);
+    case 0:
+    case 1:
+    case 2:
+    case 4:
+    case 5:
+    case 7:
+    case 8:
+    case 9:
+    case 22:
+    case 52:
+    case 104:
+    case 105:
+    case 133:
+    case 633:
+    case 777:
+    case 1337: return true;
+    default: return (n >= 10 && n <= 19) || (n >= 110 && n <= 119);
   }
 }
 
@@ -216,8 +228,8 @@ void VtScanner::resize(std::uint16_t cols, std::uint16_t rows) noexcept {
 }
 
 void VtScanner::step(std::uint8_t byte) noexcept {
-  const bool in_csi = state_ == State::csi_entry || state_ == State::csi_param ||
-                      state_ == State::csi_intermediate;
+  const bool in_csi =
+      state_ == State::csi_entry || state_ == State::csi_param || state_ == State::csi_intermediate;
   if (byte == 0x00 || byte == kDel) {
     if (state_ == State::ground) utf8_remaining_ = 0;
     return;
@@ -238,12 +250,8 @@ void VtScanner::step(std::uint8_t byte) noexcept {
     switch (state_) {
       case State::osc:
       case State::dcs:
-      case State::sos_pm_apc:
-        state_ = State::string_escape;
-        return;
-      case State::string_escape:
-        end_string(Terminator::esc_other);
-        break;
+      case State::sos_pm_apc: state_ = State::string_escape; return;
+      case State::string_escape: end_string(Terminator::esc_other); break;
       default:
         if (in_csi) csi_end(position_);
         break;
@@ -266,22 +274,14 @@ void VtScanner::step(std::uint8_t byte) noexcept {
     return;
   }
   switch (state_) {
-    case State::ground:
-      ground_byte(byte);
-      return;
-    case State::escape:
-      escape_byte(byte);
-      return;
+    case State::ground: ground_byte(byte); return;
+    case State::escape: escape_byte(byte); return;
     case State::csi_entry:
     case State::csi_param:
-    case State::csi_intermediate:
-      csi_byte(byte);
-      return;
+    case State::csi_intermediate: csi_byte(byte); return;
     case State::osc:
     case State::dcs:
-    case State::sos_pm_apc:
-      string_byte(byte);
-      return;
+    case State::sos_pm_apc: string_byte(byte); return;
     case State::string_escape:
       if (byte == '\\') {
         end_string(Terminator::st);
@@ -321,8 +321,7 @@ void VtScanner::execute(std::uint8_t control) noexcept {
       gl_ = 0;
       modes_.shift_out = false;
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -354,28 +353,16 @@ void VtScanner::escape_byte(std::uint8_t byte) noexcept {
       param_count_ = 1;
       libvterm_overflowed_ = false;
       return;
-    case ']':
-      enter_string(StringKind::osc);
-      return;
-    case 'P':
-      enter_string(StringKind::dcs);
-      return;
-    default:
-      break;
+    case ']': enter_string(StringKind::osc); return;
+    case 'P': enter_string(StringKind::dcs); return;
+    default: break;
   }
   if (intermediate_count_ == 0) {
     switch (byte) {
-      case 'X':
-        enter_string(StringKind::sos);
-        return;
-      case '^':
-        enter_string(StringKind::pm);
-        return;
-      case '_':
-        enter_string(StringKind::apc);
-        return;
-      default:
-        break;
+      case 'X': enter_string(StringKind::sos); return;
+      case '^': enter_string(StringKind::pm); return;
+      case '_': enter_string(StringKind::apc); return;
+      default: break;
     }
   }
   esc_dispatch(byte);
@@ -386,18 +373,10 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
   const Cursor end = position_ + 1;
   if (intermediate_count_ == 0) {
     switch (final) {
-      case '7':
-        mark(MarkKind::save_cursor, seq_begin_, end);
-        break;
-      case '8':
-        mark(MarkKind::restore_cursor, seq_begin_, end);
-        break;
-      case '=':
-        modes_.keypad_application = true;
-        break;
-      case '>':
-        modes_.keypad_application = false;
-        break;
+      case '7': mark(MarkKind::save_cursor, seq_begin_, end); break;
+      case '8': mark(MarkKind::restore_cursor, seq_begin_, end); break;
+      case '=': modes_.keypad_application = true; break;
+      case '>': modes_.keypad_application = false; break;
       case 'c':
         hard_reset();
         mark(MarkKind::hard_reset, seq_begin_, end);
@@ -414,8 +393,7 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
       case 'O':
         if (g3_ != 'B') unmodelled("charset_shift");
         break;
-      default:
-        break;
+      default: break;
     }
     return;
   }
@@ -424,20 +402,11 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
   if (intermediate_count_ != 1 || (final != '0' && final != 'A' && final != 'B')) return;
   const char set = static_cast<char>(final);
   switch (intermediate_) {
-    case '(':
-      modes_.g0 = set;
-      break;
-    case ')':
-      modes_.g1 = set;
-      break;
-    case '*':
-      g2_ = set;
-      break;
-    case '+':
-      g3_ = set;
-      break;
-    default:
-      break;
+    case '(': modes_.g0 = set; break;
+    case ')': modes_.g1 = set; break;
+    case '*': g2_ = set; break;
+    case '+': g3_ = set; break;
+    default: break;
   }
 }
 
@@ -527,10 +496,9 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
       const std::int32_t mode = params_[i];
       const bool on = final == 'h';
       if (mode == 47) fixup = true;
-      if (mode == 1048) kinds[nkinds++] = on ? MarkKind::save_cursor_1048
-                                             : MarkKind::restore_cursor_1048;
-      if (mode == 1049) kinds[nkinds++] = on ? MarkKind::enter_alt_1049
-                                             : MarkKind::leave_alt_1049;
+      if (mode == 1048)
+        kinds[nkinds++] = on ? MarkKind::save_cursor_1048 : MarkKind::restore_cursor_1048;
+      if (mode == 1049) kinds[nkinds++] = on ? MarkKind::enter_alt_1049 : MarkKind::leave_alt_1049;
       set_dec_mode(mode, on);
     }
     for (std::size_t k = 0; k < nkinds; ++k) mark(kinds[k], seq_begin_, end);
@@ -548,17 +516,13 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
       }
       if (param_count_ > 1) mark(MarkKind::mode_fixup, seq_begin_, end);
       return;
-    case 'r':
-      set_scroll_region();
-      return;
+    case 'r': set_scroll_region(); return;
     case 's':
       // xterm: SCOSC unless DECLRMM is set. libvterm 0.1.4: DECSLRM, stored in either case.
       if (!modes_.left_right_margin_mode) mark(MarkKind::save_cursor_sco, seq_begin_, end);
       set_margins();
       return;
-    case 'u':
-      mark(MarkKind::restore_cursor_sco, seq_begin_, end);
-      return;
+    case 'u': mark(MarkKind::restore_cursor_sco, seq_begin_, end); return;
     case 't': {
       // XTWINOPS title stack (xterm.js): 22 pushes, 23 pops; the second parameter 0 or 2 (or
       // none) selects the window title.
@@ -576,56 +540,36 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
       }
       return;
     }
-    default:
-      return;
+    default: return;
   }
 }
 
 void VtScanner::set_mode(std::int32_t mode, bool on) noexcept {
   switch (mode) {
-    case 4:
-      modes_.insert = on;
-      break;
-    case 20:
-      modes_.linefeed_newline = on;
-      break;
-    default:
-      break;
+    case 4: modes_.insert = on; break;
+    case 20: modes_.linefeed_newline = on; break;
+    default: break;
   }
 }
 
 void VtScanner::set_dec_mode(std::int32_t mode, bool on) noexcept {
   switch (mode) {
-    case 1:
-      modes_.cursor_keys_application = on;
-      break;
-    case 5:
-      modes_.reverse_video = on;
-      break;
-    case 6:
-      modes_.origin = on;
-      break;
-    case 7:
-      modes_.autowrap = on;
-      break;
+    case 1: modes_.cursor_keys_application = on; break;
+    case 5: modes_.reverse_video = on; break;
+    case 6: modes_.origin = on; break;
+    case 7: modes_.autowrap = on; break;
     case 12:  // cursor blink; xterm.js ignores it under a DECSCUSR style
       if (modes_.cursor_style_source == CursorStyleSource::none)
         modes_.cursor_style_source = CursorStyleSource::blink_mode;
       break;
-    case 25:
-      modes_.cursor_visible = on;
-      break;
+    case 25: modes_.cursor_visible = on; break;
     case 47:
     case 1047:
-    case 1049:
-      modes_.alternate_screen = on;
-      break;
+    case 1049: modes_.alternate_screen = on; break;
     case 66:  // DECNKM: the keypad mode as a DEC mode (xterm, xterm.js)
       modes_.keypad_application = on;
       break;
-    case 69:
-      modes_.left_right_margin_mode = on;
-      break;
+    case 69: modes_.left_right_margin_mode = on; break;
     case 9:
     case 1000:
     case 1002:
@@ -644,14 +588,9 @@ void VtScanner::set_dec_mode(std::int32_t mode, bool on) noexcept {
         modes_.mouse_encoding = MouseEncoding::x10;
       }
       break;
-    case 1004:
-      modes_.focus_reporting = on;
-      break;
-    case 2004:
-      modes_.bracketed_paste = on;
-      break;
-    default:
-      break;
+    case 1004: modes_.focus_reporting = on; break;
+    case 2004: modes_.bracketed_paste = on; break;
+    default: break;
   }
 }
 
@@ -731,17 +670,12 @@ void VtScanner::enter_string(StringKind kind) noexcept {
       title_full_ = false;
       title_need_ = 0;
       break;
-    case StringKind::dcs:
-      dcs_header_.reset();
-      break;
+    case StringKind::dcs: dcs_header_.reset(); break;
     case StringKind::sos:
       unmodelled("sos");  // libvterm 0.1.4 prints the payload as text
       break;
-    case StringKind::pm:
-      unmodelled("pm");
-      break;
-    case StringKind::apc:
-      break;  // classified by its first byte
+    case StringKind::pm: unmodelled("pm"); break;
+    case StringKind::apc: break;  // classified by its first byte
   }
 }
 
@@ -768,33 +702,25 @@ void VtScanner::string_byte(std::uint8_t byte) noexcept {
         osc_prefix_[osc_prefix_len_++] = static_cast<char>(byte);
       }
       return;
-    case StringKind::dcs:
-      dcs_header_.byte(byte);
-      return;
+    case StringKind::dcs: dcs_header_.byte(byte); return;
     case StringKind::apc:
       if (!string_has_payload_) unmodelled(byte == 'G' ? "apc_graphics" : "apc");
       string_has_payload_ = true;
       return;
     case StringKind::sos:
-    case StringKind::pm:
-      return;
+    case StringKind::pm: return;
   }
 }
 
 void VtScanner::end_string(Terminator how) noexcept {
   switch (string_kind_) {
-    case StringKind::osc:
-      osc_dispatch();
-      break;
-    case StringKind::dcs:
-      dcs_dispatch(how);
-      break;
+    case StringKind::osc: osc_dispatch(); break;
+    case StringKind::dcs: dcs_dispatch(how); break;
     case StringKind::apc:
       if (!string_has_payload_) unmodelled("apc");
       break;
     case StringKind::sos:
-    case StringKind::pm:
-      break;
+    case StringKind::pm: break;
   }
   drop_string();
 }
@@ -839,7 +765,8 @@ void VtScanner::title_byte(std::uint8_t byte) noexcept {
       title_cp_ = (title_cp_ << 6) | (byte & 0x3fu);
       if (--title_need_ > 0) return;
       const std::uint32_t cp = title_cp_;
-      const bool overlong = (title_total_ == 3 && cp < 0x800) || (title_total_ == 4 && cp < 0x10000);
+      const bool overlong =
+          (title_total_ == 3 && cp < 0x800) || (title_total_ == 4 && cp < 0x10000);
       const bool invalid = (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff;
       title_codepoint(overlong || invalid ? kReplacement : cp);
       return;

@@ -223,7 +223,7 @@ class VtScanner {
   std::uint32_t leader_count_ = 0;
   std::array<std::int32_t, kMaxParams> params_{};
   std::array<std::uint64_t, 2> libvterm_params_{};  // libvterm's value of parameters 0 and 1
-  std::uint32_t sub_params_ = 0;      // bit i: parameter i was introduced by ':'
+  std::uint32_t sub_params_ = 0;                    // bit i: parameter i was introduced by ':'
   std::uint32_t param_count_ = 0;     // parameters started, saturating; libvterm's argument count
   bool libvterm_overflowed_ = false;  // this CSI passed libvterm's 16 arguments
   Cursor skip_from_;                  // start of the pending libvterm_skip range
@@ -255,7 +255,7 @@ class VtScanner {
   VtEvents* events_ = nullptr;
 
   const char* unmodelled_ = nullptr;
-  std::vector<Mark> marks_;          // released by the last scan()
+  std::vector<Mark> marks_;  // released by the last scan()
   // Marks past feed_limit() (inside a held sequence), released once feed_limit() passes them.
   // Bounded: a held sequence is at most kMaxHoldBytes long.
   std::vector<Mark> pending_marks_;

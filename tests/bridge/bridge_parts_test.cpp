@@ -30,9 +30,9 @@ TEST(Utf8Boundary, HoldsBackOnlyAnIncompleteLastCharacter) {
   EXPECT_EQ(utf8_complete_prefix(bytes_of("a\xF0\x9F\x98\x80")), 5u);
   // Not UTF-8: sent as it is (nothing could ever complete it).
   EXPECT_EQ(utf8_complete_prefix(bytes_of("a\xFF")), 2u);
-  EXPECT_EQ(utf8_complete_prefix(bytes_of("a\x80\x80\x80")), 4u);       // stray continuation bytes
-  EXPECT_EQ(utf8_complete_prefix(bytes_of("a\xC3\xA9\xA9")), 4u);       // one continuation too many
-  EXPECT_EQ(utf8_complete_prefix(bytes_of("\xC0")), 1u);                // never a lead byte
+  EXPECT_EQ(utf8_complete_prefix(bytes_of("a\x80\x80\x80")), 4u);  // stray continuation bytes
+  EXPECT_EQ(utf8_complete_prefix(bytes_of("a\xC3\xA9\xA9")), 4u);  // one continuation too many
+  EXPECT_EQ(utf8_complete_prefix(bytes_of("\xC0")), 1u);           // never a lead byte
   EXPECT_EQ(utf8_complete_prefix(bytes_of("")), 0u);
 }
 
@@ -78,7 +78,8 @@ TEST(TicketBook, ATicketWorksOnceWithinItsLifetime) {
 TEST(TicketBook, OutstandingTicketsAreBounded) {
   TicketBook book;
   const auto t0 = TicketBook::Clock::now();
-  for (std::size_t i = 0; i < TicketBook::kMaxOutstanding; ++i) ASSERT_FALSE(book.issue(t0).empty());
+  for (std::size_t i = 0; i < TicketBook::kMaxOutstanding; ++i)
+    ASSERT_FALSE(book.issue(t0).empty());
   EXPECT_TRUE(book.issue(t0 + 1s).empty()) << "full of unexpired tickets: refused";
   EXPECT_FALSE(book.issue(t0 + 31s).empty()) << "the expired ones are forgotten first";
   EXPECT_EQ(book.outstanding(), 1u);

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "tools/bridge/client/bridge_client.hpp"
 #include "tests/engine/engine_process.hpp"
+#include "tools/bridge/client/bridge_client.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -20,7 +20,8 @@ std::string base64(std::string_view in) {
   std::string out;
   std::size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
                        static_cast<unsigned char>(in[i + 2]);
     out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
   }
@@ -28,7 +29,8 @@ std::string base64(std::string_view in) {
     const unsigned v = static_cast<unsigned char>(in[i]) << 16;
     out += {k[v >> 18], k[(v >> 12) & 63], '=', '='};
   } else if (i + 2 == in.size()) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    const unsigned v =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
     out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], '='};
   }
   return out;
@@ -39,17 +41,22 @@ std::string base64(std::string_view in) {
 Json xterm_screen(int cols, int rows, const std::string& bytes, int history) {
   TempDir dir;
   const auto input = dir.path() / "in.jsonl";
-  std::ofstream(input) << Json{{"id", 1}, {"cols", cols}, {"rows", rows}, {"history", history},
-                               {"writes", Json::array({base64(bytes)})}}.dump()
+  std::ofstream(input) << Json{{"id", 1},
+                               {"cols", cols},
+                               {"rows", rows},
+                               {"history", history},
+                               {"writes", Json::array({base64(bytes)})}}
+                              .dump()
                        << "\n";
-  const std::string command = "cd '" + std::string(BACKSCROLL_XTERM_DIR) + "' && node screen.mjs < '" +
-                              input.string() + "'";
+  const std::string command = "cd '" + std::string(BACKSCROLL_XTERM_DIR) +
+                              "' && node screen.mjs < '" + input.string() + "'";
   FILE* out = ::popen(command.c_str(), "r");
   if (!out) raise_failure("cannot run node");
   std::string text;
   char buf[65536];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
-  if (::pclose(out) != 0 || text.empty()) raise_failure("node screen.mjs failed (run .ci/setup): " + text);
+  if (::pclose(out) != 0 || text.empty())
+    raise_failure("node screen.mjs failed (run .ci/setup): " + text);
   const Json reply = Json::parse(text);
   if (reply.contains("error")) raise_failure("xterm.js: " + reply["error"].get<std::string>());
   return reply["state"];
@@ -60,7 +67,9 @@ std::string rows_text(const Json& lines) {
   std::string out;
   for (const Json& row : lines) {
     for (const Json& cell : row) {
-      out += cell.is_string() ? cell.get<std::string>() : cell.is_array() ? cell[0].get<std::string>() : " ";
+      out += cell.is_string()  ? cell.get<std::string>()
+             : cell.is_array() ? cell[0].get<std::string>()
+                               : " ";
     }
     out += "\n";
   }
@@ -70,19 +79,22 @@ std::string rows_text(const Json& lines) {
 // A program that prints `lines` numbered lines of about 50 bytes at once (awk: fast, so a test
 // does not wait on a shell loop), after a line of input when `wait_input`.
 std::vector<std::string> printer(int lines, const std::string& what, bool wait_input = true) {
-  const std::string awk = "awk 'BEGIN { for (i = 0; i < " + std::to_string(lines) + "; i++) printf \"" + what +
+  const std::string awk = "awk 'BEGIN { for (i = 0; i < " + std::to_string(lines) +
+                          "; i++) printf \"" + what +
                           " line %d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\n\", i }'";
   return {"sh", "-c", (wait_input ? "read x; " : "") + awk + "; exec sleep 600"};
 }
 
 // True when every frame is at most 64 KiB and valid UTF-8 on its own (no character cut).
 ::testing::AssertionResult whole_utf8(const std::string& frame) {
-  if (frame.size() > 64 * 1024) return ::testing::AssertionFailure() << "a frame of " << frame.size() << " bytes";
+  if (frame.size() > 64 * 1024)
+    return ::testing::AssertionFailure() << "a frame of " << frame.size() << " bytes";
   for (std::size_t i = 0; i < frame.size();) {
     const auto b = static_cast<unsigned char>(frame[i]);
     const std::size_t n = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
     if (n == 0 || i + n > frame.size()) {
-      return ::testing::AssertionFailure() << "a character cut or broken at byte " << i << " of " << frame.size();
+      return ::testing::AssertionFailure()
+             << "a character cut or broken at byte " << i << " of " << frame.size();
     }
     for (std::size_t k = 1; k < n; ++k) {
       if ((static_cast<unsigned char>(frame[i + k]) & 0xC0) != 0x80)
@@ -112,17 +124,22 @@ class BridgeTest : public ::testing::Test {
   std::unique_ptr<WsClient> open(const std::string& actor, const std::string& extra = "") {
     return std::make_unique<WsClient>(bridge_->port(), query(actor, extra));
   }
-  std::uint64_t committed(const std::string& actor) { return engine_.status(actor)["committed"].get<std::uint64_t>(); }
+  std::uint64_t committed(const std::string& actor) {
+    return engine_.status(actor)["committed"].get<std::uint64_t>();
+  }
   // Waits until the actor's last bytes contain `needle` (a small ring may no longer hold its
   // first ones); returns the committed cursor then.
   std::uint64_t wait_tail(const std::string& actor, std::string_view needle) {
     std::uint64_t end = 0;
-    wait_until([&] {
-      end = committed(actor);
-      const std::uint64_t from = end > 4096 ? end - 4096 : 0;
-      // Only bytes before `end`: more may have come since, and `end` must include the needle.
-      return engine_.history(actor, from).substr(0, end - from).find(needle) != std::string::npos;
-    }, "the actor's output");
+    wait_until(
+        [&] {
+          end = committed(actor);
+          const std::uint64_t from = end > 4096 ? end - 4096 : 0;
+          // Only bytes before `end`: more may have come since, and `end` must include the needle.
+          return engine_.history(actor, from).substr(0, end - from).find(needle) !=
+                 std::string::npos;
+        },
+        "the actor's output");
     return end;
   }
   // Output of the actor between two cursors, from the engine.
@@ -155,7 +172,8 @@ class BridgeTest : public ::testing::Test {
 
 TEST_F(BridgeTest, AFreshAttachDrawsTheScreenTheRawStreamDraws) {
   spawn_sh("art",
-           "i=1; while [ $i -le 60 ]; do printf '\\033[3%dmline %d \\303\\251\\342\\202\\254\\360\\237\\230\\200\\033[0m\\n' "
+           "i=1; while [ $i -le 60 ]; do printf '\\033[3%dmline %d "
+           "\\303\\251\\342\\202\\254\\360\\237\\230\\200\\033[0m\\n' "
            "$((i % 8)) $i; i=$((i+1)); done; printf '\\033[5;10H\\033[1mmid\\033[0m'");
   engine_.wait_output("art", "mid");
   auto client = open("art");
@@ -216,8 +234,8 @@ TEST_F(BridgeTest, AResumeSendsOnlyTheBytesAfterItsCursor) {
   first->close();
   engine_.call("input", {{"actor", "sh"}}, "one\r");
   engine_.wait_output("sh", "got one");
-  const std::string resume = "&epoch=" + a.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
-                             std::to_string(a.replayed);
+  const std::string resume = "&epoch=" + a.hello["epoch"].get<std::string>() +
+                             "&session=1&cursor=" + std::to_string(a.replayed);
   auto second = open("sh", resume);
   const CatchUp b = read_catch_up(*second);
   EXPECT_EQ(b.start["type"], "resume") << "no snapshot, no reset";
@@ -238,12 +256,13 @@ TEST_F(BridgeTest, AResumeWhoseBytesAreGoneGetsASnapshot) {
   engine_.call("input", {{"actor", "big"}}, "go\r");
   wait_tail("big", "big line 2999 ");
   ASSERT_GT(committed("big") - a.replayed, 65536u);
-  auto second = open("big", "&epoch=" + a.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
-                                std::to_string(a.replayed));
+  auto second = open("big", "&epoch=" + a.hello["epoch"].get<std::string>() +
+                                "&session=1&cursor=" + std::to_string(a.replayed));
   const CatchUp b = read_catch_up(*second);
   EXPECT_EQ(b.start["type"], "snapshot") << "the ring no longer holds its cursor";
   const Json screen = xterm_screen(80, 24, b.bytes, 0);
-  EXPECT_NE(rows_text(screen["lines"]).find("big line 2999 "), std::string::npos) << rows_text(screen["lines"]);
+  EXPECT_NE(rows_text(screen["lines"]).find("big line 2999 "), std::string::npos)
+      << rows_text(screen["lines"]);
 }
 
 TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
@@ -254,13 +273,15 @@ TEST_F(BridgeTest, AResumeOfAnotherEpochSessionOrActorIsGone) {
     return client->wait_close();
   };
   EXPECT_EQ(gone("cat", "&epoch=00000000000000ff&session=1&cursor=0"), 4410) << "another epoch";
-  EXPECT_EQ(gone("cat", "&epoch=" + epoch + "&session=2&cursor=0"), 4410) << "a session that is not the actor's";
+  EXPECT_EQ(gone("cat", "&epoch=" + epoch + "&session=2&cursor=0"), 4410)
+      << "a session that is not the actor's";
   EXPECT_EQ(gone("nobody", "&epoch=" + epoch + "&session=1&cursor=0"), 4410) << "no such actor";
   // A fresh attach to an actor that does not exist is refused, with the reason first.
   auto fresh = open("nobody");
   const Json refused = fresh->until("error").json();
   EXPECT_EQ(refused["code"], "no_such_actor");
-  EXPECT_EQ(refused["message"], "no actor named 'nobody'") << "the engine's own words, for the page's header";
+  EXPECT_EQ(refused["message"], "no actor named 'nobody'")
+      << "the engine's own words, for the page's header";
   EXPECT_EQ(fresh->wait_close(), 4409);
 }
 
@@ -332,9 +353,9 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(closed_with("ticket=" + bridge_->ticket() + "&actor=cat&have_cols=80"), 4401);
 
   const std::string own = "http://127.0.0.1:" + std::to_string(bridge_->port());
-  const std::vector<std::string> upgrade = {"Upgrade: websocket", "Connection: Upgrade",
-                                            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-                                            "Sec-WebSocket-Version: 13"};
+  const std::vector<std::string> upgrade = {
+      "Upgrade: websocket", "Connection: Upgrade",
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"};
   const auto handshake = [&](const std::string& origin, const std::string& host = {}) {
     auto headers = upgrade;
     headers.push_back("Origin: " + origin);
@@ -353,16 +374,21 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
     headers.push_back("Origin: " + origin);
     if (!host.empty()) headers.push_back("Host: " + host);
     EXPECT_EQ(bridge_->http("GET", "/ws?ticket=" + spent + "&actor=cat", headers).status, 403);
-    EXPECT_EQ(closed_with("ticket=" + spent + "&actor=cat"), 4401) << "a ticket refused once is spent";
+    EXPECT_EQ(closed_with("ticket=" + spent + "&actor=cat"), 4401)
+        << "a ticket refused once is spent";
   }
 
   EXPECT_EQ(bridge_->http("GET", "/api/actors").status, 401);
   EXPECT_EQ(bridge_->http("POST", "/api/ticket", {"Authorization: Bearer wrong"}).status, 401);
-  const auto actors = bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
+  const auto actors =
+      bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
   ASSERT_EQ(actors.status, 200);
   EXPECT_EQ(Json::parse(actors.body)["actors"][0]["name"], "cat");
-  EXPECT_EQ(bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token(),
-                                                 "Origin: http://evil.example"}).status, 403);
+  EXPECT_EQ(bridge_
+                ->http("GET", "/api/actors",
+                       {"Authorization: Bearer " + bridge_->token(), "Origin: http://evil.example"})
+                .status,
+            403);
   EXPECT_EQ(bridge_->http("GET", "/", {}).status, 200) << "the page itself needs no token";
   EXPECT_EQ(bridge_->http("GET", "/../../etc/passwd").status, 404);
   EXPECT_EQ(bridge_->http("GET", "/.hidden").status, 404);
@@ -373,14 +399,17 @@ TEST_F(BridgeTest, TheActorListCarriesEachAgentsStatus) {
   spawn_sh("agent", "printf '\\033]0;\\342\\234\\263 Claude Code\\007'");
   engine_.spawn("plain", {"cat"});
   Json agent;
-  wait_until([&] {  // the status thread reads a ring within a period of being asked for it
-    const auto answer = bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
-    const Json list = Json::parse(answer.body);
-    for (const Json& a : list["actors"]) {
-      if (a["name"] == "agent") agent = a;
-    }
-    return agent.is_object() && agent["agent_status"] == "idle";
-  }, "the agent's status in the actor list");
+  wait_until(
+      [&] {  // the status thread reads a ring within a period of being asked for it
+        const auto answer =
+            bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
+        const Json list = Json::parse(answer.body);
+        for (const Json& a : list["actors"]) {
+          if (a["name"] == "agent") agent = a;
+        }
+        return agent.is_object() && agent["agent_status"] == "idle";
+      },
+      "the agent's status in the actor list");
   EXPECT_EQ(agent["agent"], "claude-code");
   EXPECT_EQ(agent["title"], "\u2733 Claude Code");
   EXPECT_EQ(agent["state"], "running");
@@ -392,10 +421,11 @@ TEST_F(BridgeTest, HostileRequestsAndMessagesGetErrorsAndTheBridgeGoesOn) {
   EXPECT_EQ(bridge_->http("GET", "/", {"Origin: http://\xff"}).status, 403);
   auto client = open("cat", "&role=controller");
   read_catch_up(*client);
-  for (const std::string bad : {R"({"type":5})", R"({"type":"resize","cols":"x","rows":2})", R"([1,2])",
-                                R"({"type":"ack","cursor":-1})", R"({"type":"visible","visible":"yes"})",
-                                "not json", R"({"type":"input","data":7})",
-                                R"({"type":"input","data":"x","paste":1})", R"({"type":"follow"})"}) {
+  for (const std::string bad :
+       {R"({"type":5})", R"({"type":"resize","cols":"x","rows":2})", R"([1,2])",
+        R"({"type":"ack","cursor":-1})", R"({"type":"visible","visible":"yes"})", "not json",
+        R"({"type":"input","data":7})", R"({"type":"input","data":"x","paste":1})",
+        R"({"type":"follow"})"}) {
     client->send_text(bad);
     EXPECT_EQ(client->until("error").json()["code"], "bad_request") << bad;
   }
@@ -429,7 +459,8 @@ TEST_F(BridgeTest, AFollowerIsToldTheActorsSizeBeforeAnyByteWrittenAtIt) {
     auto m = client->next();
     ASSERT_TRUE(m) << "closed";
     if (!m->text) {
-      ASSERT_TRUE(told || cursor + m->data.size() <= at) << "a byte written at 72x20 came before the size";
+      ASSERT_TRUE(told || cursor + m->data.size() <= at)
+          << "a byte written at 72x20 came before the size";
       if (cursor >= at) after += m->data;
       cursor += m->data.size();
       continue;
@@ -492,7 +523,8 @@ TEST_F(BridgeTest, AProgramsFirstBytesReachAControllerThatAttachesAndResizesAsIt
     SCOPED_TRACE("round " + std::to_string(round));
     const std::string actor = "early" + std::to_string(round);
     const std::string delay = "0.0" + std::to_string(round % 4 * 2);  // 0 to 60 ms after start
-    engine_.spawn(actor, {"sh", "-c", "sleep " + delay + "; printf 'recording\\n'; exec sleep 600"});
+    engine_.spawn(actor,
+                  {"sh", "-c", "sleep " + delay + "; printf 'recording\\n'; exec sleep 600"});
     auto client = open(actor, "&role=controller&cols=" + std::to_string(40 + round) + "&rows=20");
     const CatchUp c = read_catch_up(*client);
     std::string seen = c.bytes;
@@ -609,8 +641,8 @@ TEST_F(BridgeTest, AnEngineRestartIsRetriedThenTheOldEpochIsGone) {
   const std::string runtime = engine_.places().runtime_dir.string();
   engine_.stop();
   EXPECT_NE(client->wait_close(), 4410) << "the engine went away, not the session";
-  const std::string resume = "&epoch=" + c.hello["epoch"].get<std::string>() + "&session=1&cursor=" +
-                             std::to_string(c.replayed);
+  const std::string resume = "&epoch=" + c.hello["epoch"].get<std::string>() +
+                             "&session=1&cursor=" + std::to_string(c.replayed);
   {
     auto retry = open("cat", resume);
     EXPECT_EQ(retry->wait_close(), 1011) << "no engine: try again later";
@@ -674,7 +706,8 @@ TEST_F(BridgeTest, AHiddenClientGetsItsBudgetThenCatchesUpWhenShown) {
   engine_.call("input", {{"actor", "flood"}}, "go\r");
   // It acks everything: only the budget holds it back.
   const std::uint64_t live = read_until_silent(*client, c.replayed, /*ack=*/true).size();
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
   const std::uint64_t windows = static_cast<std::uint64_t>(seconds.count()) + 1;
   const std::uint64_t end = wait_tail("flood", "hidden line 39999 ");
   EXPECT_LE(live, windows * 256 * 1024) << "at most 256 KiB per one-second window";
@@ -692,7 +725,8 @@ TEST_F(BridgeTest, AClientFarBehindIsCaughtUpWithASnapshot) {
   auto client = open("flood", "&role=controller");
   const CatchUp c = read_catch_up(*client);
   engine_.call("input", {{"actor", "flood"}}, "go\r");
-  const std::uint64_t live = read_until_silent(*client, c.replayed, /*ack=*/false).size();  // behind
+  const std::uint64_t live =
+      read_until_silent(*client, c.replayed, /*ack=*/false).size();  // behind
   const std::uint64_t end = wait_tail("flood", "far line 59999 ");
   ASSERT_GT(end - (c.replayed + live), 1u << 20) << "more than a resume is worth";
   client->send({{"type", "ack"}, {"cursor", c.replayed + live}});
@@ -703,7 +737,8 @@ TEST_F(BridgeTest, AClientFarBehindIsCaughtUpWithASnapshot) {
   std::string bytes;
   for (const auto& f : frames) bytes += f.data;
   const Json screen = xterm_screen(start["cols"].get<int>(), start["rows"].get<int>(), bytes, 0);
-  EXPECT_NE(rows_text(screen["lines"]).find("far line 59999 "), std::string::npos) << rows_text(screen["lines"]);
+  EXPECT_NE(rows_text(screen["lines"]).find("far line 59999 "), std::string::npos)
+      << rows_text(screen["lines"]);
   client->send({{"type", "ack"}, {"cursor", replayed}});
   client->send({{"type", "input"}, {"data", "after\r"}});  // live again: the tty echoes it
   std::string after;
@@ -776,7 +811,10 @@ TEST_F(BridgeTest, OutputFramesNeverCutACharacter) {
   const auto file = dir.path() / "utf8.txt";
   {
     std::ofstream out(file, std::ios::binary);
-    for (int i = 0; i < 8000; ++i) out << "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 " << i % 10 << " \xE2\x82\xAC\xC3\xA9\xF0\x9F\x98\x80\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xC3\xA9\xC3\xA9 end\n";
+    for (int i = 0; i < 8000; ++i)
+      out << "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 " << i % 10
+          << " \xE2\x82\xAC\xC3\xA9\xF0\x9F\x98\x80\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xC3\xA9\xC3"
+             "\xA9 end\n";
   }
   spawn_sh("utf8", "read x; cat '" + file.string() + "'; echo done-$((6*7))");
   auto client = open("utf8", "&role=controller");

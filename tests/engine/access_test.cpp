@@ -1,8 +1,8 @@
 // Only the engine's own user can reach it (docs/security.md): the runtime directory is
-// 0700, the socket and lock 0600 whatever the umask, the rings memfds of its uid; the engine refuses a runtime
-// directory that is a symlink, belongs to someone else or is open to others; one engine per
-// directory (a second exits with status 3); another user can neither connect nor map a ring, and
-// a connection that does get through is refused by its peer credentials.
+// 0700, the socket and lock 0600 whatever the umask, the rings memfds of its uid; the engine
+// refuses a runtime directory that is a symlink, belongs to someone else or is open to others; one
+// engine per directory (a second exits with status 3); another user can neither connect nor map a
+// ring, and a connection that does get through is refused by its peer credentials.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -214,9 +214,10 @@ TEST(EngineAccess, ARingAnotherUserMakesIsNeverOpened) {
     static std::optional<shm::RingWriter> keep;  // mapped while the planter lives
     keep.emplace(std::move(*ring));
     const shm::RingAnnouncement a = keep->announcement();
-    const std::string fds = std::to_string(a.header_fd) + " " + std::to_string(a.data_fd) + " " + a.nonce;
-    const bool sent = ::write(numbers[1], fds.data(), fds.size()) ==
-                      static_cast<ssize_t>(fds.size());
+    const std::string fds =
+        std::to_string(a.header_fd) + " " + std::to_string(a.data_fd) + " " + a.nonce;
+    const bool sent =
+        ::write(numbers[1], fds.data(), fds.size()) == static_cast<ssize_t>(fds.size());
     return sent ? "" : "write";
   });
   ASSERT_EQ(planter.report(), "");

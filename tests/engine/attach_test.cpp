@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
 #include "tests/engine/engine_process.hpp"
-#include "engine/term/reference/vterm_reference.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -48,8 +48,9 @@ class Attach : public ::testing::Test {
 };
 
 TEST_F(Attach, SnapshotOfMegabytesOfHistoryIsSmallSafeAndExact) {
-  engine_.spawn("log", {"awk", "BEGIN { for (i = 0; i < 60000; i++) printf "
-                               "\"\\033[3%dmline %d of the output\\033[m\\n\", i % 8, i }"});
+  engine_.spawn("log", {"awk",
+                        "BEGIN { for (i = 0; i < 60000; i++) printf "
+                        "\"\\033[3%dmline %d of the output\\033[m\\n\", i % 8, i }"});
   engine_.wait_sealed("log");
   const std::string all = engine_.history("log");
   ASSERT_GT(all.size(), 1'500'000u);
@@ -77,8 +78,8 @@ TEST_F(Attach, SnapshotOfMegabytesOfHistoryIsSmallSafeAndExact) {
 TEST_F(Attach, ControllerAttachResizesFirstAndSnapshotsAtItsSize) {
   engine_.spawn("sh", {"sh", "-c", "printf 'ready\\n'; exec sleep 60"});
   engine_.wait_output("sh", "ready");
-  const Frame r = engine_.call("attach", {{"actor", "sh"}, {"role", "controller"},
-                                          {"cols", 100}, {"rows", 30}});
+  const Frame r = engine_.call(
+      "attach", {{"actor", "sh"}, {"role", "controller"}, {"cols", 100}, {"rows", 30}});
   EXPECT_EQ(r.header.at("role"), "controller");
   EXPECT_EQ(r.header.at("mode"), "snapshot");
   EXPECT_EQ(r.header.at("format"), "snapshot_v1");
@@ -106,8 +107,8 @@ TEST_F(Attach, ResizingControllerAttachAtAPromptGetsTheScreenAtTheCommittedCurso
     engine_.spawn(name, {"sh", "-c", script + "; exec sleep 60"});
     engine_.wait_output(name, last_bytes);
     const std::uint64_t committed = engine_.status(name).at("committed");
-    const Frame r = engine_.call("attach", {{"actor", name}, {"role", "controller"},
-                                            {"cols", 100}, {"rows", 30}});
+    const Frame r = engine_.call(
+        "attach", {{"actor", name}, {"role", "controller"}, {"cols", 100}, {"rows", 30}});
     ASSERT_EQ(r.header.value("format", ""), "snapshot_v1") << name << ": " << r.header.dump();
     EXPECT_EQ(r.header.at("cursor").get<std::uint64_t>(), committed) << name;
     EXPECT_EQ(r.header.at("cols"), 100) << name;
@@ -171,8 +172,8 @@ TEST_F(Attach, OfTwoControllersAttachingAtOnceExactlyOneControls) {
     auto a = engine_.connect();
     auto b = engine_.connect();
     auto attach = [](control::ControlClient& client, int cols) {
-      return client.call("attach", {{"actor", "sh"}, {"role", "controller"}, {"cols", cols},
-                                    {"rows", 24}});
+      return client.call("attach",
+                         {{"actor", "sh"}, {"role", "controller"}, {"cols", cols}, {"rows", 24}});
     };
     auto fa = std::async(std::launch::async, [&] { return attach(a, 70); });
     auto fb = std::async(std::launch::async, [&] { return attach(b, 71); });
@@ -180,10 +181,16 @@ TEST_F(Attach, OfTwoControllersAttachingAtOnceExactlyOneControls) {
     const auto rb = fb.get();
     ASSERT_TRUE(ra && rb);
     const int controls =
-        static_cast<int>(static_cast<bool>(a.call("resize", {{"actor", "sh"}, {"cols", 72}, {"rows", 24},
-                                                              {"attachment", ra->header.at("attachment")}}))) +
-        static_cast<int>(static_cast<bool>(b.call("resize", {{"actor", "sh"}, {"cols", 73}, {"rows", 24},
-                                                              {"attachment", rb->header.at("attachment")}})));
+        static_cast<int>(
+            static_cast<bool>(a.call("resize", {{"actor", "sh"},
+                                                {"cols", 72},
+                                                {"rows", 24},
+                                                {"attachment", ra->header.at("attachment")}}))) +
+        static_cast<int>(
+            static_cast<bool>(b.call("resize", {{"actor", "sh"},
+                                                {"cols", 73},
+                                                {"rows", 24},
+                                                {"attachment", rb->header.at("attachment")}})));
     EXPECT_EQ(controls, 1) << "round " << round;
     // Each snapshot is at the size its own attach set (taken after its resize).
     EXPECT_EQ(ra->header.at("cols"), 70);
@@ -209,8 +216,8 @@ TEST_F(Attach, ReattachWithARetainedCursorResumesAndAfterAClearSnapshots) {
   EXPECT_EQ(other_epoch.header.at("mode"), "snapshot");
 
   engine_.call("clear", {{"actor", "sh"}});
-  const Frame after = engine_.call(
-      "attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", 0}, {"epoch", epoch}});
+  const Frame after =
+      engine_.call("attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", 0}, {"epoch", epoch}});
   EXPECT_EQ(after.header.at("mode"), "snapshot");
   EXPECT_EQ(after.payload.find("secret"), std::string::npos);
   const Frame snap = snapshot("sh");
@@ -242,7 +249,8 @@ TEST_F(Attach, ClientsWithoutSnapshotV1GetARawReplayFromTheOldestCursor) {
 
 TEST_F(Attach, OutputTheMirrorCannotReproduceGetsARawReplayWithItsReason) {
   // A sixel image (DCS q ... ST): graphics no snapshot can carry.
-  engine_.spawn("img", {"sh", "-c", "printf '\\033Pq#0;2;0;0;0#0~~@@\\033\\\\done\\n'; exec sleep 60"});
+  engine_.spawn("img",
+                {"sh", "-c", "printf '\\033Pq#0;2;0;0;0#0~~@@\\033\\\\done\\n'; exec sleep 60"});
   engine_.wait_output("img", "done");
   Frame r;
   for (int i = 0; i < 200; ++i) {  // until the mirror has parsed the image

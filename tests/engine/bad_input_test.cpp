@@ -369,9 +369,12 @@ TEST_F(BadInput, TwoThousandClosedConnectionsLeaveNoMemoryBehind) {
     for (auto& c : clients) ASSERT_TRUE(c->next_frame());
     rss_open = vm_rss_kb(engine_.pid());
   }
-  wait_until([&] { return engine_.call("status").header.contains("actors") &&
-                          vm_rss_kb(engine_.pid()) - rss_before < 16 * 1024; },
-             "the engine to give back the closed connections' memory");
+  wait_until(
+      [&] {
+        return engine_.call("status").header.contains("actors") &&
+               vm_rss_kb(engine_.pid()) - rss_before < 16 * 1024;
+      },
+      "the engine to give back the closed connections' memory");
   std::printf("engine RSS: %ld KiB before, %ld KiB with 2000 connections open, %ld KiB after\n",
               rss_before, rss_open, vm_rss_kb(engine_.pid()));
   EXPECT_LT(rss_open - rss_before, 48 * 1024) << "idle connections hold large buffers";
@@ -458,17 +461,21 @@ TEST_F(BadInput, SubscriberThatNeverReadsIsDisconnectedInsteadOfBuffered) {
 // of history and reads none of it is disconnected at the next event, not buffered for.
 TEST_F(BadInput, RepliesCountTowardsASubscribersUnreadBound) {
   constexpr std::uint64_t kBytes = 6 << 20;
-  engine_.spawn("big", {child_binary(), "pattern", "3", std::to_string(kBytes), "raw", "0", "wait"});
+  engine_.spawn("big",
+                {child_binary(), "pattern", "3", std::to_string(kBytes), "raw", "0", "wait"});
   wait_until([&] { return engine_.status("big").at("committed") == kBytes; }, "the output");
   RawConnection lazy(engine_.places());
   ASSERT_TRUE(lazy.send(control::encode_frame({{"op", "subscribe"}, {"id", 1}})));
   ASSERT_TRUE(lazy.next_frame());
-  ASSERT_TRUE(lazy.send(control::encode_frame(
-      {{"op", "history"}, {"id", 2}, {"actor", "big"}, {"from", 0}})));
+  ASSERT_TRUE(lazy.send(
+      control::encode_frame({{"op", "history"}, {"id", 2}, {"actor", "big"}, {"from", 0}})));
   // The 6 MiB reply is queued (more than the socket buffer takes); then an event arrives.
-  wait_until([&] { return engine_.log().find("events unread; disconnecting") != std::string::npos ||
-                          (engine_.call("clear", {{"actor", "witness"}}), false); },
-             "the subscriber to be disconnected");
+  wait_until(
+      [&] {
+        return engine_.log().find("events unread; disconnecting") != std::string::npos ||
+               (engine_.call("clear", {{"actor", "witness"}}), false);
+      },
+      "the subscriber to be disconnected");
   expect_healthy();
 }
 

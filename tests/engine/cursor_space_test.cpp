@@ -55,16 +55,20 @@ TEST(CursorSpace, AnActorCrossingTwoToTheSixtyThreeStreamsSealsAndRestartsExactl
     expect_history(engine, first, first, first + kBytes);
     expect_history(engine, first, first + 999, first + kBytes);  // from just below 2^63
     // The mirror followed past 2^63 too: once it caught up, the snapshot is tagged at the end.
-    wait_until([&] {
-      return engine.call("snapshot", {{"actor", "a"}}).header.at("cursor").get<std::uint64_t>() ==
-             value(first) + kBytes;
-    }, "a snapshot tagged with the session's end");
+    wait_until(
+        [&] {
+          return engine.call("snapshot", {{"actor", "a"}})
+                     .header.at("cursor")
+                     .get<std::uint64_t>() == value(first) + kBytes;
+        },
+        "a snapshot tagged with the session's end");
     engine.stop();
   }
   EngineProcess engine;
   ASSERT_TRUE(engine.start(config));
   const Json status = engine.status("a");
-  EXPECT_EQ(status.at("committed").get<std::uint64_t>(), value(first) + kBytes) << "exact after a clean stop";
+  EXPECT_EQ(status.at("committed").get<std::uint64_t>(), value(first) + kBytes)
+      << "exact after a clean stop";
   EXPECT_TRUE(status.at("transcript").at("damaged").empty());
   expect_history(engine, first, first + (1u << 20), first + kBytes);  // from the transcript
 }
@@ -74,8 +78,9 @@ TEST(CursorSpace, AtTheEndOfTheCursorSpaceOutputStopsAndNothingWraps) {
   EngineProcess engine;
   ASSERT_TRUE(engine.start(starting_at(first)));
   engine.spawn("a", pattern_argv(2u << 20));
-  wait_until([&] { return engine.status("a").at("committed").get<std::uint64_t>() == value(kCursorEnd); },
-             "the output to reach the end of the cursor space");
+  wait_until(
+      [&] { return engine.status("a").at("committed").get<std::uint64_t>() == value(kCursorEnd); },
+      "the output to reach the end of the cursor space");
   wait_until([&] { return engine.log().find("the cursor space is used up") != std::string::npos; },
              "the engine to say why the output stops");
   EXPECT_EQ(engine.status("a").at("committed").get<std::uint64_t>(), value(kCursorEnd));
@@ -83,8 +88,9 @@ TEST(CursorSpace, AtTheEndOfTheCursorSpaceOutputStopsAndNothingWraps) {
   const Json sealed = engine.wait_sealed("a");
   EXPECT_EQ(sealed.at("end").get<std::uint64_t>(), value(kCursorEnd));
   expect_history(engine, first, first, kCursorEnd);
-  const Error past = expect_error(
-      engine.try_call("history", {{"actor", "a"}, {"from", value(kCursorEnd) + 1}}), "history past");
+  const Error past =
+      expect_error(engine.try_call("history", {{"actor", "a"}, {"from", value(kCursorEnd) + 1}}),
+                   "history past");
   EXPECT_EQ(past.code, Errc::cursor_in_future);
   // Another actor has a cursor space of its own.
   engine.spawn("b", {"true"});

@@ -34,7 +34,9 @@ TEST(Deletion, LeavesTheScrollbackAndTheActorsFactsBehind) {
   ASSERT_TRUE(engine.start(config));
   TempDir cwd;
   engine.spawn("work", {"sh", "-c", "printf 'line 1\\nline 2\\n\\033[1;31mred\\033[m line 3\\n'"},
-               {{"cwd", cwd.path().string()}, {"cols", 100}, {"rows", 30},
+               {{"cwd", cwd.path().string()},
+                {"cols", 100},
+                {"rows", 30},
                 {"env", {{"SECRET_TOKEN", "hunter2"}}}});
   const Json sealed = engine.wait_sealed("work");
   const Frame deleted = engine.call("delete", {{"actor", "work"}});

@@ -25,7 +25,6 @@
 #include <stdexcept>
 #include <thread>
 
-
 extern char** environ;
 
 namespace backscroll::testing {

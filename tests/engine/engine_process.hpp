@@ -52,10 +52,10 @@ inline constexpr bool kSanitizerBuild = false;
 #else
 inline constexpr bool kSanitizerBuild = false;
 #endif
-#define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                             \
-  do {                                                                                    \
-    if (::backscroll::testing::kSanitizerBuild)                                           \
-      GTEST_SKIP() << "a sanitizer build: the engine's memory is the sanitizer's";       \
+#define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                      \
+  do {                                                                             \
+    if (::backscroll::testing::kSanitizerBuild)                                    \
+      GTEST_SKIP() << "a sanitizer build: the engine's memory is the sanitizer's"; \
   } while (0)
 
 // A test's failure outside a TEST body (fixtures, helpers): thrown, so gtest reports it.
@@ -81,11 +81,11 @@ control::ControlClient connect_client(const Places& places);
 
 struct EngineConfig {
   std::vector<std::string> args{"--grace-ms", "500", "--drain-ms", "300"};
-  std::optional<mode_t> umask;        // set in the child before exec
+  std::optional<mode_t> umask;                       // set in the child before exec
   std::optional<std::uint64_t> address_space_limit;  // RLIMIT_AS, set in the child before exec
-  std::filesystem::path runtime_dir;  // empty: <the engine's temp dir>/rt
-  bool wait_ready = true;             // false: launch only (engines expected to refuse)
-  bool ignore_sigchld = false;        // launch with SIGCHLD ignored, as some launchers do
+  std::filesystem::path runtime_dir;                 // empty: <the engine's temp dir>/rt
+  bool wait_ready = true;       // false: launch only (engines expected to refuse)
+  bool ignore_sigchld = false;  // launch with SIGCHLD ignored, as some launchers do
   // Written to <state dir>/settings.yaml before the start (nullopt: no file). The engine's
   // BACKSCROLL_HOME is always its own state dir, never the user's.
   std::optional<std::string> settings_yaml;
@@ -131,7 +131,8 @@ class EngineProcess {
              Json extra = Json::object());
   // The status object of one actor.
   Json status(const std::string& actor);
-  // What the engine announces about the actor's ring (status: header_fd, data_fd, nonce, capacity; the pid is the engine's).
+  // What the engine announces about the actor's ring (status: header_fd, data_fd, nonce, capacity;
+  // the pid is the engine's).
   shm::RingAnnouncement ring_of(const std::string& actor);
   // Every byte of the actor's history from `from` to its committed cursor (several calls).
   std::string history(const std::string& actor, std::uint64_t from = 0);

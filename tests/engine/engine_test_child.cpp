@@ -125,17 +125,15 @@ int run_scribble(int argc, char** argv) {
   const pid_t pid = std::atoi(argv[2]);
   auto header = Segment::open_read_only(pid, std::atoi(argv[3]), backscroll::shm::kHeaderBytes,
                                         Sealing::size_and_writes);
-  auto data = Segment::open_read_only(pid, std::atoi(argv[4]),
-                                      std::strtoull(argv[5], nullptr, 10), Sealing::size);
+  auto data = Segment::open_read_only(pid, std::atoi(argv[4]), std::strtoull(argv[5], nullptr, 10),
+                                      Sealing::size);
   if (!header || !data) {
-    std::printf("open failed: %s\n",
-                (header ? data.error() : header.error()).describe().c_str());
+    std::printf("open failed: %s\n", (header ? data.error() : header.error()).describe().c_str());
     return 72;
   }
   // Turning the read-only mapping writable must fail: the object was opened O_RDONLY.
   const long page = ::sysconf(_SC_PAGESIZE);
-  const int rc =
-      ::mprotect(data->data(), static_cast<std::size_t>(page), PROT_READ | PROT_WRITE);
+  const int rc = ::mprotect(data->data(), static_cast<std::size_t>(page), PROT_READ | PROT_WRITE);
   std::printf("mprotect %d %s\n", rc, rc == 0 ? "ok" : std::strerror(errno));
   std::fflush(stdout);
   auto* committed = reinterpret_cast<volatile std::uint64_t*>(

@@ -108,8 +108,8 @@ TEST(Hygiene, ThousandSpawnStopCyclesLeaveNoTrace) {
     wait_until(
         [&] {
           after = footprint(engine);
-          return after.fds == before.fds && after.threads == before.threads &&
-                 after.rings == 0 && after.zombies == 0;
+          return after.fds == before.fds && after.threads == before.threads && after.rings == 0 &&
+                 after.zombies == 0;
         },
         "the engine to return to its baseline", std::chrono::seconds(10));
   } catch (const std::exception&) {

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <string>
 
-#include "engine/store/lease_file.hpp"
 #include "engine/settings.hpp"
+#include "engine/store/lease_file.hpp"
 #include "engine/transcript_writer.hpp"
 #include "tests/engine/engine_process.hpp"
 
@@ -103,7 +103,8 @@ TEST_F(LeaseFileTest, NeverThroughASymlinkNorFromSomethingElseThanAFile) {
 
 TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
   for (const bool sync : {false, true}) {
-    auto plan = std::make_shared<store::IoFaultPlan>(sync ? store::IoOp::sync : store::IoOp::write, 2);
+    auto plan =
+        std::make_shared<store::IoFaultPlan>(sync ? store::IoOp::sync : store::IoOp::write, 2);
     fs::remove(file());
     auto file = LeaseFile::open(dir_.path(), plan);
     ASSERT_TRUE(file);
@@ -123,7 +124,7 @@ TEST_F(LeaseFileTest, AFailingWriteOrSyncKeepsTheLeaseBefore) {
 
 TEST(ResumeAfter, AnOpenLeaseContinuesAtItsLimitAndTheStretchBeforeIsLost) {
   const auto r = store::resume_after(Cursor{500}, Cursor{400},
-                                      std::optional<CursorLease>{CursorLease{Cursor{9000}, true}});
+                                     std::optional<CursorLease>{CursorLease{Cursor{9000}, true}});
   EXPECT_EQ(r.next, Cursor{9000});
   ASSERT_TRUE(r.lost);
   EXPECT_EQ(r.lost->first, Cursor{500});
@@ -132,8 +133,8 @@ TEST(ResumeAfter, AnOpenLeaseContinuesAtItsLimitAndTheStretchBeforeIsLost) {
 }
 
 TEST(ResumeAfter, AClosedLeaseOrNoneContinuesExactlyWhenTheTranscriptHoldsEverything) {
-  for (const auto& lease :
-       {std::optional<CursorLease>{}, std::optional<CursorLease>{CursorLease{Cursor{500}, false}}}) {
+  for (const auto& lease : {std::optional<CursorLease>{},
+                            std::optional<CursorLease>{CursorLease{Cursor{500}, false}}}) {
     const auto r = store::resume_after(Cursor{500}, Cursor{500}, lease);
     EXPECT_EQ(r.next, Cursor{500});
     EXPECT_FALSE(r.lost);

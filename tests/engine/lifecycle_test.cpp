@@ -203,11 +203,13 @@ TEST_F(Lifecycle, ProgramThatClosesItsTerminalStaysRunningAndStillStopsAndSeals)
   // The output arrives before sh has closed its terminal; only once it runs sleep are all slave
   // fds gone (else the line discipline still echoes the input below into the output).
   const std::string comm = "/proc/" + std::to_string(spawned.at("pid").get<pid_t>()) + "/comm";
-  wait_until([&] {
-    std::ifstream in(comm);
-    std::string name;
-    return std::getline(in, name) && name == "sleep";
-  }, "the program to close its terminal and exec sleep");
+  wait_until(
+      [&] {
+        std::ifstream in(comm);
+        std::string name;
+        return std::getline(in, name) && name == "sleep";
+      },
+      "the program to close its terminal and exec sleep");
   EXPECT_EQ(engine_.status("closed").at("state"), "running");
   // Input it can never read is dropped, not kept forever; the engine stays healthy.
   engine_.try_call("input", {{"actor", "closed"}}, "hello\r");
@@ -418,8 +420,8 @@ TEST_F(Lifecycle, SigtermStopsAndSealsEveryActorThenRemovesTheSocket) {
 // Regression (review): the leader exited on SIGHUP, which cancelled the grace timer, so a group
 // member that ignores SIGHUP survived the stop. Stop means the whole process group.
 TEST_F(Lifecycle, StopAlsoKillsGroupMembersThatOutliveTheLeader) {
-  const Json spawned = engine_.spawn(
-      "family", {"sh", "-c", "(trap '' HUP; echo armed; exec sleep 1000) & wait"});
+  const Json spawned =
+      engine_.spawn("family", {"sh", "-c", "(trap '' HUP; echo armed; exec sleep 1000) & wait"});
   engine_.wait_output("family", "armed");
   ASSERT_FALSE(group_members(spawned.at("pid")).empty());
   const Json stopped = engine_.call("stop", {{"actor", "family"}, {"grace_ms", 5000}}).header;

@@ -7,8 +7,8 @@
 // - Unknown and removed actors get a not-found reply, never a hang.
 #include <gtest/gtest.h>
 
-#include <sys/eventfd.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,7 +67,7 @@ class MirrorThreadTest : public ::testing::Test {
   std::vector<std::unique_ptr<TestRing>> rings_;
   std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
   std::vector<std::uint64_t> early_;  // tokens of replies that arrived before the awaited one
-  MirrorThread thread_;  // last: stopped before the rings it reads go away
+  MirrorThread thread_;               // last: stopped before the rings it reads go away
 };
 
 TEST_F(MirrorThreadTest, SnapshotDescribesTheBytesCommittedBeforeIt) {
@@ -80,7 +80,8 @@ TEST_F(MirrorThreadTest, SnapshotDescribesTheBytesCommittedBeforeIt) {
   // The prompt, which no line feed ends, is in the snapshot: its tag is the committed cursor.
   EXPECT_EQ(r.taken.cursor, ring.writer.committed());
   EXPECT_NE(r.taken.snapshot.bytes.find("\r\n$"), std::string::npos);
-  EXPECT_EQ(r.taken.snapshot.bytes.back(), ' ') << "ends with the prompt's last glyph: its run goes on";
+  EXPECT_EQ(r.taken.snapshot.bytes.back(), ' ')
+      << "ends with the prompt's last glyph: its run goes on";
   EXPECT_NE(r.taken.snapshot.bytes.find("echo hi"), std::string::npos);
   EXPECT_NE(r.taken.snapshot.bytes.find("\x1b]2;shell"), std::string::npos);
   EXPECT_EQ(consumers_[0]->position(), ring.writer.committed());

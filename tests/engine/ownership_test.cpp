@@ -53,9 +53,10 @@ class AttachOwnership : public ::testing::Test {
 
   // Attaches as a controller at cols x rows; its attachment id.
   std::uint64_t attach_controller(control::ControlClient& client, int cols, int rows) {
-    const Frame r = expect_ok(client.call("attach", {{"actor", "sh"}, {"role", "controller"},
-                                                      {"cols", cols}, {"rows", rows}}),
-                              "attach");
+    const Frame r = expect_ok(
+        client.call("attach",
+                    {{"actor", "sh"}, {"role", "controller"}, {"cols", cols}, {"rows", rows}}),
+        "attach");
     return r.header.at("attachment");
   }
   std::uint64_t attach_viewer(control::ControlClient& client) {
@@ -150,8 +151,8 @@ TEST_F(AttachOwnership, ANewControllerOwnsTheSizeAndTheDisplacedOneIsToldOnItsCo
     if (c == &a) expect_resize_at(at, "20 100", "10 50");
   }
   // The displaced one may no longer resize.
-  const auto stale = a.call("resize", {{"actor", "sh"}, {"cols", 70}, {"rows", 15},
-                                       {"attachment", a_id}});
+  const auto stale =
+      a.call("resize", {{"actor", "sh"}, {"cols", 70}, {"rows", 15}, {"attachment", a_id}});
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, Errc::stale_controller);
 }
@@ -174,8 +175,8 @@ TEST_F(AttachOwnership, WhenTheOwnerDetachesTheLatestOtherControllerGetsItsSizeB
   expect_controller(expect_event(a, "controller"), a_id, b_id, 100, 20, "handed_back");
   expect_resize_at(expect_resized(expect_event(a, "resized"), 100, 20), "10 50", "20 100");
   // The owner again: its resizes are accepted.
-  EXPECT_TRUE(a.call("resize", {{"actor", "sh"}, {"cols", 90}, {"rows", 25},
-                                {"attachment", a_id}}));
+  EXPECT_TRUE(
+      a.call("resize", {{"actor", "sh"}, {"cols", 90}, {"rows", 25}, {"attachment", a_id}}));
 }
 
 TEST_F(AttachOwnership, WhenTheOwnersConnectionDropsTheLatestOtherControllerGetsItsSizeBack) {
@@ -256,8 +257,8 @@ TEST_F(AttachOwnership, TakeControlMakesADisplacedControllerTheOwnerAtItsSize) {
   EXPECT_EQ(owner(), a_id);
   expect_controller(expect_event(b, "controller"), a_id, b_id, 100, 20, "took_control");
   expect_resize_at(expect_resized(expect_event(b, "resized"), 100, 20), "10 50", "20 100");
-  const auto stale = b.call("resize", {{"actor", "sh"}, {"cols", 70}, {"rows", 15},
-                                       {"attachment", b_id}});
+  const auto stale =
+      b.call("resize", {{"actor", "sh"}, {"cols", 70}, {"rows", 15}, {"attachment", b_id}});
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, Errc::stale_controller);
 
@@ -328,9 +329,10 @@ TEST_F(AttachOwnership, RefusedRequestsChangeNeitherSizeNorOwnerAndSendNoEvent) 
   refused(a, "attach", {{"actor", "sh"}, {"role", "controller"}, {"cols", "80"}, {"rows", 24}},
           Errc::bad_request);
   refused(a, "attach", {{"actor", "sh"}, {"role", "controller"}, {"rows", 24}}, Errc::bad_request);
-  refused(a, "attach", {{"actor", "sh"}, {"role", "controller"}, {"cols", 80}, {"rows", 24},
-                        {"scrollback", 10001}},
-          Errc::too_large);
+  refused(
+      a, "attach",
+      {{"actor", "sh"}, {"role", "controller"}, {"cols", 80}, {"rows", 24}, {"scrollback", 10001}},
+      Errc::too_large);
   refused(a, "detach", {{"attachment", 99999}}, Errc::bad_request,
           "no attachment 99999 on this connection");
   refused(v, "detach", {{"attachment", b_id}}, Errc::bad_request,

@@ -73,7 +73,8 @@ std::string transcript(const fs::path& folder, std::uint64_t from, std::uint64_t
   std::vector<char> buf(1 << 20);
   while (from < end) {
     auto n = store::TranscriptStore::read_folder(folder, Cursor{from}, Cursor{end}, buf);
-    if (!n) raise_failure("transcript read at " + std::to_string(from) + ": " + n.error().describe());
+    if (!n)
+      raise_failure("transcript read at " + std::to_string(from) + ": " + n.error().describe());
     out.append(buf.data(), *n);
     from += *n;
   }
@@ -385,8 +386,9 @@ TEST_F(Persistence, AResumeAfterAKillContinuesExactlyOrIsToldOfTheGap) {
       RingFollower follower(engine.places(), "flood");
       auto ring = shm::RingReader::open(engine.places(), "flood");  // outlives the engine
       ASSERT_TRUE(ring) << ring.error().describe();
-      wait_until([&] { return engine.status("flood").at("committed").get<std::uint64_t>() > kill_after; },
-                 "the flood to pass the kill point");
+      wait_until(
+          [&] { return engine.status("flood").at("committed").get<std::uint64_t>() > kill_after; },
+          "the flood to pass the kill point");
       engine.kill_hard();
       consumed = follower.stop();
       published = value(ring->committed());
@@ -436,8 +438,8 @@ TEST_F(Persistence, AResumeAfterAKillContinuesExactlyOrIsToldOfTheGap) {
       EXPECT_EQ(stopped.cursor, next);
     }
     auto conn = engine.connect();
-    const auto attached = conn.call("attach", {{"actor", "flood"}, {"role", "viewer"},
-                                               {"since", consumed}, {"epoch", epoch}});
+    const auto attached = conn.call(
+        "attach", {{"actor", "flood"}, {"role", "viewer"}, {"since", consumed}, {"epoch", epoch}});
     ASSERT_TRUE(attached) << attached.error().describe();
     EXPECT_EQ(attached->header.at("mode"), "snapshot") << attached->header;
 
@@ -560,11 +562,13 @@ TEST_F(Persistence, AFailedTranscriptDetachesAndTheRingKeepsTheHistory) {
   engine.wait_output("log", expected(9936, 10000));
   // The next sync cannot reach the folder. (The writer may be creating a file in it meanwhile:
   // then the removal is tried again.)
-  wait_until([&] {
-    std::error_code ec;
-    fs::remove_all(folder("log"), ec);
-    return !ec;
-  }, "the transcript folder to be removed");
+  wait_until(
+      [&] {
+        std::error_code ec;
+        fs::remove_all(folder("log"), ec);
+        return !ec;
+      },
+      "the transcript folder to be removed");
   engine.call("input", {{"actor", "log"}}, "x");
   engine.wait_output("log", expected(19936, 20000));
   const Json error = events.wait_for("archive_error", "log");
@@ -679,20 +683,25 @@ TEST_F(Persistence, AClearLeavesNoTraceInTheRingTheMirrorTheCacheOrTheTranscript
     return bytes.find(kMarker) != std::string::npos;
   };
   ASSERT_TRUE(contains_marker(segment)) << "the marker is in the ring before the clear";
-  wait_until([&] {
-    for (const auto& f : fs::directory_iterator(folder("a"))) if (contains_marker(f.path())) return true;
-    return false;
-  }, "the marker to reach the transcript");
+  wait_until(
+      [&] {
+        for (const auto& f : fs::directory_iterator(folder("a")))
+          if (contains_marker(f.path())) return true;
+        return false;
+      },
+      "the marker to reach the transcript");
 
   const std::uint64_t floor = engine.call("clear", {{"actor", "a"}}).header.at("floor");
   wait_until([&] { return !contains_marker(segment); }, "the ring's shared memory to be wiped");
-  wait_until([&] {
-    for (const auto& f : fs::directory_iterator(folder("a"))) if (contains_marker(f.path())) return false;
-    return true;
-  }, "the transcript's files to lose the marker");
+  wait_until(
+      [&] {
+        for (const auto& f : fs::directory_iterator(folder("a")))
+          if (contains_marker(f.path())) return false;
+        return true;
+      },
+      "the transcript's files to lose the marker");
   EXPECT_EQ(engine.call("snapshot", {{"actor", "a"}}).payload.find(kMarker), std::string::npos);
-  EXPECT_EQ(expect_error(engine.try_call("history", {{"actor", "a"}, {"from", 0}}), "history")
-                .code,
+  EXPECT_EQ(expect_error(engine.try_call("history", {{"actor", "a"}, {"from", 0}}), "history").code,
             Errc::cursor_expired);
 
   // New output after the clear is kept and served; the marker stays gone, also from the
@@ -786,9 +795,9 @@ TEST_F(Persistence, AMemoryOnlyEngineIsANewEpochEachStart) {
   engine.spawn("log", pattern_argv(1000));
   engine.wait_sealed("log");
   EXPECT_NE(engine.status("log").at("epoch"), epoch);
-  const Error wrong = expect_error(
-      engine.try_call("history", {{"actor", "log"}, {"from", 0}, {"epoch", epoch}}),
-      "an old epoch's cursor");
+  const Error wrong =
+      expect_error(engine.try_call("history", {{"actor", "log"}, {"from", 0}, {"epoch", epoch}}),
+                   "an old epoch's cursor");
   EXPECT_EQ(wrong.code, Errc::wrong_epoch);
 }
 

@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include <sys/eventfd.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
+#include "engine/mirror_thread.hpp"
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
-#include "engine/mirror_thread.hpp"
 #include "engine/term/plain_scroll_scan.hpp"
 #include "tests/engine/test_ring.hpp"
 
@@ -70,8 +70,8 @@ TEST(PlainScrollScan, FindsTheLatestLineStartWithEnoughLineFeedsAfterIt) {
   EXPECT_EQ(value(t->line_start), stream.find("line 15"));
   EXPECT_EQ(t->prefix, "l");
   EXPECT_EQ(value(t->end), stream.find("line 15") + 1);
-  EXPECT_EQ(scan.best(Cursor{0}, 21, 0), nullptr);     // not enough LFs anywhere
-  EXPECT_EQ(scan.best(Cursor{0}, 5, 16), nullptr);     // the cursor may not be at the bottom yet
+  EXPECT_EQ(scan.best(Cursor{0}, 21, 0), nullptr);  // not enough LFs anywhere
+  EXPECT_EQ(scan.best(Cursor{0}, 5, 16), nullptr);  // the cursor may not be at the bottom yet
 }
 
 TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
@@ -109,9 +109,11 @@ TEST(PlainScrollScan, ReducesThePenToTheSgrsThatStillMatter) {
 }
 
 TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
-  for (std::string_view breaker :
-       {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K", "\x1b" "7", "\x1b]0;t\x07",
-        "\x07", "\x08", "\x0b", "\x0e", "\x7f", "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
+  for (std::string_view breaker : {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K",
+                                   "\x1b"
+                                   "7",
+                                   "\x1b]0;t\x07", "\x07", "\x08", "\x0b", "\x0e", "\x7f",
+                                   "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
     const std::string stream = lines(5) + std::string(breaker) + lines(5);
     const PlainScrollScan scan = scanned(stream);
     EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(breaker));
@@ -179,8 +181,10 @@ std::string difference(const Mirror& a, const Mirror& b) {
 
 // At the end of a stream: the whole history exact again, as long as the other's.
 std::string final_difference(const Mirror& a, const Mirror& b) {
-  if (b.exact_history_lines() != b.screen().scrollback_lines()) return "history not exact at the end";
-  if (a.screen().scrollback_lines() != b.screen().scrollback_lines()) return "history length differs";
+  if (b.exact_history_lines() != b.screen().scrollback_lines())
+    return "history not exact at the end";
+  if (a.screen().scrollback_lines() != b.screen().scrollback_lines())
+    return "history length differs";
   return difference(a, b);
 }
 
@@ -194,8 +198,12 @@ std::string jump_difference(std::string_view stream, const std::vector<std::size
                             int cols, int rows, std::uint64_t* skipped = nullptr) {
   const auto a = fresh(cols, rows);
   const auto b = fresh(cols, rows, kJumpAnywhere);
-  auto catch_up = [&] { a->feed(stream.substr(value(a->position()), b->position() - a->position())); };
-  auto line_end = [&](std::size_t at) { return std::min(stream.find('\n', at), stream.size() - 1) + 1; };
+  auto catch_up = [&] {
+    a->feed(stream.substr(value(a->position()), b->position() - a->position()));
+  };
+  auto line_end = [&](std::size_t at) {
+    return std::min(stream.find('\n', at), stream.size() - 1) + 1;
+  };
   std::size_t piece = 0;
   while (value(b->position()) < stream.size()) {
     if (auto from = b->look_ahead_from()) b->look_ahead(stream.substr(value(*from)));
@@ -210,7 +218,8 @@ std::string jump_difference(std::string_view stream, const std::vector<std::size
         return d + " (after the jump from " + std::to_string(jumped_to) + ")";
       continue;
     }
-    const std::size_t len = pieces.empty() ? 4096 : std::max<std::size_t>(1, pieces[piece++ % pieces.size()]);
+    const std::size_t len =
+        pieces.empty() ? 4096 : std::max<std::size_t>(1, pieces[piece++ % pieces.size()]);
     b->feed(stream.substr(value(b->position()), len));
   }
   if (skipped) *skipped = b->skipped_bytes();
@@ -232,8 +241,10 @@ struct Case {
 std::vector<Case> boundary_cases() {
   std::vector<Case> cases;
   cases.push_back({"plain lines", lines(1, "log line ")});
-  cases.push_back({"wide characters", "w \xe4\xb8\xad\xe6\x96\x87 \xe4\xb8\xad\xe6\x96\x87\xe4\xb8\xad\r\n"});
-  cases.push_back({"wide character cut by the last column", "abcdefghijklmnopqrs\xe4\xb8\xad!\r\n"});
+  cases.push_back(
+      {"wide characters", "w \xe4\xb8\xad\xe6\x96\x87 \xe4\xb8\xad\xe6\x96\x87\xe4\xb8\xad\r\n"});
+  cases.push_back(
+      {"wide character cut by the last column", "abcdefghijklmnopqrs\xe4\xb8\xad!\r\n"});
   cases.push_back({"exactly the width (pending wrap)", "abcdefghijklmnopqrst\r\n"});
   cases.push_back({"wrapping lines", "abcdefghijklmnopqrstuvwxyz0123456789abcdefghij\r\n"});
   cases.push_back({"tabs", "t\tab\tx\r\n\tlead\r\n"});
@@ -241,7 +252,8 @@ std::vector<Case> boundary_cases() {
   cases.push_back({"bare LF", "a\nb\nc\r\n"});
   cases.push_back({"SGR prefixes and resets", "\x1b[1m[1%]\x1b[0m \x1b[32mBuilding\x1b[0m x\r\n"});
   cases.push_back({"SGR without resets", "\x1b[31mred\x1b[39m \x1b[4mu\x1b[24m\r\n\x1b[1mb\r\n"});
-  cases.push_back({"background colour erase", "\x1b[44m\r\nblue\x1b[K\r\n\x1b[0mplain\r\n\x1b[41m"});
+  cases.push_back(
+      {"background colour erase", "\x1b[44m\r\nblue\x1b[K\r\n\x1b[0mplain\r\n\x1b[41m"});
   cases.push_back({"EL before the glyph", "\x1b[2K\x1b[45mz\x1b[K\r\n\x1b[m"});
   cases.push_back({"empty lines", "x\r\n\r\n\r\n"});
   cases.push_back({"combining marks", "x e\xcc\x81t\xcc\x83 a\r\n"});
@@ -275,20 +287,25 @@ TEST(PlainScrollSkip, JumpsAreExactAtEveryKindOfBoundary) {
 
 TEST(PlainScrollSkip, EveryJumpTargetGivesTheSameState) {
   // One jump, from each point of the stream in turn, to the latest target.
-  const std::string body = "\x1b[1m[" "x" "]\x1b[0m \x1b[33mw\xe4\xb8\xad\x1b[m\tend\r\n";
+  const std::string body =
+      "\x1b[1m["
+      "x"
+      "]\x1b[0m \x1b[33mw\xe4\xb8\xad\x1b[m\tend\r\n";
   const std::string stream = repeated(body, 6000) + kProbes;
   int jumps = 0;
   for (std::size_t cut = 0; cut < 3000; cut += 37) {
     auto b = fresh(20, 5, kJumpAnywhere);
     b->feed(std::string_view(stream).substr(0, cut));
-    if (auto from = b->look_ahead_from()) b->look_ahead(std::string_view(stream).substr(value(*from)));
+    if (auto from = b->look_ahead_from())
+      b->look_ahead(std::string_view(stream).substr(value(*from)));
     if (!b->skip_ahead()) continue;
     ++jumps;
     while (!b->screen_exact()) {
       const std::size_t at = value(b->position());
       b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
     }
-    EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << "cut " << cut;
+    EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "")
+        << "cut " << cut;
     b->feed(std::string_view(stream).substr(value(b->position())));
     EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "") << "cut " << cut;
   }
@@ -316,7 +333,9 @@ TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
     ++lfs;
     // Rows above the landing line: 4; then one exact history line per line fed.
     EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
-    EXPECT_EQ(b->exact_history_lines(), std::min<std::size_t>(lfs < 4 ? 0 : lfs - 4, kLimits.max_lines)) << lfs;
+    EXPECT_EQ(b->exact_history_lines(),
+              std::min<std::size_t>(lfs < 4 ? 0 : lfs - 4, kLimits.max_lines))
+        << lfs;
     if (b->screen_exact()) {
       const auto s = b->snapshot();
       EXPECT_EQ(s.snapshot.scrollback_lines, b->exact_history_lines());
@@ -365,21 +384,24 @@ TEST(PlainScrollSkip, LandsOnlyWhereTheCursorIsOnTheBottomRow) {
 
 // Streams of plain pieces with now and then something that is not plain.
 rc::Gen<std::string> plain_piece() {
-  return rc::gen::weightedOneOf<std::string>({{40,
-      rc::gen::element<std::string>("word ", "x", "\r\n", "\r\n", "\r\n", "\n", "\r", "\t",
-                                    "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m", "\x1b[0m",
-                                    "\x1b[m", "\x1b[31m", "\x1b[44m", "\x1b[38;5;200m",
-                                    "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K", "\x1b[2K",
-                                    "abcdefghijklmnopqrstuvwxy")},
-      {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h", "\x1b" "7",
-                                    "\x1b" "8", "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l",
-                                    "\x1b[2;4r", "\x1b[r")}});
+  return rc::gen::weightedOneOf<std::string>(
+      {{40, rc::gen::element<std::string>("word ", "x", "\r\n", "\r\n", "\r\n", "\n", "\r", "\t",
+                                          "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m",
+                                          "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
+                                          "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
+                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy")},
+       {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
+                                         "\x1b"
+                                         "7",
+                                         "\x1b"
+                                         "8",
+                                         "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
+                                         "\x1b[r")}});
 }
 
 RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
-  const auto pieces = *rc::gen::container<std::vector<std::string>>(
-      *rc::gen::inRange(50, 400),
-      plain_piece());
+  const auto pieces =
+      *rc::gen::container<std::vector<std::string>>(*rc::gen::inRange(50, 400), plain_piece());
   std::string body;
   for (const std::string& p : pieces) body += p;
   const int copies = *rc::gen::inRange(1, 8);
@@ -388,8 +410,8 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   stream += kProbes;
   const auto cols = *rc::gen::inRange(2, 30);
   const auto rows = *rc::gen::inRange(1, 8);
-  const auto feed = *rc::gen::container<std::vector<std::size_t>>(
-      3, rc::gen::inRange<std::size_t>(1, 3000));
+  const auto feed =
+      *rc::gen::container<std::vector<std::size_t>>(3, rc::gen::inRange<std::size_t>(1, 3000));
   std::uint64_t skipped = 0;
   RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped) == "");
   RC_CLASSIFY(skipped > 0, "jumped");
@@ -503,7 +525,8 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
     const auto expected = reference.snapshot();
     if (expected.cursor != r.taken.cursor) continue;  // the reference holds back a last glyph
     ++compared;
-    EXPECT_EQ(r.taken.snapshot.scrollback_lines, expected.snapshot.scrollback_lines) << value(r.taken.cursor);
+    EXPECT_EQ(r.taken.snapshot.scrollback_lines, expected.snapshot.scrollback_lines)
+        << value(r.taken.cursor);
     EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
   }
   EXPECT_GT(compared, cursors / 2);

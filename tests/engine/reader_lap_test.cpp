@@ -170,10 +170,10 @@ TEST_F(ReaderLap, ProcessWritingToItsReadOnlyMappingDiesWhileTheEngineServesOnUn
 
   std::string output;
   const shm::RingAnnouncement ring = engine_.ring_of("victim");
-  const int status = run_program({child_binary(), "scribble", std::to_string(ring.engine_pid),
-                                  std::to_string(ring.header_fd), std::to_string(ring.data_fd),
-                                  std::to_string(ring.capacity)},
-                                 &output);
+  const int status = run_program(
+      {child_binary(), "scribble", std::to_string(ring.engine_pid), std::to_string(ring.header_fd),
+       std::to_string(ring.data_fd), std::to_string(ring.capacity)},
+      &output);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
       << "wait status " << status << ", output: " << output;
   EXPECT_NE(output.find("mprotect -1"), std::string::npos)

@@ -94,11 +94,13 @@ TEST(Settings, AKeyGivenTwiceAtAnyLevelNamesTheKeyAndBothLines) {
   EXPECT_EQ(error_of("snapshot: {scrollback_lines: 1, scrollback_lines: 2}\n"),
             "settings.yaml line 1: key 'scrollback_lines' given twice (lines 1 and 1)");
   // The same key in two different mappings is no duplicate.
-  EXPECT_TRUE(parsed("terminal_transcript: {persist: true}\nsnapshot: {scrollback_lines: 9}\n").persist);
+  EXPECT_TRUE(
+      parsed("terminal_transcript: {persist: true}\nsnapshot: {scrollback_lines: 9}\n").persist);
 }
 
 TEST(Settings, BooleansAreExactlyTrueOrFalse) {
-  for (const char* word : {"yes", "no", "on", "off", "y", "n", "True", "FALSE", "1", "0", "\"true\""}) {
+  for (const char* word :
+       {"yes", "no", "on", "off", "y", "n", "True", "FALSE", "1", "0", "\"true\""}) {
     SCOPED_TRACE(word);
     EXPECT_EQ(error_of(std::string("terminal_transcript:\n  persist: ") + word + "\n"),
               "settings.yaml line 2: terminal_transcript.persist: expected true or false");
@@ -142,8 +144,8 @@ TEST(Settings, AnchorsAliasesDeepNestingAndSeveralDocumentsNameTheLine) {
 }
 
 TEST(Settings, AMissingFileIsEveryDefaultAndAnUnreadableOneAnError) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("settings_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("settings_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto missing = engine::load_settings(dir / "settings.yaml");
   ASSERT_TRUE(missing);

@@ -64,7 +64,7 @@ TEST(StoppedActor, ItsTailStaysInTheCacheAndTheRingsMemoryIsGivenBack) {
   engine.call("stop", {{"actor", "log"}});
   wait_released(engine, "log");
 
-  struct stat st{};
+  struct stat st {};
   const std::string data = "/proc/" + std::to_string(engine.pid()) + "/fd/" +
                            std::to_string(engine.ring_of("log").data_fd);
   ASSERT_EQ(::stat(data.c_str(), &st), 0) << data;

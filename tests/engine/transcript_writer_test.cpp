@@ -34,9 +34,9 @@
 namespace backscroll::testing {
 namespace {
 
-using store::TranscriptStore;
 using engine::TranscriptWriter;
 using engine::WriterEvent;
+using store::TranscriptStore;
 
 std::string read_all(const TranscriptStore& t) {
   std::string out;
@@ -144,7 +144,7 @@ class TranscriptWriterTest : public ::testing::Test {
   std::vector<std::unique_ptr<TestRing>> rings_;
   std::vector<std::shared_ptr<engine::InternalConsumer>> consumers_;
   std::vector<WriterEvent> leases_;  // grants next() passed over, oldest first
-  TranscriptWriter writer_;  // last: stopped before the rings it reads go away
+  TranscriptWriter writer_;          // last: stopped before the rings it reads go away
 };
 
 TEST_F(TranscriptWriterTest, KeepsEveryByteAndASealMakesThemDurable) {
@@ -328,9 +328,9 @@ TEST_F(TranscriptWriterTest, AFailingOperationOfAnyKindAtAnyPointKeepsAnExactPre
   engine::WriterActorId id = 100;
   std::uint64_t token = 1000;
   std::mt19937 gen(9);
-  const std::pair<IoOp, std::uint64_t> kinds[] = {
-      {IoOp::write, 12}, {IoOp::sync, 12},   {IoOp::create, 6},
-      {IoOp::remove, 3}, {IoOp::rename, 6}, {IoOp::folder_sync, 6}};
+  const std::pair<IoOp, std::uint64_t> kinds[] = {{IoOp::write, 12}, {IoOp::sync, 12},
+                                                  {IoOp::create, 6}, {IoOp::remove, 3},
+                                                  {IoOp::rename, 6}, {IoOp::folder_sync, 6}};
   for (const auto& [op, most] : kinds) {
     for (std::uint64_t n = 1; n <= most; ++n) {
       SCOPED_TRACE("operation " + std::to_string(static_cast<int>(op)) + ", number " +
@@ -356,7 +356,8 @@ TEST_F(TranscriptWriterTest, AFailingOperationOfAnyKindAtAnyPointKeepsAnExactPre
         for (char& c : chunk) c = static_cast<char>(gen());
         ring.write(chunk);
         all += chunk;
-        writer_.save_record(id, ring.writer.committed(), "{\"round\":" + std::to_string(round) + "}");
+        writer_.save_record(id, ring.writer.committed(),
+                            "{\"round\":" + std::to_string(round) + "}");
         writer_.wake();
         writer_.seal(id, ring.writer.committed(), ++token);
         for (;;) {  // up to this seal's answer, noting an archive_error on the way
@@ -489,11 +490,13 @@ TEST_F(TranscriptWriterTest, APowerLossAtAnyOperationKeepsEverySyncedByteAndNoCu
       const Cursor recorded{record.is_object() ? record.value("cursor", std::uint64_t{0}) : 0};
       const auto resumed =
           store::resume_after(store->end(), recorded, store::LeaseFile::read(image));
-      EXPECT_GE(resumed.next, published) << "a restart would reuse cursors readers may have consumed";
+      EXPECT_GE(resumed.next, published)
+          << "a restart would reuse cursors readers may have consumed";
     }
     recorder->release();  // the operation fails: the transcript is given up
     bool given_up = false;
-    for (int i = 0; i < 4 && !given_up; ++i) given_up = next().kind == WriterEvent::Kind::archive_error;
+    for (int i = 0; i < 4 && !given_up; ++i)
+      given_up = next().kind == WriterEvent::Kind::archive_error;
     EXPECT_TRUE(given_up);
     writer_.remove_actor(id);
   }
@@ -522,8 +525,8 @@ TEST_F(TranscriptWriterTest, TheRecordIsWrittenInStreamOrderAndRemovalCanErase) 
   writer_.wake();
   EXPECT_TRUE(seal(1, ring, 1).durable);
   EXPECT_EQ(read_record(), "{\"first\":1}");
-  EXPECT_EQ(std::filesystem::status(record).permissions(), std::filesystem::perms::owner_read |
-                                                               std::filesystem::perms::owner_write);
+  EXPECT_EQ(std::filesystem::status(record).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   ring.write("more");
   writer_.save_record(1, ring.writer.committed(), "{\"second\":2}");
   writer_.wake();

@@ -14,8 +14,8 @@ namespace {
 using namespace std::string_literals;
 
 TEST(ActorName, AcceptsLettersDigitsAndInnerPunctuation) {
-  for (const std::string_view name : {"a", "Z", "7", "build", "web-1", "db_main", "v1.2.3",
-                                      "A-._z", "0-", "x.", "claude_code-2"}) {
+  for (const std::string_view name : {"a", "Z", "7", "build", "web-1", "db_main", "v1.2.3", "A-._z",
+                                      "0-", "x.", "claude_code-2"}) {
     EXPECT_TRUE(is_valid_actor_name(name)) << name;
   }
 }
@@ -35,15 +35,16 @@ TEST(ActorName, RefusesALeadingPunctuationMark) {
 }
 
 TEST(ActorName, RefusesSlashesSpacesAndControlCharacters) {
-  for (const std::string& name : {"a/b"s, "/a"s, "a/"s, "a b"s, " a"s, "a\tb"s, "a\nb"s,
-                                  "a\\b"s, "a:b"s, "a*"s, "a\0b"s, "a\0"s}) {
+  for (const std::string& name : {"a/b"s, "/a"s, "a/"s, "a b"s, " a"s, "a\tb"s, "a\nb"s, "a\\b"s,
+                                  "a:b"s, "a*"s, "a\0b"s, "a\0"s}) {
     EXPECT_FALSE(is_valid_actor_name(name)) << name;
   }
 }
 
 TEST(ActorName, RefusesNonAsciiBytes) {
   for (const std::string_view name : {"caf\xc3\xa9", "\xc3\xa9t\xc3\xa9", "a\x80", "a\xff",
-                                      "\xe2\x80\x8b" "a"}) {
+                                      "\xe2\x80\x8b"
+                                      "a"}) {
     EXPECT_FALSE(is_valid_actor_name(name)) << name;
   }
 }

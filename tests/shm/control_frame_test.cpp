@@ -102,13 +102,16 @@ TEST(FrameDecoder, WaitsForEveryByteWhenFedOneAtATime) {
 
 TEST(FrameDecoder, DecodesSeveralFramesFromOneFeedInOrder) {
   std::string bytes;
-  for (int i = 0; i < 5; ++i) bytes += encode_frame({{"id", i}}, std::string(static_cast<std::size_t>(i) * 10, static_cast<char>('a' + i)));
+  for (int i = 0; i < 5; ++i)
+    bytes += encode_frame(
+        {{"id", i}}, std::string(static_cast<std::size_t>(i) * 10, static_cast<char>('a' + i)));
   const Decoded d = decode(bytes);
   ASSERT_FALSE(d.error);
   ASSERT_EQ(d.frames.size(), 5u);
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(d.frames[i].header["id"], i);
-    EXPECT_EQ(d.frames[i].payload, std::string(static_cast<std::size_t>(i) * 10, static_cast<char>('a' + i)));
+    EXPECT_EQ(d.frames[i].payload,
+              std::string(static_cast<std::size_t>(i) * 10, static_cast<char>('a' + i)));
   }
 }
 
@@ -235,11 +238,14 @@ TEST(FrameDecoder, ReportsAnErrorOnlyOnceTheFrameBeforeItWasTaken) {
 
 TEST(EncodeFrame, ReplacesInvalidUtf8InsteadOfThrowing) {
   std::string bytes;
-  ASSERT_NO_THROW(bytes = encode_frame({{"title", std::string("a\xff" "b")}}));
+  ASSERT_NO_THROW(bytes = encode_frame({{"title", std::string("a\xff"
+                                                              "b")}}));
   const Decoded d = decode(bytes);
   ASSERT_FALSE(d.error);
   ASSERT_EQ(d.frames.size(), 1u);
-  EXPECT_EQ(d.frames[0].header["title"], "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(d.frames[0].header["title"],
+            "a\xef\xbf\xbd"
+            "b");
 }
 
 TEST(ErrorResponse, RoundTripsCodeMessageAndCursor) {
@@ -297,8 +303,8 @@ TEST(ErrorResponse, ReadsAMalformedErrorAsInternal) {
   const auto unknown = error_from_response({{"ok", false}, {"error", {{"code", "no_such_code"}}}});
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->code, Errc::internal);
-  const auto negative_cursor = error_from_response(
-      {{"ok", false}, {"error", {{"code", "cursor_expired"}, {"cursor", -1}}}});
+  const auto negative_cursor =
+      error_from_response({{"ok", false}, {"error", {{"code", "cursor_expired"}, {"cursor", -1}}}});
   ASSERT_TRUE(negative_cursor.has_value());
   EXPECT_FALSE(negative_cursor->cursor.has_value());
 }

@@ -15,12 +15,13 @@ class HeapBuffer {
  public:
   explicit HeapBuffer(std::size_t bytes)
       : bytes_(bytes),
-        memory_(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{shm::kCacheLine}))) {
+        memory_(
+            static_cast<std::byte*>(::operator new (bytes, std::align_val_t{shm::kCacheLine}))) {
     std::memset(memory_, 0, bytes_);
   }
   HeapBuffer(const HeapBuffer&) = delete;
   HeapBuffer& operator=(const HeapBuffer&) = delete;
-  ~HeapBuffer() { ::operator delete(memory_, std::align_val_t{shm::kCacheLine}); }
+  ~HeapBuffer() { ::operator delete (memory_, std::align_val_t{shm::kCacheLine}); }
 
   std::byte* data() const noexcept { return memory_; }
   std::size_t size() const noexcept { return bytes_; }

@@ -76,7 +76,8 @@ TEST(Places, StateDirPrefersBackscrollHomeThenXdgStateHomeThenHome) {
   {
     ScopedEnv own("BACKSCROLL_HOME", "");
     ScopedEnv xdg("XDG_STATE_HOME", "/home/u/.state");
-    EXPECT_EQ(Places::from_environment().state_dir, std::filesystem::path("/home/u/.state/backscroll"));
+    EXPECT_EQ(Places::from_environment().state_dir,
+              std::filesystem::path("/home/u/.state/backscroll"));
   }
   {
     ScopedEnv own("BACKSCROLL_HOME", nullptr);

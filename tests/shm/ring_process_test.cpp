@@ -204,7 +204,7 @@ std::uint64_t count_mismatches(std::uint64_t from, std::uint64_t seed,
 }
 
 struct WriterPlan {
-  std::uint64_t bytes = 0;        // appended after the reader is ready
+  std::uint64_t bytes = 0;         // appended after the reader is ready
   std::size_t max_append = 65536;  // append sizes are uniform in [1, max_append]
   int appends_per_wake = 8;
   bool yield_per_batch = false;
@@ -229,19 +229,19 @@ void write_stream(RingWriter& writer, std::uint64_t seed, std::uint64_t bytes, s
 }
 
 struct ReaderPlan {
-  std::uint64_t start = 0;        // the first cursor the reader asks for
-  std::uint64_t end = 0;          // stop once the cursor reaches this
+  std::uint64_t start = 0;  // the first cursor the reader asks for
+  std::uint64_t end = 0;    // stop once the cursor reaches this
   std::size_t max_read = 1 << 20;
   std::chrono::microseconds pause_in_place{0};  // between read() and using the spans
 };
 
 // What the child reports over the pipe.
 struct ReaderReport {
-  std::uint64_t verified = 0;      // bytes accepted and checked against the stream
-  std::uint64_t skipped = 0;       // bytes jumped over by resyncs
-  std::uint64_t resyncs = 0;       // cursor_expired (from read/copy or a failed intact)
-  std::uint64_t torn_discards = 0; // in-place spans dropped because intact() said no
-  std::uint64_t errors = 0;        // accepted bytes that were wrong, or protocol violations
+  std::uint64_t verified = 0;       // bytes accepted and checked against the stream
+  std::uint64_t skipped = 0;        // bytes jumped over by resyncs
+  std::uint64_t resyncs = 0;        // cursor_expired (from read/copy or a failed intact)
+  std::uint64_t torn_discards = 0;  // in-place spans dropped because intact() said no
+  std::uint64_t errors = 0;         // accepted bytes that were wrong, or protocol violations
   std::uint64_t first_expired_cursor = 0;
   std::uint64_t end = 0;
   std::uint64_t waits = 0;
@@ -249,8 +249,8 @@ struct ReaderReport {
   std::uint32_t reached_end = 0;
 };
 
-ReaderReport follow_stream(const RingAnnouncement& ring, std::uint64_t seed,
-                           const ReaderPlan& plan, Pipe& ready) {
+ReaderReport follow_stream(const RingAnnouncement& ring, std::uint64_t seed, const ReaderPlan& plan,
+                           Pipe& ready) {
   ReaderReport report;
   auto reader = RingReader::open_announced(ring);
   const char go = 'r';
@@ -332,9 +332,10 @@ ReaderReport follow_stream(const RingAnnouncement& ring, std::uint64_t seed,
 
 std::string describe(const ReaderReport& r) {
   return "verified=" + std::to_string(r.verified) + " skipped=" + std::to_string(r.skipped) +
-         " resyncs=" + std::to_string(r.resyncs) + " torn_discards=" +
-         std::to_string(r.torn_discards) + " errors=" + std::to_string(r.errors) +
-         " waits=" + std::to_string(r.waits) + " end=" + std::to_string(r.end);
+         " resyncs=" + std::to_string(r.resyncs) +
+         " torn_discards=" + std::to_string(r.torn_discards) +
+         " errors=" + std::to_string(r.errors) + " waits=" + std::to_string(r.waits) +
+         " end=" + std::to_string(r.end);
 }
 
 // Creates a ring, writes `before_reader` bytes, forks a reader that follows the stream from
@@ -362,8 +363,9 @@ enum TamperBit : int {
 // both segments and to write the header's committed cursor.
 int tamper_with(const RingAnnouncement& ring) {
   auto open_rw = [&](int fd) {
-    return ::open(("/proc/" + std::to_string(ring.engine_pid) + "/fd/" + std::to_string(fd)).c_str(),
-                  O_RDWR | O_CLOEXEC);
+    return ::open(
+        ("/proc/" + std::to_string(ring.engine_pid) + "/fd/" + std::to_string(fd)).c_str(),
+        O_RDWR | O_CLOEXEC);
   };
   const int data = open_rw(ring.data_fd);
   const int header = open_rw(ring.header_fd);
@@ -513,8 +515,8 @@ TEST(RingProcess, ReaderMappingFaultsOnWriteAndLeavesTheWriterDataIntact) {
     return 0;
   });
   const int status = wait_for_exit(child);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the child survived a write to its read-only mapping, status "
-                                   << status;
+  ASSERT_TRUE(WIFSIGNALED(status))
+      << "the child survived a write to its read-only mapping, status " << status;
   EXPECT_EQ(WTERMSIG(status), SIGSEGV);
   EXPECT_EQ(std::memcmp(writer->data(), before.data(), before.size()), 0);
   EXPECT_EQ(writer->header()->committed, header_before.committed);
@@ -535,7 +537,8 @@ TEST(Segment, CreatesASealedCloseOnExecMemfdOfZeroedBytes) {
   EXPECT_TRUE(std::all_of(segment->data(), segment->data() + segment->size(),
                           [](std::byte b) { return b == std::byte{0}; }));
   ASSERT_GE(segment->fd(), 0);
-  EXPECT_NE(::fcntl(segment->fd(), F_GETFD) & FD_CLOEXEC, 0) << "a spawned program would inherit it";
+  EXPECT_NE(::fcntl(segment->fd(), F_GETFD) & FD_CLOEXEC, 0)
+      << "a spawned program would inherit it";
   EXPECT_EQ(::fcntl(segment->fd(), F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   auto header = Segment::create("bs-test", kPageBytes, Sealing::size_and_writes);
   ASSERT_TRUE(header.has_value());
@@ -581,8 +584,8 @@ TEST(Segment, AWriteSealedSegmentChangesOnlyThroughItsCreatorsMapping) {
   EXPECT_EQ(errno, EPERM);
   EXPECT_NE(::fallocate(rw, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kPageBytes), 0);
   ::close(rw);
-  auto view = Segment::open_read_only(::getpid(), segment->fd(), kPageBytes,
-                                      Sealing::size_and_writes);
+  auto view =
+      Segment::open_read_only(::getpid(), segment->fd(), kPageBytes, Sealing::size_and_writes);
   ASSERT_TRUE(view.has_value()) << view.error().describe();
   EXPECT_EQ(view->data()[7], std::byte{0x42});
 }
@@ -616,8 +619,7 @@ TEST(Segment, OpensOnlyASealedMemfdOfThisUserOfTheExpectedSize) {
   auto data = Segment::create("bs-test", kPageBytes, Sealing::size);
   ASSERT_TRUE(data.has_value());
   EXPECT_EQ(refused(data->fd(), 2 * kPageBytes, Sealing::size, "is 4096 bytes, not 8192"), "");
-  EXPECT_EQ(refused(data->fd(), kPageBytes, Sealing::size_and_writes, "is not a sealed memfd"),
-            "");
+  EXPECT_EQ(refused(data->fd(), kPageBytes, Sealing::size_and_writes, "is not a sealed memfd"), "");
 
   const int unsealed = ::memfd_create("bs-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_GE(unsealed, 0);
@@ -773,8 +775,9 @@ TEST(RingReader, OpenAnnouncedReportsBadSegmentForAnUninitialisedRing) {
   auto header = Segment::create("bs-test", kHeaderBytes, Sealing::size_and_writes);  // magic 0
   auto data = Segment::create("bs-test", kMinCapacity, Sealing::size);
   ASSERT_TRUE(header.has_value() && data.has_value());
-  const RingAnnouncement announced{"u", ::getpid(), header->fd(), data->fd(),
-                                   std::string(2 * kRingNonceBytes, '0'), kMinCapacity};
+  const RingAnnouncement announced{
+      "u",         ::getpid(), header->fd(), data->fd(), std::string(2 * kRingNonceBytes, '0'),
+      kMinCapacity};
   auto reader = RingReader::open_announced(announced);
   ASSERT_FALSE(reader.has_value());
   EXPECT_EQ(reader.error().code, Errc::bad_segment);

@@ -61,9 +61,7 @@ struct Model {
   std::uint64_t reader = 0;  // the polling reader's cursor
   std::vector<Written> writes;
 
-  std::uint64_t oldest() const {
-    return std::max(floor, reserved - std::min(reserved, capacity));
-  }
+  std::uint64_t oldest() const { return std::max(floor, reserved - std::min(reserved, capacity)); }
   void publish_reserved(std::uint64_t r) {
     reserved = std::max(reserved, r);
     floor = std::max(floor, reserved - std::min(reserved, capacity));
@@ -90,16 +88,17 @@ class HeapRing {
  public:
   explicit HeapRing(const Model& m)
       : bytes_(kHeaderBytes + m.capacity),
-        memory_(static_cast<std::byte*>(::operator new(bytes_, std::align_val_t{kCacheLine}))) {
+        memory_(static_cast<std::byte*>(::operator new (bytes_, std::align_val_t{kCacheLine}))) {
     std::memset(memory_, 0, bytes_);
-    writer.emplace(RingWriter::over(memory_, RingIdentity{"model", 9, m.capacity, Cursor{m.start}}));
+    writer.emplace(
+        RingWriter::over(memory_, RingIdentity{"model", 9, m.capacity, Cursor{m.start}}));
     auto r = RingReader::over(memory_, bytes_);
     RC_ASSERT(r.has_value());
     reader.emplace(std::move(*r));
   }
   HeapRing(const HeapRing&) = delete;
   HeapRing& operator=(const HeapRing&) = delete;
-  ~HeapRing() { ::operator delete(memory_, std::align_val_t{kCacheLine}); }
+  ~HeapRing() { ::operator delete (memory_, std::align_val_t{kCacheLine}); }
 
   const RingHeader& header() const { return *reinterpret_cast<const RingHeader*>(memory_); }
   const std::byte* data_area() const { return memory_ + kHeaderBytes; }
@@ -208,7 +207,8 @@ struct ReserveAndCommit : Command {
     RC_ASSERT(space.data() == ring.data_area() + m.committed % m.capacity);
     const std::vector<std::byte> fill = bytes_for(seed, space.size());
     std::memcpy(space.data(), fill.data(), fill.size());
-    ring.writer->commit(static_cast<std::size_t>(std::min<std::uint64_t>(commit_bytes, space.size())));
+    ring.writer->commit(
+        static_cast<std::size_t>(std::min<std::uint64_t>(commit_bytes, space.size())));
     check_cursors(nextState(m), ring);
   }
   void show(std::ostream& os) const override {
@@ -276,9 +276,7 @@ struct Poll : Command {
       m.reader += std::min<std::uint64_t>(m.committed - m.reader, max);
     }
   }
-  void run(const Model& m, HeapRing& ring) const override {
-    check_read(m, ring, m.reader, max);
-  }
+  void run(const Model& m, HeapRing& ring) const override { check_read(m, ring, m.reader, max); }
   void show(std::ostream& os) const override { os << "Poll(" << max << ")"; }
 };
 
@@ -314,7 +312,8 @@ struct ReadThenKernelWrites : Command {
 
 Model initial_model() {
   Model m;
-  m.capacity = *rc::gen::element(std::uint64_t{kPageBytes}, std::uint64_t{2 * kPageBytes}, std::uint64_t{kMinCapacity});
+  m.capacity = *rc::gen::element(std::uint64_t{kPageBytes}, std::uint64_t{2 * kPageBytes},
+                                 std::uint64_t{kMinCapacity});
   m.start = *rc::gen::oneOf(rc::gen::just<std::uint64_t>(0),
                             rc::gen::inRange<std::uint64_t>(0, 10 * m.capacity),
                             rc::gen::inRange<std::uint64_t>(1ULL << 50, (1ULL << 50) + m.capacity));

@@ -122,8 +122,8 @@ TEST_F(Ring, ReaderSplitsAReadThatCrossesTheEndOfTheDataAreaIntoTwoSpans) {
 
 TEST_F(Ring, ReaderReportsCursorInFutureWithTheCommittedCursor) {
   append_pattern(writer(), 1234);
-  for (const Cursor c : {Cursor{1235}, Cursor{kCapacity * 5},
-                         Cursor{std::numeric_limits<std::uint64_t>::max()}}) {
+  for (const Cursor c :
+       {Cursor{1235}, Cursor{kCapacity * 5}, Cursor{std::numeric_limits<std::uint64_t>::max()}}) {
     auto view = reader().read(c, 10);
     ASSERT_FALSE(view.has_value());
     EXPECT_EQ(view.error().code, Errc::cursor_in_future);

@@ -4,9 +4,9 @@
 //   never reach it (a hint says so);
 // - of two CLI controllers at different sizes, the displaced one shows the actor's screen at the
 //   actor's size, cropped or padded, never wrapped, with a notice on its last row, and follows
-//   the owner's resizes; its own window changes never resize the actor; `t` takes control back at its terminal's size, and the
-//   other one becomes the displaced one; when the owner leaves, the other gets the actor back
-//   at its current size;
+//   the owner's resizes; its own window changes never resize the actor; `t` takes control back at
+//   its terminal's size, and the other one becomes the displaced one; when the owner leaves, the
+//   other gets the actor back at its current size;
 // - the terminal's answers to queries in replayed output never reach the actor.
 // What a terminal shows is compared with the actor's screen as the engine's snapshot draws it
 // on a fresh terminal model (the same emulator the test's terminal is).
@@ -30,7 +30,11 @@ using term::Cell;
 // 40 numbered lines in eight colours, longer than the narrow terminals here, then `cat`: the
 // screen stays as the lines left it (and keys typed into the actor would be echoed).
 std::vector<std::string> rows_printer(const std::string& name) {
-  return {"spawn", name, "--", "sh", "-c",
+  return {"spawn",
+          name,
+          "--",
+          "sh",
+          "-c",
           "i=1; while [ $i -le 40 ]; do printf '\\033[3%dmrow %02d: the quick brown fox jumps over "
           "the lazy dog 0123456789 abcdefghijklmnopqrstuvwxyz\\033[m\\n' $((i % 8)) $i; "
           "i=$((i+1)); done; printf 'all-rows-printed\\n'; exec cat"};
@@ -62,7 +66,8 @@ std::string row_text(const term::MirrorScreen& s, int row) {
     if (c.kind == Cell::Kind::erased) {
       out += ' ';
     } else {
-      for (int i = 0; i < c.nchars; ++i) term::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
+      for (int i = 0; i < c.nchars; ++i)
+        term::append_utf8(out, c.chars[static_cast<std::size_t>(i)]);
     }
   }
   return out;
@@ -88,7 +93,7 @@ class CliAttachSize : public CliTest {
       raise_failure("no snapshot of " + actor + ": " + snap.header.dump());
     }
     auto screen = std::make_unique<term::MirrorScreen>(snap.header.at("cols").get<int>(),
-                                                         snap.header.at("rows").get<int>());
+                                                       snap.header.at("rows").get<int>());
     screen->feed(snap.payload);
     return screen;
   }
@@ -110,8 +115,7 @@ class CliAttachSize : public CliTest {
           why << "cell (" << row << "," << col << "): terminal '" << actual << "', actor '"
               << expected << "' (actor " << want->cols() << "x" << want->rows() << ", terminal "
               << got.cols() << "x" << got.rows() << ")\nterminal row: '" << row_text(got, row)
-              << "'\nactor row:    '" << (row < want->rows() ? row_text(*want, row) : "")
-              << "'";
+              << "'\nactor row:    '" << (row < want->rows() ? row_text(*want, row) : "") << "'";
           return why.str();
         }
       }
@@ -155,8 +159,8 @@ class CliAttachSize : public CliTest {
 
 TEST_F(CliAttachSize, ReadOnlyNeverResizesAndDropsKeysWithAHint) {
   const auto typed = scratch_.path() / "typed";
-  ASSERT_TRUE(Succeeds(cli({"spawn", "v", "--", "sh", "-c",
-                            "echo viewer-ready; exec cat > " + typed.string()})));
+  ASSERT_TRUE(Succeeds(
+      cli({"spawn", "v", "--", "sh", "-c", "echo viewer-ready; exec cat > " + typed.string()})));
   engine_.wait_output("v", "viewer-ready");
   EXPECT_EQ(size_of("v"), "80x24");
   const auto pty = attach({"attach", "v", "-r"}, 100, 30);
@@ -261,11 +265,11 @@ TEST_F(CliAttachSize, AnswersToQueriesInReplayedOutputNeverReachTheActor) {
   const auto typed = scratch_.path() / "typed";
   // A sixel image makes every snapshot a raw replay (docs/snapshot.md): attaching replays the
   // ring from its start, queries included, and the test's terminal answers them.
-  ASSERT_TRUE(Succeeds(cli(
-      {"spawn", "q", "--", "sh", "-c",
-       "printf '\\033Pq#0;2;0;0;0#0~~@@\\033\\\\'; printf '\\033[c\\033[6nqueries-asked\\n'; "
-       "stty raw -echo; printf 'recording\\n'; exec cat > " +
-           typed.string()})));
+  ASSERT_TRUE(Succeeds(
+      cli({"spawn", "q", "--", "sh", "-c",
+           "printf '\\033Pq#0;2;0;0;0#0~~@@\\033\\\\'; printf '\\033[c\\033[6nqueries-asked\\n'; "
+           "stty raw -echo; printf 'recording\\n'; exec cat > " +
+               typed.string()})));
   engine_.wait_output("q", "recording");
   wait_until(
       [&] {

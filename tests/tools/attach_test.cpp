@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>

@@ -356,7 +356,8 @@ void PtyCli::answer_queries() {
       answer = "\x1b[0n";
     } else if (query == "\x1b[6n") {
       const term::CursorState cursor = emulator_->cursor();
-      answer = "\x1b[" + std::to_string(cursor.row + 1) + ";" + std::to_string(cursor.col + 1) + "R";
+      answer =
+          "\x1b[" + std::to_string(cursor.row + 1) + ";" + std::to_string(cursor.col + 1) + "R";
     } else {
       answer = "\x1b[?62;22c";
     }
@@ -399,7 +400,8 @@ std::string PtyCli::screen_text() const {
         text += ' ';
         continue;
       }
-      for (int i = 0; i < cell.nchars; ++i) term::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
+      for (int i = 0; i < cell.nchars; ++i)
+        term::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
     }
   }
   return text;

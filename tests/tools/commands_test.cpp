@@ -156,9 +156,8 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   for (const char* key : {"name", "state", "epoch", "nonce", "cwd"}) {
     EXPECT_TRUE(a.contains(key) && a[key].is_string()) << key << " in " << r.out;
   }
-  for (const char* key :
-       {"pid", "session", "floor", "committed", "cols", "rows", "capacity", "header_fd", "data_fd",
-        "input_queued"}) {
+  for (const char* key : {"pid", "session", "floor", "committed", "cols", "rows", "capacity",
+                          "header_fd", "data_fd", "input_queued"}) {
     EXPECT_TRUE(a.contains(key) && a[key].is_number_integer()) << key << " in " << r.out;
   }
   ASSERT_TRUE(a.contains("argv") && a["argv"].is_array()) << r.out;
@@ -284,7 +283,8 @@ TEST_F(CliTail, FollowWritesNewOutputAndEndsWithExitZeroWhenTheActorIsDeleted) {
 }
 
 TEST_F(CliTail, FollowGetsWhatTheProgramPrintsWhileADeleteStopsIt) {
-  spawn("h", {"sh", "-c", "trap 'echo goodbye; exit 0' HUP; echo ready; while :; do sleep 1; done"});
+  spawn("h",
+        {"sh", "-c", "trap 'echo goodbye; exit 0' HUP; echo ready; while :; do sleep 1; done"});
   const auto tail = start({"tail", "h", "-f"});
   tail->wait_stdout("ready\r\n");
   ASSERT_TRUE(Succeeds(cli({"delete", "h"})));
@@ -292,8 +292,8 @@ TEST_F(CliTail, FollowGetsWhatTheProgramPrintsWhileADeleteStopsIt) {
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
   // (sh may report its sleep's "Hangup" in between.)
   EXPECT_EQ(r.out.rfind("ready\r\n", 0), 0u) << r.out;
-  EXPECT_TRUE(r.out.ends_with("goodbye\r\n")) << "the output after SIGHUP is part of the stream: "
-                                                << r.out;
+  EXPECT_TRUE(r.out.ends_with("goodbye\r\n"))
+      << "the output after SIGHUP is part of the stream: " << r.out;
 }
 
 // ---- send ----------------------------------------------------------------------------------
@@ -385,8 +385,7 @@ TEST_F(CliSnapshot, WritesTheScreenBytesAndJsonMetadata) {
   EXPECT_NE(bytes.out.find("first"), std::string::npos);
 
   const fs::path file = scratch_.path() / "s.ans";
-  const CliResult meta =
-      cli({"snapshot", "s", "--scrollback", "0", "--json", "-o", file.string()});
+  const CliResult meta = cli({"snapshot", "s", "--scrollback", "0", "--json", "-o", file.string()});
   ASSERT_TRUE(Succeeds(meta)) << ::testing::PrintToString(meta);
   const Json j = Json::parse(meta.out);
   EXPECT_EQ(j.at("format"), "snapshot_v1");
@@ -407,7 +406,10 @@ TEST_F(CliSnapshot, WritesTheScreenBytesAndJsonMetadata) {
 }
 
 TEST_F(CliSnapshot, VerifyChecksTheContractOnTheActorsOutput) {
-  spawn("v", {"sh", "-c", R"(i=0; while [ $i -lt 300 ]; do printf "\033[3%dmline %d\033[m\t\xe4\xb8\xad\n" $((i % 8)) $i; i=$((i+1)); done; printf "\033[2;10r\033[?1h"; exec sleep 60)"});
+  spawn(
+      "v",
+      {"sh", "-c",
+       R"(i=0; while [ $i -lt 300 ]; do printf "\033[3%dmline %d\033[m\t\xe4\xb8\xad\n" $((i % 8)) $i; i=$((i+1)); done; printf "\033[2;10r\033[?1h"; exec sleep 60)"});
   engine_.wait_output("v", "line 299");
   const CliResult ok = cli({"verify", "v", "--cuts", "8", "--seed", "7"});
   EXPECT_TRUE(Succeeds(ok)) << ::testing::PrintToString(ok);
@@ -514,7 +516,8 @@ TEST_F(CliDamagedTranscript, HistoryStopsAtAGapOrSkipsItAndStatusListsIt) {
   std::smatch m;
   ASSERT_TRUE(std::regex_match(
       stopped.err, m,
-      std::regex("backscroll: data_lost: cursors ([0-9]+)\\.\\.([0-9]+) are lost \\(damaged record\\)\n")))
+      std::regex(
+          "backscroll: data_lost: cursors ([0-9]+)\\.\\.([0-9]+) are lost \\(damaged record\\)\n")))
       << stopped.err;
   const std::uint64_t from = std::stoull(m[1].str()), to = std::stoull(m[2].str());
   EXPECT_LT(from, to);
@@ -727,8 +730,10 @@ TEST_F(CliErrors, ARingPlantedForAnActorTheEngineDoesNotHaveIsNeverPrinted) {
   } else {
     ASSERT_EQ(plant(), "");
   }
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"tail", "evil"}, {"tail", "evil", "-f"}, {"status", "evil", "-f"}, {"verify", "evil"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"tail", "evil"},
+                                                                {"tail", "evil", "-f"},
+                                                                {"status", "evil", "-f"},
+                                                                {"verify", "evil"}}) {
     SCOPED_TRACE(args.front() + (args.size() > 2 ? " " + args.back() : ""));
     const CliResult r = cli(args);
     EXPECT_TRUE(FailsWithOneLine(r, 1, "backscroll: no_such_actor: "));

@@ -42,7 +42,10 @@ TEST(ScreenRenderer, DrawsTheActorsCellsInTheirColumns) {
 // glyph before it or not advance, and every later cell of the row would land a column left.
 TEST(ScreenRenderer, KeepsColumnsAfterALoneZeroWidthCharacter) {
   MirrorScreen actor(12, 3);
-  actor.feed("\x1b[2;1H\xe2\x80\x8b" "ab\x1b[m\xcc\x81" "cd");
+  actor.feed(
+      "\x1b[2;1H\xe2\x80\x8b"
+      "ab\x1b[m\xcc\x81"
+      "cd");
   ASSERT_EQ(actor.cell(1, 0).chars[0], U'\u200b');
   ScreenRenderer renderer;
   renderer.set_terminal(12, 3);

@@ -45,9 +45,13 @@ void PrintTo(const Seen& s, std::ostream* os) {
 }
 
 Seen seen(const StatusEvent& e) {
-  return {std::string(to_string(e.kind)), std::string(to_string(e.state.status)),
-          e.previous ? std::string(to_string(*e.previous)) : "-", e.state.agent, e.state.title,
-          e.state.bells, value(e.state.cursor)};
+  return {std::string(to_string(e.kind)),
+          std::string(to_string(e.state.status)),
+          e.previous ? std::string(to_string(*e.previous)) : "-",
+          e.state.agent,
+          e.state.title,
+          e.state.bells,
+          value(e.state.cursor)};
 }
 
 // The changes of `stream` fed live (after an empty history) in the pieces `cuts` make.
@@ -76,24 +80,24 @@ std::vector<Seen> byte_by_byte(std::string_view stream) {
 // sequences, a cancelled OSC, an OSC 1 (icon name, not a title), and multi-byte characters.
 std::string sample_stream() {
   std::string s = "$ claude\r\n";
-  s += osc(0, "✳ Claude Code");                       // idle
+  s += osc(0, "✳ Claude Code");  // idle
   s += "Welcome\r\n";
-  s += osc(2, "⠂ Fix the tests", st());               // working, ended by ST
-  s += osc(0, "⠂ Fix the tests");                     // the same title again: no change
-  s += "output\x07more";                              // a bell
-  s += osc(0, "⠐ Fix the tests", kEsc + "[m");        // ended by ESC [ (then an SGR)
-  s += osc(1, "icon only");                           // not a title
-  s += kEsc + "]0;cancelled\x18";                     // CAN abandons it
-  s += kEsc + "[22;0t";                               // push
-  s += osc(0, "[ ! ] Action Required | proj");        // permission
-  s += kEsc + "]0;◇  Ready" + kEsc + "\x07" + "\\";   // a bell between ESC and '\': still ST
-  s += kEsc + "[23;0t";                               // pop: back to the pushed title
-  s += kEsc + "[2" + "\x07" + "3t";                   // CSI 2 BEL 3 t: a bell, a pop of nothing
+  s += osc(2, "⠂ Fix the tests", st());              // working, ended by ST
+  s += osc(0, "⠂ Fix the tests");                    // the same title again: no change
+  s += "output\x07more";                             // a bell
+  s += osc(0, "⠐ Fix the tests", kEsc + "[m");       // ended by ESC [ (then an SGR)
+  s += osc(1, "icon only");                          // not a title
+  s += kEsc + "]0;cancelled\x18";                    // CAN abandons it
+  s += kEsc + "[22;0t";                              // push
+  s += osc(0, "[ ! ] Action Required | proj");       // permission
+  s += kEsc + "]0;◇  Ready" + kEsc + "\x07" + "\\";  // a bell between ESC and '\': still ST
+  s += kEsc + "[23;0t";                              // pop: back to the pushed title
+  s += kEsc + "[2" + "\x07" + "3t";                  // CSI 2 BEL 3 t: a bell, a pop of nothing
   s += std::string("\0\x7f", 2);
-  s += osc(0, "bash");                                // unknown
+  s += osc(0, "bash");  // unknown
   s += "\x07\x07";
-  s += kEsc + "[22t" + osc(0, "✳ Last");              // push "bash", set another
-  s += kEsc + "[23:t" + "\x07";                       // pop (':' ends the parameter), then a bell
+  s += kEsc + "[22t" + osc(0, "✳ Last");  // push "bash", set another
+  s += kEsc + "[23:t" + "\x07";           // pop (':' ends the parameter), then a bell
   return s;
 }
 
@@ -119,8 +123,7 @@ TEST(StatusDetector, ReportsEachChangeOfTheSampleStream) {
       {"change", "idle", "permission", "gemini-cli", "◇  Ready", 2,
        after("◇  Ready" + kEsc + "\x07\\")},
       {"change", "working", "idle", "claude-code", "⠐ Fix the tests", 2, after(kEsc + "[23;0t")},
-      {"change", "working", "working", "claude-code", "⠐ Fix the tests", 3,
-       after(kEsc + "[2\x07")},
+      {"change", "working", "working", "claude-code", "⠐ Fix the tests", 3, after(kEsc + "[2\x07")},
       {"change", "unknown", "working", "", "bash", 3, after(osc(0, "bash"))},
       {"change", "unknown", "unknown", "", "bash", 4, after(osc(0, "bash"), 1)},
       {"change", "unknown", "unknown", "", "bash", 5, after(osc(0, "bash"), 2)},
@@ -149,12 +152,38 @@ TEST(StatusDetector, TitlesSplitAtEveryBytePositionGiveTheSameChanges) {
 // Random streams of title sequences, bells, controls, text and cut-off fragments, cut at random:
 // the same changes as byte-by-byte scanning.
 RC_GTEST_PROP(StatusDetector, AnySplitOfAnyStreamGivesTheChangesOfByteByByteScanning, ()) {
-  const std::vector<std::string> pieces = {
-      osc(0, "✳ Claude Code"), osc(0, "⠂ task"), osc(2, "⠴ proj", st()), osc(0, "◇  Ready"),
-      osc(1, "icon"), kEsc + "]0;", kEsc + "]2;", kEsc, "\\", "\x07", "\x18", std::string(1, '\0'),
-      "\x7f", kEsc + "[22t", kEsc + "[23t", kEsc + "[23;2t", kEsc + "[22;0t", kEsc + "[23:",
-      kEsc + "[", "t", "3t", "23", ";", ":", "\xe2\x9c", "\xb3",
-      "text ", "\r\n", kEsc + "[1;31m", kEsc + "P1$q", kEsc + "_G", "[ ! ] Action Required"};
+  const std::vector<std::string> pieces = {osc(0, "✳ Claude Code"),
+                                           osc(0, "⠂ task"),
+                                           osc(2, "⠴ proj", st()),
+                                           osc(0, "◇  Ready"),
+                                           osc(1, "icon"),
+                                           kEsc + "]0;",
+                                           kEsc + "]2;",
+                                           kEsc,
+                                           "\\",
+                                           "\x07",
+                                           "\x18",
+                                           std::string(1, '\0'),
+                                           "\x7f",
+                                           kEsc + "[22t",
+                                           kEsc + "[23t",
+                                           kEsc + "[23;2t",
+                                           kEsc + "[22;0t",
+                                           kEsc + "[23:",
+                                           kEsc + "[",
+                                           "t",
+                                           "3t",
+                                           "23",
+                                           ";",
+                                           ":",
+                                           "\xe2\x9c",
+                                           "\xb3",
+                                           "text ",
+                                           "\r\n",
+                                           kEsc + "[1;31m",
+                                           kEsc + "P1$q",
+                                           kEsc + "_G",
+                                           "[ ! ] Action Required"};
   const auto picks = *rc::gen::container<std::vector<std::size_t>>(
       rc::gen::inRange<std::size_t>(0, pieces.size()));
   std::string stream;

@@ -111,9 +111,9 @@ TEST_F(StatusFollowTest, PrintsTheStateRestoredFromHistoryOnceThenOneJsonLinePer
   std::vector<std::string> keys;
   const auto first = nlohmann::ordered_json::parse(r.out.substr(0, r.out.find('\n')));
   for (const auto& item : first.items()) keys.push_back(item.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"actor", "event", "status", "previous", "agent",
-                                            "title", "bells", "last_output_ms", "cursor",
-                                            "skipped"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"actor", "event", "status", "previous", "agent", "title",
+                                      "bells", "last_output_ms", "cursor", "skipped"}));
   EXPECT_EQ(lines[0]["actor"], "agent");
   EXPECT_TRUE(lines[0]["last_output_ms"].is_null());
   for (std::size_t i = 1; i < 4; ++i) {
@@ -182,9 +182,10 @@ TEST_F(StatusFollowTest, RefusesAMalformedRulesFileAnUnknownActorAndRulesWithout
   spawn("agent", "✳ Claude Code");
 
   const CliResult malformed = cli({"status", "-f", "--rules", bad});
-  EXPECT_TRUE(FailsWithOneLine(malformed, 1, "backscroll: bad_request: rules file " + bad +
-                                                 ": rule 1: 'status' must be working, idle, "
-                                                 "permission or unknown, got 'busy'"));
+  EXPECT_TRUE(FailsWithOneLine(malformed, 1,
+                               "backscroll: bad_request: rules file " + bad +
+                                   ": rule 1: 'status' must be working, idle, "
+                                   "permission or unknown, got 'busy'"));
   const CliResult missing = cli({"status", "-f", "--rules", bad + ".none"});
   EXPECT_TRUE(FailsWithOneLine(missing, 1, "backscroll: io_error: rules file " + bad + ".none"));
   const CliResult unknown = cli({"status", "-f", "agent", "nosuch"});
@@ -219,8 +220,7 @@ TEST_F(StatusFollowLapTest, ALapDuringAFloodIsOneResyncAndTitlesAreFollowedAfter
       [&] {
         const auto committed = engine_.status("flood").at("committed").get<std::uint64_t>();
         return committed >= 600'000 &&
-               engine_.history("flood", committed - 100).find("✳ after flood") !=
-                   std::string::npos;
+               engine_.history("flood", committed - 100).find("✳ after flood") != std::string::npos;
       },
       "the flood and the title after it");
   ASSERT_EQ(::kill(proc->pid(), SIGCONT), 0);

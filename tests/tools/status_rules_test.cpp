@@ -42,74 +42,82 @@ TEST_P(DefaultRules, ClassifyTheTitle) {
 
 // Claude Code: '✳ <task>' waiting for the user, '⠂'/'⠐ <task>' while a turn runs. Its title
 // does not change at a permission prompt (the spinner stops, ✳ returns): that reads as idle.
-INSTANTIATE_TEST_SUITE_P(ClaudeCode, DefaultRules, ::testing::Values(
-    Case{"✳ Claude Code", AgentStatus::idle, "claude-code"},
-    Case{"✳ Fix the flaky login test", AgentStatus::idle, "claude-code"},
-    Case{"✳", AgentStatus::idle, "claude-code"},
-    Case{"⠂ Fix the flaky login test", AgentStatus::working, "claude-code"},
-    Case{"⠐ Fix the flaky login test", AgentStatus::working, "claude-code"},
-    Case{"⠐ Waiting for CI", AgentStatus::working, "claude-code"},  // the glyph decides
-    Case{"Claude Code - action required", AgentStatus::permission, "claude-code"},
-    Case{"Claude needs your permission", AgentStatus::permission, "claude-code"},
-    Case{"claude", AgentStatus::unknown, "claude-code"}),
+INSTANTIATE_TEST_SUITE_P(
+    ClaudeCode, DefaultRules,
+    ::testing::Values(Case{"✳ Claude Code", AgentStatus::idle, "claude-code"},
+                      Case{"✳ Fix the flaky login test", AgentStatus::idle, "claude-code"},
+                      Case{"✳", AgentStatus::idle, "claude-code"},
+                      Case{"⠂ Fix the flaky login test", AgentStatus::working, "claude-code"},
+                      Case{"⠐ Fix the flaky login test", AgentStatus::working, "claude-code"},
+                      Case{"⠐ Waiting for CI", AgentStatus::working,
+                           "claude-code"},  // the glyph decides
+                      Case{"Claude Code - action required", AgentStatus::permission, "claude-code"},
+                      Case{"Claude needs your permission", AgentStatus::permission, "claude-code"},
+                      Case{"claude", AgentStatus::unknown, "claude-code"}),
     case_name);
 
 // Codex CLI: spinner frame + project while working, '[ ! ] Action Required | project' (blinking
 // with '[ . ]') on approval; its idle title is the bare project name, which names nothing.
-INSTANTIATE_TEST_SUITE_P(Codex, DefaultRules, ::testing::Values(
-    Case{"⠴ testi", AgentStatus::working, "codex"},
-    Case{"⠋ my-project", AgentStatus::working, "codex"},
-    Case{"⠏", AgentStatus::working, "codex"},
-    Case{"[ ! ] Action Required | testi", AgentStatus::permission, "codex"},
-    Case{"[ . ] Action Required | testi", AgentStatus::permission, "codex"},
-    Case{"Codex done", AgentStatus::idle, "codex"},
-    Case{"codex | my-project | Ready", AgentStatus::idle, "codex"},
-    Case{"Codex working", AgentStatus::working, "codex"},
-    Case{"Codex action required", AgentStatus::permission, "codex"},
-    Case{"Codex", AgentStatus::unknown, "codex"},
-    Case{"testi", AgentStatus::unknown, ""}),
+INSTANTIATE_TEST_SUITE_P(
+    Codex, DefaultRules,
+    ::testing::Values(Case{"⠴ testi", AgentStatus::working, "codex"},
+                      Case{"⠋ my-project", AgentStatus::working, "codex"},
+                      Case{"⠏", AgentStatus::working, "codex"},
+                      Case{"[ ! ] Action Required | testi", AgentStatus::permission, "codex"},
+                      Case{"[ . ] Action Required | testi", AgentStatus::permission, "codex"},
+                      Case{"Codex done", AgentStatus::idle, "codex"},
+                      Case{"codex | my-project | Ready", AgentStatus::idle, "codex"},
+                      Case{"Codex working", AgentStatus::working, "codex"},
+                      Case{"Codex action required", AgentStatus::permission, "codex"},
+                      Case{"Codex", AgentStatus::unknown, "codex"},
+                      Case{"testi", AgentStatus::unknown, ""}),
     case_name);
 
 // Gemini CLI (computeTerminalTitle): glyph, two spaces, state, (folder), padded to 80 columns.
-INSTANTIATE_TEST_SUITE_P(GeminiCli, DefaultRules, ::testing::Values(
-    Case{"✋  Action Required (proj)                    ", AgentStatus::permission, "gemini-cli"},
-    Case{"✦  Working… (proj)", AgentStatus::working, "gemini-cli"},
-    Case{"✦  Reading the build files (proj)", AgentStatus::working, "gemini-cli"},
-    Case{"⏲  Working… (proj)", AgentStatus::working, "gemini-cli"},
-    Case{"◇  Ready (proj)                              ", AgentStatus::idle, "gemini-cli"},
-    Case{"Gemini CLI (proj)                            ", AgentStatus::unknown, "gemini-cli"},
-    Case{"gemini waiting for approval", AgentStatus::permission, "gemini-cli"}),
+INSTANTIATE_TEST_SUITE_P(
+    GeminiCli, DefaultRules,
+    ::testing::Values(
+        Case{"✋  Action Required (proj)                    ", AgentStatus::permission,
+             "gemini-cli"},
+        Case{"✦  Working… (proj)", AgentStatus::working, "gemini-cli"},
+        Case{"✦  Reading the build files (proj)", AgentStatus::working, "gemini-cli"},
+        Case{"⏲  Working… (proj)", AgentStatus::working, "gemini-cli"},
+        Case{"◇  Ready (proj)                              ", AgentStatus::idle, "gemini-cli"},
+        Case{"Gemini CLI (proj)                            ", AgentStatus::unknown, "gemini-cli"},
+        Case{"gemini waiting for approval", AgentStatus::permission, "gemini-cli"}),
     case_name);
 
 // Aider sets no title of its own; titles that name it (wrappers, Orca's convention) do.
-INSTANTIATE_TEST_SUITE_P(Aider, DefaultRules, ::testing::Values(
-    Case{"aider: thinking", AgentStatus::working, "aider"},
-    Case{"Aider running tests", AgentStatus::working, "aider"},
-    Case{"Aider ready", AgentStatus::idle, "aider"},
-    Case{"aider idle.", AgentStatus::idle, "aider"},
-    Case{"aider - action required", AgentStatus::permission, "aider"},
-    Case{"Aider waiting", AgentStatus::permission, "aider"},
-    Case{"aider", AgentStatus::unknown, "aider"}),
+INSTANTIATE_TEST_SUITE_P(
+    Aider, DefaultRules,
+    ::testing::Values(Case{"aider: thinking", AgentStatus::working, "aider"},
+                      Case{"Aider running tests", AgentStatus::working, "aider"},
+                      Case{"Aider ready", AgentStatus::idle, "aider"},
+                      Case{"aider idle.", AgentStatus::idle, "aider"},
+                      Case{"aider - action required", AgentStatus::permission, "aider"},
+                      Case{"Aider waiting", AgentStatus::permission, "aider"},
+                      Case{"aider", AgentStatus::unknown, "aider"}),
     case_name);
 
 // Titles no rule may claim: shells, paths, words that only contain a keyword or a name.
-INSTANTIATE_TEST_SUITE_P(NotAnAgent, DefaultRules, ::testing::Values(
-    Case{"", AgentStatus::unknown, ""},
-    Case{"bash", AgentStatus::unknown, ""},
-    Case{"me@host: ~/src", AgentStatus::unknown, ""},
-    Case{"vim README.md", AgentStatus::unknown, ""},
-    Case{"~/src/codex/ready", AgentStatus::unknown, ""},
-    Case{"~/src/claude-scratch", AgentStatus::unknown, ""},
-    Case{"aider.conf.yml", AgentStatus::unknown, ""},
-    Case{"codex already built", AgentStatus::unknown, "codex"},  // "already" is not "ready"
-    Case{"✳ is not first: ✳", AgentStatus::idle, "claude-code"},
-    Case{"task ✳", AgentStatus::unknown, ""},
-    Case{"⣾ Building", AgentStatus::working, ""}),  // some other spinner: working, no agent
+INSTANTIATE_TEST_SUITE_P(
+    NotAnAgent, DefaultRules,
+    ::testing::Values(
+        Case{"", AgentStatus::unknown, ""}, Case{"bash", AgentStatus::unknown, ""},
+        Case{"me@host: ~/src", AgentStatus::unknown, ""},
+        Case{"vim README.md", AgentStatus::unknown, ""},
+        Case{"~/src/codex/ready", AgentStatus::unknown, ""},
+        Case{"~/src/claude-scratch", AgentStatus::unknown, ""},
+        Case{"aider.conf.yml", AgentStatus::unknown, ""},
+        Case{"codex already built", AgentStatus::unknown, "codex"},  // "already" is not "ready"
+        Case{"✳ is not first: ✳", AgentStatus::idle, "claude-code"},
+        Case{"task ✳", AgentStatus::unknown, ""},
+        Case{"⣾ Building", AgentStatus::working, ""}),  // some other spinner: working, no agent
     case_name);
 
 TEST(StatusRules, StatusNamesRoundTrip) {
-  for (const AgentStatus s : {AgentStatus::unknown, AgentStatus::working, AgentStatus::idle,
-                              AgentStatus::permission}) {
+  for (const AgentStatus s :
+       {AgentStatus::unknown, AgentStatus::working, AgentStatus::idle, AgentStatus::permission}) {
     EXPECT_EQ(parse_agent_status(to_string(s)), s);
   }
   EXPECT_FALSE(parse_agent_status("busy"));
@@ -183,29 +191,32 @@ TEST_P(MalformedRules, AreRefusedWithAClearMessage) {
       << rules.error().message;
 }
 
-INSTANTIATE_TEST_SUITE_P(StatusRules, MalformedRules, ::testing::Values(
-    Malformed{"{\"rules\": [", "not valid JSON"},
-    Malformed{"[]", "expected a JSON object with a 'rules' array"},
-    Malformed{"{}", "expected a 'rules' array"},
-    Malformed{R"({"rules": {}})", "expected a 'rules' array"},
-    Malformed{R"({"rule": []})", "unknown field 'rule'"},
-    Malformed{R"({"version": 2, "rules": []})", "'version' must be 1, got 2"},
-    Malformed{R"({"include_defaults": "no", "rules": []})", "'include_defaults' must be true"},
-    Malformed{R"({"rules": ["x"]})", "rule 1: expected an object"},
-    Malformed{R"({"rules": [{"status": "idle", "title": "x"}]})", "rule 1: missing 'agent'"},
-    Malformed{R"({"rules": [{"agent": "a", "title": "x"}]})", "rule 1: missing 'status'"},
-    Malformed{R"({"rules": [{"agent": "a", "status": "idle"}]})", "rule 1: missing 'title'"},
-    Malformed{R"({"rules": [{"agent": 1, "status": "idle", "title": "x"}]})",
-              "rule 1: 'agent' must be a string"},
-    Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "x"},
+INSTANTIATE_TEST_SUITE_P(
+    StatusRules, MalformedRules,
+    ::testing::Values(
+        Malformed{"{\"rules\": [", "not valid JSON"},
+        Malformed{"[]", "expected a JSON object with a 'rules' array"},
+        Malformed{"{}", "expected a 'rules' array"},
+        Malformed{R"({"rules": {}})", "expected a 'rules' array"},
+        Malformed{R"({"rule": []})", "unknown field 'rule'"},
+        Malformed{R"({"version": 2, "rules": []})", "'version' must be 1, got 2"},
+        Malformed{R"({"include_defaults": "no", "rules": []})", "'include_defaults' must be true"},
+        Malformed{R"({"rules": ["x"]})", "rule 1: expected an object"},
+        Malformed{R"({"rules": [{"status": "idle", "title": "x"}]})", "rule 1: missing 'agent'"},
+        Malformed{R"({"rules": [{"agent": "a", "title": "x"}]})", "rule 1: missing 'status'"},
+        Malformed{R"({"rules": [{"agent": "a", "status": "idle"}]})", "rule 1: missing 'title'"},
+        Malformed{R"({"rules": [{"agent": 1, "status": "idle", "title": "x"}]})",
+                  "rule 1: 'agent' must be a string"},
+        Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "x"},
                             {"agent": "a", "status": "busy", "title": "x"}]})",
-              "rule 2: 'status' must be working, idle, permission or unknown, got 'busy'"},
-    Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "(x"}]})",
-              "rule 1: 'title' is not a valid regular expression"},
-    Malformed{R"({"rules": [{"agent": "a", "status": "idle", "titel": "x"}]})",
-              "rule 1: unknown field 'titel'"},
-    Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "x", "ignore_case": 1}]})",
-              "rule 1: 'ignore_case' must be true or false"}));
+                  "rule 2: 'status' must be working, idle, permission or unknown, got 'busy'"},
+        Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "(x"}]})",
+                  "rule 1: 'title' is not a valid regular expression"},
+        Malformed{R"({"rules": [{"agent": "a", "status": "idle", "titel": "x"}]})",
+                  "rule 1: unknown field 'titel'"},
+        Malformed{
+            R"({"rules": [{"agent": "a", "status": "idle", "title": "x", "ignore_case": 1}]})",
+            "rule 1: 'ignore_case' must be true or false"}));
 
 TEST(StatusRules, LoadReadsAFileAndNamesItInErrors) {
   TempDir dir;

@@ -2,11 +2,10 @@
 
 #include <thread>
 
-
 namespace backscroll::bridge {
 
-Result<std::shared_ptr<ActorFeed>> ActorFeed::open(std::shared_ptr<FeedWaker> waker, const Places& places,
-                                                   const std::string& actor) {
+Result<std::shared_ptr<ActorFeed>> ActorFeed::open(std::shared_ptr<FeedWaker> waker,
+                                                   const Places& places, const std::string& actor) {
   auto reader = shm::RingReader::open(places, actor);
   if (!reader) return tl::unexpected(reader.error());
   auto shared = std::make_shared<Shared>(std::move(*reader));

@@ -51,8 +51,8 @@ class ActorFeed : public std::enable_shared_from_this<ActorFeed> {
   // The window in which an actor's output counts for quiet().
   static constexpr std::chrono::milliseconds kQuietWindow{100};
 
-  static Result<std::shared_ptr<ActorFeed>> open(std::shared_ptr<FeedWaker> waker, const Places& places,
-                                                  const std::string& actor);
+  static Result<std::shared_ptr<ActorFeed>> open(std::shared_ptr<FeedWaker> waker,
+                                                 const Places& places, const std::string& actor);
   ~ActorFeed();
   ActorFeed(const ActorFeed&) = delete;
   ActorFeed& operator=(const ActorFeed&) = delete;

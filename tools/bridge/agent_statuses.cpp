@@ -57,7 +57,8 @@ void AgentStatuses::run() {
     });
     std::map<std::string, status::ActorStatus> results;
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     for (const std::string& actor : wanted) {
       auto it = followed.find(actor);
       if (it == followed.end()) {

@@ -47,7 +47,7 @@ class AgentStatuses {
   bool stop_ = false;
   std::set<std::string> wanted_;                       // guarded by mutex_
   std::map<std::string, status::ActorStatus> latest_;  // guarded by mutex_
-  std::thread thread_;  // last: started once the rest is built
+  std::thread thread_;                                 // last: started once the rest is built
 };
 
 }  // namespace backscroll::bridge

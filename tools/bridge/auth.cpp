@@ -36,8 +36,9 @@ Result<std::string> read_token(const std::filesystem::path& path) {
     return fail(Errc::permission_denied, path.string() + " is not a regular file of this user");
   }
   if ((st.st_mode & 077) != 0) {
-    return fail(Errc::permission_denied,
-                path.string() + " is readable by others (chmod 600 it, or remove it for a new token)");
+    return fail(
+        Errc::permission_denied,
+        path.string() + " is readable by others (chmod 600 it, or remove it for a new token)");
   }
   text.resize(static_cast<std::size_t>(n));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {

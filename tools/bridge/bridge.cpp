@@ -34,15 +34,16 @@ Bridge::~Bridge() {
 Result<void> Bridge::listen() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(options_.listen, ec);
-  if (ec) return fail(Errc::bad_request, "'" + options_.listen + "' is not an IP address to listen on");
+  if (ec)
+    return fail(Errc::bad_request, "'" + options_.listen + "' is not an IP address to listen on");
   const tcp::endpoint endpoint(address, options_.port);
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return fail(Errc::io_error, "cannot listen on " + options_.listen + ":" + std::to_string(options_.port) +
-                                    ": " + ec.message());
+    return fail(Errc::io_error, "cannot listen on " + options_.listen + ":" +
+                                    std::to_string(options_.port) + ": " + ec.message());
   }
   port_ = acceptor_.local_endpoint().port();
   accept_next();
@@ -144,7 +145,8 @@ std::string_view host_name(std::string_view authority) {
 }
 
 bool is_ip_literal(std::string_view host) {
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   boost::system::error_code ec;
   asio::ip::make_address(std::string(host), ec);
   return !ec;

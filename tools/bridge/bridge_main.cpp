@@ -35,15 +35,22 @@ int main(int argc, char** argv) {
   bridge::BridgeOptions options;
   std::string token_file;
   std::string web_root;
-  CLI::App app{"backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)"};
+  CLI::App app{
+      "backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)"};
   app.add_option("--listen", options.listen, "IP address to listen on")->capture_default_str();
   app.add_option("--port", options.port, "TCP port (0: any free one)")->capture_default_str();
-  app.add_option("--token-file", token_file, "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)");
-  app.add_option("--web-root", web_root, "folder of the page's files (default: share/backscroll/web beside the binary)");
-  app.add_option("--allow-origin", options.allow_origins, "another origin whose pages may connect (e.g. https://example.com)");
-  app.add_option("--allow-host", options.allow_hosts, "a host name the bridge answers to besides localhost and IP addresses");
+  app.add_option("--token-file", token_file,
+                 "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)");
+  app.add_option("--web-root", web_root,
+                 "folder of the page's files (default: share/backscroll/web beside the binary)");
+  app.add_option("--allow-origin", options.allow_origins,
+                 "another origin whose pages may connect (e.g. https://example.com)");
+  app.add_option("--allow-host", options.allow_hosts,
+                 "a host name the bridge answers to besides localhost and IP addresses");
   std::string rules_path;
-  app.add_option("--rules", rules_path, "a JSON rules file for agent status, tried before the built-in rules (docs/status-detector.md)");
+  app.add_option("--rules", rules_path,
+                 "a JSON rules file for agent status, tried before the built-in rules "
+                 "(docs/status-detector.md)");
   CLI11_PARSE(app, argc, argv);
 
   std::optional<status::StatusRules> rules;
@@ -57,7 +64,8 @@ int main(int argc, char** argv) {
     options.rules = &*rules;
   }
   const Places places = Places::from_environment();
-  const std::filesystem::path token_path = token_file.empty() ? places.state_dir / "bridge.token" : std::filesystem::path(token_file);
+  const std::filesystem::path token_path =
+      token_file.empty() ? places.state_dir / "bridge.token" : std::filesystem::path(token_file);
   auto token = bridge::load_or_create_token(token_path);
   if (!token) {
     std::fprintf(stderr, "backscroll-bridge: %s\n", token.error().describe().c_str());
@@ -65,8 +73,11 @@ int main(int argc, char** argv) {
   }
   options.web_root = web_root.empty() ? default_web_root() : std::filesystem::path(web_root);
   if (!std::filesystem::exists(options.web_root / "index.html")) {
-    std::fprintf(stderr, "backscroll-bridge: io_error: no page in %s (build the project: the page's files are "
-                         "copied there; or pass --web-root)\n", options.web_root.c_str());
+    std::fprintf(
+        stderr,
+        "backscroll-bridge: io_error: no page in %s (build the project: the page's files are "
+        "copied there; or pass --web-root)\n",
+        options.web_root.c_str());
     return 1;
   }
   ::signal(SIGPIPE, SIG_IGN);
@@ -79,7 +90,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "backscroll-bridge: %s\n", ok.error().describe().c_str());
     return 1;
   }
-  const std::string host = options.listen.find(':') != std::string::npos ? "[" + options.listen + "]" : options.listen;
+  const std::string host =
+      options.listen.find(':') != std::string::npos ? "[" + options.listen + "]" : options.listen;
   // The first line is for programs (tests read the port); the token goes in the URL's fragment,
   // which a browser never sends to a server.
   std::printf("listening on http://%s:%u/\n", host.c_str(), server.port());

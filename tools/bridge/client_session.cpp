@@ -47,7 +47,8 @@ void ClientSession::start() {
   Json fields = {{"actor", request_.actor},
                  {"role", request_.controller ? "controller" : "viewer"},
                  {"formats", Json::array({"snapshot_v1"})}};
-  if (request_.controller && request_.visible && !request_.resume && request_.cols && request_.rows) {
+  if (request_.controller && request_.visible && !request_.resume && request_.cols &&
+      request_.rows) {
     fields["cols"] = *request_.cols;  // a visible controller claims the size (Natamux)
     fields["rows"] = *request_.rows;
   }
@@ -55,9 +56,10 @@ void ClientSession::start() {
     fields["since"] = value(request_.resume->cursor);
     fields["epoch"] = epoch_hex(request_.resume->epoch);
   }
-  bridge_.engine_call("attach", std::move(fields), [self = shared_from_this()](Result<control::Frame> answer) {
-    self->on_attach_answer(std::move(answer));
-  });
+  bridge_.engine_call("attach", std::move(fields),
+                      [self = shared_from_this()](Result<control::Frame> answer) {
+                        self->on_attach_answer(std::move(answer));
+                      });
 }
 
 void ClientSession::on_attach_answer(Result<control::Frame> answer) {
@@ -110,8 +112,8 @@ void ClientSession::on_attached(const Json& header, std::string payload) {
     flow_.emplace(request_.resume->cursor, request_.visible, now);
     // The client's size at its cursor: as it says, else (a client that does not track sizes)
     // the actor's now.
-    size_ = request_.have.value_or(TermSize{header.value<std::uint16_t>("cols", 80),
-                                            header.value<std::uint16_t>("rows", 24)});
+    size_ = request_.have.value_or(
+        TermSize{header.value<std::uint16_t>("cols", 80), header.value<std::uint16_t>("rows", 24)});
     begin_resume(request_.resume->cursor, /*fresh=*/true);
   } else {
     flow_.emplace(Cursor{header.value("cursor", std::uint64_t{0})}, request_.visible, now);
@@ -134,7 +136,8 @@ void ClientSession::begin_snapshot(const Json& answer, std::string payload) {
   cursor_ = at;
   catch_up_end_ = stream_end();
   // The snapshot is at its own size: changes before its cursor are in it.
-  size_ = TermSize{answer.value<std::uint16_t>("cols", 80), answer.value<std::uint16_t>("rows", 24)};
+  size_ =
+      TermSize{answer.value<std::uint16_t>("cols", 80), answer.value<std::uint16_t>("rows", 24)};
   std::erase_if(size_changes_, [at](const auto& change) { return change.first < at; });
   size_verified_ = at;
   snapshot_due_ = false;
@@ -167,18 +170,20 @@ void ClientSession::begin_resume(Cursor from, bool fresh) {
 
 void ClientSession::request_snapshot() {
   phase_ = Phase::snapshotting;
-  bridge_.engine_call("snapshot", {{"actor", request_.actor}, {"formats", Json::array({"snapshot_v1"})}},
-                      [self = shared_from_this()](Result<control::Frame> answer) {
-                        if (self->phase_ != Phase::snapshotting) return;
-                        if (!answer) {
-                          self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
-                                           {"message", answer.error().message}});
-                          self->close_with(answer.error().code == Errc::no_such_actor ? kCloseGone : 1011,
-                                           "snapshot failed");
-                          return;
-                        }
-                        self->begin_snapshot(answer->header, std::move(answer->payload));
-                      });
+  bridge_.engine_call(
+      "snapshot", {{"actor", request_.actor}, {"formats", Json::array({"snapshot_v1"})}},
+      [self = shared_from_this()](Result<control::Frame> answer) {
+        if (self->phase_ != Phase::snapshotting) return;
+        if (!answer) {
+          self->send_json({{"type", "error"},
+                           {"code", to_string(answer.error().code)},
+                           {"message", answer.error().message}});
+          self->close_with(answer.error().code == Errc::no_such_actor ? kCloseGone : 1011,
+                           "snapshot failed");
+          return;
+        }
+        self->begin_snapshot(answer->header, std::move(answer->payload));
+      });
 }
 
 void ClientSession::finish_catch_up(Cursor at) {
@@ -202,9 +207,7 @@ void ClientSession::check_behind() {
   const auto meta = feed_->ring().meta();
   const std::uint64_t screen = meta ? std::uint64_t{meta->cols} * meta->rows / 8 : 240;
   switch (flow_->catch_up(now, feed_->quiet(now, std::max<std::uint64_t>(screen, 256)))) {
-    case ClientFlow::CatchUp::wait:
-      arm_behind_timer();
-      return;
+    case ClientFlow::CatchUp::wait: arm_behind_timer(); return;
     case ClientFlow::CatchUp::resume: {
       const Cursor from = *flow_->behind();
       const auto& ring = feed_->ring();
@@ -215,9 +218,7 @@ void ClientSession::check_behind() {
       request_snapshot();
       return;
     }
-    case ClientFlow::CatchUp::snapshot:
-      request_snapshot();
-      return;
+    case ClientFlow::CatchUp::snapshot: request_snapshot(); return;
   }
 }
 
@@ -259,7 +260,8 @@ bool ClientSession::unexplained_size() const {
   const auto meta = feed_ ? feed_->ring().meta() : std::nullopt;
   const auto known = newest_known_size();
   if (!meta || !known) return false;
-  return TermSize{static_cast<std::uint16_t>(meta->cols), static_cast<std::uint16_t>(meta->rows)} != *known;
+  return TermSize{static_cast<std::uint16_t>(meta->cols), static_cast<std::uint16_t>(meta->rows)} !=
+         *known;
 }
 
 bool ClientSession::bound_by_size(Cursor& end) {
@@ -277,7 +279,10 @@ bool ClientSession::bound_by_size(Cursor& end) {
     size_ = size;
     // Every byte before cursor_ was written at the old size, every one from it at this one
     // (a late change, for a client that does not follow, from here on as well as it can).
-    send_json({{"type", "resized"}, {"cols", size.cols}, {"rows", size.rows}, {"cursor", value(cursor_)}});
+    send_json({{"type", "resized"},
+               {"cols", size.cols},
+               {"rows", size.rows},
+               {"cursor", value(cursor_)}});
     return false;  // send_json started writing it; its completion pumps again
   }
   if (!size_changes_.empty()) end = min(end, size_changes_.front().first);
@@ -351,18 +356,19 @@ void ClientSession::engine_lost() {
 
 void ClientSession::read_next() {
   // Beast's idle timeout (set before the accept, http_session.cpp) drops a silent client.
-  ws_.async_read(read_buffer_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-    if (ec) {
-      self->finish();
-      return;
-    }
-    if (self->ws_.got_text()) {
-      const std::string text = beast::buffers_to_string(self->read_buffer_.data());
-      self->on_message(text);
-    }  // binary frames from a client mean nothing here: ignored
-    self->read_buffer_.consume(self->read_buffer_.size());
-    if (self->phase_ != Phase::closing) self->read_next();
-  });
+  ws_.async_read(read_buffer_,
+                 [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                   if (ec) {
+                     self->finish();
+                     return;
+                   }
+                   if (self->ws_.got_text()) {
+                     const std::string text = beast::buffers_to_string(self->read_buffer_.data());
+                     self->on_message(text);
+                   }  // binary frames from a client mean nothing here: ignored
+                   self->read_buffer_.consume(self->read_buffer_.size());
+                   if (self->phase_ != Phase::closing) self->read_next();
+                 });
 }
 
 void ClientSession::on_message(std::string_view text) {
@@ -374,7 +380,8 @@ void ClientSession::on_message(std::string_view text) {
   const auto report = [weak = weak_from_this()](Result<control::Frame> answer) {
     auto self = weak.lock();
     if (self && !answer) {
-      self->send_json({{"type", "error"}, {"code", to_string(answer.error().code)},
+      self->send_json({{"type", "error"},
+                       {"code", to_string(answer.error().code)},
                        {"message", answer.error().message}});
     }
   };
@@ -409,13 +416,16 @@ void ClientSession::on_message(std::string_view text) {
     const bool paste = message.contains("paste");
     const auto is_paste = bool_field(message, "paste");
     if (paste && !is_paste) return reject("bad_request", "input's 'paste' is a boolean");
-    if (!request_.controller) return reject("read_only", "a viewer cannot type; attach as controller");
+    if (!request_.controller)
+      return reject("read_only", "a viewer cannot type; attach as controller");
     Json fields = {{"actor", request_.actor}};
-    if (is_paste.value_or(false)) fields["paste"] = true;  // the engine writes a trailing Enter apart
+    if (is_paste.value_or(false))
+      fields["paste"] = true;  // the engine writes a trailing Enter apart
     bridge_.engine_call("input", std::move(fields), *data, report);
   } else if (type == "take_control") {
     // A displaced controller takes the actor's size back (the engine's size ownership).
-    if (!request_.controller || !attachment_) return reject("bad_request", "only a controller takes control");
+    if (!request_.controller || !attachment_)
+      return reject("bad_request", "only a controller takes control");
     Json fields = {{"attachment", *attachment_}};
     if (message.contains("cols") || message.contains("rows")) {
       const auto cols = int_field(message, "cols"), rows = int_field(message, "rows");
@@ -435,10 +445,12 @@ void ClientSession::on_message(std::string_view text) {
     if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) {
       return reject("bad_request", "resize needs cols and rows in 1..1000");
     }
-    if (!request_.controller || !attachment_) return reject("bad_request", "only a controller resizes");
-    bridge_.engine_call("resize", {{"actor", request_.actor}, {"cols", *cols}, {"rows", *rows},
-                                   {"attachment", *attachment_}},
-                        report);
+    if (!request_.controller || !attachment_)
+      return reject("bad_request", "only a controller resizes");
+    bridge_.engine_call(
+        "resize",
+        {{"actor", request_.actor}, {"cols", *cols}, {"rows", *rows}, {"attachment", *attachment_}},
+        report);
   } else {
     reject("bad_request", type.empty() ? "a message is a JSON object with a string 'type'"
                                        : "unknown message type '" + type.substr(0, 64) + "'");
@@ -476,13 +488,13 @@ void ClientSession::pump() {
   if (!texts_.empty()) {
     writing_ = true;
     ws_.text(true);
-    ws_.async_write(asio::buffer(texts_.front()), [self = shared_from_this()](boost::system::error_code ec,
-                                                                                std::size_t) {
-      self->writing_ = false;
-      if (ec) return self->finish();
-      self->texts_.pop_front();
-      self->pump();
-    });
+    ws_.async_write(asio::buffer(texts_.front()),
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      self->writing_ = false;
+                      if (ec) return self->finish();
+                      self->texts_.pop_front();
+                      self->pump();
+                    });
     return;
   }
   if (phase_ == Phase::closing) {
@@ -561,8 +573,7 @@ void ClientSession::pump() {
     case Phase::attaching:
     case Phase::behind:
     case Phase::snapshotting:
-    case Phase::closing:
-      return;
+    case Phase::closing: return;
   }
 }
 
@@ -576,13 +587,15 @@ Cursor ClientSession::stream_end() const {
 
 std::optional<shm::SessionRecord> ClientSession::ended() const {
   const auto record = feed_->ring().session(session_);
-  if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor_) return record;
+  if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor_)
+    return record;
   return std::nullopt;
 }
 
 bool ClientSession::write_ring_frame(Cursor end, bool live) {
   const auto& ring = feed_->ring();
-  const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kFrameBytes, end - cursor_));
+  const std::size_t want =
+      static_cast<std::size_t>(std::min<std::uint64_t>(kFrameBytes, end - cursor_));
   const auto copied = ring.copy(cursor_, std::span(frame_.data(), want));
   const auto now = Clock::now();
   if (!copied) {  // overwritten before it was read: the client is behind from here
@@ -597,7 +610,8 @@ bool ClientSession::write_ring_frame(Cursor end, bool live) {
     // The last character is incomplete. Its other bytes are still to come, unless the session
     // ended right there: then nothing will complete it, and it goes out as it is.
     const auto record = ring.session(session_);
-    const bool last = record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= *copied;
+    const bool last =
+        record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= *copied;
     if (!last) n = whole;
   }
   if (n == 0) return false;

@@ -29,9 +29,9 @@
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 
+#include "shm/control_frame.hpp"
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
-#include "shm/control_frame.hpp"
 #include "shm/ring_layout.hpp"
 #include "tools/bridge/actor_feed.hpp"
 #include "tools/bridge/client_flow.hpp"
@@ -102,10 +102,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
  private:
   enum class Phase {
-    attaching,  // waiting for the engine's attach answer
+    attaching,    // waiting for the engine's attach answer
     catching_up,  // `snapshot`/`resume` sent; catch-up frames until catch_up_end_, then `replayed`
     live,
-    behind,     // frames are not sent; the ring keeps them until a catch-up
+    behind,        // frames are not sent; the ring keeps them until a catch-up
     snapshotting,  // behind, a snapshot requested from the engine
     closing,
   };
@@ -174,14 +174,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool snapshot_due_ = false;  // the next catch-up is a snapshot (a follower's view starts over)
   bool size_timer_armed_ = false;
   bool size_wait_over_ = false;  // the timer ran out: an unexplained size gets a snapshot
-  std::string snapshot_bytes_;  // the catch-up's snapshot, sent from snapshot_sent_ on
+  std::string snapshot_bytes_;   // the catch-up's snapshot, sent from snapshot_sent_ on
   std::size_t snapshot_sent_ = 0;
   std::optional<ClientFlow> flow_;
   std::deque<std::string> texts_;  // JSON frames waiting; they go before any output frame
   bool hello_sent_ = false;
   std::vector<std::string> before_hello_;  // texts made before `hello` (pongs, events): after it
-  std::vector<std::byte> frame_;   // a ring frame being written (copied out of the ring)
-  bool writing_ = false;  // one write (or the close) at a time
+  std::vector<std::byte> frame_;           // a ring frame being written (copied out of the ring)
+  bool writing_ = false;                   // one write (or the close) at a time
   bool close_sent_ = false;
   boost::beast::websocket::close_reason close_reason_;
   bool finished_ = false;

@@ -8,7 +8,8 @@ namespace backscroll::bridge {
 namespace asio = boost::asio;
 using local_socket = asio::local::stream_protocol::socket;
 
-Result<std::shared_ptr<EngineLink>> EngineLink::connect(asio::io_context& io, const Places& places) {
+Result<std::shared_ptr<EngineLink>> EngineLink::connect(asio::io_context& io,
+                                                        const Places& places) {
   local_socket socket(io);
   boost::system::error_code ec;
   socket.connect(asio::local::stream_protocol::endpoint(places.socket_path().string()), ec);
@@ -51,7 +52,8 @@ void EngineLink::write_more() {
 
 void EngineLink::read_more() {
   socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](
-                                                          boost::system::error_code ec, std::size_t n) {
+                                                          boost::system::error_code ec,
+                                                          std::size_t n) {
     if (ec) {
       self->close();
       return;

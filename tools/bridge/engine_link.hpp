@@ -5,8 +5,8 @@
 // engine_unavailable, then the closed handler runs once.
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -29,7 +29,8 @@ class EngineLink : public std::enable_shared_from_this<EngineLink> {
   using ClosedHandler = std::function<void()>;
 
   // Connects (a blocking connect to a local socket: immediate or refused).
-  static Result<std::shared_ptr<EngineLink>> connect(boost::asio::io_context& io, const Places& places);
+  static Result<std::shared_ptr<EngineLink>> connect(boost::asio::io_context& io,
+                                                     const Places& places);
 
   // Sends {op, id, ...fields} (+ payload); `reply` gets the answer, an {ok:false} one as its Error.
   void call(std::string_view op, control::Json fields, const std::string& payload, Reply reply);

@@ -50,10 +50,12 @@ bool safe_path(std::string_view path) {
   std::size_t start = 1;
   while (start <= path.size()) {
     const auto slash = path.find('/', start);
-    const std::string_view segment = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const std::string_view segment = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (segment.empty() || segment.front() == '.') return false;
     for (const char c : segment) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) return false;
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+        return false;
     }
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -61,7 +63,8 @@ bool safe_path(std::string_view path) {
   return true;
 }
 
-std::optional<std::uint64_t> number(const std::map<std::string, std::string>& query, const char* name) {
+std::optional<std::uint64_t> number(const std::map<std::string, std::string>& query,
+                                    const char* name) {
   const auto it = query.find(name);
   if (it == query.end() || it->second.empty() || it->second.size() > 20) return std::nullopt;
   std::uint64_t v = 0;
@@ -88,7 +91,8 @@ std::optional<AttachRequest> attach_request(const std::map<std::string, std::str
   }
   const auto cols = number(query, "cols"), rows = number(query, "rows");
   if (query.contains("cols") || query.contains("rows")) {
-    if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000) return std::nullopt;
+    if (!cols || !rows || *cols < 1 || *cols > 1000 || *rows < 1 || *rows > 1000)
+      return std::nullopt;
     r.cols = static_cast<std::uint16_t>(*cols);
     r.rows = static_cast<std::uint16_t>(*rows);
   }
@@ -98,15 +102,18 @@ std::optional<AttachRequest> attach_request(const std::map<std::string, std::str
   }
   const auto have_cols = number(query, "have_cols"), have_rows = number(query, "have_rows");
   if (query.contains("have_cols") || query.contains("have_rows")) {
-    if (!have_cols || !have_rows || *have_cols < 1 || *have_cols > 1000 || *have_rows < 1 || *have_rows > 1000) {
+    if (!have_cols || !have_rows || *have_cols < 1 || *have_cols > 1000 || *have_rows < 1 ||
+        *have_rows > 1000) {
       return std::nullopt;
     }
-    r.have = TermSize{static_cast<std::uint16_t>(*have_cols), static_cast<std::uint16_t>(*have_rows)};
+    r.have =
+        TermSize{static_cast<std::uint16_t>(*have_cols), static_cast<std::uint16_t>(*have_rows)};
   }
   if (query.contains("cursor") || query.contains("epoch") || query.contains("session")) {
     const auto cursor = number(query, "cursor"), session = number(query, "session");
     const auto epoch = query.find("epoch");
-    if (!cursor || !session || epoch == query.end() || epoch->second.size() != 16) return std::nullopt;
+    if (!cursor || !session || epoch == query.end() || epoch->second.size() != 16)
+      return std::nullopt;
     AttachRequest::Resume resume;
     for (const char c : epoch->second) {
       const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
@@ -130,14 +137,15 @@ void HttpSession::read_next() {
   parser_->body_limit(kMaxRequestBody);
   parser_->header_limit(16 * 1024);
   stream_.expires_after(kRequestTimeout);
-  http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    if (ec) {
-      beast::error_code ignored;
-      self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-      return;
-    }
-    self->on_request(self->parser_->release());
-  });
+  http::async_read(
+      stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) {
+          beast::error_code ignored;
+          self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+          return;
+        }
+        self->on_request(self->parser_->release());
+      });
 }
 
 void HttpSession::send(Response response) {
@@ -146,18 +154,20 @@ void HttpSession::send(Response response) {
   response.set("X-Content-Type-Options", "nosniff");
   response.prepare_payload();
   auto shared = std::make_shared<Response>(std::move(response));
-  http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code ec, std::size_t) {
-    if (ec || !shared->keep_alive()) {
-      beast::error_code ignored;
-      self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-      return;
-    }
-    self->read_next();
-  });
+  http::async_write(
+      stream_, *shared, [self = shared_from_this(), shared](beast::error_code ec, std::size_t) {
+        if (ec || !shared->keep_alive()) {
+          beast::error_code ignored;
+          self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+          return;
+        }
+        self->read_next();
+      });
 }
 
 void HttpSession::on_request(Request request) {
-  const auto reply = [&](http::status status, std::string body, std::string_view type = "application/json") {
+  const auto reply = [&](http::status status, std::string body,
+                         std::string_view type = "application/json") {
     Response r{status, request.version()};
     r.keep_alive(request.keep_alive());
     r.set(http::field::content_type, bsv(type));
@@ -165,7 +175,9 @@ void HttpSession::on_request(Request request) {
     send(std::move(r));
   };
   const auto error = [&](http::status status, std::string code, std::string message) {
-    reply(status, to_text(Json{{"error", {{"code", std::move(code)}, {"message", std::move(message)}}}}) + "\n");
+    reply(status,
+          to_text(Json{{"error", {{"code", std::move(code)}, {"message", std::move(message)}}}}) +
+              "\n");
   };
   const auto target = parse_target(sv(request.target()));
   // A WebSocket request refused below still spends its ticket: a ticket is good for one try,
@@ -186,7 +198,8 @@ void HttpSession::on_request(Request request) {
   if (origin != request.end() && !bridge_.origin_allowed(sv(origin->value()), host)) {
     spend_ticket();
     return error(http::status::forbidden, "permission_denied",
-                 "Origin '" + std::string(sv(origin->value())) + "' may not use this bridge (see --allow-origin)");
+                 "Origin '" + std::string(sv(origin->value())) +
+                     "' may not use this bridge (see --allow-origin)");
   }
   if (!target) return error(http::status::bad_request, "bad_request", "malformed request target");
 
@@ -198,24 +211,29 @@ void HttpSession::on_request(Request request) {
   }
   if (target->path.starts_with("/api/")) {
     const std::string auth(request[http::field::authorization]);
-    const bool authorized = auth.starts_with("Bearer ") && same_secret(auth.substr(7), bridge_.token());
+    const bool authorized =
+        auth.starts_with("Bearer ") && same_secret(auth.substr(7), bridge_.token());
     if (!authorized) {
       return error(http::status::unauthorized, "permission_denied",
                    "missing or wrong token (Authorization: Bearer <the token file's contents>)");
     }
     if (target->path == "/api/ticket") {
-      if (request.method() != http::verb::post) return error(http::status::method_not_allowed, "bad_request", "POST");
+      if (request.method() != http::verb::post)
+        return error(http::status::method_not_allowed, "bad_request", "POST");
       const std::string ticket = bridge_.tickets().issue(TicketBook::Clock::now());
       if (ticket.empty()) {
-        return error(http::status::service_unavailable, "too_large", "too many tickets waiting; try again later");
+        return error(http::status::service_unavailable, "too_large",
+                     "too many tickets waiting; try again later");
       }
       return reply(http::status::ok,
                    to_text(Json{{"ticket", ticket},
-                                {"expires_in_ms", std::chrono::milliseconds(TicketBook::kLifetime).count()}}) +
+                                {"expires_in_ms",
+                                 std::chrono::milliseconds(TicketBook::kLifetime).count()}}) +
                        "\n");
     }
     if (target->path == "/api/actors") {
-      if (request.method() != http::verb::get) return error(http::status::method_not_allowed, "bad_request", "GET");
+      if (request.method() != http::verb::get)
+        return error(http::status::method_not_allowed, "bad_request", "GET");
       return answer_actors(request);
     }
     return error(http::status::not_found, "bad_request", "no such API: " + target->path);
@@ -228,7 +246,8 @@ void HttpSession::on_request(Request request) {
   if (!safe_path(path)) return error(http::status::not_found, "bad_request", "not found");
   const std::filesystem::path file = bridge_.options().web_root / path.substr(1);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) return error(http::status::not_found, "bad_request", "not found");
+  if (!std::filesystem::is_regular_file(file, ec))
+    return error(http::status::not_found, "bad_request", "not found");
   std::ifstream in(file, std::ios::binary);
   std::ostringstream body;
   body << in.rdbuf();
@@ -242,42 +261,46 @@ void HttpSession::on_request(Request request) {
 void HttpSession::answer_actors(const Request& request) {
   const unsigned version = request.version();
   const bool keep_alive = request.keep_alive();
-  bridge_.engine_call("status", Json::object(), [self = shared_from_this(), version, keep_alive](
-                                                     Result<control::Frame> answer) {
-    Response r{answer ? http::status::ok : http::status::service_unavailable, version};
-    r.keep_alive(keep_alive);
-    r.set(http::field::content_type, "application/json");
-    if (!answer) {
-      r.body() = to_text(Json{{"error", {{"code", to_string(answer.error().code)}, {"message", answer.error().message}}}}) + "\n";
-    } else {
-      Json actors = Json::array();
-      std::set<std::string> names;
-      for (const Json& a : answer->header.value("actors", Json::array())) {
-        const std::string name = a.value("name", "");
-        names.insert(name);
-        const auto agent = self->bridge_.agent_statuses().get(name);
-        actors.push_back({{"name", name},
-                          {"state", a.value("state", "")},
-                          {"session", a.value("session", 0)},
-                          {"cols", a.value("cols", 0)},
-                          {"rows", a.value("rows", 0)},
-                          {"epoch", a.value("epoch", "")},
-                          {"committed", a.value("committed", 0)},
-                          {"argv", a.value("argv", Json::array())},
-                          // null until the status thread has read the actor's ring once
-                          {"agent_status", agent ? Json(status::to_string(agent->status)) : Json()},
-                          {"agent", agent ? Json(agent->agent) : Json()},
-                          {"title", agent ? Json(agent->title) : Json()}});
-      }
-      self->bridge_.agent_statuses().want(std::move(names));
-      r.body() = to_text(Json{{"actors", std::move(actors)}}) + "\n";
-    }
-    self->send(std::move(r));
-  });
+  bridge_.engine_call(
+      "status", Json::object(),
+      [self = shared_from_this(), version, keep_alive](Result<control::Frame> answer) {
+        Response r{answer ? http::status::ok : http::status::service_unavailable, version};
+        r.keep_alive(keep_alive);
+        r.set(http::field::content_type, "application/json");
+        if (!answer) {
+          r.body() = to_text(Json{{"error",
+                                   {{"code", to_string(answer.error().code)},
+                                    {"message", answer.error().message}}}}) +
+                     "\n";
+        } else {
+          Json actors = Json::array();
+          std::set<std::string> names;
+          for (const Json& a : answer->header.value("actors", Json::array())) {
+            const std::string name = a.value("name", "");
+            names.insert(name);
+            const auto agent = self->bridge_.agent_statuses().get(name);
+            actors.push_back(
+                {{"name", name},
+                 {"state", a.value("state", "")},
+                 {"session", a.value("session", 0)},
+                 {"cols", a.value("cols", 0)},
+                 {"rows", a.value("rows", 0)},
+                 {"epoch", a.value("epoch", "")},
+                 {"committed", a.value("committed", 0)},
+                 {"argv", a.value("argv", Json::array())},
+                 // null until the status thread has read the actor's ring once
+                 {"agent_status", agent ? Json(status::to_string(agent->status)) : Json()},
+                 {"agent", agent ? Json(agent->agent) : Json()},
+                 {"title", agent ? Json(agent->title) : Json()}});
+          }
+          self->bridge_.agent_statuses().want(std::move(names));
+          r.body() = to_text(Json{{"actors", std::move(actors)}}) + "\n";
+        }
+        self->send(std::move(r));
+      });
 }
 
-void HttpSession::upgrade(const Request& request,
-                          const std::map<std::string, std::string>& query) {
+void HttpSession::upgrade(const Request& request, const std::map<std::string, std::string>& query) {
   // The ticket is spent before anything else, so it is one-time whatever happens next.
   const auto ticket = query.find("ticket");
   const bool authorized =
@@ -290,24 +313,28 @@ void HttpSession::upgrade(const Request& request,
   auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
   timeouts.idle_timeout = std::chrono::seconds(90);
   ws->set_option(timeouts);
-  ws->set_option(websocket::stream_base::decorator([](websocket::response_type& r) {
-    r.set(http::field::server, "backscroll-bridge");
-  }));
-  ws->async_accept(request, [ws, authorized, attach = attach, &bridge = bridge_](beast::error_code ec) {
-    if (ec) return;
-    if (authorized && attach && bridge.sessions() >= Bridge::kMaxClients) {
-      ws->async_close(websocket::close_reason(static_cast<websocket::close_code>(kCloseRefused), "too many clients"),
-                      [ws](beast::error_code) {});
-      return;
-    }
-    if (!authorized || !attach) {
-      // 4401 for both (Natamux): the page asks for a new ticket or fixes its URL, never retries.
-      ws->async_close(websocket::close_reason(static_cast<websocket::close_code>(kCloseUnauthorized), authorized ? "bad query" : "bad or used ticket"),
-                      [ws](beast::error_code) {});
-      return;
-    }
-    std::make_shared<ClientSession>(bridge, std::move(*ws), *attach)->start();
-  });
+  ws->set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& r) { r.set(http::field::server, "backscroll-bridge"); }));
+  ws->async_accept(
+      request, [ws, authorized, attach = attach, &bridge = bridge_](beast::error_code ec) {
+        if (ec) return;
+        if (authorized && attach && bridge.sessions() >= Bridge::kMaxClients) {
+          ws->async_close(websocket::close_reason(static_cast<websocket::close_code>(kCloseRefused),
+                                                  "too many clients"),
+                          [ws](beast::error_code) {});
+          return;
+        }
+        if (!authorized || !attach) {
+          // 4401 for both (Natamux): the page asks for a new ticket or fixes its URL, never
+          // retries.
+          ws->async_close(
+              websocket::close_reason(static_cast<websocket::close_code>(kCloseUnauthorized),
+                                      authorized ? "bad query" : "bad or used ticket"),
+              [ws](beast::error_code) {});
+          return;
+        }
+        std::make_shared<ClientSession>(bridge, std::move(*ws), *attach)->start();
+      });
 }
 
 }  // namespace backscroll::bridge

@@ -5,8 +5,8 @@
 
 #include <map>
 #include <memory>
-#include <string>
 #include <optional>
+#include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>

@@ -54,7 +54,8 @@ inline std::optional<RequestTarget> parse_target(std::string_view target) {
     if (pair.empty()) continue;
     const auto eq = pair.find('=');
     auto name = percent_decode(pair.substr(0, eq));
-    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    auto value =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
     if (!name || !value) return std::nullopt;
     out.query.emplace(std::move(*name), std::move(*value));
   }

@@ -4,8 +4,8 @@
 #include <vterm.h>
 
 #include <algorithm>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <sstream>
 
 #include "engine/term/mirror_screen.hpp"
@@ -65,7 +65,8 @@ std::string describe(const Cell& c) {
       o << "glyph";
       for (int i = 0; i < c.nchars; ++i) {
         char buf[16];
-        std::snprintf(buf, sizeof buf, " U+%04X", static_cast<unsigned>(c.chars[static_cast<std::size_t>(i)]));
+        std::snprintf(buf, sizeof buf, " U+%04X",
+                      static_cast<unsigned>(c.chars[static_cast<std::size_t>(i)]));
         o << buf;
       }
       break;
@@ -193,15 +194,17 @@ void ReferenceTerminal::feed(std::string_view bytes) {
         break;
       case Parser::csi:
         if (c == 0x1b) parser_ = Parser::escape;
-        else if ((c >= 0x40 && c <= 0x7e) || c == 0x18 || c == 0x1a || c >= 0x80) parser_ = Parser::ground;
+        else if ((c >= 0x40 && c <= 0x7e) || c == 0x18 || c == 0x1a || c >= 0x80)
+          parser_ = Parser::ground;
         break;
       case Parser::string:
         if (c == 0x07 || c == 0x18 || c == 0x1a) parser_ = Parser::ground;
         else if (c == 0x1b) parser_ = Parser::string_escape;
         break;
       case Parser::string_escape:
-        parser_ = c == '\\' || c == 0x18 || c == 0x1a ? Parser::ground : c == 0x1b ? Parser::escape
-                                                                                 : Parser::string;
+        parser_ = c == '\\' || c == 0x18 || c == 0x1a ? Parser::ground
+                  : c == 0x1b                         ? Parser::escape
+                                                      : Parser::string;
         break;
     }
     previous_ = parser_ == Parser::ground ? c : 0;
@@ -294,10 +297,8 @@ std::string first_difference(const ScreenModel& a, const ScreenModel& b, std::si
     o << "alternate screen " << a.alt_screen << " vs " << b.alt_screen;
   else if (a.reverse_video != b.reverse_video)
     o << "reverse video " << a.reverse_video << " vs " << b.reverse_video;
-  else if (a.mouse != b.mouse)
-    o << "mouse " << a.mouse << " vs " << b.mouse;
-  else if (a.title != b.title)
-    o << "title '" << a.title << "' vs '" << b.title << "'";
+  else if (a.mouse != b.mouse) o << "mouse " << a.mouse << " vs " << b.mouse;
+  else if (a.title != b.title) o << "title '" << a.title << "' vs '" << b.title << "'";
   if (!o.str().empty()) return o.str();
   const std::size_t n = std::min({a.scrollback.size(), b.scrollback.size(), max_history});
   for (std::size_t i = 1; i <= n; ++i) {
@@ -350,7 +351,7 @@ struct ScreenLayerTap::Impl {
   std::deque<std::vector<VTermScreenCell>> history;  // as sb_pushline gave them
   std::uint64_t pushed = 0;
   std::uint64_t popped = 0;
-  bool departed = false;     // since created(): see VtermTap::departed()
+  bool departed = false;  // since created(): see VtermTap::departed()
   std::uint64_t departures = 0;
   explicit Impl(std::size_t lines) : max_lines(lines) {}
   ~Impl() { destroy(); }

@@ -28,8 +28,8 @@ struct ScreenModel {
   int cursor_shape = 1;
   bool alt_screen = false;
   bool reverse_video = false;
-  int mouse = 0;        // VTERM_PROP_MOUSE
-  std::string title;    // sanitized as snapshots carry it
+  int mouse = 0;                                    // VTERM_PROP_MOUSE
+  std::string title;                                // sanitized as snapshots carry it
   std::vector<std::vector<term::Cell>> scrollback;  // oldest first
 
   const term::Cell& at(int r, int c) const {
@@ -74,8 +74,15 @@ class ReferenceTerminal {
   std::unique_ptr<Impl> impl_;
   std::string output_;
   // Where libvterm's parser is, for feed()'s splits.
-  enum class Parser : std::uint8_t { ground, escape, designate_g0, designate_g1, csi, string,
-                                     string_escape };
+  enum class Parser : std::uint8_t {
+    ground,
+    escape,
+    designate_g0,
+    designate_g1,
+    csi,
+    string,
+    string_escape
+  };
   Parser parser_ = Parser::ground;
   unsigned char previous_ = 0;  // the last byte, when it was read in ground state
   int utf8_remaining_ = 0;

@@ -60,8 +60,8 @@ RC_GTEST_PROP(SessionCache, BoundsContentAndLruOrderHold, ()) {
   const auto per_actor = *rc::gen::inRange<std::size_t>(1, 400);
   const auto total = *rc::gen::inRange<std::size_t>(per_actor, 2000);
   SessionCache cache(per_actor, total);
-  std::map<int, std::uint64_t> next;   // each actor's next cursor
-  std::map<int, std::uint64_t> used;   // when each actor was last put or hit
+  std::map<int, std::uint64_t> next;  // each actor's next cursor
+  std::map<int, std::uint64_t> used;  // when each actor was last put or hit
   std::uint64_t clock = 0;
   const auto steps = *rc::gen::inRange(1, 200);
   for (int step = 0; step < steps; ++step) {
@@ -93,8 +93,8 @@ RC_GTEST_PROP(SessionCache, BoundsContentAndLruOrderHold, ()) {
     } else {
       const auto range = cache.range(name);
       if (!range) continue;
-      const std::uint64_t from = value(range->first) +
-          *rc::gen::inRange<std::uint64_t>(0, range->second - range->first + 1);
+      const std::uint64_t from = value(range->first) + *rc::gen::inRange<std::uint64_t>(
+                                                           0, range->second - range->first + 1);
       const auto got = cache.get(name, Cursor{from}, Cursor{from + 300}, 1000);
       if (Cursor{from} == range->second) {
         RC_ASSERT(!got.has_value());

@@ -102,7 +102,7 @@ TEST(TranscriptStore, ASessionOrACursorJumpStartsANewSegment) {
   EXPECT_EQ(gap.error().code, Errc::cursor_expired);
   auto n = t.read(Cursor{105}, buf);
   ASSERT_TRUE(n);
-  EXPECT_EQ(std::string(buf, *n), "second");  // up to the end of its segment
+  EXPECT_EQ(std::string(buf, *n), "second");        // up to the end of its segment
   EXPECT_EQ(t.read(Cursor{213}, buf).value(), 0u);  // the end
   EXPECT_EQ(t.read(Cursor{214}, buf).error().code, Errc::cursor_in_future);
   EXPECT_EQ(t.append(Cursor{150}, 1, 2, std::string_view("x")).error().code, Errc::bad_request);
@@ -118,9 +118,11 @@ RC_GTEST_PROP(TranscriptStore, RetentionKeepsTheNewestBytesWithinOneSegment, ())
   // generated case (seed 12521633787728486111) created millions and ran past ctest's 300 s.
   // Appends still range from far below to far above a segment.
   const auto segment = *rc::gen::inRange<std::uint64_t>(1024, 50'000);
-  const auto sizes = *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(1, 40'000));
+  const auto sizes =
+      *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(1, 40'000));
   TranscriptStore t = opened(dir.path(), {retain, segment});
-  const std::string s = stream_bytes(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}), 2);
+  const std::string s =
+      stream_bytes(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}), 2);
   std::size_t at = 0;
   for (std::size_t n : sizes) {
     RC_ASSERT(t.append(Cursor{at}, 1, 1, std::span(s).subspan(at, n)).has_value());
@@ -274,7 +276,8 @@ struct RecordAt {
 
 std::uint64_t le(const std::string& bytes, std::size_t at, int n) {
   std::uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
+  for (int i = n - 1; i >= 0; --i)
+    v = v << 8 | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
   return v;
 }
 
@@ -357,8 +360,9 @@ void expect_only(const Damaged& d, std::vector<std::pair<std::uint64_t, std::uin
       if (gap < expected.size() && at == expected[gap].first) {
         for (const std::uint64_t inside : {expected[gap].first, expected[gap].second - 1}) {
           for (const bool folder_read : {false, true}) {
-            auto n = folder_read ? TranscriptStore::read_folder(d.folder, Cursor{inside}, t.end(), buf)
-                                 : t.read(Cursor{inside}, buf);
+            auto n = folder_read
+                         ? TranscriptStore::read_folder(d.folder, Cursor{inside}, t.end(), buf)
+                         : t.read(Cursor{inside}, buf);
             ASSERT_FALSE(n) << "read at " << inside << " inside a gap served bytes";
             EXPECT_EQ(n.error().code, Errc::data_lost) << n.error().describe();
             EXPECT_EQ(n.error().from, expected[gap].first);
@@ -470,9 +474,10 @@ TEST_F(TranscriptDamage, DamageInSeveralPlacesIsReportedOldestFirst) {
   const std::filesystem::path third = d_.files[d_.files.size() - 2];
   const RecordAt first = records_in(third).front();
   overwrite(third, first.offset + 30, flipped(third, first.offset + 30));
-  expect_only(d_,
-              {{r.at, r.at + r.length}, {start_of(4), start_of(5)}, {first.at, first.at + first.length}},
-              end());
+  expect_only(
+      d_,
+      {{r.at, r.at + r.length}, {start_of(4), start_of(5)}, {first.at, first.at + first.length}},
+      end());
 }
 
 // The newest segment's tail cut short is what a crash leaves (a torn record): the store cuts it

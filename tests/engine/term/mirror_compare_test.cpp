@@ -44,7 +44,11 @@ TEST(MirrorCompare, FindsEachKindOfDifference) {
   EXPECT_EQ(diff(kCommon, "\x1b[?1h", ""), "application cursor keys differs");
   EXPECT_EQ(diff(kCommon, "\x1b[?2004h", ""), "bracketed paste differs");
   EXPECT_EQ(diff(kCommon, "\x1b[2;4r\x1b[H", "\x1b[H"), "scroll region differs");
-  EXPECT_EQ(diff(kCommon, "\x1b" "7", ""), "saved cursor differs");
+  EXPECT_EQ(diff(kCommon,
+                 "\x1b"
+                 "7",
+                 ""),
+            "saved cursor differs");
   EXPECT_EQ(diff(kCommon, "\x1b[?1049h", "").rfind("alternate screen", 0), 0u);
   // The same screen, different lines scrolled into history.
   const std::string scroll = "\r\n\r\n\r\n\r\n\r\n";

@@ -67,12 +67,25 @@ void expect_safe_snapshot(const Mirror& m) {
   const term::MirrorSnapshot s = m.snapshot();
   if (s.snapshot.fallback_reason) {
     // docs/snapshot.md, "Fallbacks", and the scanner's reasons (docs/vt-scanner.md).
-    static const char* const kReasons[] = {
-        "incomplete_sequence", "unsafe_size",  "graphics",     "unmodelled_string",
-        "unmodelled_state",    "unreproducible_cells",         "unreproducible_cursor",
-        "unreproducible_region", "too_large",  "dcs",          "dcs_sixel",
-        "apc_graphics",        "apc",          "pm",           "sos",
-        "osc_unknown",         "osc_image",    "charset_shift", "csi_overflow"};
+    static const char* const kReasons[] = {"incomplete_sequence",
+                                           "unsafe_size",
+                                           "graphics",
+                                           "unmodelled_string",
+                                           "unmodelled_state",
+                                           "unreproducible_cells",
+                                           "unreproducible_cursor",
+                                           "unreproducible_region",
+                                           "too_large",
+                                           "dcs",
+                                           "dcs_sixel",
+                                           "apc_graphics",
+                                           "apc",
+                                           "pm",
+                                           "sos",
+                                           "osc_unknown",
+                                           "osc_image",
+                                           "charset_shift",
+                                           "csi_overflow"};
     const std::string& r = *s.snapshot.fallback_reason;
     EXPECT_TRUE(std::find(std::begin(kReasons), std::end(kReasons), r) != std::end(kReasons))
         << r << " is not a documented fallback";
@@ -117,7 +130,7 @@ TEST(MirrorHostile, HundredMebibyteUnterminatedOscStaysBounded) {
 }
 
 TEST(MirrorHostile, HundredMebibyteUnterminatedDcsStaysBounded) {
-  feed_huge_string("\x1bPq", '~');  // sixel-looking
+  feed_huge_string("\x1bPq", '~');   // sixel-looking
   feed_huge_string("\x1bP$q", 'm');  // DECRQSS-looking
 }
 
@@ -139,14 +152,28 @@ TEST(MirrorHostile, HundredThousandCombiningMarksOnOneCell) {
 TEST(MirrorHostile, HugeCsiParametersAndRepeatCounts) {
   Mirror m(Cursor{0}, 80, 24);
   const std::string cases[] = {
-      "x\x1b[4294967295b", "x\x1b[99999999999999999999b", "x\x1b[2147483647b",
-      "\x1b[4294967297;4294967297H", "\x1b[99999999999999999999;0H", "\x1b[4294967295A",
-      "\x1b[4294967295@", "\x1b[4294967295P", "\x1b[4294967295X", "\x1b[4294967295L",
-      "\x1b[4294967295M", "\x1b[4294967295S", "\x1b[4294967295T", "\x1b[65536;65536r",
-      "\x1b[38;5;4294967295m", "\x1b[38;2;4294967295;1;1m", "\x1b[4294967295 q",
-      "\x1b[?4294967295h", "\x1b[4294967295m", "\xe4\xb8\xad\x1b[4294967295b",
-      "\x1b[" + std::string(1u << 20, '9') + "b",                       // a million digits
-      "\x1b[" + std::string(200'000, ';') + "m",                        // 200,000 parameters
+      "x\x1b[4294967295b",
+      "x\x1b[99999999999999999999b",
+      "x\x1b[2147483647b",
+      "\x1b[4294967297;4294967297H",
+      "\x1b[99999999999999999999;0H",
+      "\x1b[4294967295A",
+      "\x1b[4294967295@",
+      "\x1b[4294967295P",
+      "\x1b[4294967295X",
+      "\x1b[4294967295L",
+      "\x1b[4294967295M",
+      "\x1b[4294967295S",
+      "\x1b[4294967295T",
+      "\x1b[65536;65536r",
+      "\x1b[38;5;4294967295m",
+      "\x1b[38;2;4294967295;1;1m",
+      "\x1b[4294967295 q",
+      "\x1b[?4294967295h",
+      "\x1b[4294967295m",
+      "\xe4\xb8\xad\x1b[4294967295b",
+      "\x1b[" + std::string(1u << 20, '9') + "b",  // a million digits
+      "\x1b[" + std::string(200'000, ';') + "m",   // 200,000 parameters
       [] {
         std::string s = "\x1b[";
         for (int i = 0; i < 10'000; ++i) s += "1;";
@@ -167,9 +194,10 @@ TEST(MirrorHostile, HugeCsiParametersAndRepeatCounts) {
 
 TEST(MirrorHostile, InvertedAndDegenerateScrollRegions) {
   Mirror m(Cursor{0}, 80, 24);
-  const char* const cases[] = {"\x1b[10;5r", "\x1b[5;0r", "\x1b[0;0r", "\x1b[24;1r",
+  const char* const cases[] = {"\x1b[10;5r",  "\x1b[5;0r",   "\x1b[0;0r", "\x1b[24;1r",
                                "\x1b[25;30r", "\x1b[99;99r", "\x1b[5;5r", "\x1b[24;24r"};
-  const std::string scroll = "\r\nline\n\n\n\x1bM\x1bM\x1bM\x1b[3L\x1b[3M\x1b[2S\x1b[2T\x1b[5@\x1b[5P";
+  const std::string scroll =
+      "\r\nline\n\n\n\x1bM\x1bM\x1bM\x1b[3L\x1b[3M\x1b[2S\x1b[2T\x1b[5@\x1b[5P";
   for (const char* c : cases) {
     m.feed(std::string(c) + "\x1b[?6h\x1b[1;1H" + scroll + "\x1b[?6l" + scroll);
     expect_bounded(m);
@@ -192,11 +220,11 @@ TEST(MirrorHostile, InvalidAndOverlongUtf8) {
   Mirror m(Cursor{0}, 40, 10);
   const std::string bad =
       "\xc0\xaf\xc1\xbf\xe0\x80\xaf\xe0\x9f\xbf\xf0\x80\x80\xaf\xf0\x8f\xbf\xbf"  // overlong
-      "\xed\xa0\x80\xed\xbf\xbf"                                                // surrogates
-      "\xf4\x90\x80\x80\xf7\xbf\xbf\xbf"                                        // past U+10FFFF
-      "\xf8\x88\x80\x80\x80\xfc\x84\x80\x80\x80\x80"                            // 5 and 6 bytes
-      "\xfe\xff\x80\xbf"                                                        // never valid
-      "\xe4\xb8\r\xe4\x1b[m\xf4\xfc\x09\xad\xc2\xc2\x80X";                      // cut short
+      "\xed\xa0\x80\xed\xbf\xbf"                                                  // surrogates
+      "\xf4\x90\x80\x80\xf7\xbf\xbf\xbf"                                          // past U+10FFFF
+      "\xf8\x88\x80\x80\x80\xfc\x84\x80\x80\x80\x80"                              // 5 and 6 bytes
+      "\xfe\xff\x80\xbf"                                                          // never valid
+      "\xe4\xb8\r\xe4\x1b[m\xf4\xfc\x09\xad\xc2\xc2\x80X";                        // cut short
   for (int i = 0; i < 50; ++i) feed_chunked(m, bad, 1 + static_cast<std::size_t>(i % 7));
   m.feed("\r\n");
   expect_bounded(m);
@@ -219,7 +247,10 @@ TEST(MirrorHostile, C1Bytes) {
   std::string encoded;
   for (int b = 0x80; b <= 0x9f; ++b) encoded += std::string("\xc2") + static_cast<char>(b);
   for (int i = 0; i < 20; ++i) {
-    m.feed("x" + raw + "y\x9b" "31mz\x9d" "0;t\x9c\x90q\x9c\r\n");
+    m.feed("x" + raw +
+           "y\x9b"
+           "31mz\x9d"
+           "0;t\x9c\x90q\x9c\r\n");
     m.feed("x" + encoded + "\x1b[K\x1b[1J\r\n");
   }
   expect_bounded(m);
@@ -232,13 +263,18 @@ TEST(MirrorHostile, AThousandRandomResizesInterleavedWithOutput) {
   Mirror m(Cursor{0}, 80, 24, limits);
   std::mt19937 rng(20240607);
   const std::string outputs[] = {
-      "\x1b[?1049h\xe4\xb8\xad text \x1b" "7\r\n\x1b" "8\x1b[1J\x1b[?1049l more\r\n",
+      "\x1b[?1049h\xe4\xb8\xad text \x1b"
+      "7\r\n\x1b"
+      "8\x1b[1J\x1b[?1049l more\r\n",
       "\x1b[3;20r\x1b[?6h\x1b[99;1Hin region\r\n\r\n\x1bM\x1b[?6l\x1b[r",
       "\x1b[20;24r\x1b[24;1H\n\n\x1b[r",
       "wrap at the edge of the screen, and more, and more, and more........\x1b[5b",
       "\x1b]2;title\x07\x1b[31;44mcolour\x1b[m\x1b[2K\r\n",
-      "\xcc\x81\x1b[C\xcc\x81" "e\xcc\x81\xcc\x81\x1b[3b",
-      "\x1b[s\x1b[5;5H\x1b[u\x1b" "7\x1b[99;99H\x1b" "8x",
+      "\xcc\x81\x1b[C\xcc\x81"
+      "e\xcc\x81\xcc\x81\x1b[3b",
+      "\x1b[s\x1b[5;5H\x1b[u\x1b"
+      "7\x1b[99;99H\x1b"
+      "8x",
   };
   for (int i = 0; i < 1000; ++i) {
     const auto cols = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(1, 500)(rng));
@@ -311,7 +347,9 @@ std::string round_trip(const std::string& stream, std::size_t cut, std::uint16_t
   feed_with_resizes(b, stream, cursor, stream.size(), after);
   feed_with_resizes(a, stream, cut, stream.size(), after);
   std::string diff;
-  const std::string probe = "X\x1b[2bqx\r\nZ\r\nZ\x1b[1;1HY\x1b[2;3HW\x1b" "8V\x1b[?1049lU\x18";
+  const std::string probe =
+      "X\x1b[2bqx\r\nZ\r\nZ\x1b[1;1HY\x1b[2;3HW\x1b"
+      "8V\x1b[?1049lU\x18";
   for (int round = 0; round < 2 && diff.empty(); ++round) {
     a.feed("\x18");
     b.feed("\x18");
@@ -347,7 +385,10 @@ TEST(MirrorFuzzFindings, DegenerateScrollRegionAfterAShrink) {
   m.feed("\x1b[10;1Hx\n\n\x1bM\x1b[L\x1b[M\x1b[S\x1b[T");
   EXPECT_EQ(m.scanner().modes().scroll_top, 0);
   EXPECT_EQ(m.scanner().modes().scroll_bottom, 0);
-  EXPECT_EQ(round_trip("\x1b[3r" "tab\r\n", 4, 13, 12, {{4, 3, 1}}), "");
+  EXPECT_EQ(round_trip("\x1b[3r"
+                       "tab\r\n",
+                       4, 13, 12, {{4, 3, 1}}),
+            "");
   EXPECT_EQ(round_trip("\x1b[3rtab\r\nx\r\n", 11, 13, 12, {{4, 2, 1}}), "");
 }
 
@@ -388,7 +429,8 @@ TEST(MirrorFuzzFindings, ResizeInsideASequenceWithControls) {
   EXPECT_EQ(s.cell(0, 0).chars[0], U'X');  // the CR acted before the resize
   EXPECT_EQ(s.cell(0, 0).pen.fg, term::Color::indexed(1));
   EXPECT_EQ(s.cell(0, 0).pen.underline, term::Underline::single);
-  EXPECT_EQ(round_trip("x\x1b[3r\x1b\x0c\x0c\x0c\x0c\x0c\x1b\x1b*07\x1b[?DDD", 1, 2, 3, {{7, 2, 1}}), "");
+  EXPECT_EQ(
+      round_trip("x\x1b[3r\x1b\x0c\x0c\x0c\x0c\x0c\x1b\x1b*07\x1b[?DDD", 1, 2, 3, {{7, 2, 1}}), "");
 }
 
 // A mode sequence with a byte from 0x80 between its ESC and '[' (libvterm ignores it there):
@@ -419,7 +461,9 @@ TEST(MirrorFuzzFindings, OverflowedCsiEndedByAnInvalidByte) {
 // (ASan: SIGSEGV in its printf check). The mirror never lets libvterm answer a DECRQSS.
 TEST(MirrorFuzzFindings, UnknownDecrqssNeverReachesLibvterm) {
   MirrorScreen m(20, 3);
-  m.feed("\x1bP$q@\x07" "a\x1bP$q\x1b\\b\x1bP$$q\"p\x1b\\c\x1bP$qm\x1b\\");
+  m.feed(
+      "\x1bP$q@\x07"
+      "a\x1bP$q\x1b\\b\x1bP$$q\"p\x1b\\c\x1bP$qm\x1b\\");
   EXPECT_EQ(m.dropped_reply_bytes(), 0u);
   EXPECT_EQ(m.cell(0, 0).chars[0], U'a');
   EXPECT_EQ(m.cell(0, 2).chars[0], U'c');
@@ -431,7 +475,10 @@ TEST(MirrorFuzzFindings, UnknownDecrqssNeverReachesLibvterm) {
 TEST(MirrorFuzzFindings, ControlsBetweenTheEscAndTheBackslashOfAStringEnd) {
   MirrorScreen m(20, 3);
   m.feed("\x1b]2;t\x1b" + std::string(100'000, '\x0e') + "\\A\x0f");
-  m.feed(std::string("\x1b]2;ab\x1b\x00\x7f\r\\B\x1bPq\x1b\x00\\C\x1b]0;x\x1b\x18" "D", 27));
+  m.feed(
+      std::string("\x1b]2;ab\x1b\x00\x7f\r\\B\x1bPq\x1b\x00\\C\x1b]0;x\x1b\x18"
+                  "D",
+                  27));
   EXPECT_EQ(m.cell(0, 0).chars[0], U'B');  // the CR inside the string still acted
   EXPECT_EQ(m.cell(0, 1).chars[0], U'C');
   EXPECT_EQ(m.cell(0, 2).chars[0], U'D');
@@ -497,8 +544,8 @@ TEST(MirrorFuzzFindings, PendingWrapAfterAReplacementCharacter) {
   EXPECT_TRUE(m.cursor().pending_wrap);
   m.feed("\n");
   EXPECT_TRUE(m.cursor().pending_wrap);  // LF at the bottom keeps it (state.c)
-  EXPECT_EQ(round_trip(std::string(87, '\xff') + "\xfa\xfa\xfa\xfa\n" + std::string(14, '\xfa'),
-                       92, 10, 4),
+  EXPECT_EQ(round_trip(std::string(87, '\xff') + "\xfa\xfa\xfa\xfa\n" + std::string(14, '\xfa'), 92,
+                       10, 4),
             "");
 }
 
@@ -508,8 +555,7 @@ TEST(MirrorFuzzFindings, WrapClearedBeforeARunThatPrintsNothing) {
   MirrorScreen m(12, 3);
   m.feed("0123456789ab\x1b[C\xcc\x04");
   EXPECT_FALSE(m.cursor().pending_wrap);
-  EXPECT_EQ(round_trip("C\xff\x81\xcc[\xccL\x81\xcc[Ca\x1b[C\xcc\x04\xff\x81pm", 17, 12, 22),
-            "");
+  EXPECT_EQ(round_trip("C\xff\x81\xcc[\xccL\x81\xcc[Ca\x1b[C\xcc\x04\xff\x81pm", 17, 12, 22), "");
 }
 
 // REP right after the cut repeated the glyph the snapshot printed last, not libvterm's; a
@@ -526,7 +572,9 @@ TEST(MirrorFuzzFindings, RepAfterTheCutRepeatsLibvtermsLastGlyph) {
 // A snapshot that ended in text joined a combining mark after the cut to its last glyph; in
 // the stream the mark started a new run.
 TEST(MirrorFuzzFindings, SnapshotNeverEndsInsideARunOfText) {
-  const std::string wrap = "[?10'" + std::string(7, '\xff') + "\x1b" "e";
+  const std::string wrap = "[?10'" + std::string(7, '\xff') +
+                           "\x1b"
+                           "e";
   EXPECT_EQ(round_trip(wrap + "\xcc\x81\x81\xcc\x81\x0b", 14, 12, 4), "");
 }
 
@@ -534,11 +582,9 @@ TEST(MirrorFuzzFindings, SnapshotNeverEndsInsideARunOfText) {
 // the snapshot drew it as the full screen. And a region without a bottom, which follows the last
 // row when the screen grows, was drawn with an explicit one.
 TEST(MirrorFuzzFindings, ScrollRegionBottomAcrossAGrow) {
-  EXPECT_EQ(round_trip("\x1b[1;99999rtext\r\n" + std::string(12, '\n'), 17, 20, 5,
-                       {{20, 20, 9}}),
+  EXPECT_EQ(round_trip("\x1b[1;99999rtext\r\n" + std::string(12, '\n'), 17, 20, 5, {{20, 20, 9}}),
             "");
-  EXPECT_EQ(round_trip("\x1b[3rtext\r\n" + std::string(12, '\n') + "end", 10, 20, 5,
-                       {{12, 20, 9}}),
+  EXPECT_EQ(round_trip("\x1b[3rtext\r\n" + std::string(12, '\n') + "end", 10, 20, 5, {{12, 20, 9}}),
             "");
 }
 
@@ -546,11 +592,18 @@ TEST(MirrorFuzzFindings, ScrollRegionBottomAcrossAGrow) {
 // snapshot's next line then scrolled a blank line into the history.
 TEST(MirrorFuzzFindings, NewlineAfterAGlyphAsWideAsTheRow) {
   Mirror a(Cursor{0}, 2, 4);
-  a.feed(";0;0#\xe4\xb8\xad" "b\x1b" "d");
+  a.feed(
+      ";0;0#\xe4\xb8\xad"
+      "b\x1b"
+      "d");
   Mirror b(Cursor{0}, 2, 4);
   b.feed(a.snapshot().snapshot.bytes);
   ASSERT_EQ(a.screen().scrollback_lines(), b.screen().scrollback_lines());
-  EXPECT_EQ(round_trip(";0;0#\xe4\xb8\xad" "b\x1b" "dstateb[3;17", 11, 2, 4), "");
+  EXPECT_EQ(round_trip(";0;0#\xe4\xb8\xad"
+                       "b\x1b"
+                       "dstateb[3;17",
+                       11, 2, 4),
+            "");
 }
 
 // DECSTBM with a parameter past 2^32: libvterm wraps it (2^32 + 1 is 1), the scanner saturated
@@ -584,24 +637,32 @@ TEST(MirrorFuzzFindings, NoHistoryOnOneRow) {
 // the position and then clamps the cursor into the region; the mirror read the clamped one.
 TEST(MirrorFuzzFindings, SaveOutsideTheRegionInOriginMode) {
   MirrorScreen m(20, 10);
-  m.feed("\x1b[2;10r\x1b[?6h\x1b" "8\x1b[?1048h");
+  m.feed(
+      "\x1b[2;10r\x1b[?6h\x1b"
+      "8\x1b[?1048h");
   ASSERT_TRUE(m.saved_cursor());
   EXPECT_EQ(m.saved_cursor()->row, 0);
-  EXPECT_EQ(round_trip("\x1b[2;10r\x1b[?6h\x1b" "8\x1b[?1048h", 22, 20, 10), "");
+  EXPECT_EQ(round_trip("\x1b[2;10r\x1b[?6h\x1b"
+                       "8\x1b[?1048h",
+                       22, 20, 10),
+            "");
 }
 
 // A saved cursor a shrink left off the screen cannot be saved by a fresh terminal, and a later
 // grow brings it back: the snapshot falls back until the next save.
 TEST(MirrorFuzzFindings, SavedCursorOffTheScreenFallsBack) {
   Mirror m(Cursor{0}, 30, 12);
-  m.feed("\x1b[10;25H\x1b" "7\x1b[H");
+  m.feed(
+      "\x1b[10;25H\x1b"
+      "7\x1b[H");
   m.resize(12, 4);
   m.feed("x");
   EXPECT_EQ(*m.snapshot().snapshot.fallback_reason, "unreproducible_cursor");
-  m.feed("\x1b[2;2H\x1b" "7");
+  m.feed(
+      "\x1b[2;2H\x1b"
+      "7");
   EXPECT_FALSE(m.snapshot().snapshot.fallback_reason);
 }
-
 
 // A mode sequence cut by a resize reached libvterm raw (the resize fed the unfinished part),
 // and libvterm 0.1.4 applies only an SM's first parameter: "CSI ; 4 h" left insert mode off in
@@ -611,7 +672,10 @@ TEST(MirrorFuzzFindings, ModeSequenceCutByAResize) {
   EXPECT_EQ(round_trip("\x1b[;4h", 5, 20, 60, {{0, 32, 12}, {1, 2, 12}, {1, 32, 12}}), "");
   // With a control inside, the start is fed before the resize (the control acts at once); the
   // modes after the first are applied one by one when the sequence ends.
-  EXPECT_EQ(round_trip("\x1b[\x05" "1;4hab", 8, 20, 5, {{3, 30, 5}}), "");
+  EXPECT_EQ(round_trip("\x1b[\x05"
+                       "1;4hab",
+                       8, 20, 5, {{3, 30, 5}}),
+            "");
   EXPECT_EQ(round_trip("\x1b[\r?25;47hab", 11, 20, 5, {{3, 30, 5}}), "");
   // DEL inside a mode sequence is ignored: the sequence is still split per mode. Also between
   // the ESC and the '[' (found by the CI fuzz run once the look ahead changed its path).
@@ -662,7 +726,8 @@ std::string split_difference(const std::string& stream, int cols, int rows) {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c)
         if (!(split.cell(r, c) == whole.cell(r, c)))
-          return "cut " + std::to_string(cut) + " cell " + std::to_string(r) + "," + std::to_string(c);
+          return "cut " + std::to_string(cut) + " cell " + std::to_string(r) + "," +
+                 std::to_string(c);
   }
   return "";
 }
@@ -687,9 +752,9 @@ TEST(MirrorFuzzFindings, MarkAfterASequenceAtTheRowEndDoesNotDependOnSplits) {
 // intermediates end the sequence there too.
 TEST(MirrorFuzzFindings, TextAfterAMalformedCsiIsText) {
   // Five glyphs after the sequence: the last one is at the row's end (pending wrap).
-  for (const std::string& stream : {std::string("\x1b[1?23456\xe2\x80\x8dx"),
-                                    std::string("\x1b[1$923456\xcc\x81x"),
-                                    std::string("\x1b[?25\x7fh23456\xcc\x81x")}) {
+  for (const std::string& stream :
+       {std::string("\x1b[1?23456\xe2\x80\x8dx"), std::string("\x1b[1$923456\xcc\x81x"),
+        std::string("\x1b[?25\x7fh23456\xcc\x81x")}) {
     EXPECT_EQ(split_difference(stream, 5, 3), "");
   }
 }
@@ -721,7 +786,9 @@ TEST(MirrorFuzzFindings, AResizeEndsTheGlyph) {
   MirrorScreen m(12, 22);
   m.feed("\x1b[22;1Hab\xcc\x81\xcc");
   m.resize(56, 17);
-  m.feed("\x81\xcc\x81\x1b[1m\xcc\x81" "c");
+  m.feed(
+      "\x81\xcc\x81\x1b[1m\xcc\x81"
+      "c");
   const term::CursorState cur = m.cursor();
   const int row = cur.row;
   EXPECT_EQ(m.cell(row, 1).nchars, 2) << "b keeps the mark before the resize";
@@ -775,8 +842,9 @@ TEST(MirrorFuzzFindings, MarksJoinAtTheRowEndWithMarginsAndInColumnZero) {
 // finding_mark_on_a_glyph_wider_than_its_row). The grid's cell takes the marks itself, and a
 // REP of such a glyph is dropped (libvterm would repeat it without them).
 TEST(MirrorFuzzFindings, MarksJoinAGlyphWiderThanItsRowInPlace) {
-  for (const std::string& tail : {std::string("\xe4\xb8\xad\xcc\x81" "abc\x1b#4\xe4\xb8\xad\xcc\x81x"),
-                                 std::string("abc\x1b#4\xe4\xb8\xad\xcc\x81\x1b[3b\xcc\x82y")}) {
+  for (const std::string& tail : {std::string("\xe4\xb8\xad\xcc\x81"
+                                              "abc\x1b#4\xe4\xb8\xad\xcc\x81x"),
+                                  std::string("abc\x1b#4\xe4\xb8\xad\xcc\x81\x1b[3b\xcc\x82y")}) {
     for (const int cols : {2, 3}) {
       const auto fed = [&](std::size_t cut) {
         auto m = std::make_unique<MirrorScreen>(20, 8);
@@ -821,7 +889,8 @@ TEST(MirrorFuzzFindings, MarksJoinByTheDesignationWhereTheyWereRead) {
 // DEL between a glyph and its mark: ignored by libvterm and xterm.js alike, so the mark joins
 // the glyph; but a write that ended with DEL counted as one that did not end with text, and a
 // snapshot cut after the DEL ended with a cursor move that kept the mark from joining (found by
-// the third 30-minute tools/fuzz.sh run of 2026-12-02; fuzz/corpus/mirror/finding_del_before_a_mark).
+// the third 30-minute tools/fuzz.sh run of 2026-12-02;
+// fuzz/corpus/mirror/finding_del_before_a_mark).
 TEST(MirrorFuzzFindings, DelBetweenAGlyphAndItsMarkKeepsTheTextRun) {
   const std::string stream = "\x88\x7f\xcc\x81";
   EXPECT_EQ(split_difference(stream, 9, 9), "");

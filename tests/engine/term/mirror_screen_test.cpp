@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "engine/term/mirror_screen.hpp"
-#include "engine/term/zero_width.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/zero_width.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -30,7 +30,8 @@ std::string text_of_row(const MirrorScreen& m, int row) {
   std::string s;
   for (int c = 0; c < m.cols(); ++c) {
     const Cell cell = m.cell(row, c);
-    if (cell.kind == Cell::Kind::glyph && cell.chars[0] < 0x80) s += static_cast<char>(cell.chars[0]);
+    if (cell.kind == Cell::Kind::glyph && cell.chars[0] < 0x80)
+      s += static_cast<char>(cell.chars[0]);
     else if (cell.kind == Cell::Kind::glyph) s += '?';
     else if (cell.kind == Cell::Kind::erased) s += ' ';
   }
@@ -67,7 +68,9 @@ const std::string kTorture =
     "\x1b[38;5;200;48;2;1;2;3mcolour\x1b[m\ttab\r\n"
     "\x1b[2;10r\x1b[?6h\x1b[5;1Hin region\x1b[?6l\x1b[r"
     "\x1b[10;78Habc\x1b[K\x1b[44m\x1b[2K\x1b[m"
-    "\x1b(0lqqk\x1b(B\x1b" "7\x1b[?1049h\x1b[Halt\x1b[?1049l\x1b" "8"
+    "\x1b(0lqqk\x1b(B\x1b"
+    "7\x1b[?1049h\x1b[Halt\x1b[?1049l\x1b"
+    "8"
     "\x1b[3;3H\x1b[2@\x1b[1P\x1b[2L\x1b[1M\x1b[3X"
     "x\x1b[5b\x1b[?25l\x1b[?1h\x1b[4 q";
 
@@ -115,12 +118,12 @@ RC_GTEST_PROP(MirrorScreen, AnySplitGivesTheSameScreen, ()) {
 // and off, in insert mode, after a wide glyph; DEC graphics after non-ASCII text. The mirror
 // keeps one result for every split (docs/snapshot.md, "Where writes end").
 const std::string kSplitSensitive =
-    "\x1b[1;5HabcE\xcc\x81\xcc\x82x"                        // mark at a pending wrap, then text
-    "\x1b[3;7H\xe4\xb8\xad\xcc\x81y"                          // after a wide glyph at the row end
-    "\x1b[5;7H\xf0\x9f\x91\x8d\xef\xb8\x8f\xe2\x80\x8dz"      // VS16 and ZWJ at the row end
-    "\x1b[?7l\x1b[6;8Hq\xcc\x81\xcc\x88\x1b[?7h"               // autowrap off: the last column
-    "\x1b[4h\x1b[7;8Hr\xcc\x81\x1b[4l"                         // insert mode
-    "\x1b[8;1H\x1b(0\xc3\xa9qqx\xe2\x94\x80qk\x1b(B"            // DEC graphics after non-ASCII
+    "\x1b[1;5HabcE\xcc\x81\xcc\x82x"                      // mark at a pending wrap, then text
+    "\x1b[3;7H\xe4\xb8\xad\xcc\x81y"                      // after a wide glyph at the row end
+    "\x1b[5;7H\xf0\x9f\x91\x8d\xef\xb8\x8f\xe2\x80\x8dz"  // VS16 and ZWJ at the row end
+    "\x1b[?7l\x1b[6;8Hq\xcc\x81\xcc\x88\x1b[?7h"          // autowrap off: the last column
+    "\x1b[4h\x1b[7;8Hr\xcc\x81\x1b[4l"                    // insert mode
+    "\x1b[8;1H\x1b(0\xc3\xa9qqx\xe2\x94\x80qk\x1b(B"      // DEC graphics after non-ASCII
     "\x1b[9;8Hw\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xbf"  // tag characters
     "\x1b[10;1Hend";
 
@@ -172,8 +175,9 @@ TEST(MirrorScreen, ZeroWidthTableIsLibvterms) {
 // xterm.js joins them, at a row's start, middle and end, in the history and popped back from
 // it, however the stream is split.
 TEST(MirrorScreen, KeepsEveryCharacterOfALongGlyph) {
-  const std::string flag = "\xf0\x9f\x8f\xb4\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xb3"
-                           "\xf3\xa0\x81\xa3\xf3\xa0\x81\xb4\xf3\xa0\x81\xbf";  // 7 characters
+  const std::string flag =
+      "\xf0\x9f\x8f\xb4\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xb3"
+      "\xf3\xa0\x81\xa3\xf3\xa0\x81\xb4\xf3\xa0\x81\xbf";  // 7 characters
   std::string zalgo = "Z";
   for (int i = 0; i < 20; ++i) zalgo += i % 2 ? "\xcc\x81" : "\xcd\xa3";  // U+0301, U+0363
   std::string stream = flag + " mid" + zalgo + "x\x1b[1;10H" + zalgo + "y\r\n";
@@ -218,10 +222,11 @@ TEST(MirrorScreen, KeepsEveryCharacterOfALongGlyph) {
 // would print it in a cell it does not advance past, or join it to the glyph before the SGR.
 TEST(MirrorScreen, GivesALoneZeroWidthCharacterAColumn) {
   const std::string stream =
-      "\r\n\xe2\x80\x8bstart"                // U+200B at a row's start
-      "\x1b[3;1Hab\x1b[1m\xcc\x81\xcc\x81" "c"  // two marks after an SGR: a column each
+      "\r\n\xe2\x80\x8bstart"  // U+200B at a row's start
+      "\x1b[3;1Hab\x1b[1m\xcc\x81\xcc\x81"
+      "c"                                            // two marks after an SGR: a column each
       "\x1b[4h\x1b[4;1Hxyz\x1b[4;2H\xcc\x81\x1b[4l"  // insert mode: overwrites y
-      "\x1b[5;9Hpq\x1b[m\xcc\x81r";            // at a pending wrap: nowhere
+      "\x1b[5;9Hpq\x1b[m\xcc\x81r";                  // at a pending wrap: nowhere
   MirrorScreen whole(10, 6);
   whole.feed(stream);
   EXPECT_EQ(whole.cell(1, 0).chars[0], U'\u200b');
@@ -256,7 +261,10 @@ TEST(MirrorScreen, KeepsFaintConcealAndOverline) {
   EXPECT_FALSE(pen_at(10).faint || pen_at(10).overline) << "erased cells take the colour only";
   EXPECT_TRUE(m.pen().faint && m.pen().overline);
   // Saved with the cursor, restored by DECRC; kept in the history.
-  m.feed("\x1b" "7\x1b[0m\x1b" "8x\r\n\n\n\n");
+  m.feed(
+      "\x1b"
+      "7\x1b[0m\x1b"
+      "8x\r\n\n\n\n");
   EXPECT_TRUE(m.scrollback_cell(0, 6).pen.faint);
   EXPECT_TRUE(m.scrollback_cell(0, 6).pen.overline);
   EXPECT_TRUE(m.scrollback_cell(0, 4).pen.conceal);
@@ -325,7 +333,7 @@ TEST(MirrorScreen, KeepsTheMainScreenWhileTheAlternateOneIsActive) {
   EXPECT_TRUE(m.alt_screen());
   EXPECT_EQ(text_of_row(m, 0), "alt text");
   EXPECT_EQ(m.main_cell(0, 0).chars[0], U'm');
-  m.resize(5, 3);  // libvterm truncates the hidden main buffer in place...
+  m.resize(5, 3);   // libvterm truncates the hidden main buffer in place...
   m.resize(20, 4);  // ...and pads it with erased cells
   EXPECT_EQ(m.main_cell(0, 8).kind, Cell::Kind::erased);
   EXPECT_EQ(m.main_cell(0, 3).chars[0], U'n');
@@ -337,7 +345,9 @@ TEST(MirrorScreen, KeepsTheMainScreenWhileTheAlternateOneIsActive) {
 TEST(MirrorScreen, RecordsTheSavedCursor) {
   MirrorScreen m(20, 5);
   EXPECT_FALSE(m.saved_cursor());
-  m.feed("\x1b[3;4H\x1b[1;32m\x1b" "7\x1b[m\x1b[H");
+  m.feed(
+      "\x1b[3;4H\x1b[1;32m\x1b"
+      "7\x1b[m\x1b[H");
   ASSERT_TRUE(m.saved_cursor());
   EXPECT_EQ(m.saved_cursor()->row, 2);
   EXPECT_EQ(m.saved_cursor()->col, 3);
@@ -356,7 +366,7 @@ TEST(MirrorScreen, BoundsTheScrollbackByLines) {
   EXPECT_EQ(m.scrollback_lines(), 50u);
   EXPECT_EQ(m.scrollback_cell(49, 4).chars[0], U'1');  // "line197"
   EXPECT_EQ(m.scrollback_cell(49, 6).chars[0], U'7');
-  EXPECT_EQ(m.scrollback_cell(0, 4).chars[0], U'1');   // "line148"
+  EXPECT_EQ(m.scrollback_cell(0, 4).chars[0], U'1');  // "line148"
   EXPECT_EQ(m.scrollback_cell(0, 6).chars[0], U'8');
 }
 
@@ -393,7 +403,10 @@ TEST(MirrorScreen, SanitizesAndBoundsTheTitle) {
   MirrorScreen m(80, 24);
   m.feed("\x1b]2;plain title\x07");
   EXPECT_EQ(m.title(), "plain title");
-  m.feed("\x1b]0;with \xc2\x9b" "c1 and \x7f" "del \xe4\xb8\xad\x1b\\");
+  m.feed(
+      "\x1b]0;with \xc2\x9b"
+      "c1 and \x7f"
+      "del \xe4\xb8\xad\x1b\\");
   EXPECT_EQ(m.title(), "with c1 and del \xe4\xb8\xad");
   m.feed("\x1b]2;" + std::string(300, 'a') + "\x07");
   EXPECT_EQ(m.title(), std::string(256, 'a'));
@@ -448,7 +461,9 @@ TEST(MirrorScreen, SurvivesACsiWithMoreThanSixteenParameters) {
   EXPECT_GT(m.rewritten_sequences(), 0u);
   // Split across feeds, and aborted by CAN.
   m.feed(csi.substr(0, 30));
-  m.feed(csi.substr(30) + "\x18" "after");
+  m.feed(csi.substr(30) +
+         "\x18"
+         "after");
   EXPECT_EQ(m.pending_bytes(), 0u);
 }
 
@@ -485,7 +500,9 @@ TEST(MirrorScreen, SurvivesUtf8EncodedC1Characters) {
 TEST(MirrorScreen, DropsAnUnfinishedUtf8CharacterCutByAControl) {
   // libvterm would carry the lead byte into whichever later run reaches the same decoder.
   MirrorScreen m(20, 5);
-  m.feed("a\xe4\xb8\r\xad" "b");
+  m.feed(
+      "a\xe4\xb8\r\xad"
+      "b");
   EXPECT_EQ(m.cell(0, 0).chars[0], U'\xfffd');  // the stray continuation byte alone
   EXPECT_EQ(m.cell(0, 1).chars[0], U'b');
   EXPECT_EQ(m.pending_bytes(), 0u);
@@ -502,9 +519,13 @@ TEST(MirrorScreen, ReplacesCodePointsPastUnicode) {
 TEST(MirrorScreen, SurvivesACursorRestoredOffAShrunkenScreen) {
   // DECRC does not clamp in libvterm 0.1.4; ED 1 then writes past its line-info array.
   MirrorScreen m(80, 24);
-  m.feed("\x1b[20;70H\x1b" "7");
+  m.feed(
+      "\x1b[20;70H\x1b"
+      "7");
   m.resize(40, 10);
-  m.feed("\x1b" "8\x1b[1Jx");
+  m.feed(
+      "\x1b"
+      "8\x1b[1Jx");
   EXPECT_LT(m.cursor().row, 10);
   EXPECT_LT(m.cursor().col, 40);
 }
@@ -524,9 +545,9 @@ TEST(MirrorScreen, NeverGoesBelowTwoColumns) {
 TEST(MirrorScreen, FeedsHugeInputsInBoundedWrites) {
   // libvterm 0.1.4 puts per-write arrays on the stack (32 MiB in one write: SIGSEGV).
   MirrorScreen m(80, 24);
-  m.feed(std::string(4u << 20, 'x'));                 // one text run, no newline
-  m.feed(std::string(2u << 20, '\x80'));              // stray continuation bytes
-  m.feed("\x1b]2;" + std::string(1u << 20, 't'));     // an unterminated OSC
+  m.feed(std::string(4u << 20, 'x'));              // one text run, no newline
+  m.feed(std::string(2u << 20, '\x80'));           // stray continuation bytes
+  m.feed("\x1b]2;" + std::string(1u << 20, 't'));  // an unterminated OSC
   m.feed("\x07");
   m.feed("\x1b[" + std::string(1u << 20, '0') + "1m");  // a CSI with a million digits
   m.feed("e" + [] {
@@ -544,7 +565,10 @@ TEST(MirrorScreen, SurvivesAStormOfResizes) {
   for (int i = 0; i < 300; ++i) {
     m.resize(std::uniform_int_distribution<int>(1, 500)(rng),
              std::uniform_int_distribution<int>(1, 500)(rng));
-    m.feed("\x1b[?1049h\xe4\xb8\xad text \x1b" "7\r\n\x1b" "8\x1b[1J\x1b[?1049l more\r\n");
+    m.feed(
+        "\x1b[?1049h\xe4\xb8\xad text \x1b"
+        "7\r\n\x1b"
+        "8\x1b[1J\x1b[?1049l more\r\n");
   }
   SUCCEED();
 }
@@ -559,7 +583,9 @@ RC_GTEST_PROP(MirrorScreen, SurvivesArbitraryBytes, (const std::string& bytes)) 
 
 TEST(MirrorScreen, ResetGivesAFreshTerminal) {
   MirrorScreen m(20, 5);
-  m.feed("\x1b]2;t\x07text\r\n\r\n\r\n\r\n\r\n\x1b[?1049h\x1b[?25l\x1b" "7");
+  m.feed(
+      "\x1b]2;t\x07text\r\n\r\n\r\n\r\n\r\n\x1b[?1049h\x1b[?25l\x1b"
+      "7");
   m.reset();
   EXPECT_EQ(m.title(), "");
   EXPECT_EQ(m.scrollback_lines(), 0u);

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/term/mirror.hpp"
-#include "engine/term/snapshot_grammar.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/snapshot_grammar.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -35,7 +35,9 @@ const std::string kStream =
     "\x1b[2;10r\x1b[?6h\x1b[5;1Hin region\x1b[?6l\x1b[r"
     "\x1b[10;78Habc\x1b[K\x1b[44m\x1b[2K\x1b[m"
     "\x1b[12;80HS\xcc\x8a\xcc\x83\xe4\xb8\xad"
-    "\x1b)0\x0elqqk\x0f\x1b" "7\x1b[?1049h\x1b[Halt\x1b[?1049l\x1b" "8"
+    "\x1b)0\x0elqqk\x0f\x1b"
+    "7\x1b[?1049h\x1b[Halt\x1b[?1049l\x1b"
+    "8"
     "\x1b[3;3H\x1b[2@\x1b[1P\x1b[2L\x1b[1M\x1b[3X"
     "line\r\nline\r\nline\r\nline\r\nline\r\nline\r\nline\r\nline\r\nline\r\n"
     "x\x1b[5b\x1b[?25l\x1b[?1h\x1b[4 q";
@@ -137,7 +139,9 @@ TEST(Mirror, FallsBackInsideASequenceLongerThanItHolds) {
   Mirror m(Cursor{0}, 80, 24);
   m.feed("\x1b]2;" + std::string(term::VtScanner::kMaxHoldBytes + 10, 'x'));
   EXPECT_EQ(m.snapshot().snapshot.fallback_reason, "incomplete_sequence");
-  m.feed("\x07" "after\r\n");
+  m.feed(
+      "\x07"
+      "after\r\n");
   EXPECT_FALSE(m.snapshot().snapshot.fallback_reason);
 }
 
@@ -188,7 +192,9 @@ TEST(Mirror, SoftResetFollowsXterm) {
 
 TEST(Mirror, HardResetLeavesTheAlternateScreen) {
   Mirror m(Cursor{0}, 80, 24);
-  m.feed("\x1b[?1049hfull screen\x1b" "c");
+  m.feed(
+      "\x1b[?1049hfull screen\x1b"
+      "c");
   EXPECT_FALSE(m.screen().alt_screen());
   EXPECT_FALSE(m.scanner().modes().alternate_screen);
   EXPECT_FALSE(m.snapshot().snapshot.fallback_reason);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "engine/term/mirror_screen.hpp"
-#include "engine/term/screen_grid.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/screen_grid.hpp"
 
 #ifndef BACKSCROLL_CORPUS_DIR
 #error "BACKSCROLL_CORPUS_DIR (tests/corpus/recordings) must be defined"
@@ -67,7 +67,8 @@ std::string row_text(const MirrorScreen& m, std::size_t history_line) {
   std::string s;
   for (int c = 0; c < m.scrollback_cols(history_line); ++c) {
     const term::Cell cell = m.scrollback_cell(history_line, c);
-    if (cell.kind == term::Cell::Kind::glyph && cell.chars[0] < 0x80) s += static_cast<char>(cell.chars[0]);
+    if (cell.kind == term::Cell::Kind::glyph && cell.chars[0] < 0x80)
+      s += static_cast<char>(cell.chars[0]);
     else if (cell.kind == term::Cell::Kind::erased) s += ' ';
   }
   while (!s.empty() && s.back() == ' ') s.pop_back();
@@ -143,7 +144,9 @@ TEST(ScreenGrid, InsertAndDeleteInTheMiddleOfWideGlyphs) {
   Pair p(10, 3);
   ASSERT_EQ(p.run({"\xe7\x95\x8c\xe7\x95\x8c\xe7\x95\x8c\xe7\x95\x8c\xe7\x95\x8c",  // 5 wide
                    "\x1b[1;4H\x1b[@", "\x1b[1;2H\x1b[P", "\x1b[1;9Hx\xe7\x95\x8c",
-                   "\x1b[2;1H\x1b[4h\xe7\x95\x8c" "ab\x1b[4l", "\x1b[1;1H\x1b[2b"}),
+                   "\x1b[2;1H\x1b[4h\xe7\x95\x8c"
+                   "ab\x1b[4l",
+                   "\x1b[1;1H\x1b[2b"}),
             "");
 }
 
@@ -167,7 +170,10 @@ TEST(ScreenGrid, TheAlternateScreenPushesNothingAndKeepsTheMainOne) {
   Pair p(20, 5);
   ASSERT_EQ(p.run({numbered_lines(0, 7), "\x1b[44m", "\x1b[?1049h", numbered_lines(100, 20),
                    Resize{25, 7}, "\x1b[?47l", Resize{18, 4}, "\x1b[?1047h", "x\x1b[?1047l",
-                   "\x1b[?1049l", "\x1b[?47h\x1b" "c", "after reset", "\x1b[?1049l"}),
+                   "\x1b[?1049l",
+                   "\x1b[?47h\x1b"
+                   "c",
+                   "after reset", "\x1b[?1049l"}),
             "");
   for (int r = 0; r < p.mirror.rows(); ++r)
     for (int c = 0; c < p.mirror.cols(); ++c)
@@ -202,15 +208,19 @@ TEST(ScreenGrid, DoubleWidthLinesEraseTheirRightHalfWithTheOldAttributes) {
 
 TEST(ScreenGrid, SelectiveEraseSkipsProtectedCells) {
   Pair p(12, 4);
-  ASSERT_EQ(p.run({"ab\x1b[1\"qPROT\x1b[0\"qcd\r\n", "\x1b[1\"qkeep\x1b[2\"qgone",
-                   "\x1b[?2J", "\x1b[1;1H\x1b[?0K", "\x1b[2;1H\x1b[2K"}),
+  ASSERT_EQ(p.run({"ab\x1b[1\"qPROT\x1b[0\"qcd\r\n", "\x1b[1\"qkeep\x1b[2\"qgone", "\x1b[?2J",
+                   "\x1b[1;1H\x1b[?0K", "\x1b[2;1H\x1b[2K"}),
             "");
   EXPECT_EQ(p.mirror.cell(0, 2).chars[0], U'P');  // kept by the selective erase
 }
 
 TEST(ScreenGrid, ResetAndClearStartOver) {
   Pair p(10, 4);
-  ASSERT_EQ(p.run({numbered_lines(0, 9), "\x1b[41m\x1b" "c", numbered_lines(9, 6)}), "");
+  ASSERT_EQ(p.run({numbered_lines(0, 9),
+                   "\x1b[41m\x1b"
+                   "c",
+                   numbered_lines(9, 6)}),
+            "");
   p.mirror.reset();
   ASSERT_EQ(p.run({"fresh\r\n", numbered_lines(0, 5)}), "");
   EXPECT_EQ(p.mirror.pushed_lines(), 3u);
@@ -250,25 +260,44 @@ rc::Gen<Step> step() {
   return rc::gen::exec([n]() -> Step {
     switch (*inRange(0, 12)) {
       case 0: return Resize{n(2, 40), n(1, 14)};
-      case 1: return std::string(static_cast<std::size_t>(n(1, 50)), static_cast<char>('a' + n(0, 25)));
-      case 2: return *element<std::string>("\xe7\x95\x8c", "e\xcc\x81", "\xf0\x9f\x98\x80", "\xcc\x81",
-                                           "x\xe7\x95\x8c\xe7\x95\x8cy", "\xc3\xa9t\xc3\xa9");
-      case 3: return *element<std::string>("\r", "\n", "\r\n", "\b", "\t", "\x1bM", "\x1b" "D",
-                                           "\x1b" "E", "\x1b" "7", "\x1b" "8", "\x1b" "c");
+      case 1:
+        return std::string(static_cast<std::size_t>(n(1, 50)), static_cast<char>('a' + n(0, 25)));
+      case 2:
+        return *element<std::string>("\xe7\x95\x8c", "e\xcc\x81", "\xf0\x9f\x98\x80", "\xcc\x81",
+                                     "x\xe7\x95\x8c\xe7\x95\x8cy", "\xc3\xa9t\xc3\xa9");
+      case 3:
+        return *element<std::string>("\r", "\n", "\r\n", "\b", "\t", "\x1bM",
+                                     "\x1b"
+                                     "D",
+                                     "\x1b"
+                                     "E",
+                                     "\x1b"
+                                     "7",
+                                     "\x1b"
+                                     "8",
+                                     "\x1b"
+                                     "c");
       case 4: return "\x1b[" + std::to_string(n(0, 16)) + ";" + std::to_string(n(0, 42)) + "H";
-      case 5: return "\x1b[" + std::to_string(n(0, 20)) + *element<std::string>("A", "B", "C", "D",
-                     "J", "K", "L", "M", "@", "P", "X", "S", "T", "b", "G", "d", "E", "F");
+      case 5:
+        return "\x1b[" + std::to_string(n(0, 20)) +
+               *element<std::string>("A", "B", "C", "D", "J", "K", "L", "M", "@", "P", "X", "S",
+                                     "T", "b", "G", "d", "E", "F");
       case 6: return "\x1b[" + std::to_string(n(0, 15)) + ";" + std::to_string(n(0, 15)) + "r";
-      case 7: return *element<std::string>("\x1b[?69h", "\x1b[?69l", "\x1b[r", "\x1b[s", "\x1b[?6h",
-                                           "\x1b[?6l", "\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l");
-      case 8: return "\x1b[?69h\x1b[" + std::to_string(n(0, 30)) + ";" + std::to_string(n(0, 40)) + "s";
-      case 9: return *element<std::string>("\x1b[?1049h", "\x1b[?1049l", "\x1b[?47h", "\x1b[?47l",
-                                           "\x1b[?1047h", "\x1b[?1047l", "\x1b[?5h", "\x1b[?5l");
-      case 10: return *element<std::string>("\x1b[1;4;7m", "\x1b[m", "\x1b[38;5;200m", "\x1b[48;2;1;2;3m",
-                                            "\x1b[3;9;11m", "\x1b[44m", "\x1b[4:3m", "\x1b[27;24m");
+      case 7:
+        return *element<std::string>("\x1b[?69h", "\x1b[?69l", "\x1b[r", "\x1b[s", "\x1b[?6h",
+                                     "\x1b[?6l", "\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l");
+      case 8:
+        return "\x1b[?69h\x1b[" + std::to_string(n(0, 30)) + ";" + std::to_string(n(0, 40)) + "s";
+      case 9:
+        return *element<std::string>("\x1b[?1049h", "\x1b[?1049l", "\x1b[?47h", "\x1b[?47l",
+                                     "\x1b[?1047h", "\x1b[?1047l", "\x1b[?5h", "\x1b[?5l");
+      case 10:
+        return *element<std::string>("\x1b[1;4;7m", "\x1b[m", "\x1b[38;5;200m", "\x1b[48;2;1;2;3m",
+                                     "\x1b[3;9;11m", "\x1b[44m", "\x1b[4:3m", "\x1b[27;24m");
       case 11: return *element<std::string>("\x1b#6", "\x1b#3", "\x1b#4", "\x1b#5", "\x1b#8");
-      default: return *element<std::string>("\x1b[1\"q", "\x1b[0\"q", "\x1b[?0J", "\x1b[?1J",
-                                             "\x1b[?2J", "\x1b[?0K", "\x1b[?1K", "\x1b[?2K", "\x1b[3J");
+      default:
+        return *element<std::string>("\x1b[1\"q", "\x1b[0\"q", "\x1b[?0J", "\x1b[?1J", "\x1b[?2J",
+                                     "\x1b[?0K", "\x1b[?1K", "\x1b[?2K", "\x1b[3J");
     }
   });
 }

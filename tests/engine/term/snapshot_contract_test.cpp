@@ -30,11 +30,11 @@
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_screen.hpp"
+#include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
 #include "engine/term/snapshot_writer.hpp"
 #include "engine/term/terminal_modes.hpp"
 #include "engine/term/utf8.hpp"
-#include "engine/term/reference/vterm_reference.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -86,11 +86,12 @@ void feed_chunked(ReferenceTerminal& t, const std::string& bytes) {
 
 // What both terminals are fed after the comparison, to expose hidden state.
 std::string probe_suffix(int rows) {
-  std::string p = "X\x1b[2bqx";                       // pen, wrap, insert, charset, REP
-  for (int i = 0; i <= rows; ++i) p += "\r\nZ";       // scrolling in the region, BCE
-  p += "\x1b[1;1HY\x1b[2;3HW";                        // origin-relative addressing
-  p += "\x1b" "8V";                                   // the saved cursor and pen
-  p += "\x1b[?1049lU";                                // leave the alternate screen
+  std::string p = "X\x1b[2bqx";                  // pen, wrap, insert, charset, REP
+  for (int i = 0; i <= rows; ++i) p += "\r\nZ";  // scrolling in the region, BCE
+  p += "\x1b[1;1HY\x1b[2;3HW";                   // origin-relative addressing
+  p += "\x1b"
+       "8V";            // the saved cursor and pen
+  p += "\x1b[?1049lU";  // leave the alternate screen
   p += "\x1b[1;1HT";
   return p;
 }
@@ -101,7 +102,8 @@ std::string modes_difference(const TerminalModes& scanned, const TerminalModes& 
   auto check = [&](const char* name, auto a, auto b) {
     if (a != b) d += std::string(d.empty() ? "" : ", ") + name;
   };
-  check("cursor_keys_application", scanned.cursor_keys_application, expected.cursor_keys_application);
+  check("cursor_keys_application", scanned.cursor_keys_application,
+        expected.cursor_keys_application);
   check("keypad_application", scanned.keypad_application, expected.keypad_application);
   check("origin", scanned.origin, expected.origin);
   check("insert", scanned.insert, expected.insert);
@@ -125,8 +127,9 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
   }
   // The mirror as the engine runs it: scanner + libvterm, fed in chunks that cut sequences.
   term::Mirror composed(Cursor{0}, static_cast<std::uint16_t>(cols),
-                          static_cast<std::uint16_t>(rows));
-  for (std::size_t at = 0, step = 1 + cut % 61; at < prefix.size(); at += step, step = step * 7 % 997 + 1)
+                        static_cast<std::uint16_t>(rows));
+  for (std::size_t at = 0, step = 1 + cut % 61; at < prefix.size();
+       at += step, step = step * 7 % 997 + 1)
     composed.feed(std::string_view(prefix).substr(at, step));
   const MirrorScreen& mirror = composed.screen();
   if (const std::string d = modes_difference(composed.scanner().modes(), modes); !d.empty())
@@ -151,16 +154,16 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
                       " region " + std::to_string(modes.scroll_top) + "-" +
                       std::to_string(modes.scroll_bottom) + " saved " +
                       std::to_string(mirror.saved_cursor().has_value()) + "; last pieces:";
-    for (std::size_t i = cut >= 4 ? cut - 4 : 0; i < cut; ++i) ctx += " " + escaped(pieces[i].bytes);
+    for (std::size_t i = cut >= 4 ? cut - 4 : 0; i < cut; ++i)
+      ctx += " " + escaped(pieces[i].bytes);
     if (std::getenv("BACKSCROLL_CONTRACT_ROW")) {
       const int r = std::atoi(std::getenv("BACKSCROLL_CONTRACT_ROW"));
       ctx += "\n  row:";
       for (int c = 0; c < cols; ++c) {
         const auto cell = mirror.cell(r, c);
         char buf[64];
-        std::snprintf(buf, sizeof buf, " %d:%c%X/w%d", c,
-                      "egc"[static_cast<int>(cell.kind)], static_cast<unsigned>(cell.chars[0]),
-                      cell.width);
+        std::snprintf(buf, sizeof buf, " %d:%c%X/w%d", c, "egc"[static_cast<int>(cell.kind)],
+                      static_cast<unsigned>(cell.chars[0]), cell.width);
         ctx += buf;
       }
     }
@@ -180,10 +183,15 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
   const ScreenModel b = whole.model();
   std::string diff = first_difference(a, b, scrollback);
   if (!diff.empty()) {
-    std::string ctx = "\n  snapshot: " + escaped(snap.bytes.size() < 600 ? snap.bytes : snap.bytes.substr(snap.bytes.size() - 600)) + "\n  before:";
-    for (std::size_t i = cut >= 4 ? cut - 4 : 0; i < cut; ++i) ctx += " " + escaped(pieces[i].bytes);
+    std::string ctx =
+        "\n  snapshot: " +
+        escaped(snap.bytes.size() < 600 ? snap.bytes : snap.bytes.substr(snap.bytes.size() - 600)) +
+        "\n  before:";
+    for (std::size_t i = cut >= 4 ? cut - 4 : 0; i < cut; ++i)
+      ctx += " " + escaped(pieces[i].bytes);
     ctx += "\n  after:";
-    for (std::size_t i = cut; i < pieces.size() && i < cut + 6; ++i) ctx += " " + escaped(pieces[i].bytes);
+    for (std::size_t i = cut; i < pieces.size() && i < cut + 6; ++i)
+      ctx += " " + escaped(pieces[i].bytes);
     diff += ctx;
     if (const char* dump = std::getenv("BACKSCROLL_CONTRACT_DUMP")) {
       std::FILE* f = std::fopen(dump, "wb");
@@ -219,11 +227,13 @@ std::string check_all_cuts(const std::vector<Piece>& pieces, int cols, int rows,
     const std::string r = check_cut(pieces, cut, cols, rows);
     if (fallbacks && is_declared_fallback(r)) {
       ++*fallbacks;
-      if (std::getenv("BACKSCROLL_CONTRACT_FALLBACKS")) std::cout << cols << "x" << rows << " cut " << cut << " " << r.substr(0, 700) << "\n";
+      if (std::getenv("BACKSCROLL_CONTRACT_FALLBACKS"))
+        std::cout << cols << "x" << rows << " cut " << cut << " " << r.substr(0, 700) << "\n";
       continue;
     }
-    if (!r.empty()) return "cut " + std::to_string(cut) + "/" + std::to_string(pieces.size()) +
-                           " at " + std::to_string(cols) + "x" + std::to_string(rows) + ": " + r;
+    if (!r.empty())
+      return "cut " + std::to_string(cut) + "/" + std::to_string(pieces.size()) + " at " +
+             std::to_string(cols) + "x" + std::to_string(rows) + ": " + r;
   }
   return "";
 }
@@ -250,14 +260,10 @@ Piece decset(int m, bool on) {
       case 1049: t.alternate_screen = on; break;
       case 1000:
       case 1002:
-      case 1003:
-        t.mouse_tracking = on ? static_cast<MouseTracking>(m) : MouseTracking::off;
-        break;
+      case 1003: t.mouse_tracking = on ? static_cast<MouseTracking>(m) : MouseTracking::off; break;
       case 1005:
       case 1006:
-      case 1015:
-        t.mouse_encoding = on ? static_cast<MouseEncoding>(m) : MouseEncoding::x10;
-        break;
+      case 1015: t.mouse_encoding = on ? static_cast<MouseEncoding>(m) : MouseEncoding::x10; break;
       default: break;
     }
   });
@@ -273,7 +279,8 @@ Piece region(int top, int bottom, int rows) {  // 1-based, inclusive, valid
   return mode("\x1b[" + std::to_string(top) + ";" + std::to_string(bottom) + "r",
               [top, bottom, rows](TerminalModes& t) {
                 t.scroll_top = static_cast<std::uint16_t>(top - 1);
-                t.scroll_bottom = static_cast<std::uint16_t>(bottom == rows && top == 1 ? 0 : bottom);
+                t.scroll_bottom =
+                    static_cast<std::uint16_t>(bottom == rows && top == 1 ? 0 : bottom);
               });
 }
 Piece region_reset() {
@@ -322,9 +329,7 @@ class Generator {
   // libvterm decodes ASCII through GL; a run that starts with a non-ASCII character goes
   // through UTF-8 instead, so text split across writes reads differently when GL holds the
   // DEC graphics set (docs/snapshot.md). The generator keeps to ASCII then.
-  bool gl_is_graphics() const {
-    return modes_.shift_out ? modes_.g1 == '0' : modes_.g0 == '0';
-  }
+  bool gl_is_graphics() const { return modes_.shift_out ? modes_.g1 == '0' : modes_.g0 == '0'; }
 
   std::string color(bool fg) {
     switch (pick(0, 4)) {
@@ -358,15 +363,16 @@ class Generator {
         case 7: a = "9"; break;
         case 8: a = std::to_string(10 + pick(0, 9)); break;
         case 9: a = std::to_string(pick(22, 29)); break;
-        case 10: case 11: a = color(true); break;
+        case 10:
+        case 11: a = color(true); break;
         default: a = color(false); break;
       }
       // libvterm 0.1.4 (the reference) crashes past 16 parameters; the mirror's handling of
       // those is tested in mirror_screen_test.
       const auto params = [](const std::string& x) {
         return x.empty() ? 0 : 1 + static_cast<int>(std::count_if(x.begin(), x.end(), [](char ch) {
-                                     return ch == ';' || ch == ':';
-                                   }));
+                                 return ch == ';' || ch == ':';
+                               }));
       };
       if (params(s) + params(a) > 16) break;
       if (!s.empty()) s += ';';
@@ -376,7 +382,8 @@ class Generator {
   }
 
   std::string ascii(int n) {
-    static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;!?-_=+";
+    static const char kChars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;!?-_=+";
     std::string s;
     for (int i = 0; i < n; ++i) s += kChars[pick(0, static_cast<int>(sizeof kChars) - 2)];
     return s;
@@ -387,7 +394,7 @@ class Generator {
     const int n = pick(1, 5);
     for (int i = 0; i < n; ++i) {
       switch (pick(0, 5)) {
-        case 0: s += utf8(static_cast<char32_t>(pick(0x4e00, 0x9fa5))); break;  // CJK, wide
+        case 0: s += utf8(static_cast<char32_t>(pick(0x4e00, 0x9fa5))); break;    // CJK, wide
         case 1: s += utf8(static_cast<char32_t>(pick(0x1f600, 0x1f64f))); break;  // emoji
         case 2:  // base + combining marks
           // Once a charset was designated, libvterm decodes ASCII by a table and the marks
@@ -398,8 +405,8 @@ class Generator {
           else s += ascii(1);
           for (int k = pick(1, 3); k > 0; --k) s += utf8(static_cast<char32_t>(pick(0x300, 0x36f)));
           break;
-        case 3: s += utf8(static_cast<char32_t>(pick(0xc0, 0x17f))); break;  // Latin
-        case 4: s += utf8(static_cast<char32_t>(pick(0x3041, 0x3096))); break;  // kana, wide
+        case 3: s += utf8(static_cast<char32_t>(pick(0xc0, 0x17f))); break;      // Latin
+        case 4: s += utf8(static_cast<char32_t>(pick(0x3041, 0x3096))); break;   // kana, wide
         default: s += utf8(static_cast<char32_t>(pick(0x2500, 0x257f))); break;  // box drawing
       }
     }
@@ -420,13 +427,20 @@ class Generator {
 
   Piece next() {
     switch (pick(0, 44)) {
-      case 0: case 1: case 2: case 3: return raw(ascii(pick(1, cols_ + 4)));
-      case 4: case 5:
+      case 0:
+      case 1:
+      case 2:
+      case 3: return raw(ascii(pick(1, cols_ + 4)));
+      case 4:
+      case 5:
         if (gl_is_graphics()) return raw(ascii(pick(1, 8)));
         return raw(unicode_text());
-      case 6: case 7: case 8: return sgr();
+      case 6:
+      case 7:
+      case 8: return sgr();
       case 9: return csi("m");
-      case 10: case 11: {
+      case 10:
+      case 11: {
         const int col = pick(1, cols_ + 1);
         return cup(pick(1, rows_ + 1), col);
       }
@@ -436,8 +450,17 @@ class Generator {
         return csi(std::to_string(pick(0, 5)) + final);
       }
       case 13: {
-        static const char* kControls[] = {"\r", "\n", "\b", "\t", "\r\n", "\x1b" "D", "\x1b" "E",
-                                          "\x1b" "M"};
+        static const char* kControls[] = {"\r",
+                                          "\n",
+                                          "\b",
+                                          "\t",
+                                          "\r\n",
+                                          "\x1b"
+                                          "D",
+                                          "\x1b"
+                                          "E",
+                                          "\x1b"
+                                          "M"};
         return raw(kControls[pick(0, 7)]);
       }
       case 14: return erase(pick(0, 2), 'J');
@@ -460,7 +483,11 @@ class Generator {
         const bool on = chance(55);
         return decset(chance(50) ? 1049 : 1047, on);
       }
-      case 23: return raw(chance(50) ? "\x1b" "7" : "\x1b" "8");
+      case 23:
+        return raw(chance(50) ? "\x1b"
+                                "7"
+                              : "\x1b"
+                                "8");
       case 24:
         designated_ = true;
         switch (pick(0, 4)) {
@@ -492,7 +519,8 @@ class Generator {
         const char* end = chance(50) ? "\x07" : "\x1b\\";
         return raw((chance(50) ? "\x1b]2;" : "\x1b]0;") + t + end);
       }
-      case 34: case 35: {  // to the last column: pending wrap
+      case 34:
+      case 35: {  // to the last column: pending wrap
         const int k = pick(1, std::min(cols_, 4));
         const std::string text = ascii(k);
         std::string s = "\x1b[" + std::to_string(pick(1, rows_)) + ";" +
@@ -540,17 +568,25 @@ class Generator {
 // ---- scripted torture streams -------------------------------------------------------------------
 
 std::vector<Piece> pending_wrap_stream(int cols) {
-  return {raw("hello"), cup(1, cols - 2), raw("abc"), raw("\x1b[31m"), raw("\x1b[1K"),
-          cup(2, cols), raw("Z"), cup(3, cols - 1), raw(utf8(0x4e2d)), raw("\x1b[1;44m"),
-          cup(3, cols - 1), raw(utf8(0x4e2d)), raw("\x1b[m"), decset(7, false), cup(1, cols),
-          raw("q"), decset(7, true), raw("x")};
+  return {raw("hello"),      cup(1, cols - 2),  raw("abc"),       raw("\x1b[31m"),
+          raw("\x1b[1K"),    cup(2, cols),      raw("Z"),         cup(3, cols - 1),
+          raw(utf8(0x4e2d)), raw("\x1b[1;44m"), cup(3, cols - 1), raw(utf8(0x4e2d)),
+          raw("\x1b[m"),     decset(7, false),  cup(1, cols),     raw("q"),
+          decset(7, true),   raw("x")};
 }
 
 std::vector<Piece> scroll_region_stream(int rows) {
-  std::vector<Piece> s = {raw("line1\r\nline2\r\nline3"), region(2, std::max(2, rows - 1), rows),
-                          raw("\x1b[42m"), decset(6, true), cup(1, 1), raw("top of region")};
+  std::vector<Piece> s = {raw("line1\r\nline2\r\nline3"),
+                          region(2, std::max(2, rows - 1), rows),
+                          raw("\x1b[42m"),
+                          decset(6, true),
+                          cup(1, 1),
+                          raw("top of region")};
   for (int i = 0; i < rows + 2; ++i) s.push_back(raw("\r\nscrolled " + std::to_string(i)));
-  s.push_back(raw("\x1b" "M\x1b" "M"));
+  s.push_back(
+      raw("\x1b"
+          "M\x1b"
+          "M"));
   s.push_back(csi("2L"));
   s.push_back(csi("1M"));
   s.push_back(csi("2S"));
@@ -562,40 +598,95 @@ std::vector<Piece> scroll_region_stream(int rows) {
 }
 
 std::vector<Piece> alternate_screen_stream() {
-  return {raw("\x1b[1;33mshell prompt$ \x1b[m"), raw("vim file\r\n"), raw("\x1b[44m"),
-          decset(1049, true), raw("\x1b[H\x1b[2J"), raw("~\r\n~\r\n~"), csi("1;1H"),
-          raw("\x1b[7m-- INSERT --\x1b[m"), decset(25, false), decset(1, true), keypad(true),
-          raw("typed"), decset(1, false), keypad(false), decset(25, true), decset(1049, false),
-          raw("$ "), decset(1047, true), raw("alt again"), raw("\x1b[31m"), decset(1047, false),
+  return {raw("\x1b[1;33mshell prompt$ \x1b[m"),
+          raw("vim file\r\n"),
+          raw("\x1b[44m"),
+          decset(1049, true),
+          raw("\x1b[H\x1b[2J"),
+          raw("~\r\n~\r\n~"),
+          csi("1;1H"),
+          raw("\x1b[7m-- INSERT --\x1b[m"),
+          decset(25, false),
+          decset(1, true),
+          keypad(true),
+          raw("typed"),
+          decset(1, false),
+          keypad(false),
+          decset(25, true),
+          decset(1049, false),
+          raw("$ "),
+          decset(1047, true),
+          raw("alt again"),
+          raw("\x1b[31m"),
+          decset(1047, false),
           raw("back")};
 }
 
 std::vector<Piece> save_restore_stream() {
-  return {cup(3, 4), raw("\x1b[1;35m"), raw("\x1b" "7"), raw("\x1b[m"), cup(1, 1),
-          raw("moved"), decset(25, false), raw("\x1b" "8"), raw("restored"), raw("\x1b" "7"),
-          decset(1049, true), raw("in alt"), decset(1049, false), raw("after")};
+  return {cup(3, 4),
+          raw("\x1b[1;35m"),
+          raw("\x1b"
+              "7"),
+          raw("\x1b[m"),
+          cup(1, 1),
+          raw("moved"),
+          decset(25, false),
+          raw("\x1b"
+              "8"),
+          raw("restored"),
+          raw("\x1b"
+              "7"),
+          decset(1049, true),
+          raw("in alt"),
+          decset(1049, false),
+          raw("after")};
 }
 
 std::vector<Piece> charset_stream() {
-  return {g0('0'), raw("lqqqk"), raw("\r\nx   x\r\n"), raw("mqqqj"), g0('B'), raw(" text"),
-          g1('0'), shift_out(true), raw("lqk"), shift_out(false), raw("abc"), shift_out(true)};
+  return {g0('0'),      raw("lqqqk"),   raw("\r\nx   x\r\n"), raw("mqqqj"), g0('B'),
+          raw(" text"), g1('0'),        shift_out(true),      raw("lqk"),   shift_out(false),
+          raw("abc"),   shift_out(true)};
 }
 
 std::vector<Piece> bce_stream() {
-  return {raw("text on the line"), raw("\x1b[44m"), csi("2J"), raw("\x1b[43m"), cup(2, 5),
-          csi("K"), raw("\x1b[48;5;200m"), csi("3X"), raw("\x1b[48;2;10;20;30m"), csi("1L"),
-          raw("\x1b[41m"), csi("2@"), raw("\x1b[45m\r\n\r\n\r\n\r\n"), raw("\x1b[m")};
+  return {raw("text on the line"),
+          raw("\x1b[44m"),
+          csi("2J"),
+          raw("\x1b[43m"),
+          cup(2, 5),
+          csi("K"),
+          raw("\x1b[48;5;200m"),
+          csi("3X"),
+          raw("\x1b[48;2;10;20;30m"),
+          csi("1L"),
+          raw("\x1b[41m"),
+          csi("2@"),
+          raw("\x1b[45m\r\n\r\n\r\n\r\n"),
+          raw("\x1b[m")};
 }
 
 std::vector<Piece> edit_stream() {
-  return {raw("0123456789abcdef"), cup(1, 3), csi("2@"), raw("XY"), cup(1, 8), csi("3P"),
-          raw("\r\nsecond\r\nthird\r\nfourth"), cup(2, 1), csi("L"), cup(3, 1), csi("2M"),
-          insert_mode(true), cup(1, 1), raw("ins"), insert_mode(false)};
+  return {raw("0123456789abcdef"),
+          cup(1, 3),
+          csi("2@"),
+          raw("XY"),
+          cup(1, 8),
+          csi("3P"),
+          raw("\r\nsecond\r\nthird\r\nfourth"),
+          cup(2, 1),
+          csi("L"),
+          cup(3, 1),
+          csi("2M"),
+          insert_mode(true),
+          cup(1, 1),
+          raw("ins"),
+          insert_mode(false)};
 }
 
 std::vector<Piece> colour_stream() {
   std::vector<Piece> s;
-  for (int i = 0; i < 16; ++i) s.push_back(raw("\x1b[" + std::to_string(i < 8 ? 30 + i : 82 + i) + "mc"));
+  for (int i = 0; i < 16; ++i)
+    s.push_back(raw("\x1b[" + std::to_string(i < 8 ? 30 + i : 82 + i) + "mc"));
   for (int i = 0; i < 256; i += 37) s.push_back(raw("\x1b[48;5;" + std::to_string(i) + "mb"));
   s.push_back(raw("\x1b[38;2;1;2;3;48;2;250;251;252mrgb"));
   s.push_back(raw("\x1b[1;3;4:3;5;7;9;12mall"));
@@ -605,9 +696,17 @@ std::vector<Piece> colour_stream() {
 }
 
 std::vector<Piece> wide_stream() {
-  return {raw(utf8(0x4e2d) + utf8(0x6587) + "ab" + utf8(0x1f600)), raw("e" + utf8(0x301) + utf8(0x308)),
-          cup(1, 2), raw("x"), cup(2, 1), raw(utf8(0x3042) + utf8(0x3044)), cup(2, 1), raw("y"),
-          cup(3, 1), raw(utf8(0x4e00) + "\x1b[1D\x1b[1X"), raw("\ttab\t" + utf8(0x4e00))};
+  return {raw(utf8(0x4e2d) + utf8(0x6587) + "ab" + utf8(0x1f600)),
+          raw("e" + utf8(0x301) + utf8(0x308)),
+          cup(1, 2),
+          raw("x"),
+          cup(2, 1),
+          raw(utf8(0x3042) + utf8(0x3044)),
+          cup(2, 1),
+          raw("y"),
+          cup(3, 1),
+          raw(utf8(0x4e00) + "\x1b[1D\x1b[1X"),
+          raw("\ttab\t" + utf8(0x4e00))};
 }
 
 std::vector<Piece> history_stream(int rows) {
@@ -669,17 +768,34 @@ TEST(SnapshotContract, HoldsForCombiningMarksOnTheLastColumnAfterAWideGlyph) {
   const std::string line =
       "_ILmIHUMCldm4EnsvqDfhOmpfvN-PI j3,wH!:IFrX=J8h66H27Vs77ug-eWSSx+fK=AjLG;3G-L4aJ=+JtK,mS1:"
       "fA5uO1.eNAszshG7tFJt_4l_BiTNT0LJ0g.-15!bH g=RkJzcWHhMgP.ryiwhi=Qw_VQ,Y7;:=clj";
-  const std::vector<Piece> found = {
-      cup(21, 4), raw("\x1b]0;title\x1b\\"), raw("\x1b" "8"), raw("d\x1b[9b"),
-      raw("\x1b[38;69H\x1b[0K"), raw(line), decset(1006, true), g0('B'), csi("1T"),
-      raw("\xe4\xb8\x80\xe4\xba\x8c\x1b[2D_"), raw("\xe3\x81\xbf" "l\xcd\xab\xcc\xa2" "o\xcd\x9d"),
-      decset(6, true), shift_out(true), decset(2004, true)};
+  const std::vector<Piece> found = {cup(21, 4),
+                                    raw("\x1b]0;title\x1b\\"),
+                                    raw("\x1b"
+                                        "8"),
+                                    raw("d\x1b[9b"),
+                                    raw("\x1b[38;69H\x1b[0K"),
+                                    raw(line),
+                                    decset(1006, true),
+                                    g0('B'),
+                                    csi("1T"),
+                                    raw("\xe4\xb8\x80\xe4\xba\x8c\x1b[2D_"),
+                                    raw("\xe3\x81\xbf"
+                                        "l\xcd\xab\xcc\xa2"
+                                        "o\xcd\x9d"),
+                                    decset(6, true),
+                                    shift_out(true),
+                                    decset(2004, true)};
   EXPECT_EQ(check_all_cuts(found, 120, 40), "");
   for (Size s : kSizes) {
-    const std::vector<Piece> pieces = {
-        raw("abc"), cup(2, s.cols - 2),
-        raw("\xe3\x81\xbf" "l\xcd\xab\xcc\xa2" "o\xcd\x9d"), decset(2004, true),
-        cup(1, s.cols), raw("x\xcc\x81" "y")};
+    const std::vector<Piece> pieces = {raw("abc"),
+                                       cup(2, s.cols - 2),
+                                       raw("\xe3\x81\xbf"
+                                           "l\xcd\xab\xcc\xa2"
+                                           "o\xcd\x9d"),
+                                       decset(2004, true),
+                                       cup(1, s.cols),
+                                       raw("x\xcc\x81"
+                                           "y")};
     EXPECT_EQ(check_all_cuts(pieces, s.cols, s.rows), "") << s.cols << "x" << s.rows;
   }
 }
@@ -765,7 +881,8 @@ TEST(SnapshotContract, ScrollbackOptionLimitsTheHistoryDrawn) {
 
 TEST(SnapshotContract, FallsBackWhenOverTheByteLimit) {
   MirrorScreen mirror(80, 24);
-  for (int i = 0; i < 600; ++i) mirror.feed("\x1b[3" + std::to_string(i % 8) + "m" + std::string(70, 'x') + "\r\n");
+  for (int i = 0; i < 600; ++i)
+    mirror.feed("\x1b[3" + std::to_string(i % 8) + "m" + std::string(70, 'x') + "\r\n");
   TerminalModes modes;
   term::SnapshotOptions options;
   options.max_bytes = 10'000;
@@ -781,19 +898,19 @@ TEST(SnapshotContract, FallsBackForStateItCannotReproduce) {
     const char* reason;
   };
   const Case cases[] = {
-      {"\x1bPq#0;2;0;0;0#0~~@@vv\x1b\\", "graphics"},          // sixel
-      {"\x1b_Gf=100;AAAA\x1b\\", "unmodelled_string"},          // kitty graphics (APC)
-      {"\x1b^private\x1b\\", "unmodelled_string"},              // PM
-      {"\x1bXstring\x1b\\", "unmodelled_string"},               // SOS
-      {"\x1b[1\"q", "unmodelled_state"},                         // DECSCA
-      {"\x1b[?69h", "unmodelled_state"},                         // DECLRMM
-      {"\x1b[5;10s", "unmodelled_state"},                        // DECSLRM
-      {"\x1b[3g", "unmodelled_state"},                           // TBC
-      {"\x1bH", "unmodelled_state"},                             // HTS
-      {"\x1b[20h", "unmodelled_state"},                          // LNM
-      {"\x1b#6", "unmodelled_state"},                            // DECDWL
-      {"\x1b*0\x1bn", "unmodelled_state"},                       // G2 + LS2
-      {"\x1b]4;1;rgb:ff/00/00\x07", "unmodelled_state"},         // palette
+      {"\x1bPq#0;2;0;0;0#0~~@@vv\x1b\\", "graphics"},     // sixel
+      {"\x1b_Gf=100;AAAA\x1b\\", "unmodelled_string"},    // kitty graphics (APC)
+      {"\x1b^private\x1b\\", "unmodelled_string"},        // PM
+      {"\x1bXstring\x1b\\", "unmodelled_string"},         // SOS
+      {"\x1b[1\"q", "unmodelled_state"},                  // DECSCA
+      {"\x1b[?69h", "unmodelled_state"},                  // DECLRMM
+      {"\x1b[5;10s", "unmodelled_state"},                 // DECSLRM
+      {"\x1b[3g", "unmodelled_state"},                    // TBC
+      {"\x1bH", "unmodelled_state"},                      // HTS
+      {"\x1b[20h", "unmodelled_state"},                   // LNM
+      {"\x1b#6", "unmodelled_state"},                     // DECDWL
+      {"\x1b*0\x1bn", "unmodelled_state"},                // G2 + LS2
+      {"\x1b]4;1;rgb:ff/00/00\x07", "unmodelled_state"},  // palette
   };
   for (const Case& c : cases) {
     MirrorScreen mirror(80, 24);

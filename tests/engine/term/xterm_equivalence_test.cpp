@@ -349,8 +349,8 @@ std::string state_difference(const json& a, const json& b) {
   for (std::size_t y = 0; y < lb.size(); ++y) {
     const std::string d = line_difference(la[y], lb[y], "row " + std::to_string(y));
     if (!d.empty())
-      return d + "\n    snapshot+rest: " + escaped(row_text(la[y])) + "\n    all bytes:     " +
-             escaped(row_text(lb[y]));
+      return d + "\n    snapshot+rest: " + escaped(row_text(la[y])) +
+             "\n    all bytes:     " + escaped(row_text(lb[y]));
   }
   // History: the snapshot carries at most 512 lines; below that both must have the same count.
   const auto ha = a["historyLength"].get<long>();
@@ -361,8 +361,8 @@ std::string state_difference(const json& a, const json& b) {
   const json& sb = b["history"];
   const std::size_t n = std::min(sa.size(), sb.size());
   for (std::size_t i = 1; i <= n; ++i) {
-    const std::string d = line_difference(sa[sa.size() - i], sb[sb.size() - i],
-                                          "history line -" + std::to_string(i));
+    const std::string d =
+        line_difference(sa[sa.size() - i], sb[sb.size() - i], "history line -" + std::to_string(i));
     if (!d.empty()) return d;
   }
   return "";
@@ -516,7 +516,10 @@ class Torture {
       switch (pick(0, 12)) {
         case 0: a = "1"; break;
         case 1: a = "3"; break;
-        case 2: a = "4"; underline_ = true; break;
+        case 2:
+          a = "4";
+          underline_ = true;
+          break;
         case 3: a = "5"; break;
         case 4: a = "7"; break;
         case 5: a = "9"; break;
@@ -526,7 +529,8 @@ class Torture {
           a = num(n);
           break;
         }
-        case 7: case 8: a = colour(true); break;
+        case 7:
+        case 8: a = colour(true); break;
         default: a = colour(false); break;
       }
       if (!s.empty()) s += ';';
@@ -542,14 +546,14 @@ class Torture {
     for (int i = pick(1, 4); i > 0; --i) {
       const bool wide_ok = wide_ok_();
       switch (pick(0, 6)) {
-        case 0: s += wide_ok ? wide(0x4e00, 0x9fa5) : "n"; break;     // CJK
-        case 1: s += wide_ok ? wide(0x1f600, 0x1f64f) : "e"; break;   // emoji
-        case 2:  // a base and combining marks
+        case 0: s += wide_ok ? wide(0x4e00, 0x9fa5) : "n"; break;    // CJK
+        case 1: s += wide_ok ? wide(0x1f600, 0x1f64f) : "e"; break;  // emoji
+        case 2:                                                      // a base and combining marks
           s += "aeiou"[pick(0, 4)];
           for (int k = pick(1, 2); k > 0; --k) s += utf8(static_cast<char32_t>(pick(0x300, 0x36f)));
           break;
-        case 3: s += utf8(static_cast<char32_t>(pick(0xc0, 0x17f))); break;  // Latin
-        case 4: s += wide_ok ? wide(0x3041, 0x3096) : "k"; break;     // kana
+        case 3: s += utf8(static_cast<char32_t>(pick(0xc0, 0x17f))); break;     // Latin
+        case 4: s += wide_ok ? wide(0x3041, 0x3096) : "k"; break;               // kana
         case 5: s += utf8(static_cast<char32_t>(pick(0x2500, 0x257f))); break;  // box drawing
         default: s += wide_ok ? utf8(0x2615) : "t"; break;  // emoji wide since Unicode 9
       }
@@ -603,7 +607,10 @@ class Torture {
     // Inside a DECSC/DECRC pair: a few safe pieces, then the restore.
     if (save_open_) {
       switch (pick(0, 7)) {
-        case 0: save_open_ = false; return "\x1b" "8";
+        case 0:
+          save_open_ = false;
+          return "\x1b"
+                 "8";
         case 1: return sgr();
         case 2: {
           const std::string text = ascii(pick(1, 3));
@@ -617,15 +624,29 @@ class Torture {
       }
     }
     switch (pick(0, 44)) {
-      case 0: case 1: case 2: return ascii(pick(1, cols_ + 4));
-      case 3: case 4: return text(8);
-      case 5: case 6: case 7: return sgr();
+      case 0:
+      case 1:
+      case 2: return ascii(pick(1, cols_ + 4));
+      case 3:
+      case 4: return text(8);
+      case 5:
+      case 6:
+      case 7: return sgr();
       case 8: underline_ = false; return csi("m");
-      case 9: case 10: return cup_anywhere(rows_, cols_);
+      case 9:
+      case 10: return cup_anywhere(rows_, cols_);
       case 11: return random_move("ABCDEFGd");
       case 12: {
-        static const char* kControls[] = {"\r", "\n", "\b", "\r\n", "\x1b" "D", "\x1b" "E",
-                                          "\x1b" "M"};
+        static const char* kControls[] = {"\r",
+                                          "\n",
+                                          "\b",
+                                          "\r\n",
+                                          "\x1b"
+                                          "D",
+                                          "\x1b"
+                                          "E",
+                                          "\x1b"
+                                          "M"};
         return kControls[pick(0, 6)];
       }
       case 13: return ed(pick(0, 2));
@@ -656,15 +677,9 @@ class Torture {
         // the current background).
         return chance(50) ? csi(num(pick(1, 3)) + "S") : csi("49m") + csi(num(pick(1, 3)) + "T");
       }
-      case 20:
-        origin_ = chance(50);
-        return csi(origin_ ? "?6h" : "?6l");
-      case 21:
-        autowrap_ = chance(75);
-        return autowrap_ ? "\r" + csi("?7h") : csi("?7l");
-      case 22:
-        insert_ = chance(40);
-        return csi(insert_ ? "4h" : "4l");
+      case 20: origin_ = chance(50); return csi(origin_ ? "?6h" : "?6l");
+      case 21: autowrap_ = chance(75); return autowrap_ ? "\r" + csi("?7h") : csi("?7l");
+      case 22: insert_ = chance(40); return csi(insert_ ? "4h" : "4l");
       case 23: {  // the alternate screen
         if (region_) {
           region_ = false;
@@ -692,17 +707,34 @@ class Torture {
         save_open_ = true;
         const std::string off = underline_ ? csi("24m") : "";
         underline_ = false;
-        return off + cup_anywhere(rows_ - 1, cols_ - 4) + "\x1b" "7";
+        return off + cup_anywhere(rows_ - 1, cols_ - 4) +
+               "\x1b"
+               "7";
       }
       case 25: {
         if (saving()) return "\t";
         std::string s;
         switch (pick(0, 4)) {
-          case 0: g0_ = '0'; s = "\x1b(0"; break;
-          case 1: g0_ = 'B'; s = "\x1b(B"; break;
-          case 2: g1_ = chance(70) ? '0' : 'B'; s = std::string("\x1b)") + g1_; break;
-          case 3: so_ = true; s = "\x0e"; break;
-          default: so_ = false; s = "\x0f"; break;
+          case 0:
+            g0_ = '0';
+            s = "\x1b(0";
+            break;
+          case 1:
+            g0_ = 'B';
+            s = "\x1b(B";
+            break;
+          case 2:
+            g1_ = chance(70) ? '0' : 'B';
+            s = std::string("\x1b)") + g1_;
+            break;
+          case 3:
+            so_ = true;
+            s = "\x0e";
+            break;
+          default:
+            so_ = false;
+            s = "\x0f";
+            break;
         }
         graphics_ = (so_ ? g1_ : g0_) == '0';
         return s;
@@ -722,7 +754,8 @@ class Torture {
         const char* end = chance(50) ? "\x07" : "\x1b\\";
         return (chance(50) ? "\x1b]2;" : "\x1b]0;") + t + end;
       }
-      case 33: case 34: {  // to the last column: pending wrap
+      case 33:
+      case 34: {  // to the last column: pending wrap
         const int k = pick(1, std::min(cols_, 4));
         // A CR after the wide one: at its pending wrap, a move that keeps the column lands on
         // its first half in libvterm, on the last column in xterm.js.
@@ -748,7 +781,7 @@ class Torture {
           return "\r" + ascii(1) + repeat;
         }
       case 39: return saving() ? csi("m") : csi(num(2 * pick(1, 3)) + " q");  // DECSCUSR
-      case 40: {  // BCE
+      case 40: {                                                              // BCE
         const std::string clear = chance(50) ? ed(pick(0, 2)) : csi(num(pick(0, 2)) + "K");
         return csi("4" + num(pick(0, 7)) + "m") + clear;
       }
@@ -840,17 +873,30 @@ std::vector<std::size_t> seeded_cuts(const std::string& s, std::uint32_t seed, i
 // The documented fallback reasons (docs/snapshot.md, "Fallbacks").
 // Mirror::snapshot() reports the scanner's unmodelled reason when it has one (docs/vt-scanner.md,
 // "Unmodelled output"), else the writer's (docs/snapshot.md, "Fallbacks").
-const std::set<std::string> kDocumentedReasons = {
-    "incomplete_sequence", "unsafe_size", "graphics", "unmodelled_string", "unmodelled_state",
-    "unreproducible_cells", "unreproducible_cursor", "too_large",
-    "dcs", "dcs_sixel", "apc_graphics", "apc", "pm", "sos", "osc_unknown", "osc_image",
-    "charset_shift", "csi_overflow"};
+const std::set<std::string> kDocumentedReasons = {"incomplete_sequence",
+                                                  "unsafe_size",
+                                                  "graphics",
+                                                  "unmodelled_string",
+                                                  "unmodelled_state",
+                                                  "unreproducible_cells",
+                                                  "unreproducible_cursor",
+                                                  "too_large",
+                                                  "dcs",
+                                                  "dcs_sixel",
+                                                  "apc_graphics",
+                                                  "apc",
+                                                  "pm",
+                                                  "sos",
+                                                  "osc_unknown",
+                                                  "osc_image",
+                                                  "charset_shift",
+                                                  "csi_overflow"};
 
 struct Tally {
   std::size_t cuts = 0;
   std::size_t checked = 0;
   std::map<std::string, std::size_t> fallbacks;  // raw_replay reason -> cuts
-  std::set<std::string> details;                  // where some fallbacks gave up
+  std::set<std::string> details;                 // where some fallbacks gave up
   std::string print() const {
     std::string s =
         std::to_string(cuts) + " cuts, " + std::to_string(checked) + " checked in xterm.js";
@@ -875,8 +921,7 @@ struct Tally {
 // What the mirror makes of the stream cut at `cut` (fed in pieces that cut sequences too);
 // `clean`: the cut is a clean boundary (no sequence or character unfinished there).
 term::MirrorSnapshot snapshot_at(const Workload& w, std::size_t cut, bool* clean = nullptr) {
-  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(w.cols),
-                   static_cast<std::uint16_t>(w.rows));
+  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(w.cols), static_cast<std::uint16_t>(w.rows));
   const std::string_view prefix = std::string_view(w.bytes).substr(0, cut);
   for (std::size_t at = 0, step = 1 + cut % 1021; at < prefix.size();
        at += step, step = step * 7 % 4093 + 1)
@@ -1001,17 +1046,19 @@ std::vector<Workload> torture_workloads() {
 
 TEST(xterm_equivalence, DriverReportsTheObservableState) {
   REQUIRE_XTERM();
-  const auto states = Xterm::get().run({make_case(
-      1, 10, 3, {"\x1b]2;t\x07" "ab\x1b[1;31mc\x1b[?25l\x1b[?1h" + utf8(0x4e2d) + "\x1b(0q"},
-      false)});
+  const auto states = Xterm::get().run({make_case(1, 10, 3,
+                                                  {"\x1b]2;t\x07"
+                                                   "ab\x1b[1;31mc\x1b[?25l\x1b[?1h" +
+                                                   utf8(0x4e2d) + "\x1b(0q"},
+                                                  false)});
   const json& s = states[0]["state"];
   EXPECT_EQ(s["title"], "t");
   EXPECT_EQ(s["hidden"], true);
   EXPECT_EQ(s["modes"]["applicationCursorKeysMode"], true);
   EXPECT_EQ(s["x"], 6);
   EXPECT_EQ(s["lines"][0][0], "a");
-  EXPECT_EQ(s["lines"][0][2][6], 1);      // bold
-  EXPECT_EQ(s["lines"][0][3][1], 2);      // wide
+  EXPECT_EQ(s["lines"][0][2][6], 1);         // bold
+  EXPECT_EQ(s["lines"][0][3][1], 2);         // wide
   EXPECT_EQ(s["lines"][0][5][0], "\u2500");  // DEC special graphics
   EXPECT_EQ(s["charset"]["g0"], "0");
 }
@@ -1052,9 +1099,9 @@ TEST(xterm_equivalence, ContractHoldsForRecordingsOfRealPrograms) {
 std::vector<Workload> fidelity_workloads() {
   const std::string e = "\x1b[";
   const std::string sgr_forms =
-      e + "38:2::255:0:0mA" + e + "48:2::0:0:255mB" + e + "38:2:10:20:30mC" + e + "38:5:200mD" +
-      e + "48;5;300mE" + e + "38;2;1;2mF" + e + "38mG" + e + "48;7;9;1mH" + e + "0m" + e +
-      "38;5mI" + e + "m\r\n" + e + "1;38:5:1;4:3mJ" + e + "38;2;300;2;3;48:5:17mK" + e + "m\r\n";
+      e + "38:2::255:0:0mA" + e + "48:2::0:0:255mB" + e + "38:2:10:20:30mC" + e + "38:5:200mD" + e +
+      "48;5;300mE" + e + "38;2;1;2mF" + e + "38mG" + e + "48;7;9;1mH" + e + "0m" + e + "38;5mI" +
+      e + "m\r\n" + e + "1;38:5:1;4:3mJ" + e + "38;2;300;2;3;48:5:17mK" + e + "m\r\n";
   const std::string man_zwj_woman = utf8(0x1f468) + utf8(0x200d) + utf8(0x1f469);
   const std::string thumbs_tone = utf8(0x1f44d) + utf8(0x1f3fd);
   // Glyphs of more than the six characters libvterm keeps per cell: a subdivision flag (seven,
@@ -1073,11 +1120,11 @@ std::vector<Workload> fidelity_workloads() {
     // On a cleared screen (a narrow glyph over half of a wide one is a known difference):
     // at a row's start and middle, at its end (then wrapped), a wide one in the last two
     // columns.
-    clusters += e + "H" + e + "2J" + c + " mid" + c + "x" + e + "2;17Habc" + c + "z" + e +
-                "4;19H" + c + e + "5;1H";
+    clusters += e + "H" + e + "2J" + c + " mid" + c + "x" + e + "2;17Habc" + c + "z" + e + "4;19H" +
+                c + e + "5;1H";
   }
-  const std::string graphics =
-      e + "H\x1b(0" + utf8(0xe9) + "qqx" + utf8(0x2500) + "qk\x1b(Bq\r\n\x1b)0\x0e" + utf8(0xe9) + "lqk\x0f\r\n";
+  const std::string graphics = e + "H\x1b(0" + utf8(0xe9) + "qqx" + utf8(0x2500) +
+                               "qk\x1b(Bq\r\n\x1b)0\x0e" + utf8(0xe9) + "lqk\x0f\r\n";
   std::string wrapped;
   for (int i = 0; i < 6; ++i)
     wrapped += "word " + e + "1;3" + std::to_string(i + 1) + "mbold" + e + "0m " + e +
@@ -1088,9 +1135,15 @@ std::vector<Workload> fidelity_workloads() {
   std::string attributes;
   for (int i = 0; i < 10; ++i)
     attributes += e + "2mdim" + e + "22m " + e + "1mbold" + e + "22m " + e + "3mitalic" + e +
-                  "23m " + e + "2;3mboth" + e + "0m " + e + "8mhid" + e + "28m " + e +
-                  "53;2mover" + e + "55m" + e + "K" + e + "m\r\n";
-  attributes += e + "2;53m\x1b" "7" + e + "0mplain\x1b" "8again" + e + "m";
+                  "23m " + e + "2;3mboth" + e + "0m " + e + "8mhid" + e + "28m " + e + "53;2mover" +
+                  e + "55m" + e + "K" + e + "m\r\n";
+  attributes += e +
+                "2;53m\x1b"
+                "7" +
+                e +
+                "0mplain\x1b"
+                "8again" +
+                e + "m";
   // Zero-width characters that follow no glyph take a column of their own in xterm.js: at a
   // row's start, after an SGR or a cursor move, two in a row, in insert mode, at the last
   // column (then the wrap is pending) and at a pending wrap (where they land nowhere).
@@ -1101,9 +1154,13 @@ std::vector<Workload> fidelity_workloads() {
                      acute + "wrapped" + e + "5;19Hxy" + e + "31m" + zwsp + "z" + e + "m\r\n";
   for (int i = 0; i < 8; ++i) lone += zwsp + "line " + std::to_string(i) + "\r\n";
   std::vector<Workload> out;
-  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
-           {"sgr-forms", sgr_forms}, {"clusters", clusters}, {"graphics", graphics},
-           {"wrapped", wrapped}, {"attributes", attributes}, {"lone-zero-width", lone}}) {
+  for (const auto& [name, bytes] :
+       std::vector<std::pair<std::string, std::string>>{{"sgr-forms", sgr_forms},
+                                                        {"clusters", clusters},
+                                                        {"graphics", graphics},
+                                                        {"wrapped", wrapped},
+                                                        {"attributes", attributes},
+                                                        {"lone-zero-width", lone}}) {
     out.push_back({"fidelity-" + name + "-20x6", 20, 6, bytes});
     out.push_back({"fidelity-" + name + "-80x24", 80, 24, bytes});
   }
@@ -1200,11 +1257,19 @@ std::vector<KnownBreak> former_breaks() {
        "\x1b[1 q", kEnd, ""},
       {"cursor blink on (CSI ? 12 h): written as DECSCUSR", "\x1b[?12h", kEnd, ""},
       {"a change of blink alone after DECSCUSR: DECSCUSR again, not ? 12 (ignored by xterm.js)",
-       "\x1b[5 q\x1b" "7\x1b[6 q", kEnd, ""},
+       "\x1b[5 q\x1b"
+       "7\x1b[6 q",
+       kEnd, ""},
       {"DECSC on the alternate screen: saved there too (xterm.js: one slot per buffer)",
-       "\x1b[?1049h\x1b[5;5H\x1b" "7\x1b[H\x1b" "8X", 16, ""},
+       "\x1b[?1049h\x1b[5;5H\x1b"
+       "7\x1b[H\x1b"
+       "8X",
+       16, ""},
       {"DECSC with GL = DEC graphics: saved with that GL (xterm.js restores GL on DECRC)",
-       "\x1b(0\x1b" "7\x1b[5;5H\x1b" "8q", 5, ""},
+       "\x1b(0\x1b"
+       "7\x1b[5;5H\x1b"
+       "8q",
+       5, ""},
       {"pending wrap over an erased last column on the main screen: set on the hidden "
        "alternate screen (ECH would end it in xterm.js)",
        row79 + "X\x1b[K", 83, ""},
@@ -1240,9 +1305,14 @@ std::vector<KnownBreak> known_breaks() {
   std::vector<KnownBreak> k = {
       // libvterm 0.1.4 reads these bytes differently, and the snapshot carries its reading.
       {"DECRC restores the saved cursor visibility in libvterm",
-       "\x1b[?25l\x1b" "7\x1b[?25h\x1b" "8", kEnd, "hidden"},
+       "\x1b[?25l\x1b"
+       "7\x1b[?25h\x1b"
+       "8",
+       kEnd, "hidden"},
       {"DECRC before any DECSC: libvterm restores a zeroed slot (RGB black on black pen)",
-       "\x1b" "8x", kEnd, "row 0 col 0"},
+       "\x1b"
+       "8x",
+       kEnd, "row 0 col 0"},
       {"DEC special graphics y and z: U+2A7D/U+2A7E in libvterm, U+2264/U+2265 in xterm.js",
        "\x1b(0yz\x1b(B", kEnd, "row 0 col 0"},
       {"IL and DL keep the column in libvterm; xterm.js moves to the first column", "ab\x1b[L",
@@ -1276,9 +1346,17 @@ std::vector<KnownBreak> known_breaks() {
       {"xterm.js keeps a scroll region per buffer (libvterm and xterm: one)",
        "\x1b[5;10r\x1b[?1047h\x1b[1;3r\x1b[?1047l\x1b[3;1Hab\nc\nd\nx", kEnd, "y"},
       {"xterm.js keeps a DECSC slot per buffer (libvterm: one)",
-       "\x1b" "7\x1b[?1049h\x1b[3;3H\x1b" "7\x1b[?1049lx", kEnd, "y"},
+       "\x1b"
+       "7\x1b[?1049h\x1b[3;3H\x1b"
+       "7\x1b[?1049lx",
+       kEnd, "y"},
       {"xterm.js saves the absolute line on DECSC: DECRC after scrolling lands higher",
-       "\x1b[5;5H\x1b" "7" + lines + "\x1b" "8x", kEnd, "y"},
+       "\x1b[5;5H\x1b"
+       "7" +
+           lines +
+           "\x1b"
+           "8x",
+       kEnd, "y"},
       {"xterm.js 6.0.0 adds the top margin twice to relative moves in origin mode",
        "\x1b[3;6r\x1b[?6h\x1b[2;1H\x1b[CX", kEnd, "y"},
   };
@@ -1293,8 +1371,8 @@ TEST(xterm_equivalence, FormerBreaksHold) {
     const term::MirrorSnapshot s = snapshot_at(w, cut);
     ASSERT_FALSE(s.snapshot.fallback_reason) << k.name << ": " << *s.snapshot.fallback_reason;
     const std::string_view rest = std::string_view(w.bytes).substr(value(s.cursor));
-    const json reply = Xterm::get().run({make_case(1, w.cols, w.rows, {s.snapshot.bytes, rest},
-                                                   true)})[0];
+    const json reply =
+        Xterm::get().run({make_case(1, w.cols, w.rows, {s.snapshot.bytes, rest}, true)})[0];
     EXPECT_EQ(reply_difference(reply, reference(w)), "") << k.name;
   }
 }
@@ -1312,8 +1390,8 @@ TEST(xterm_equivalence, KnownBreaksStillBreak) {
       continue;
     }
     const std::string_view rest = std::string_view(w.bytes).substr(value(s.cursor));
-    const json reply = Xterm::get().run({make_case(1, w.cols, w.rows, {s.snapshot.bytes, rest},
-                                                   true)})[0];
+    const json reply =
+        Xterm::get().run({make_case(1, w.cols, w.rows, {s.snapshot.bytes, rest}, true)})[0];
     const std::string d = reply_difference(reply, reference(w));
     EXPECT_NE(d, "") << k.name << ": no longer breaks; remove it from known_breaks() and "
                      << "docs/snapshot.md";
@@ -1352,8 +1430,8 @@ TEST(xterm_equivalence, ATextRunInsertModeCannotContinueFallsBackElseMatches) {
     }
     ASSERT_FALSE(snap.snapshot.fallback_reason) << *snap.snapshot.fallback_reason;
     const std::string_view rest = std::string_view(w.bytes).substr(value(snap.cursor));
-    const json reply = Xterm::get().run(
-        {make_case(1, w.cols, w.rows, {snap.snapshot.bytes, rest}, true)})[0];
+    const json reply =
+        Xterm::get().run({make_case(1, w.cols, w.rows, {snap.snapshot.bytes, rest}, true)})[0];
     EXPECT_EQ(reply_difference(reply, reference(w)), "");
   }
 }
@@ -1367,8 +1445,7 @@ struct Fed {
 };
 
 Fed feed_split(const Workload& w, const std::vector<std::size_t>& splits) {
-  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(w.cols),
-                   static_cast<std::uint16_t>(w.rows));
+  term::Mirror m(Cursor{0}, static_cast<std::uint16_t>(w.cols), static_cast<std::uint16_t>(w.rows));
   std::size_t at = 0;
   for (std::size_t s : splits) {
     m.feed(std::string_view(w.bytes).substr(at, s - at));
@@ -1410,8 +1487,7 @@ TEST(xterm_equivalence, MirrorGivesTheSameSnapshotForEverySplitOfTheCorpus) {
       for (int i = 0; i < 250; ++i) offsets.push_back(1 + rng() % (w.bytes.size() - 1));
       for (int i = 0; i < 100; ++i)
         offsets.push_back(cut_of_kind(w.bytes, CutKind::in_escape, rng()));
-      for (int i = 0; i < 50; ++i)
-        offsets.push_back(cut_of_kind(w.bytes, CutKind::in_utf8, rng()));
+      for (int i = 0; i < 50; ++i) offsets.push_back(cut_of_kind(w.bytes, CutKind::in_utf8, rng()));
     }
     std::string failures;
     for (std::size_t k : offsets) {

@@ -125,7 +125,8 @@ BridgeProcess::HttpAnswer BridgeProcess::http(const std::string& method, const s
 
 std::string BridgeProcess::ticket() const {
   const auto answer = http("POST", "/api/ticket", {"Authorization: Bearer " + token_});
-  if (answer.status != 200) fail("POST /api/ticket: " + std::to_string(answer.status) + " " + answer.body);
+  if (answer.status != 200)
+    fail("POST /api/ticket: " + std::to_string(answer.status) + " " + answer.body);
   return nlohmann::json::parse(answer.body).at("ticket").get<std::string>();
 }
 
@@ -166,13 +167,15 @@ template <class Done>
 bool WsClient::run_until(Done done, std::chrono::steady_clock::time_point deadline) {
   while (!done()) {
     if (io_.stopped()) io_.restart();
-    if (io_.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+    if (io_.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline)
+      return done();
   }
   return true;
 }
 
 std::optional<WsMessage> WsClient::poll(std::chrono::milliseconds timeout) {
-  run_until([this] { return !received_.empty() || closed_; }, std::chrono::steady_clock::now() + timeout);
+  run_until([this] { return !received_.empty() || closed_; },
+            std::chrono::steady_clock::now() + timeout);
   if (received_.empty()) return std::nullopt;
   WsMessage m = std::move(received_.front());
   received_.pop_front();
@@ -181,7 +184,8 @@ std::optional<WsMessage> WsClient::poll(std::chrono::milliseconds timeout) {
 
 std::optional<WsMessage> WsClient::next(std::chrono::milliseconds timeout) {
   auto m = poll(timeout);
-  if (!m && !closed_) fail("no message from the bridge within " + std::to_string(timeout.count()) + " ms");
+  if (!m && !closed_)
+    fail("no message from the bridge within " + std::to_string(timeout.count()) + " ms");
   return m;
 }
 
@@ -189,11 +193,14 @@ WsMessage WsClient::until(const std::string& type, std::vector<WsMessage>* befor
                           std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) fail("no '" + type + "' message within " + std::to_string(timeout.count()) + " ms");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      fail("no '" + type + "' message within " + std::to_string(timeout.count()) + " ms");
     auto m = next(left);
-    if (!m) fail("the bridge closed the socket (code " + std::to_string(close_code_) + ", " + close_reason_ +
-                 ") before a '" + type + "' message");
+    if (!m)
+      fail("the bridge closed the socket (code " + std::to_string(close_code_) + ", " +
+           close_reason_ + ") before a '" + type + "' message");
     if (m->text && m->type() == type) return *m;
     if (before) before->push_back(std::move(*m));
   }
@@ -208,7 +215,8 @@ void WsClient::send_text(const std::string& message) {
     result = ec;
     done = true;
   });
-  if (!run_until([&] { return done; }, std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
+  if (!run_until([&] { return done; },
+                 std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
     fail("a write to the bridge did not finish");
   }
   if (result) fail("write to the bridge: " + result.message());
