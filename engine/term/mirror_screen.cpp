@@ -168,7 +168,7 @@ struct MirrorScreenCallbacks {
 class MirrorScreen::Feeder final : public MirrorInput::Sink {
  public:
   Feeder(MirrorScreen& m, std::span<const unsigned char> buf) : m_(m), buf_(buf) {
-    gl_table_from_.emplace_back(0, m.input_.gl_table());
+    m.gl_table_from_.assign(1, {0, m.input_.gl_table()});
   }
 
   std::size_t fed() const { return fed_; }
@@ -519,18 +519,19 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   // shift is followed by a split point (ground state) before any text: noted there.
   void note_gl_table(std::size_t at) {
     const bool table = m_.input_.gl_table();
-    if (gl_table_from_.back().second != table) gl_table_from_.emplace_back(at, table);
+    auto& from = m_.gl_table_from_;
+    if (from.back().second != table) from.emplace_back(at, table);
   }
   bool gl_table_at(std::size_t at) const {
-    for (auto it = gl_table_from_.rbegin(); it != gl_table_from_.rend(); ++it) {
+    const auto& from = m_.gl_table_from_;
+    for (auto it = from.rbegin(); it != from.rend(); ++it) {
       if (it->first <= at) return it->second;
     }
-    return gl_table_from_.front().second;
+    return from.front().second;
   }
 
   MirrorScreen& m_;
   std::span<const unsigned char> buf_;
-  std::vector<std::pair<std::size_t, bool>> gl_table_from_;  // position order, never empty
   std::size_t fed_ = 0;
   bool text_open_ = false;
   std::size_t text_open_from_ = 0;

@@ -246,8 +246,11 @@ class MirrorScreen {
   bool vt_autowrap_ = true;       // DECAWM as libvterm has it after the bytes written so far
   std::uint32_t pen_extras_ = 0;  // MirrorInput::kPen* bits of the pen (set_pen_extras)
   bool text_last_ = false;        // see text_last()
-  int combine_width_ = 0;         // width of the last glyph libvterm printed (what REP repeats)
-  int last_glyph_row_ = 0;        // last glyph put (valid right after a text write)
+  // The feeding buffer's GL table state from each position on (Feeder::gl_table_at), in
+  // position order, never empty while feeding; kept here so its capacity serves every feed.
+  std::vector<std::pair<std::size_t, bool>> gl_table_from_;
+  int combine_width_ = 0;   // width of the last glyph libvterm printed (what REP repeats)
+  int last_glyph_row_ = 0;  // last glyph put (valid right after a text write)
   int last_glyph_col_ = 0;
   int last_glyph_width_ = 0;
   bool glyph_damaged_ = false;
