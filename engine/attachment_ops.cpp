@@ -35,6 +35,8 @@ Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
   const auto m = mirror_ids_.find(actor.name());
   if (mirror_ && m != mirror_ids_.end()) mirror_->resize(m->second, at, size.cols, size.rows);
   if (before.cols != size.cols || before.rows != size.rows) {
+    record_event(actor.name(), recorder::EventKind::resize, at,
+                 {{"cols", size.cols}, {"rows", size.rows}});
     notify_attached(actor.name(), {{"event", "resized"},
                                    {"actor", actor.name()},
                                    {"cols", size.cols},

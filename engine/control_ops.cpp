@@ -68,6 +68,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   if (*op == "resize") return op_resize(h);
   if (*op == "clear") return op_clear(h);
   if (*op == "history") return op_history(connection, h);
+  if (*op == "events") return op_events(h);
   if (*op == "snapshot") return op_snapshot(connection, h);
   if (*op == "attach") return op_attach(connection, h);
   if (*op == "detach") return op_detach(connection, h);
@@ -155,13 +156,10 @@ Result<Json> Engine::op_spawn(const Json& request) {
   }
   Actor& a = **actor;
   actors_.emplace(*name, std::move(*actor));
+  tracks_.emplace(*name, recorder::EventTrack(settings_.track));
   mirror_add(a);
   transcripts_.add(a);
-  broadcast({{"event", "spawned"},
-             {"actor", *name},
-             {"session", session->id},
-             {"pid", session->pid},
-             {"cursor", session->start}});
+  announce_spawn(a, *session);
   return Json{{"actor", *name},
               {"session", session->id},
               {"pid", session->pid},
@@ -290,6 +288,10 @@ Result<Json> Engine::op_clear(const Json& request) {
   mirror_reset(**actor, floor);
   transcripts_.clear(**actor, floor);
   cache_.erase((*actor)->name());  // cleared output is never served again
+  if (const auto track = tracks_.find((*actor)->name()); track != tracks_.end()) {
+    track->second.discard_below(floor);  // events read from the cleared bytes go with them
+  }
+  record_event((*actor)->name(), recorder::EventKind::clear, floor);
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};
 }
@@ -382,11 +384,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
               const auto& s = **restarted;
               mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
               transcripts_.new_session(actor, s);
-              broadcast({{"event", "spawned"},
-                         {"actor", name},
-                         {"session", s.id},
-                         {"pid", s.pid},
-                         {"cursor", s.start}});
+              announce_spawn(actor, s);
             }
           }
         }

@@ -117,6 +117,7 @@ void Engine::on_notify(int) noexcept {
   if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
   for (auto& [name, actor] : actors_) actor->resume_if_possible();
   answer_snapshots();
+  record_output_events();
   transcripts_.answer();
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
@@ -132,6 +133,13 @@ void Engine::on_committed(Actor& actor) noexcept {
 }
 
 void Engine::on_exited(Actor& actor, const shm::SessionRecord& session) noexcept {
+  // The track's frame first, as for every event the track records: a client that waits for
+  // `exit` has its `track` frame by then.
+  record_event(actor.name(), recorder::EventKind::exit, actor.ring().committed(),
+               {{"session", session.id},
+                {"pid", session.pid},
+                {"exit_code", session.exit_code},
+                {"term_signal", session.term_signal}});
   broadcast({{"event", "exit"},
              {"actor", actor.name()},
              {"session", session.id},
@@ -150,6 +158,7 @@ void Engine::restore_actors() {
     }
     Actor& a = **actor;
     actors_.emplace(restored.name, std::move(*actor));
+    tracks_.emplace(restored.name, recorder::EventTrack(settings_.track));
     mirror_add(a);
     transcripts_.adopt(a, std::move(restored));
   }
@@ -171,6 +180,8 @@ void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept
 }
 
 void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
+  record_event(actor.name(), recorder::EventKind::seal, Cursor{session.end},
+               {{"session", session.id}, {"durable", durable}});
   broadcast({{"event", "sealed"},
              {"actor", actor.name()},
              {"session", session.id},
@@ -205,6 +216,7 @@ void Engine::remove_actor(const std::string& name) {
   }
   transcripts_.remove(name);
   cache_.erase(name);
+  tracks_.erase(name);
   it->second->close_ring();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);

@@ -18,6 +18,7 @@
 #include "engine/attachments.hpp"
 #include "engine/control_server.hpp"
 #include "engine/mirror_thread.hpp"
+#include "engine/recorder/event_track.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
@@ -40,6 +41,8 @@ struct EngineSettings {
   // memory only and every engine start is a new epoch.
   bool persist = false;
   store::TranscriptOptions transcript;  // retain_bytes = per_actor_bytes
+  // Each actor's event track (docs/recorder.md).
+  recorder::TrackLimits track;
   // Deletion snapshots older than this are purged (settings.yaml retention_days).
   std::chrono::hours retention{24 * 7};
   // A stopped actor's ring is released this long after its seal (its tail stays in the
@@ -54,6 +57,8 @@ inline constexpr std::size_t kMaxDeferredPerConnection = 64;  // stop/restart/de
 inline constexpr std::uint64_t kMaxGraceMs = 600'000;         // a stop's grace period
 inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000;  // history lines per snapshot
 inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
+inline constexpr std::uint64_t kDefaultEventsPerReply = 1000;  // `events` without a limit
+inline constexpr std::uint64_t kMaxEventsPerReply = 10'000;
 
 class Engine final : public ActorHost, public RequestHandler, public TranscriptListener {
  public:
@@ -175,6 +180,18 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // stop/restart/delete.
   void report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable);
 
+  // The event track (event_ops.cpp): records an event of `actor` and sends it to subscribers
+  // (a `track` frame).
+  void record_event(const std::string& actor, recorder::EventKind kind, Cursor cursor,
+                    control::Json fields = control::Json::object(),
+                    std::optional<std::int64_t> time_ms = std::nullopt);
+  // The events the mirror thread read in the actors' output, recorded.
+  void record_output_events();
+  void record_spawn(const Actor& actor, const shm::SessionRecord& session);
+  Result<control::Json> op_events(const control::Json& request) const;
+  // A session started (spawn, restart): the `spawned` event and its track entry.
+  void announce_spawn(const Actor& actor, const shm::SessionRecord& session);
+
   Result<Actor*> find_actor(const control::Json& request) const;
   control::Json status_of(const Actor& actor) const;
   void finish_deferred(Actor& actor, const shm::SessionRecord& session);
@@ -204,7 +221,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // of each actor being deleted (the actor's name).
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
   std::map<std::uint64_t, std::string> deletion_texts_;
-  store::SessionCache cache_;  // stopped actors' tails
+  store::SessionCache cache_;                           // stopped actors' tails
+  std::map<std::string, recorder::EventTrack> tracks_;  // per actor, while it exists
   Transcripts transcripts_;
   std::unique_ptr<MirrorThread> mirror_;
   std::map<std::string, MirrorActorId> mirror_ids_;

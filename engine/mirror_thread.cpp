@@ -1,5 +1,6 @@
 #include "engine/mirror_thread.hpp"
 #include "engine/eventfd_signal.hpp"
+#include "engine/wall_clock.hpp"
 #include "engine/worker_loop.hpp"
 
 #include <pthread.h>
@@ -24,6 +25,8 @@ struct MirrorThread::Slot {
   std::unique_ptr<shm::RingReader> ring;
   std::shared_ptr<InternalConsumer> consumer;
   std::unique_ptr<term::Mirror> mirror;
+  // Hears the mirror's scanner (titles, bells, shell marks); reset with the mirror.
+  std::unique_ptr<recorder::OutputEvents> output;
   std::deque<Event> events;              // in stream order (the io thread's order)
   std::vector<SnapshotRequest> waiting;  // not_before not reached yet
   // The ring's committed cursor, loaded before the commands of this round were drained: every
@@ -46,8 +49,12 @@ struct MirrorThread::Slot {
   Cursor answered{0};  // the newest cursor a snapshot was answered at
 
   void apply(const Event& e) {
-    if (e.reset) mirror->reset(std::max(e.at, mirror->position()));
+    if (e.reset) reset(std::max(e.at, mirror->position()));
     else mirror->resize(e.cols, e.rows);
+  }
+  void reset(Cursor at) {
+    mirror->reset(at);
+    output->reset();
   }
   // Applies the events due at the mirror's position. A reset applies as soon as it is next:
   // the bytes before it were cleared or belong to an ended session, and are skipped.
@@ -66,8 +73,9 @@ struct MirrorThread::Slot {
   }
 };
 
-MirrorThread::MirrorThread(int notify_fd, term::ScrollbackLimits limits)
-    : notify_fd_(notify_fd), limits_(limits) {
+MirrorThread::MirrorThread(int notify_fd, term::ScrollbackLimits limits,
+                           const term::StatusRules& rules)
+    : notify_fd_(notify_fd), limits_(limits), rules_(&rules) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -114,15 +122,24 @@ void MirrorThread::run() {
       wake_, slots_, [this] { return drain_commands(); },
       [this](Slot& slot) {
         // An actor with a snapshot waiting for its cursor gets a bigger share.
+        const std::int64_t now = wall_clock_ms();
+        slot.output->set_now(now);
         const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
         answer_ready(slot);
+        if (slot.output->has_pending()) send_output_events(slot, now);
         return worked;
       },
       [this] { return has_work(); },
       [this] {
-        const bool coasting =
-            std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->coasting; });
-        return coasting ? kCoastTickMs : -1;
+        const auto any = [this](auto pred) {
+          return std::any_of(slots_.begin(), slots_.end(), pred);
+        };
+        if (any([](const auto& s) { return s->coasting; })) return WorkerSleep{kCoastTickMs, false};
+        // A run of bells is reported when its window ends, output or not.
+        if (any([](const auto& s) { return s->output->has_pending(); })) {
+          return WorkerSleep{static_cast<int>(recorder::OutputEvents::kBellWindowMs), true};
+        }
+        return WorkerSleep{};
       });
 }
 
@@ -148,6 +165,8 @@ bool MirrorThread::drain_commands() {
       fresh->consumer = std::move(add->consumer);
       const Cursor start = fresh->consumer->position();
       fresh->mirror = std::make_unique<term::Mirror>(start, add->cols, add->rows, limits_);
+      fresh->output = std::make_unique<recorder::OutputEvents>(*rules_);
+      fresh->mirror->set_events(fresh->output.get());
       fresh->limit = start;  // its committed cursor is loaded next round, after this drain
       slots_.push_back(std::move(fresh));
     } else if (std::holds_alternative<Remove>(command)) {
@@ -243,7 +262,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
         if (!slot.events.front().reset) slot.apply(slot.events.front());
         slot.events.pop_front();
       }
-      mirror.reset(std::max(oldest, mirror.position()));
+      slot.reset(std::max(oldest, mirror.position()));
       stat_resyncs_.fetch_add(1, std::memory_order_relaxed);
       worked = true;
       break;
@@ -327,6 +346,14 @@ void MirrorThread::answer_ready(Slot& slot) {
 
 void MirrorThread::reply(SnapshotReply r) {
   replies_.enqueue(std::move(r));
+  signal_eventfd(notify_fd_);
+}
+
+void MirrorThread::send_output_events(Slot& slot, std::int64_t now_ms) {
+  OutputEventBatch batch{slot.id, {}};
+  slot.output->take(batch.events, now_ms);
+  if (batch.events.empty()) return;
+  output_events_.enqueue(std::move(batch));
   signal_eventfd(notify_fd_);
 }
 

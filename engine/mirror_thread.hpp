@@ -22,7 +22,9 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "engine/consumer_gate.hpp"
+#include "engine/recorder/output_events.hpp"
 #include "engine/term/mirror.hpp"
+#include "engine/term/status_rules.hpp"
 #include "engine/wake_signal.hpp"
 #include "shm/ring_reader.hpp"
 
@@ -44,6 +46,13 @@ struct SnapshotReply {
   std::uint64_t token = 0;
   bool found = false;  // false: the actor was removed before the mirror answered
   term::MirrorSnapshot taken;
+};
+
+// Events a mirror read in its actor's output (recorder::OutputEvents), for the io thread to
+// record on the actor's event track.
+struct OutputEventBatch {
+  MirrorActorId id = 0;
+  std::vector<recorder::OutputEvent> events;  // in stream order
 };
 
 struct MirrorStats {
@@ -89,8 +98,10 @@ class MirrorThread {
   // for requests of at most kReadyHistoryLines (a build of well under 1 ms at 80x24).
   static constexpr std::chrono::seconds kHoldSnapshotFor{5};
 
-  // `notify_fd`: the io thread's eventfd, written after a reply is queued. Starts the thread.
-  explicit MirrorThread(int notify_fd, term::ScrollbackLimits limits = {});
+  // `notify_fd`: the io thread's eventfd, written after a reply or events are queued. `rules`
+  // (which must outlive the thread) read the agent status from titles. Starts the thread.
+  explicit MirrorThread(int notify_fd, term::ScrollbackLimits limits = {},
+                        const term::StatusRules& rules = term::StatusRules::defaults());
   ~MirrorThread();  // stops and joins the thread
   MirrorThread(const MirrorThread&) = delete;
   MirrorThread& operator=(const MirrorThread&) = delete;
@@ -108,6 +119,8 @@ class MirrorThread {
   void wake() noexcept;
   // Io thread, after the notify eventfd fired: the next reply, if any.
   bool next_reply(SnapshotReply& out) { return replies_.try_dequeue(out); }
+  // Io thread, after the notify eventfd fired: the next batch of output events, if any.
+  bool next_events(OutputEventBatch& out) { return output_events_.try_dequeue(out); }
 
   MirrorStats stats() const noexcept;
 
@@ -147,13 +160,17 @@ class MirrorThread {
   void answer_ready(Slot& slot);
   bool wants_held_snapshot(const Slot& slot) const;
   void reply(SnapshotReply r);
+  // Hands the output events the slot's mirror read (those ready at `now_ms`) to the io thread.
+  void send_output_events(Slot& slot, std::int64_t now_ms);
   bool has_work();
 
   int notify_fd_;
   WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
   term::ScrollbackLimits limits_;
+  const term::StatusRules* rules_;
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<SnapshotReply> replies_;
+  moodycamel::ConcurrentQueue<OutputEventBatch> output_events_;
   // A hint that commands_ may hold something: set after an enqueue, cleared before a drain.
   // Only ends a turn early (relaxed: the queue itself orders the command's contents).
   std::atomic<bool> command_waiting_{false};

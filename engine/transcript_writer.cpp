@@ -77,7 +77,7 @@ void TranscriptWriter::run() {
       [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); },
       [this] {
         const bool streaming = std::chrono::steady_clock::now() - last_append_ < kStreamingWindow;
-        return streaming ? kStreamingTickMs : -1;
+        return streaming ? WorkerSleep{kStreamingTickMs, false} : WorkerSleep{};
       });
   finish();
 }

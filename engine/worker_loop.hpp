@@ -16,13 +16,19 @@
 
 namespace backscroll::engine {
 
+// How a round without work sleeps: at most `ms` (-1: until woken), woken by new bytes
+// (WakeSignal::wake_for_data) only with `wake_on_data`; commands always wake it.
+struct WorkerSleep {
+  int ms = -1;
+  bool wake_on_data = true;
+};
+
 // `drain()`: false once the stop command was drained (run_worker returns). `turn(slot)`: whether
-// it did anything. `has_work()`: for WakeSignal::sleep. `sleep_ms()`: how long a round without
-// work may sleep at most (-1: until woken); while it is not -1, new bytes do not wake the
-// worker (WakeSignal::wake_for_data), commands do.
-template <class Slots, class Drain, class Turn, class HasWork, class SleepMs>
+// it did anything. `has_work()`: for WakeSignal::sleep. `sleep()`: the WorkerSleep of a round
+// without work.
+template <class Slots, class Drain, class Turn, class HasWork, class Sleep>
 void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork has_work,
-                SleepMs sleep_ms) {
+                Sleep sleep) {
   for (;;) {
     bool worked = false;
     for (std::size_t i = 0; i < slots.size(); ++i) {
@@ -33,8 +39,8 @@ void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork 
     }
     if (!drain()) return;
     if (!worked) {
-      const int ms = sleep_ms();
-      wake.sleep(has_work, ms, /*wants_data=*/ms < 0);
+      const WorkerSleep how = sleep();
+      wake.sleep(has_work, how.ms, how.wake_on_data);
     }
   }
 }

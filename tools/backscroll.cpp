@@ -18,11 +18,13 @@
 #include "tools/cli_args.hpp"
 #include "tools/cli_attach.hpp"
 #include "tools/cli_engine.hpp"
+#include "tools/cli_events.hpp"
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_restore.hpp"
 #include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
+#include "tools/cli_time.hpp"
 #include "tools/cli_verify.hpp"
 
 namespace {
@@ -348,6 +350,44 @@ Command add_snapshot(CLI::App& app) {
           [snapshot](const EngineTarget& engine) { return run_snapshot(engine, *snapshot); }};
 }
 
+Command add_events(CLI::App& app) {
+  struct Values {
+    EventsArgs events;
+    std::string from, since;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "events", "Print an actor's recorded events: spawns, resizes, titles, prompts, exits, ...");
+  add_actor(command, values->events.actor);
+  command->add_option("--from", values->from, "only events at or after this cursor")
+      ->type_name("CURSOR")
+      ->check(u64_value());
+  command
+      ->add_option("--since", values->since,
+                   "only events at or after TIME: ISO 8601 (2026-12-02T14:03:07Z, local time "
+                   "without an offset) or a duration back from now (90s, 15m, 2h, 3d)")
+      ->type_name("TIME")
+      ->check(time_value());
+  command
+      ->add_option("--kind", values->events.kinds,
+                   "only events of this kind (repeatable): spawn, resize, clear, title, bell, "
+                   "prompt, command_start, command_end, status, exit, seal, keyframe, dropped")
+      ->type_name("KIND")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command->add_flag("-f,--follow", values->events.follow,
+                    "then print events as they are recorded, until the actor is deleted");
+  command->add_flag("--json", values->events.json,
+                    "one JSON object per line (fields: docs/recorder.md)");
+  command->footer("Prints: TIME CURSOR KIND details, oldest first (docs/recorder.md).");
+  const auto run = [values](const EngineTarget& engine) {
+    values->events.from = cursor_value(values->from);
+    if (!values->since.empty()) values->events.since_ms = parse_time(values->since, now_ms());
+    return run_events(engine, values->events);
+  };
+  return {command, run};
+}
+
 Command add_verify(CLI::App& app) {
   auto verify = std::make_shared<VerifyArgs>();
   auto* command = app.add_subcommand(
@@ -435,8 +475,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
       add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app), add_history(app), add_snapshot(app), add_verify(app),  add_attach(app),
-      add_ping(app),    add_shutdown(app)};
+      add_restore(app), add_history(app), add_snapshot(app), add_events(app),  add_verify(app),
+      add_attach(app),  add_ping(app),    add_shutdown(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

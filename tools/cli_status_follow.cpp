@@ -13,10 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "engine/term/status_rules.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_ring_follower.hpp"
 #include "tools/status_follower.hpp"
-#include "tools/status_rules.hpp"
 
 namespace backscroll::cli {
 namespace {
@@ -134,7 +134,7 @@ struct Finished {
   }
 };
 
-void follow_ring(const shm::RingReader& reader, const status::StatusRules& rules, Output& out,
+void follow_ring(const shm::RingReader& reader, const term::StatusRules& rules, Output& out,
                  const std::atomic<bool>& stop, Follower& self) {
   status::StatusFollower follower(reader, rules);
   out.event(self.actor, follower.start());
@@ -162,7 +162,7 @@ void follow_ring(const shm::RingReader& reader, const status::StatusRules& rules
   }
 }
 
-void follow_actor(const Places& places, const status::StatusRules& rules, Output& out,
+void follow_actor(const Places& places, const term::StatusRules& rules, Output& out,
                   const std::atomic<bool>& stop, Finished& finished, Follower& self) noexcept {
   try {
     auto reader = open_ring(places, self.actor);
@@ -188,13 +188,13 @@ std::vector<std::string> actor_names(const Json& list_response) {
 }  // namespace
 
 int run_status_follow(const EngineTarget& engine, const StatusFollowArgs& args) {
-  std::optional<status::StatusRules> loaded;
+  std::optional<term::StatusRules> loaded;
   if (!args.rules_path.empty()) {
-    auto rules = status::StatusRules::load(args.rules_path);
+    auto rules = term::StatusRules::load(args.rules_path);
     if (!rules) return report(rules.error());
     loaded = std::move(*rules);
   }
-  const status::StatusRules& rules = loaded ? *loaded : status::StatusRules::defaults();
+  const term::StatusRules& rules = loaded ? *loaded : term::StatusRules::defaults();
 
   // Every actor: subscribe before listing, so an actor spawned in between is announced, never
   // missed. Named actors: the list only checks that they exist; then the rings are all we need.

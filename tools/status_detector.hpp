@@ -20,11 +20,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/term/status_rules.hpp"
 #include "engine/term/vt_scanner.hpp"
 #include "shm/cursor.hpp"
-#include "tools/status_rules.hpp"
 
 namespace backscroll::status {
+
+// The rule table is the terminal model's (engine/term/status_rules.hpp): the engine reads the
+// agent status from titles with it too.
+using term::AgentStatus;
+using term::Classification;
+using term::StatusRules;
 
 struct ActorStatus {
   AgentStatus status = AgentStatus::unknown;

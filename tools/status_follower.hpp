@@ -13,10 +13,10 @@
 #include <optional>
 #include <vector>
 
+#include "engine/term/status_rules.hpp"
 #include "shm/cursor.hpp"
 #include "shm/ring_reader.hpp"
 #include "tools/status_detector.hpp"
-#include "tools/status_rules.hpp"
 
 namespace backscroll::status {
 

@@ -232,6 +232,7 @@ void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
 
 void Mirror::reset(Cursor at) {
   scanner_ = VtScanner(at, cols_, rows_);
+  scanner_.set_events(events_);
   screen_.reset();
   unfed_.clear();
   unfed_base_ = at;

@@ -103,6 +103,12 @@ class Mirror {
 
   const VtScanner& scanner() const noexcept { return scanner_; }
   const MirrorScreen& screen() const noexcept { return screen_; }
+  // Who hears of each title set, bell and shell mark the mirror reads (VtEvents), across
+  // resets; nullptr: nobody.
+  void set_events(VtEvents* events) noexcept {
+    events_ = events;
+    scanner_.set_events(events);
+  }
   // MirrorScreen::set_tap: what reaches libvterm, reported (tests compare a second libvterm).
   void set_tap(VtermTap* tap) { screen_.set_tap(tap); }
 
@@ -118,6 +124,7 @@ class Mirror {
   void apply_marks();
 
   VtScanner scanner_;
+  VtEvents* events_ = nullptr;  // handed to each new scanner_
   MirrorScreen screen_;
   // Bytes [parsed_, position()) the scanner has seen and libvterm has not, starting at
   // unfed_base_ (<= parsed_; the prefix up to parsed_ is dropped after each feed).

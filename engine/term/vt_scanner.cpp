@@ -698,7 +698,8 @@ void VtScanner::string_byte(std::uint8_t byte) noexcept {
       }
       if (!osc_semicolon_) return;
       if (osc_number_ == 0 || osc_number_ == 2) title_byte(byte);
-      if (osc_number_ == 1337 && osc_prefix_len_ < kOscPrefixBytes) {
+      if ((osc_number_ == 1337 || osc_number_ == 133 || osc_number_ == 633) &&
+          osc_prefix_len_ < kOscPrefixBytes) {
         osc_prefix_[osc_prefix_len_++] = static_cast<char>(byte);
       }
       return;
@@ -740,6 +741,7 @@ void VtScanner::osc_dispatch() noexcept {
               starts_with(prefix, "FilePart="))) {
     unmodelled("osc_image");  // iTerm2 inline images
   }
+  if ((osc_number_ == 133 || osc_number_ == 633) && osc_semicolon_ && events_) shell_mark(prefix);
   if ((osc_number_ == 0 || osc_number_ == 2) && osc_semicolon_) {
     if (title_need_ > 0) {
       title_need_ = 0;
@@ -747,6 +749,31 @@ void VtScanner::osc_dispatch() noexcept {
     }
     set_title(std::string_view(title_buf_.data(), title_len_));
   }
+}
+
+void VtScanner::shell_mark(std::string_view payload) noexcept {
+  // "A", "B", "C", "D", "D;N", each possibly followed by ";key=value" options (kitty, VS Code).
+  if (payload.empty() || payload[0] < 'A' || payload[0] > 'D') return;
+  if (payload.size() > 1 && payload[1] != ';') return;
+  std::optional<int> exit_status;
+  if (payload[0] == 'D' && payload.size() > 2) {
+    int n = 0;
+    std::size_t i = 2;
+    bool negative = false;
+    if (payload[i] == '-') {
+      negative = true;
+      ++i;
+    }
+    const std::size_t digits_from = i;
+    while (i < payload.size() && payload[i] >= '0' && payload[i] <= '9' && n < 1'000'000) {
+      n = n * 10 + (payload[i] - '0');
+      ++i;
+    }
+    if (i > digits_from && (i == payload.size() || payload[i] == ';')) {
+      exit_status = negative ? -n : n;
+    }
+  }
+  events_->on_shell_mark(payload[0], exit_status, position_ + 1);
 }
 
 void VtScanner::dcs_dispatch(Terminator how) noexcept {

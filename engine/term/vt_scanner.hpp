@@ -68,6 +68,11 @@ class VtEvents {
   virtual void on_title(std::string_view title, Cursor after) noexcept = 0;
   // BEL executed as a control (not one that ends an OSC or DCS).
   virtual void on_bell(Cursor after) noexcept = 0;
+  // A shell integration mark: OSC 133 (FinalTerm) or OSC 633 (VS Code) with A (the prompt
+  // starts), B (the prompt ends, the command line follows), C (the command runs: its output
+  // follows) or D (it ended; `exit_status` when the shell gave one as "D;N").
+  virtual void on_shell_mark(char /*mark*/, std::optional<int> /*exit_status*/,
+                             Cursor /*after*/) noexcept {}
 
  protected:
   ~VtEvents() = default;
@@ -190,6 +195,7 @@ class VtScanner {
   void soft_reset() noexcept;
   void hard_reset() noexcept;
   void osc_dispatch() noexcept;
+  void shell_mark(std::string_view payload) noexcept;
   void dcs_dispatch(Terminator how) noexcept;
   void title_byte(std::uint8_t byte) noexcept;
   void title_codepoint(std::uint32_t cp) noexcept;

@@ -568,6 +568,83 @@ TEST_F(CliCommandTest, HistoryWithAnotherEpochIsRefused) {
                                1, "backscroll: wrong_epoch: "));
 }
 
+// ---- events --------------------------------------------------------------------------------
+
+class CliEvents : public CliCommandTest {};
+
+TEST_F(CliEvents, PrintsTheTrackAsLinesOrJsonFilteredByKindCursorAndTime) {
+  spawn("ev", {"sh", "-c", "printf 'abc\\033]2;my title\\007'; exec sleep 1000"},
+        {"--cols", "90", "--rows", "30"});
+  engine_.wait_output("ev", "my title");
+  ASSERT_TRUE(Succeeds(cli({"resize", "ev", "100", "40"})));
+  wait_until(
+      [&] {
+        return engine_.call("events", {{"actor", "ev"}, {"kinds", {"title"}}})
+                   .header.at("events")
+                   .size() == 1;
+      },
+      "the title event");
+
+  const CliResult text = cli({"events", "ev"});
+  ASSERT_TRUE(Succeeds(text)) << ::testing::PrintToString(text);
+  const std::vector<std::string> out = lines(text.out);
+  ASSERT_EQ(out.size(), 3u) << text.out;
+  // TIME  CURSOR  KIND  details
+  const std::regex time(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$)");
+  const std::vector<std::string> spawn_line = words(out[0]);
+  ASSERT_GE(spawn_line.size(), 3u) << out[0];
+  EXPECT_TRUE(std::regex_match(spawn_line[0], time)) << out[0];
+  EXPECT_EQ(spawn_line[1], "0");
+  EXPECT_EQ(spawn_line[2], "spawn");
+  EXPECT_NE(out[0].find("90x30"), std::string::npos) << out[0];
+  EXPECT_NE(out[1].find("  16  title  'my title'"), std::string::npos) << out[1];
+  EXPECT_NE(out[2].find("  16  resize  100x40"), std::string::npos) << out[2];
+
+  const CliResult json = cli({"events", "ev", "--json", "--kind", "title", "--kind", "resize"});
+  ASSERT_TRUE(Succeeds(json)) << ::testing::PrintToString(json);
+  const std::vector<std::string> objects = lines(json.out);
+  ASSERT_EQ(objects.size(), 2u) << json.out;
+  const Json title = Json::parse(objects[0]);
+  EXPECT_EQ(title.at("kind"), "title");
+  EXPECT_EQ(title.at("title"), "my title");
+  EXPECT_EQ(title.at("cursor"), 16);
+  EXPECT_EQ(title.at("actor"), "ev");
+
+  EXPECT_EQ(lines(cli({"events", "ev", "--from", "1"}).out).size(), 2u);
+  EXPECT_EQ(lines(cli({"events", "ev", "--since", "1h"}).out).size(), 3u);
+  EXPECT_EQ(cli({"events", "ev", "--since", "2999-01-01T00:00:00Z"}).out, "");
+  EXPECT_EQ(lines(cli({"events", "ev", "--since", "2000-01-01"}).out).size(), 3u);
+  engine_.call("stop", {{"actor", "ev"}});
+}
+
+TEST_F(CliEvents, FollowPrintsNewEventsOnceAndEndsWhenTheActorIsDeleted) {
+  spawn("fe", {"cat"});
+  const auto follow = start({"events", "fe", "-f", "--kind", "resize", "--kind", "spawn"});
+  follow->wait_stdout("spawn");
+  ASSERT_TRUE(Succeeds(cli({"resize", "fe", "70", "20"})));
+  follow->wait_stdout("70x20");
+  ASSERT_TRUE(Succeeds(cli({"delete", "fe"})));
+  const CliResult r = follow->finish();
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  const std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 2u) << r.out;  // the spawn once (listed, not again live), the resize
+  EXPECT_NE(out[0].find("spawn"), std::string::npos);
+  EXPECT_NE(out[1].find("resize  70x20"), std::string::npos);
+}
+
+TEST_F(CliEvents, BadValuesAreUsageErrorsAndUnknownKindsAndActorsAreRefused) {
+  spawn("bv", {"cat"});
+  EXPECT_EQ(cli({"events", "bv", "--since", "yesterday"}).exit_code(), 2);
+  EXPECT_EQ(cli({"events", "bv", "--since", "2026-13-01"}).exit_code(), 2);
+  EXPECT_EQ(cli({"events", "bv", "--from", "-1"}).exit_code(), 2);
+  const CliResult kind = cli({"events", "bv", "--kind", "titel"});
+  EXPECT_TRUE(FailsWithOneLine(kind, 1, "backscroll: bad_request"))
+      << ::testing::PrintToString(kind);
+  EXPECT_NE(kind.err.find("titel"), std::string::npos) << kind.err;
+  EXPECT_TRUE(FailsWithOneLine(cli({"events", "nobody"}), 1, "backscroll: no_such_actor"));
+  engine_.call("stop", {{"actor", "bv"}});
+}
+
 // ---- stop, restart, delete, clear, resize ----------------------------------------------------
 
 class CliLifecycle : public CliCommandTest {};

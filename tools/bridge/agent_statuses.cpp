@@ -9,13 +9,13 @@ namespace backscroll::bridge {
 
 // One followed ring: the reader outlives the follower that refers to it.
 struct AgentStatuses::Followed {
-  explicit Followed(shm::RingReader r, const status::StatusRules& rules)
+  explicit Followed(shm::RingReader r, const term::StatusRules& rules)
       : reader(std::move(r)), follower(reader, rules) {}
   shm::RingReader reader;
   status::StatusFollower follower;
 };
 
-AgentStatuses::AgentStatuses(Places places, const status::StatusRules& rules)
+AgentStatuses::AgentStatuses(Places places, const term::StatusRules& rules)
     : places_(std::move(places)), rules_(rules), thread_([this] { run(); }) {}
 
 AgentStatuses::~AgentStatuses() {

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "engine/term/status_rules.hpp"
 #include "shm/places.hpp"
 #include "tools/status_detector.hpp"
-#include "tools/status_rules.hpp"
 
 namespace backscroll::bridge {
 
@@ -26,7 +26,7 @@ class AgentStatuses {
   static constexpr std::chrono::milliseconds kPeriod{250};
 
   // `rules` must outlive this.
-  AgentStatuses(Places places, const status::StatusRules& rules);
+  AgentStatuses(Places places, const term::StatusRules& rules);
   ~AgentStatuses();
   AgentStatuses(const AgentStatuses&) = delete;
   AgentStatuses& operator=(const AgentStatuses&) = delete;
@@ -41,7 +41,7 @@ class AgentStatuses {
   void run();
 
   Places places_;
-  const status::StatusRules& rules_;
+  const term::StatusRules& rules_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;

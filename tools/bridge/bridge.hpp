@@ -39,7 +39,7 @@ struct BridgeOptions {
   // Host names (besides localhost and IP literals) the bridge answers to.
   std::vector<std::string> allow_hosts;
   // The status detector's rules for the actor list (docs/status-detector.md).
-  const status::StatusRules* rules = &status::StatusRules::defaults();
+  const term::StatusRules* rules = &term::StatusRules::defaults();
 };
 
 class Bridge {

@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
                  "(docs/status-detector.md)");
   CLI11_PARSE(app, argc, argv);
 
-  std::optional<status::StatusRules> rules;
+  std::optional<term::StatusRules> rules;
   if (!rules_path.empty()) {
-    auto loaded = status::StatusRules::load(rules_path);
+    auto loaded = term::StatusRules::load(rules_path);
     if (!loaded) {
       std::fprintf(stderr, "backscroll-bridge: %s\n", loaded.error().describe().c_str());
       return 2;

@@ -289,7 +289,7 @@ void HttpSession::answer_actors(const Request& request) {
                  {"committed", a.value("committed", 0)},
                  {"argv", a.value("argv", Json::array())},
                  // null until the status thread has read the actor's ring once
-                 {"agent_status", agent ? Json(status::to_string(agent->status)) : Json()},
+                 {"agent_status", agent ? Json(term::to_string(agent->status)) : Json()},
                  {"agent", agent ? Json(agent->agent) : Json()},
                  {"title", agent ? Json(agent->title) : Json()}});
           }

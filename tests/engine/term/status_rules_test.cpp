@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/term/status_rules.hpp"
 #include "tests/engine/engine_process.hpp"
-#include "tools/status_rules.hpp"
 
-namespace backscroll::status {
+namespace backscroll::term {
 namespace {
 
 using testing::TempDir;
@@ -243,4 +243,4 @@ TEST(StatusRules, LoadReadsAFileAndNamesItInErrors) {
 }
 
 }  // namespace
-}  // namespace backscroll::status
+}  // namespace backscroll::term

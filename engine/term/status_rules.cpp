@@ -1,11 +1,11 @@
-#include "tools/status_rules.hpp"
+#include "engine/term/status_rules.hpp"
 
 #include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace backscroll::status {
+namespace backscroll::term {
 namespace {
 
 using Json = nlohmann::json;
@@ -279,4 +279,4 @@ Classification StatusRules::classify(std::string_view title) const {
   return {};
 }
 
-}  // namespace backscroll::status
+}  // namespace backscroll::term

@@ -19,7 +19,7 @@
 
 #include "shm/error.hpp"
 
-namespace backscroll::status {
+namespace backscroll::term {
 
 enum class AgentStatus : std::uint8_t { unknown, working, idle, permission };
 
@@ -60,4 +60,4 @@ class StatusRules {
   std::vector<StatusRule> rules_;
 };
 
-}  // namespace backscroll::status
+}  // namespace backscroll::term

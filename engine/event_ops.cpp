@@ -1,0 +1,129 @@
+// The event track (docs/recorder.md): recording each actor's events as the io thread acts and as
+// the mirror reports them, the live `track` frames to subscribers, and the `events` op. Io thread.
+#include <algorithm>
+
+#include "engine/engine.hpp"
+#include "engine/request_fields.hpp"
+#include "engine/wall_clock.hpp"
+
+namespace backscroll::engine {
+
+using control::Json;
+using recorder::EventKind;
+
+namespace {
+
+// A spawn's argv and cwd are kept up to this many bytes in all: the track is bounded in events,
+// and an argv may be as long as a frame.
+constexpr std::size_t kMaxSpawnTextBytes = 4096;
+
+}  // namespace
+
+void Engine::record_event(const std::string& actor, EventKind kind, Cursor cursor, Json fields,
+                          std::optional<std::int64_t> time_ms) {
+  const auto track = tracks_.find(actor);
+  if (track == tracks_.end()) return;
+  const std::optional<recorder::TrackEvent> event =
+      track->second.record(kind, cursor, time_ms.value_or(wall_clock_ms()), std::move(fields));
+  if (!event) return;
+  Json frame = event->to_json(actor);
+  frame["event"] = "track";
+  broadcast(frame);
+}
+
+void Engine::record_output_events() {
+  if (!mirror_) return;
+  OutputEventBatch batch;
+  while (mirror_->next_events(batch)) {
+    // The actor may be gone since (its events go with it).
+    const auto named = std::find_if(mirror_ids_.begin(), mirror_ids_.end(),
+                                    [&batch](const auto& m) { return m.second == batch.id; });
+    if (named == mirror_ids_.end()) continue;
+    for (recorder::OutputEvent& e : batch.events) {
+      record_event(named->first, e.kind, e.cursor, std::move(e.fields), e.time_ms);
+    }
+  }
+}
+
+void Engine::record_spawn(const Actor& actor, const shm::SessionRecord& session) {
+  Json argv = Json::array();
+  std::size_t budget = kMaxSpawnTextBytes;
+  bool truncated = false;
+  for (const std::string& arg : actor.spec().argv) {
+    if (arg.size() > budget) {
+      truncated = true;
+      break;
+    }
+    budget -= arg.size();
+    argv.push_back(arg);
+  }
+  Json fields{{"session", session.id},     {"pid", session.pid},
+              {"argv", std::move(argv)},   {"cwd", actor.spec().cwd.substr(0, kMaxSpawnTextBytes)},
+              {"cols", actor.size().cols}, {"rows", actor.size().rows}};
+  if (truncated) fields["argv_truncated"] = true;
+  record_event(actor.name(), EventKind::spawn, Cursor{session.start}, std::move(fields));
+}
+
+void Engine::announce_spawn(const Actor& actor, const shm::SessionRecord& session) {
+  record_spawn(actor, session);
+  broadcast({{"event", "spawned"},
+             {"actor", actor.name()},
+             {"session", session.id},
+             {"pid", session.pid},
+             {"cursor", session.start}});
+}
+
+Result<Json> Engine::op_events(const Json& request) const {
+  auto actor = find_actor(request);
+  if (!actor) return tl::unexpected(actor.error());
+  recorder::EventQuery query;
+  auto from = uint_field(request, "from", 0);
+  if (!from) return tl::unexpected(from.error());
+  query.from = Cursor{*from};
+  if (request.contains("to")) {
+    auto to = uint_field(request, "to");
+    if (!to) return tl::unexpected(to.error());
+    query.to = Cursor{*to};
+  }
+  if (const auto since = request.find("since_ms"); since != request.end() && !since->is_null()) {
+    if (!since->is_number_integer()) {
+      return fail(Errc::bad_request, "\"since_ms\" must be an integer (ms since the Unix epoch)");
+    }
+    query.since_ms = since->get<std::int64_t>();
+  }
+  if (const auto kinds = request.find("kinds"); kinds != request.end() && !kinds->is_null()) {
+    if (!kinds->is_array()) return fail(Errc::bad_request, "\"kinds\" must be an array of names");
+    query.kinds = 0;
+    for (const Json& k : *kinds) {
+      const auto kind =
+          k.is_string() ? recorder::parse_event_kind(k.get<std::string>()) : std::nullopt;
+      if (!kind) {
+        return fail(Errc::bad_request,
+                    "\"kinds\": unknown event kind " + k.dump() + " (docs/recorder.md)");
+      }
+      query.kinds |= recorder::mask_of(*kind);
+    }
+  }
+  auto skip = uint_field(request, "skip", 0);
+  if (!skip) return tl::unexpected(skip.error());
+  query.skip = *skip;
+  auto limit = uint_field(request, "limit", kDefaultEventsPerReply);
+  if (!limit) return tl::unexpected(limit.error());
+  if (*limit == 0 || *limit > kMaxEventsPerReply) {
+    return fail(Errc::bad_request, "\"limit\" must be 1.." + std::to_string(kMaxEventsPerReply));
+  }
+  query.limit = *limit;
+
+  const auto track = tracks_.find((*actor)->name());
+  const recorder::EventPage page =
+      track == tracks_.end() ? recorder::EventPage{} : track->second.query(query);
+  Json events = Json::array();
+  for (const recorder::TrackEvent& e : page.events) events.push_back(e.to_json((*actor)->name()));
+  return Json{{"actor", (*actor)->name()},
+              {"events", std::move(events)},
+              {"more", page.more},
+              {"last_seq", track == tracks_.end() ? 0 : track->second.last_seq()},
+              {"evicted", track == tracks_.end() ? 0 : track->second.evicted()}};
+}
+
+}  // namespace backscroll::engine
