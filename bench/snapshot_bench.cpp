@@ -13,9 +13,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -113,6 +117,60 @@ void row(const char* what, const Percentiles& p, json& out, const std::string& k
               {"fewest_history_lines", p.fewest_lines}};
 }
 
+// The screen at a past cursor (docs/recorder.md): an actor that printed 48 MiB of log lines,
+// build output and full-screen redraws (4 MiB with --quick), all of it in its ring; request to
+// reply for random cursors of it.
+void screen_at_latency(bool quick, int samples, json& out) {
+  const std::size_t third = quick ? (1u << 20) : (16u << 20);
+  const std::string stream =
+      bench::log_lines(third) + bench::build_output(third) + bench::tui_redraws(third, 24);
+  char dir_template[] = "/tmp/backscroll-screen-at-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(dir_template);
+  const std::filesystem::path file = dir / "stream";
+  std::ofstream(file, std::ios::binary) << stream;
+  {
+    // A ring larger than what the PTY makes of the stream (LF becomes CR LF).
+    bench::EngineUnderTest engine({"--ring-bytes", std::to_string(stream.size() * 2 + (8u << 20))});
+    engine.call("spawn", {{"actor", "rec"},
+                          {"cols", 80},
+                          {"rows", 24},
+                          {"argv", {"sh", "-c", "cat '" + file.string() + "'; exec sleep 1000"}}});
+    std::uint64_t committed = 0;
+    for (std::uint64_t last = 1; committed != last;) {  // until it stops growing
+      last = committed;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      committed = engine.call("status", {{"actor", "rec"}}).header["actors"][0]["committed"];
+    }
+    std::mt19937_64 random(7);
+    std::vector<double> ms;
+    double replayed = 0;
+    int answered = 0;
+    for (int i = 0; i < samples; ++i) {
+      const std::uint64_t at = random() % (committed + 1);
+      const auto t = Clock::now();
+      const auto r = engine.call("snapshot", {{"actor", "rec"}, {"at", at}});
+      ms.push_back(ms_since(t));
+      if (r.header.value("format", "") == "snapshot_v1") ++answered;
+      replayed += r.header.value("replayed_bytes", 0.0);
+    }
+    const Percentiles p = percentiles(ms);
+    const auto keyframes = engine.call("events", {{"actor", "rec"}, {"kinds", {"keyframe"}}});
+    std::printf(
+        "\n## The screen at a past cursor (request to reply, 80x24 + 512)\n\n"
+        "| stream | keyframes | cursors | snapshot_v1 | mean replayed | p50 ms | p99 ms | max ms "
+        "|\n|---|---|---|---|---|---|---|---|\n| %.1f MB | %zu | %d | %d | %.0f KiB | %.3f | "
+        "%.3f | %.3f |\n",
+        static_cast<double>(committed) / 1e6, keyframes.header["events"].size(), samples, answered,
+        replayed / samples / 1024, p.p50, p.p99, p.max);
+    out["screen_at"] = {
+        {"stream_bytes", committed}, {"keyframes", keyframes.header["events"].size()},
+        {"answered", answered},      {"mean_replayed_bytes", replayed / samples},
+        {"p50_ms", p.p50},           {"p99_ms", p.p99},
+        {"max_ms", p.max},           {"samples_ms", p.samples}};
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,6 +245,10 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(settle);
   row("quiet 80x24 + 512, 8 others flooding", op_latency(engine, "quiet", 512, samples), out,
       "op_quiet_8_flooding");
+
+  for (int i = 0; i < 8; ++i) engine.call("delete", {{"actor", "flood" + std::to_string(i)}});
+  engine.call("delete", {{"actor", "quiet"}});
+  screen_at_latency(quick, samples, out);
 
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

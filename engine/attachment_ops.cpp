@@ -33,7 +33,13 @@ Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
   // Every byte committed so far was written at the old size.
   const Cursor at = actor.ring().committed();
   const auto m = mirror_ids_.find(actor.name());
-  if (mirror_ && m != mirror_ids_.end()) mirror_->resize(m->second, at, size.cols, size.rows);
+  if (mirror_ && m != mirror_ids_.end()) {
+    mirror_->resize(m->second, at, size.cols, size.rows);
+    // Numbered as the mirror applies them (Keyframe::sizes_applied counts the same resizes).
+    if (recorder::Recording* r = recording(actor.name())) {
+      r->keyframes.add_size_change(at, size.cols, size.rows);
+    }
+  }
   if (before.cols != size.cols || before.rows != size.rows) {
     record_event(actor.name(), recorder::EventKind::resize, at,
                  {{"cols", size.cols}, {"rows", size.rows}});

@@ -156,7 +156,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   }
   Actor& a = **actor;
   actors_.emplace(*name, std::move(*actor));
-  tracks_.emplace(*name, recorder::EventTrack(settings_.track));
+  recordings_.emplace(*name, recorder::Recording(settings_.track));
   mirror_add(a);
   transcripts_.add(a);
   announce_spawn(a, *session);
@@ -288,9 +288,11 @@ Result<Json> Engine::op_clear(const Json& request) {
   mirror_reset(**actor, floor);
   transcripts_.clear(**actor, floor);
   cache_.erase((*actor)->name());  // cleared output is never served again
-  if (const auto track = tracks_.find((*actor)->name()); track != tracks_.end()) {
-    track->second.discard_below(floor);  // events read from the cleared bytes go with them
+  if (recorder::Recording* r = recording((*actor)->name())) {
+    r->events.discard_below(floor);  // events read from the cleared bytes go with them
+    r->keyframes.drop_below(floor);
   }
+  record_fresh_terminal(**actor, floor);
   record_event((*actor)->name(), recorder::EventKind::clear, floor);
   broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
   return Json{{"floor", value(floor)}};

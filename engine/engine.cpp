@@ -1,4 +1,5 @@
 #include "engine/engine.hpp"
+#include "engine/wall_clock.hpp"
 
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -74,12 +75,16 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
                    *this) {
   loop_->read(signal_fd_, signal_buffer_, &signal_op_);
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
-  if (settings_.mirror) mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
+  if (settings_.mirror) {
+    mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
+    replay_ = std::make_unique<ReplayThread>(notify_fd_, settings_.scrollback);
+  }
   settings_.actor.leased_cursors = transcripts_.enabled();
 }
 
 Engine::~Engine() {
   // Join the threads, which write notify_fd_ and read the rings.
+  replay_.reset();
   mirror_.reset();
   transcripts_.stop();
   // The loop goes first: closing the ring cancels whatever op is still in flight (an actor that
@@ -117,6 +122,7 @@ void Engine::on_notify(int) noexcept {
   if (shutdown_requested_.load(std::memory_order_acquire)) begin_shutdown();
   for (auto& [name, actor] : actors_) actor->resume_if_possible();
   answer_snapshots();
+  answer_replays();
   record_output_events();
   transcripts_.answer();
   if (!stopping_loop_) {
@@ -158,7 +164,8 @@ void Engine::restore_actors() {
     }
     Actor& a = **actor;
     actors_.emplace(restored.name, std::move(*actor));
-    tracks_.emplace(restored.name, recorder::EventTrack(settings_.track));
+    recordings_.emplace(restored.name, recorder::Recording(settings_.track));
+    record_fresh_terminal(a, a.ring().committed());  // where its mirror starts too
     mirror_add(a);
     transcripts_.adopt(a, std::move(restored));
   }
@@ -182,6 +189,9 @@ void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept
 void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool durable) {
   record_event(actor.name(), recorder::EventKind::seal, Cursor{session.end},
                {{"session", session.id}, {"durable", durable}});
+  if (const auto m = mirror_ids_.find(actor.name()); mirror_ && m != mirror_ids_.end()) {
+    mirror_->request_keyframe(m->second, Cursor{session.end});  // the session's last screen
+  }
   broadcast({{"event", "sealed"},
              {"actor", actor.name()},
              {"session", session.id},
@@ -216,7 +226,7 @@ void Engine::remove_actor(const std::string& name) {
   }
   transcripts_.remove(name);
   cache_.erase(name);
-  tracks_.erase(name);
+  recordings_.erase(name);
   it->second->close_ring();
   graveyard_.push_back(std::move(it->second));
   actors_.erase(it);
@@ -261,6 +271,10 @@ int Engine::run() noexcept {
       const auto now = TimerQueue::Clock::now();
       timers_.run_due(now);
       // At most one wake-up per actor per batch, however many reads completed in it.
+      if (!committed_.empty()) {
+        const std::int64_t wall = wall_clock_ms();
+        for (const Actor* actor : committed_) note_activity(*actor, wall);
+      }
       std::erase_if(committed_, [now](Actor* actor) {
         const bool woken = actor->wake_readers(now);
         if (woken) actor->set_wake_pending(false);

@@ -18,7 +18,8 @@
 #include "engine/attachments.hpp"
 #include "engine/control_server.hpp"
 #include "engine/mirror_thread.hpp"
-#include "engine/recorder/event_track.hpp"
+#include "engine/recorder/recording.hpp"
+#include "engine/replay_thread.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
@@ -59,6 +60,9 @@ inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000;  // history line
 inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 inline constexpr std::uint64_t kDefaultEventsPerReply = 1000;  // `events` without a limit
 inline constexpr std::uint64_t kMaxEventsPerReply = 10'000;
+// A snapshot at a past cursor replays at most this many bytes after its keyframe (keyframes
+// come every 1 MiB parsed or 8 MiB of stream; more means the mirror could not take one).
+inline constexpr std::uint64_t kMaxReplayBytes = 64u << 20;
 
 class Engine final : public ActorHost, public RequestHandler, public TranscriptListener {
  public:
@@ -189,6 +193,27 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   void record_output_events();
   void record_spawn(const Actor& actor, const shm::SessionRecord& session);
   Result<control::Json> op_events(const control::Json& request) const;
+  recorder::Recording* recording(const std::string& actor);
+  // A fresh terminal from `at` on (a session's start, a clear): a keyframe of its own.
+  void record_fresh_terminal(const Actor& actor, Cursor at);
+  // After a batch of reads: where the actor's stream was at this time (`at_time`).
+  void note_activity(const Actor& actor, std::int64_t now_ms);
+
+  // The screen at a past cursor (screen_at_ops.cpp): `snapshot` with `at`, `at_time_ms` or
+  // `at_event`, answered by the replay thread.
+  bool asks_for_past(const control::Json& request) const;
+  Result<control::Json> snapshot_at(ConnectionId connection, const SnapshotAsk& ask,
+                                    const Actor& actor, const control::Json& request);
+  // Where a past screen is asked for: a cursor, and whether it is a session's end (a seal or
+  // exit event: its last screen, not the next session's first at the same cursor).
+  struct PastPoint {
+    Cursor cursor{0};
+    bool session_end = false;
+  };
+  Result<PastPoint> resolve_at(const Actor& actor, const control::Json& request);
+  // Every byte of [from, to) from the ring, the cache or the transcript (history's sources).
+  Result<std::string> read_range(const Actor& actor, Cursor from, Cursor to);
+  void answer_replays();
   // A session started (spawn, restart): the `spawned` event and its track entry.
   void announce_spawn(const Actor& actor, const shm::SessionRecord& session);
 
@@ -221,10 +246,11 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // of each actor being deleted (the actor's name).
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
   std::map<std::uint64_t, std::string> deletion_texts_;
-  store::SessionCache cache_;                           // stopped actors' tails
-  std::map<std::string, recorder::EventTrack> tracks_;  // per actor, while it exists
+  store::SessionCache cache_;                              // stopped actors' tails
+  std::map<std::string, recorder::Recording> recordings_;  // per actor, while it exists
   Transcripts transcripts_;
   std::unique_ptr<MirrorThread> mirror_;
+  std::unique_ptr<ReplayThread> replay_;  // with the mirror only
   std::map<std::string, MirrorActorId> mirror_ids_;
   std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;

@@ -19,12 +19,17 @@ constexpr std::size_t kMaxSpawnTextBytes = 4096;
 
 }  // namespace
 
+recorder::Recording* Engine::recording(const std::string& actor) {
+  const auto it = recordings_.find(actor);
+  return it == recordings_.end() ? nullptr : &it->second;
+}
+
 void Engine::record_event(const std::string& actor, EventKind kind, Cursor cursor, Json fields,
                           std::optional<std::int64_t> time_ms) {
-  const auto track = tracks_.find(actor);
-  if (track == tracks_.end()) return;
+  recorder::Recording* r = recording(actor);
+  if (!r) return;
   const std::optional<recorder::TrackEvent> event =
-      track->second.record(kind, cursor, time_ms.value_or(wall_clock_ms()), std::move(fields));
+      r->events.record(kind, cursor, time_ms.value_or(wall_clock_ms()), std::move(fields));
   if (!event) return;
   Json frame = event->to_json(actor);
   frame["event"] = "track";
@@ -41,6 +46,16 @@ void Engine::record_output_events() {
     if (named == mirror_ids_.end()) continue;
     for (recorder::OutputEvent& e : batch.events) {
       record_event(named->first, e.kind, e.cursor, std::move(e.fields), e.time_ms);
+    }
+    for (recorder::Keyframe& k : batch.keyframes) {
+      const Json fields{{"cols", k.cols},
+                        {"rows", k.rows},
+                        {"bytes", k.snapshot.size()},
+                        {"history_lines", k.history_lines}};
+      const Cursor at = k.cursor;
+      const std::int64_t time = k.time_ms;
+      if (recorder::Recording* r = recording(named->first)) r->keyframes.add(std::move(k));
+      record_event(named->first, EventKind::keyframe, at, fields, time);
     }
   }
 }
@@ -64,7 +79,20 @@ void Engine::record_spawn(const Actor& actor, const shm::SessionRecord& session)
   record_event(actor.name(), EventKind::spawn, Cursor{session.start}, std::move(fields));
 }
 
+void Engine::record_fresh_terminal(const Actor& actor, Cursor at) {
+  if (recorder::Recording* r = recording(actor.name())) {
+    r->keyframes.add_fresh(at, actor.size().cols, actor.size().rows, wall_clock_ms());
+  }
+}
+
+void Engine::note_activity(const Actor& actor, std::int64_t now_ms) {
+  if (recorder::Recording* r = recording(actor.name())) {
+    r->times.note(now_ms, actor.ring().committed());
+  }
+}
+
 void Engine::announce_spawn(const Actor& actor, const shm::SessionRecord& session) {
+  record_fresh_terminal(actor, Cursor{session.start});
   record_spawn(actor, session);
   broadcast({{"event", "spawned"},
              {"actor", actor.name()},
@@ -114,16 +142,17 @@ Result<Json> Engine::op_events(const Json& request) const {
   }
   query.limit = *limit;
 
-  const auto track = tracks_.find((*actor)->name());
-  const recorder::EventPage page =
-      track == tracks_.end() ? recorder::EventPage{} : track->second.query(query);
+  const auto found = recordings_.find((*actor)->name());
+  if (found == recordings_.end()) return fail(Errc::internal, "no recording");
+  const recorder::EventTrack& track = found->second.events;
+  const recorder::EventPage page = track.query(query);
   Json events = Json::array();
   for (const recorder::TrackEvent& e : page.events) events.push_back(e.to_json((*actor)->name()));
   return Json{{"actor", (*actor)->name()},
               {"events", std::move(events)},
               {"more", page.more},
-              {"last_seq", track == tracks_.end() ? 0 : track->second.last_seq()},
-              {"evicted", track == tracks_.end() ? 0 : track->second.evicted()}};
+              {"last_seq", track.last_seq()},
+              {"evicted", track.evicted()}};
 }
 
 }  // namespace backscroll::engine

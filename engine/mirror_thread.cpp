@@ -15,9 +15,9 @@ namespace backscroll::engine {
 // One actor's mirror. Mirror thread only.
 struct MirrorThread::Slot {
   struct Event {
+    enum class Kind : std::uint8_t { resize, reset, keyframe } kind;
     Cursor at;
-    bool reset;  // else a resize to cols x rows
-    std::uint16_t cols;
+    std::uint16_t cols;  // resize
     std::uint16_t rows;
   };
 
@@ -47,20 +47,75 @@ struct MirrorThread::Slot {
   std::chrono::steady_clock::time_point asked_at;
   std::optional<Held> held;
   Cursor answered{0};  // the newest cursor a snapshot was answered at
+  // Keyframes: bytes fed so far; where the last keyframe (or fresh terminal) was and how much
+  // had been fed then; when; whether one is due whatever the spacing; no attempt before
+  // `keyframe_retry` bytes fed (after a fallback).
+  std::uint64_t fed = 0;
+  std::chrono::steady_clock::duration parse_time{0};  // spent feeding the mirror
+  Cursor keyframe_at{0};
+  std::uint64_t keyframe_fed = 0;
+  std::chrono::steady_clock::duration keyframe_parse_time{0};
+  std::chrono::steady_clock::time_point keyframe_time;
+  bool keyframe_due = false;
+  std::uint64_t keyframe_retry = 0;
+  std::uint64_t resizes_applied = 0;  // Keyframe::sizes_applied: every resize command counts
+  std::uint64_t keyframe_sizes = 0;   // resizes_applied at the last keyframe
+  std::uint64_t stretch = 0;          // Keyframe::stretch: resets applied
+  std::int64_t now_ms = 0;            // the wall clock of this turn
+  bool keyframe_waiting = false;      // due, but too soon after the last one (or not ready)
+  std::vector<recorder::Keyframe> keyframes;  // taken, not yet sent
 
   void apply(const Event& e) {
-    if (e.reset) reset(std::max(e.at, mirror->position()));
-    else mirror->resize(e.cols, e.rows);
+    switch (e.kind) {
+      case Event::Kind::reset: reset(std::max(e.at, mirror->position())); break;
+      case Event::Kind::resize:
+        mirror->resize(e.cols, e.rows);
+        ++resizes_applied;
+        keyframe_due = true;
+        break;
+      case Event::Kind::keyframe: keyframe_due = true; break;
+    }
   }
+  // A keyframe of the state now (mirror->snapshot), unless it falls back or shows nothing new.
+  bool take_keyframe(std::int64_t time_ms) {
+    term::SnapshotOptions options;
+    options.scrollback_lines = recorder::kKeyframeHistoryLines;
+    term::MirrorSnapshot taken = mirror->snapshot(options);
+    const bool resized = resizes_applied != keyframe_sizes;
+    if (taken.snapshot.fallback_reason || (taken.cursor <= keyframe_at && !resized)) return false;
+    keyframe_at = taken.cursor;
+    keyframe_sizes = resizes_applied;
+    keyframe_fed = fed;
+    keyframe_parse_time = parse_time;
+    keyframe_time = std::chrono::steady_clock::now();
+    keyframe_due = false;
+    keyframes.push_back(recorder::Keyframe{
+        taken.cursor, stretch, static_cast<std::uint16_t>(taken.snapshot.cols),
+        static_cast<std::uint16_t>(taken.snapshot.rows), resizes_applied, time_ms,
+        std::move(taken.snapshot.bytes), taken.snapshot.scrollback_lines});
+    return true;
+  }
+  // A fresh terminal from `at` on: itself a keyframe (the io thread keeps it). A keyframe asked
+  // for at the stream's end (a seal, the session's last screen) is taken first.
   void reset(Cursor at) {
+    if (keyframe_due && mirror->history_ready(recorder::kKeyframeHistoryLines)) {
+      take_keyframe(now_ms);
+    }
+    ++stretch;
     mirror->reset(at);
     output->reset();
+    keyframe_at = at;
+    keyframe_fed = fed;
+    keyframe_parse_time = parse_time;
+    keyframe_due = false;
+    keyframe_retry = 0;
   }
   // Applies the events due at the mirror's position. A reset applies as soon as it is next:
   // the bytes before it were cleared or belong to an ended session, and are skipped.
   bool apply_due_events() {
     bool applied = false;
-    while (!events.empty() && (events.front().reset || events.front().at <= mirror->position())) {
+    while (!events.empty() &&
+           (events.front().kind == Event::Kind::reset || events.front().at <= mirror->position())) {
       apply(events.front());
       events.pop_front();
       applied = true;
@@ -104,6 +159,7 @@ void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::
   send(Resize{id, at, cols, rows});
 }
 void MirrorThread::reset(MirrorActorId id, Cursor at) { send(Reset{id, at}); }
+void MirrorThread::request_keyframe(MirrorActorId id, Cursor at) { send(KeyframeAt{id, at}); }
 void MirrorThread::request_snapshot(MirrorActorId id, SnapshotRequest request) {
   send(Snap{id, request});
 }
@@ -113,7 +169,8 @@ MirrorStats MirrorThread::stats() const noexcept {
                      stat_skipped_.load(std::memory_order_relaxed),
                      stat_resyncs_.load(std::memory_order_relaxed),
                      stat_snapshots_.load(std::memory_order_relaxed),
-                     stat_held_snapshots_.load(std::memory_order_relaxed)};
+                     stat_held_snapshots_.load(std::memory_order_relaxed),
+                     stat_keyframes_.load(std::memory_order_relaxed)};
 }
 
 void MirrorThread::run() {
@@ -123,10 +180,12 @@ void MirrorThread::run() {
       [this](Slot& slot) {
         // An actor with a snapshot waiting for its cursor gets a bigger share.
         const std::int64_t now = wall_clock_ms();
+        slot.now_ms = now;
         slot.output->set_now(now);
         const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
         answer_ready(slot);
-        if (slot.output->has_pending()) send_output_events(slot, now);
+        maybe_keyframe(slot, now);
+        if (slot.output->has_pending() || !slot.keyframes.empty()) send_output_events(slot, now);
         return worked;
       },
       [this] { return has_work(); },
@@ -135,7 +194,11 @@ void MirrorThread::run() {
           return std::any_of(slots_.begin(), slots_.end(), pred);
         };
         if (any([](const auto& s) { return s->coasting; })) return WorkerSleep{kCoastTickMs, false};
-        // A run of bells is reported when its window ends, output or not.
+        // A run of bells is reported when its window ends, a keyframe taken when its gap
+        // ends, output or not.
+        if (any([](const auto& s) { return s->keyframe_waiting; })) {
+          return WorkerSleep{static_cast<int>(kKeyframeGap.count()), true};
+        }
         if (any([](const auto& s) { return s->output->has_pending(); })) {
           return WorkerSleep{static_cast<int>(recorder::OutputEvents::kBellWindowMs), true};
         }
@@ -167,7 +230,9 @@ bool MirrorThread::drain_commands() {
       fresh->mirror = std::make_unique<term::Mirror>(start, add->cols, add->rows, limits_);
       fresh->output = std::make_unique<recorder::OutputEvents>(*rules_);
       fresh->mirror->set_events(fresh->output.get());
-      fresh->limit = start;  // its committed cursor is loaded next round, after this drain
+      fresh->limit = start;        // its committed cursor is loaded next round, after this drain
+      fresh->keyframe_at = start;  // a fresh terminal: the io thread's first keyframe
+      fresh->keyframe_time = std::chrono::steady_clock::now();
       slots_.push_back(std::move(fresh));
     } else if (std::holds_alternative<Remove>(command)) {
       if (!slot) continue;
@@ -176,12 +241,15 @@ bool MirrorThread::drain_commands() {
       slots_.erase(it);
     } else if (auto* resize = std::get_if<Resize>(&command)) {
       if (!slot) continue;
-      slot->events.push_back({resize->at, false, resize->cols, resize->rows});
+      slot->events.push_back({Slot::Event::Kind::resize, resize->at, resize->cols, resize->rows});
       slot->held.reset();  // a snapshot asked after it must not show the size before it
     } else if (auto* reset = std::get_if<Reset>(&command)) {
       if (!slot) continue;
-      slot->events.push_back({reset->at, true, 0, 0});
+      slot->events.push_back({Slot::Event::Kind::reset, reset->at, 0, 0});
       slot->held.reset();
+    } else if (auto* keyframe = std::get_if<KeyframeAt>(&command)) {
+      if (!slot) continue;
+      slot->events.push_back({Slot::Event::Kind::keyframe, keyframe->at, 0, 0});
     } else if (auto* snap = std::get_if<Snap>(&command)) {
       if (!slot) {
         reply(SnapshotReply{snap->request.token, false, {}});
@@ -246,10 +314,13 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     auto view = slot.ring->read(mirror.position(), slice);
     bool lost = !view && view.error().code == Errc::cursor_expired;
     if (view && !view->empty()) {
+      const auto parse_start = std::chrono::steady_clock::now();
       mirror.feed(view->first);
       mirror.feed(view->second);
+      slot.parse_time += std::chrono::steady_clock::now() - parse_start;
       lost = !slot.ring->intact(view->from);
       budget -= std::min(budget, view->size());
+      slot.fed += view->size();
       stat_bytes_.fetch_add(view->size(), std::memory_order_relaxed);
       worked = true;
     }
@@ -259,7 +330,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
       // state. Events before that point still apply (their sizes), in order.
       const Cursor oldest = slot.ring->oldest();
       while (!slot.events.empty() && slot.events.front().at <= oldest) {
-        if (!slot.events.front().reset) slot.apply(slot.events.front());
+        if (slot.events.front().kind != Slot::Event::Kind::reset) slot.apply(slot.events.front());
         slot.events.pop_front();
       }
       slot.reset(std::max(oldest, mirror.position()));
@@ -349,10 +420,35 @@ void MirrorThread::reply(SnapshotReply r) {
   signal_eventfd(notify_fd_);
 }
 
+void MirrorThread::maybe_keyframe(Slot& slot, std::int64_t now_ms) {
+  term::Mirror& mirror = *slot.mirror;
+  slot.apply_due_events();  // a keyframe at a cursor shows every event at or before it
+  const auto now = std::chrono::steady_clock::now();
+  const Cursor at = mirror.position();
+  const bool due =
+      slot.keyframe_due || slot.parse_time - slot.keyframe_parse_time >= kKeyframeParseTime ||
+      slot.fed - slot.keyframe_fed >= std::min(kKeyframeParsedBytes, slot.ring->capacity() / 4) ||
+      at - slot.keyframe_at >= std::min(kKeyframeStreamBytes, slot.ring->capacity() / 2) ||
+      (at > slot.keyframe_at && now - slot.keyframe_time >= kKeyframeActivity);
+  // After a resize at once (a replay across one may have to fall back: screen_at.hpp);
+  // otherwise never two within kKeyframeGap.
+  const bool resized = slot.resizes_applied != slot.keyframe_sizes;
+  slot.keyframe_waiting = false;
+  if (!due || (at == slot.keyframe_at && !resized) || slot.fed < slot.keyframe_retry) return;
+  if ((!resized && now - slot.keyframe_time < kKeyframeGap) ||
+      !mirror.history_ready(recorder::kKeyframeHistoryLines)) {
+    slot.keyframe_waiting = true;  // look again within kKeyframeGap, output or not
+    return;
+  }
+  if (!slot.take_keyframe(now_ms)) slot.keyframe_retry = slot.fed + kKeyframeRetryBytes;
+}
+
 void MirrorThread::send_output_events(Slot& slot, std::int64_t now_ms) {
-  OutputEventBatch batch{slot.id, {}};
+  OutputEventBatch batch{slot.id, {}, std::move(slot.keyframes)};
+  slot.keyframes.clear();
+  stat_keyframes_.fetch_add(batch.keyframes.size(), std::memory_order_relaxed);
   slot.output->take(batch.events, now_ms);
-  if (batch.events.empty()) return;
+  if (batch.events.empty() && batch.keyframes.empty()) return;
   output_events_.enqueue(std::move(batch));
   signal_eventfd(notify_fd_);
 }

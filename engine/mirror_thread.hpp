@@ -22,6 +22,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "engine/consumer_gate.hpp"
+#include "engine/recorder/keyframe.hpp"
 #include "engine/recorder/output_events.hpp"
 #include "engine/term/mirror.hpp"
 #include "engine/term/status_rules.hpp"
@@ -53,6 +54,7 @@ struct SnapshotReply {
 struct OutputEventBatch {
   MirrorActorId id = 0;
   std::vector<recorder::OutputEvent> events;  // in stream order
+  std::vector<recorder::Keyframe> keyframes;  // in stream order
 };
 
 struct MirrorStats {
@@ -61,6 +63,7 @@ struct MirrorStats {
   std::uint64_t resyncs = 0;  // times a mirror lost bytes (lapped) and restarted fresh
   std::uint64_t snapshots = 0;
   std::uint64_t held_snapshots = 0;  // of those, answered with the one held from before a jump
+  std::uint64_t keyframes = 0;       // taken (docs/recorder.md)
 };
 
 class MirrorThread {
@@ -97,6 +100,18 @@ class MirrorThread {
   // request with those options that arrives before the mirror is ready again gets it at once. Only
   // for requests of at most kReadyHistoryLines (a build of well under 1 ms at 80x24).
   static constexpr std::chrono::seconds kHoldSnapshotFor{5};
+  // Keyframes (docs/recorder.md): after kKeyframeParseTime spent parsing (a replay from it
+  // costs about as much), every kKeyframeParsedBytes parsed, kKeyframeStreamBytes of the
+  // stream (parsed or jumped over; each at most a quarter and a half of the ring, so the ring
+  // always holds one and the bytes after it), kKeyframeActivity with output, a request (a
+  // seal), and at once after a resize; otherwise never two within kKeyframeGap; a fallback
+  // waits for kKeyframeRetryBytes more before the next attempt.
+  static constexpr std::chrono::milliseconds kKeyframeParseTime{25};
+  static constexpr std::uint64_t kKeyframeParsedBytes = 1u << 20;
+  static constexpr std::uint64_t kKeyframeStreamBytes = 2u << 20;
+  static constexpr std::chrono::seconds kKeyframeActivity{30};
+  static constexpr std::chrono::milliseconds kKeyframeGap{25};
+  static constexpr std::uint64_t kKeyframeRetryBytes = 256u << 10;
 
   // `notify_fd`: the io thread's eventfd, written after a reply or events are queued. `rules`
   // (which must outlive the thread) read the agent status from titles. Starts the thread.
@@ -114,6 +129,8 @@ class MirrorThread {
   // A fresh terminal from `at` on (a clear, a new session); bytes before it are skipped.
   void reset(MirrorActorId id, Cursor at);
   void request_snapshot(MirrorActorId id, SnapshotRequest request);
+  // A keyframe once every byte before `at` is parsed (a seal), whatever the spacing.
+  void request_keyframe(MirrorActorId id, Cursor at);
   // New bytes were committed; costs an atomic exchange unless the thread sleeps (and nothing
   // when it sleeps coasting through a flood).
   void wake() noexcept;
@@ -145,11 +162,16 @@ class MirrorThread {
     MirrorActorId id;
     Cursor at;
   };
+  struct KeyframeAt {
+    MirrorActorId id;
+    Cursor at;
+  };
   struct Snap {
     MirrorActorId id;
     SnapshotRequest request;
   };
-  using Command = std::variant<std::monostate /* stop */, Add, Remove, Resize, Reset, Snap>;
+  using Command =
+      std::variant<std::monostate /* stop */, Add, Remove, Resize, Reset, KeyframeAt, Snap>;
   struct Slot;
 
   void send(Command command);
@@ -162,6 +184,8 @@ class MirrorThread {
   void reply(SnapshotReply r);
   // Hands the output events the slot's mirror read (those ready at `now_ms`) to the io thread.
   void send_output_events(Slot& slot, std::int64_t now_ms);
+  // Takes a keyframe when one is due and the mirror can (docs/recorder.md).
+  void maybe_keyframe(Slot& slot, std::int64_t now_ms);
   bool has_work();
 
   int notify_fd_;
@@ -180,6 +204,7 @@ class MirrorThread {
   std::atomic<std::uint64_t> stat_resyncs_{0};
   std::atomic<std::uint64_t> stat_snapshots_{0};
   std::atomic<std::uint64_t> stat_held_snapshots_{0};
+  std::atomic<std::uint64_t> stat_keyframes_{0};
   std::vector<std::unique_ptr<Slot>> slots_;  // mirror thread only
   std::thread thread_;
 };

@@ -137,6 +137,7 @@ Result<Json> Engine::op_snapshot(ConnectionId connection, const Json& request) {
   if (!actor) return tl::unexpected(actor.error());
   auto ask = check_snapshot_request(connection, request);
   if (!ask) return tl::unexpected(ask.error());
+  if (asks_for_past(request)) return snapshot_at(connection, *ask, **actor, request);
   return request_snapshot(connection, *ask, **actor, Cursor{0}, Json::object());
 }
 

@@ -343,11 +343,34 @@ Command add_snapshot(CLI::App& app) {
   command->add_flag("--json", snapshot->json,
                     "print {format, cursor, epoch, cols, rows, bytes, reason} as one JSON "
                     "object (the bytes then go only to --output)");
+  auto at = std::make_shared<std::string>();
+  auto at_time = std::make_shared<std::string>();
+  command
+      ->add_option("--at", *at,
+                   "the screen as it was at CURSOR, or at an event: KIND:N, N from 0 (the "
+                   "oldest) or back from -1 (the newest), e.g. prompt:-3 (docs/recorder.md)")
+      ->type_name("CURSOR|KIND:N")
+      ->check(at_value());
+  command
+      ->add_option("--at-time", *at_time,
+                   "the screen as it was at TIME: ISO 8601 or a duration back from now (15m)")
+      ->type_name("TIME")
+      ->check(time_value());
   command->footer(
       "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
       "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
-  return {command,
-          [snapshot](const EngineTarget& engine) { return run_snapshot(engine, *snapshot); }};
+  const auto run = [snapshot, at, at_time](const EngineTarget& engine) {
+    if (!at->empty() && !at_time->empty()) {
+      return report_usage("snapshot: --at and --at-time exclude each other");
+    }
+    if (!at->empty()) {
+      if (const auto cursor = parse_u64(*at)) snapshot->at = Cursor{*cursor};
+      else snapshot->at_event = *at;
+    }
+    if (!at_time->empty()) snapshot->at_time_ms = parse_time(*at_time, now_ms());
+    return run_snapshot(engine, *snapshot);
+  };
+  return {command, run};
 }
 
 Command add_events(CLI::App& app) {

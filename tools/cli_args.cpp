@@ -79,4 +79,19 @@ CLI::Validator detach_key() {
       "");
 }
 
+CLI::Validator at_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_u64(text)) return {};
+        const auto colon = text.find(':');
+        if (colon != std::string::npos && colon > 0) {
+          std::string_view n = std::string_view(text).substr(colon + 1);
+          if (!n.empty() && n.front() == '-') n.remove_prefix(1);
+          if (!n.empty() && parse_u64(n)) return {};
+        }
+        return "expected a cursor or KIND:N (prompt:-1, title:0), got '" + text + "'";
+      },
+      "");
+}
+
 }  // namespace backscroll::cli

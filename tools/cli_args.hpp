@@ -36,5 +36,8 @@ CLI::Validator u64_value();
 CLI::Validator terminal_size();
 CLI::Validator env_entry();
 CLI::Validator detach_key();
+// A cursor (decimal) or an event reference KIND:N (N a signed decimal); the kind itself is the
+// engine's to check.
+CLI::Validator at_value();
 
 }  // namespace backscroll::cli

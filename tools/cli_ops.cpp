@@ -399,6 +399,9 @@ int run_shutdown(const EngineTarget& engine) {
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
   Json request{{"actor", args.actor}, {"formats", Json::array({"snapshot_v1"})}};
   if (args.scrollback) request["scrollback"] = *args.scrollback;
+  if (args.at) request["at"] = value(*args.at);
+  if (!args.at_event.empty()) request["at_event"] = args.at_event;
+  if (args.at_time_ms) request["at_time_ms"] = *args.at_time_ms;
   auto r = call(engine, "snapshot", std::move(request));
   if (!r) return report(r.error());
   const Json& h = r->header;
@@ -409,17 +412,20 @@ int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
   }
   if (args.json) {
     Json meta{{"actor", args.actor}};
-    for (const char* key :
-         {"format", "cursor", "epoch", "cols", "rows", "bytes", "scrollback_lines", "reason"}) {
+    for (const char* key : {"format", "cursor", "epoch", "cols", "rows", "bytes",
+                            "scrollback_lines", "reason", "keyframe", "replayed_bytes"}) {
       if (const auto it = h.find(key); it != h.end()) meta[key] = *it;
     }
     return print(meta.dump());
   }
   if (h.value("format", "") != "snapshot_v1") {
     // No bytes to show: say why and where a raw replay starts (stderr: stdout stays the bytes).
+    const bool past = args.at || !args.at_event.empty() || args.at_time_ms;
     (void)write_all(STDERR_FILENO, "backscroll: raw_replay (" +
-                                       h.value("reason", std::string("?")) +
-                                       "): replay from cursor " + text(h, "cursor") + "\n");
+                                       h.value("reason", std::string("?")) + "): " +
+                                       (past ? "no exact screen at cursor " + text(h, "cursor")
+                                             : "replay from cursor " + text(h, "cursor")) +
+                                       "\n");
   }
   return kExitOk;
 }

@@ -54,6 +54,10 @@ struct SnapshotArgs {
   std::optional<std::uint64_t> scrollback;
   std::string output;  // empty or "-": stdout
   bool json = false;   // print the metadata as JSON (bytes only with --output)
+  // The screen at a past point (docs/recorder.md): a cursor, or an event as KIND:N; or a time.
+  std::optional<Cursor> at;
+  std::string at_event;
+  std::optional<std::int64_t> at_time_ms;
 };
 
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args);

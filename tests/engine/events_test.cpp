@@ -44,7 +44,9 @@ TEST_F(Events, EachActIsRecordedAtTheCursorWhereTheEngineDidIt) {
   const Json sealed = engine_.wait_sealed("rec");
   live.wait_for("sealed", "rec");
 
-  const std::vector<Json> events = events_of(engine_, "rec");
+  // (Keyframes the mirror took are in the track too: docs/recorder.md. Here, the io thread's.)
+  const Json acts{{"kinds", {"spawn", "resize", "clear", "exit", "seal"}}};
+  const std::vector<Json> events = events_of(engine_, "rec", acts);
   ASSERT_EQ(kinds(events), (std::vector<std::string>{"spawn", "resize", "exit", "seal"}));
   const Json& spawn = events[0];
   EXPECT_EQ(spawn.at("actor"), "rec");
@@ -76,7 +78,8 @@ TEST_F(Events, EachActIsRecordedAtTheCursorWhereTheEngineDidIt) {
   // Each reached the subscriber as it was recorded, with the same fields.
   std::vector<Json> frames;
   for (const Json& frame : live.seen()) {
-    if (frame.value("event", "") == "track" && frame.value("actor", "") == "rec") {
+    if (frame.value("event", "") == "track" && frame.value("actor", "") == "rec" &&
+        frame.value("kind", "") != "keyframe") {
       Json event = frame;
       event.erase("event");
       frames.push_back(event);
@@ -89,7 +92,7 @@ TEST_F(Events, EachActIsRecordedAtTheCursorWhereTheEngineDidIt) {
   wait_until([&] { return engine_.status("rec").at("committed") == 15; }, "session 2's hello");
   const Frame cleared = engine_.call("clear", {{"actor", "rec"}});
   const std::uint64_t floor = cleared.header.at("floor");
-  const std::vector<Json> after = events_of(engine_, "rec");
+  const std::vector<Json> after = events_of(engine_, "rec", acts);
   ASSERT_EQ(kinds(after), (std::vector<std::string>{"clear"}));
   EXPECT_EQ(after[0].at("cursor"), floor);
   engine_.call("stop", {{"actor", "rec"}});

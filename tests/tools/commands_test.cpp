@@ -405,6 +405,45 @@ TEST_F(CliSnapshot, WritesTheScreenBytesAndJsonMetadata) {
   EXPECT_EQ(cli({"snapshot", "s", "--scrollback", "10001"}).exit_code(), 2);
 }
 
+TEST_F(CliSnapshot, AtAPastCursorEventOrTimeItShowsTheScreenAsItWasThen) {
+  spawn("p", {"sh", "-c",
+              R"(printf "before
+]133;A$ "; read x; printf "[2Jafter
+"; exec sleep 60)"});
+  engine_.wait_output("p", "$ ");
+  ASSERT_TRUE(Succeeds(cli({"send", "p", "go"})));
+  engine_.wait_output("p", "after");
+  wait_until(
+      [&] {
+        return engine_.call("events", {{"actor", "p"}, {"kinds", {"prompt"}}})
+                   .header.at("events")
+                   .size() == 1;
+      },
+      "the prompt event");
+  // At the prompt the screen still showed "before"; now it shows "after" only.
+  const CliResult then = cli({"snapshot", "p", "--at", "prompt:-1"});
+  ASSERT_TRUE(Succeeds(then)) << ::testing::PrintToString(then);
+  EXPECT_NE(then.out.find("before"), std::string::npos);
+  EXPECT_EQ(then.out.find("after"), std::string::npos);
+  const CliResult json = cli({"snapshot", "p", "--at", "3", "--json"});
+  ASSERT_TRUE(Succeeds(json)) << ::testing::PrintToString(json);
+  const Json j = Json::parse(json.out);
+  EXPECT_EQ(j.at("cursor"), 3);
+  EXPECT_EQ(j.at("keyframe"), 0);
+  EXPECT_EQ(j.at("replayed_bytes"), 3);
+  const CliResult now = cli({"snapshot", "p", "--at-time", "2099-01-01T00:00:00Z"});
+  ASSERT_TRUE(Succeeds(now)) << ::testing::PrintToString(now);
+  EXPECT_NE(now.out.find("after"), std::string::npos);
+
+  EXPECT_EQ(cli({"snapshot", "p", "--at", "yesterday"}).exit_code(), 2);
+  EXPECT_EQ(cli({"snapshot", "p", "--at-time", "yesterday"}).exit_code(), 2);
+  EXPECT_EQ(cli({"snapshot", "p", "--at", "3", "--at-time", "1m"}).exit_code(), 2);
+  EXPECT_TRUE(FailsWithOneLine(cli({"snapshot", "p", "--at", "99999999"}), 1,
+                               "backscroll: cursor_in_future: "));
+  EXPECT_TRUE(
+      FailsWithOneLine(cli({"snapshot", "p", "--at", "title:-1"}), 1, "backscroll: bad_request: "));
+}
+
 TEST_F(CliSnapshot, VerifyChecksTheContractOnTheActorsOutput) {
   spawn(
       "v",
@@ -585,7 +624,13 @@ TEST_F(CliEvents, PrintsTheTrackAsLinesOrJsonFilteredByKindCursorAndTime) {
       },
       "the title event");
 
-  const CliResult text = cli({"events", "ev"});
+  const std::vector<std::string> acts{"--kind", "spawn", "--kind", "title", "--kind", "resize"};
+  const auto events = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"events", "ev"});
+    args.insert(args.end(), acts.begin(), acts.end());
+    return cli(args);
+  };
+  const CliResult text = events({});
   ASSERT_TRUE(Succeeds(text)) << ::testing::PrintToString(text);
   const std::vector<std::string> out = lines(text.out);
   ASSERT_EQ(out.size(), 3u) << text.out;
@@ -610,10 +655,10 @@ TEST_F(CliEvents, PrintsTheTrackAsLinesOrJsonFilteredByKindCursorAndTime) {
   EXPECT_EQ(title.at("cursor"), 16);
   EXPECT_EQ(title.at("actor"), "ev");
 
-  EXPECT_EQ(lines(cli({"events", "ev", "--from", "1"}).out).size(), 2u);
-  EXPECT_EQ(lines(cli({"events", "ev", "--since", "1h"}).out).size(), 3u);
-  EXPECT_EQ(cli({"events", "ev", "--since", "2999-01-01T00:00:00Z"}).out, "");
-  EXPECT_EQ(lines(cli({"events", "ev", "--since", "2000-01-01"}).out).size(), 3u);
+  EXPECT_EQ(lines(events({"--from", "1"}).out).size(), 2u);
+  EXPECT_EQ(lines(events({"--since", "1h"}).out).size(), 3u);
+  EXPECT_EQ(events({"--since", "2999-01-01T00:00:00Z"}).out, "");
+  EXPECT_EQ(lines(events({"--since", "2000-01-01"}).out).size(), 3u);
   engine_.call("stop", {{"actor", "ev"}});
 }
 

@@ -1,0 +1,33 @@
+#include "engine/recorder/time_index.hpp"
+
+#include <algorithm>
+
+namespace backscroll::recorder {
+
+void TimeIndex::note(std::int64_t time_ms, Cursor committed) {
+  if (!samples_.empty()) {
+    Sample& last = samples_.back();
+    if (time_ms < last.time_ms || committed < last.cursor) return;  // a clock step back
+    if (time_ms / 1000 == last.time_ms / 1000) {
+      last = {time_ms, committed};
+      return;
+    }
+  }
+  if (samples_.size() >= kMaxSamples) {
+    // Halve: keep every other sample, and the newest.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < samples_.size(); i += 2) samples_[kept++] = samples_[i];
+    if (samples_.size() % 2 == 0) samples_[kept++] = samples_.back();
+    samples_.resize(kept);
+  }
+  samples_.push_back({time_ms, committed});
+}
+
+std::optional<Cursor> TimeIndex::cursor_at(std::int64_t time_ms) const noexcept {
+  const auto it = std::upper_bound(samples_.begin(), samples_.end(), time_ms,
+                                   [](std::int64_t t, const Sample& s) { return t < s.time_ms; });
+  if (it == samples_.begin()) return std::nullopt;
+  return std::prev(it)->cursor;
+}
+
+}  // namespace backscroll::recorder

@@ -1,0 +1,35 @@
+// TimeIndex: which cursor an actor's stream had reached at a wall-clock time, to the second
+// (docs/recorder.md, "--at-time"). The io thread notes the committed cursor after each batch of
+// reads; one sample per second of activity is kept (the last of that second). Bounded: when
+// full, every other sample goes, so old times keep coarser samples rather than none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "shm/cursor.hpp"
+
+namespace backscroll::recorder {
+
+class TimeIndex {
+ public:
+  static constexpr std::size_t kMaxSamples = 1u << 16;
+
+  // The stream had reached `committed` at `time_ms`. Times and cursors never go back.
+  void note(std::int64_t time_ms, Cursor committed);
+  // The cursor the stream had reached at `time_ms`: the newest sample at or before it; none
+  // before the first.
+  std::optional<Cursor> cursor_at(std::int64_t time_ms) const noexcept;
+  std::size_t size() const noexcept { return samples_.size(); }
+
+ private:
+  struct Sample {
+    std::int64_t time_ms;
+    Cursor cursor;
+  };
+  std::vector<Sample> samples_;
+};
+
+}  // namespace backscroll::recorder
