@@ -8,6 +8,7 @@
 //   backscroll backscrolld as shipped plus a durable transcript (--persist) and two shm readers
 //              reading in place (threads here, each with its own mapping)
 //   no_mirror  backscrolld --no-mirror and one shm reader: the drain alone
+//   no_keyframes  as backscroll, with --no-keyframes: what the recorder's keyframes cost
 //   tmux       tmux (-f /dev/null, a detached 80x24 session) running the same `cat`, until the
 //              pane's shell reports `cat` done through a FIFO
 // Configurations alternate within each round; the figures are medians over rounds, in MB/s of
@@ -134,6 +135,8 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
   fs::create_directories(dir / "no-mirror");
   bench::EngineUnderTest shipped({"--persist"}, dir / "shipped");
   bench::EngineUnderTest no_mirror({"--no-mirror"}, dir / "no-mirror");
+  fs::create_directories(dir / "no-keyframes");
+  bench::EngineUnderTest no_keyframes({"--persist", "--no-keyframes"}, dir / "no-keyframes");
 
   nlohmann::json out = {
       {"bytes", bytes}, {"rounds", rounds}, {"workloads", nlohmann::json::object()}};
@@ -165,6 +168,13 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
             (seconds - cpu_before.at(thread)) * 1e3 / (static_cast<double>(b.bytes) / 1e6);
         cpu["backscroll " + thread].push_back(ms_per_mb);
       }
+      const auto cpu_before_k = bench::thread_cpu_seconds(no_keyframes.pid());
+      const Sample k = bench::engine_flood(no_keyframes, actor, cat, 2);
+      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_keyframes.pid())) {
+        const double ms_per_mb =
+            (seconds - cpu_before_k.at(thread)) * 1e3 / (static_cast<double>(k.bytes) / 1e6);
+        cpu["no_keyframes " + thread].push_back(ms_per_mb);
+      }
       const auto cpu_before_d = bench::thread_cpu_seconds(no_mirror.pid());
       const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
       for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_mirror.pid())) {
@@ -172,7 +182,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
             (seconds - cpu_before_d.at(thread)) * 1e3 / (static_cast<double>(d.bytes) / 1e6);
         cpu["no_mirror " + thread].push_back(ms_per_mb);
       }
-      if (b.bytes != p.bytes || d.bytes != p.bytes) {
+      if (b.bytes != p.bytes || d.bytes != p.bytes || k.bytes != p.bytes) {
         std::fprintf(stderr,
                      "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
                      "without the mirror\n",
@@ -184,8 +194,11 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       mb["plain"].push_back(p.mb_per_s());
       mb["backscroll"].push_back(b.mb_per_s());
       mb["no_mirror"].push_back(d.mb_per_s());
-      std::fprintf(stderr, "%s round %d: plain %.1f, backscroll %.1f, --no-mirror %.1f",
-                   workload.c_str(), r, p.mb_per_s(), b.mb_per_s(), d.mb_per_s());
+      mb["no_keyframes"].push_back(k.mb_per_s());
+      std::fprintf(stderr,
+                   "%s round %d: plain %.1f, backscroll %.1f, --no-keyframes %.1f, --no-mirror "
+                   "%.1f",
+                   workload.c_str(), r, p.mb_per_s(), b.mb_per_s(), k.mb_per_s(), d.mb_per_s());
       if (with_tmux) {
         Sample t = tmux_flood(dir, file, r);
         t.bytes = p.bytes;  // the same file through the same kind of PTY

@@ -76,7 +76,8 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
   loop_->read(signal_fd_, signal_buffer_, &signal_op_);
   loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   if (settings_.mirror) {
-    mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback);
+    mirror_ = std::make_unique<MirrorThread>(notify_fd_, settings_.scrollback,
+                                             term::StatusRules::defaults(), settings_.keyframes);
     replay_ = std::make_unique<ReplayThread>(notify_fd_, settings_.scrollback);
   }
   settings_.actor.leased_cursors = transcripts_.enabled();

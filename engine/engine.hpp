@@ -34,6 +34,8 @@ struct EngineSettings {
   // The mirror thread (snapshots). Off only for benchmarks that measure the drain without it:
   // snapshots then answer raw_replay with reason "no_mirror".
   bool mirror = true;
+  // The mirror thread's keyframes (docs/recorder.md). Off only to measure their cost.
+  bool keyframes = true;
   term::ScrollbackLimits scrollback;
   // History lines in a snapshot when the request names none (settings.yaml
   // snapshot.scrollback_lines; at most kMaxSnapshotScrollback).

@@ -43,6 +43,11 @@ int main(int argc, char** argv) {
   bool no_mirror = false;
   app.add_flag("--no-mirror", no_mirror,
                "run without the mirror thread (benchmarks): snapshots answer raw_replay");
+  bool no_keyframes = false;
+  app.add_flag("--no-keyframes", no_keyframes,
+               "take no keyframes (benchmarks: their cost); a past screen is then rebuilt "
+               "from the session's start")
+      ->group("");  // not in --help
   app.add_flag("-v,--verbose", verbose, "log debug lines");
   CLI11_PARSE(app, argc, argv);
 
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
+  settings.keyframes = !no_keyframes;
   settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
   // At most a century: longer ages overflow the clocks' nanoseconds (and mean "forever").

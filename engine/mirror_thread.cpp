@@ -63,6 +63,7 @@ struct MirrorThread::Slot {
   std::uint64_t stretch = 0;          // Keyframe::stretch: resets applied
   std::int64_t now_ms = 0;            // the wall clock of this turn
   bool keyframe_waiting = false;      // due, but too soon after the last one (or not ready)
+  bool resynced = false;              // resync() since the last reset(): no keyframes
   std::vector<recorder::Keyframe> keyframes;  // taken, not yet sent
 
   void apply(const Event& e) {
@@ -98,7 +99,7 @@ struct MirrorThread::Slot {
   // A fresh terminal from `at` on: itself a keyframe (the io thread keeps it). A keyframe asked
   // for at the stream's end (a seal, the session's last screen) is taken first.
   void reset(Cursor at) {
-    if (keyframe_due && mirror->history_ready(recorder::kKeyframeHistoryLines)) {
+    if (keyframe_due && !resynced && mirror->history_ready(recorder::kKeyframeHistoryLines)) {
       take_keyframe(now_ms);
     }
     ++stretch;
@@ -109,6 +110,14 @@ struct MirrorThread::Slot {
     keyframe_parse_time = parse_time;
     keyframe_due = false;
     keyframe_retry = 0;
+    resynced = false;
+  }
+  // Lost bytes (lapped): a fresh terminal that is not the stream's, so no keyframe is taken
+  // from it until the io thread's next reset; the stretch numbering stays the io thread's.
+  void resync(Cursor at) {
+    mirror->reset(at);
+    output->reset();
+    resynced = true;
   }
   // Applies the events due at the mirror's position. A reset applies as soon as it is next:
   // the bytes before it were cleared or belong to an ended session, and are skipped.
@@ -129,8 +138,8 @@ struct MirrorThread::Slot {
 };
 
 MirrorThread::MirrorThread(int notify_fd, term::ScrollbackLimits limits,
-                           const term::StatusRules& rules)
-    : notify_fd_(notify_fd), limits_(limits), rules_(&rules) {
+                           const term::StatusRules& rules, bool keyframes)
+    : notify_fd_(notify_fd), limits_(limits), rules_(&rules), keyframes_(keyframes) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -333,7 +342,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
         if (slot.events.front().kind != Slot::Event::Kind::reset) slot.apply(slot.events.front());
         slot.events.pop_front();
       }
-      slot.reset(std::max(oldest, mirror.position()));
+      slot.resync(std::max(oldest, mirror.position()));
       stat_resyncs_.fetch_add(1, std::memory_order_relaxed);
       worked = true;
       break;
@@ -421,6 +430,7 @@ void MirrorThread::reply(SnapshotReply r) {
 }
 
 void MirrorThread::maybe_keyframe(Slot& slot, std::int64_t now_ms) {
+  if (!keyframes_) return;
   term::Mirror& mirror = *slot.mirror;
   slot.apply_due_events();  // a keyframe at a cursor shows every event at or before it
   const auto now = std::chrono::steady_clock::now();
@@ -434,7 +444,10 @@ void MirrorThread::maybe_keyframe(Slot& slot, std::int64_t now_ms) {
   // otherwise never two within kKeyframeGap.
   const bool resized = slot.resizes_applied != slot.keyframe_sizes;
   slot.keyframe_waiting = false;
-  if (!due || (at == slot.keyframe_at && !resized) || slot.fed < slot.keyframe_retry) return;
+  if (!due || (at == slot.keyframe_at && !resized) || slot.fed < slot.keyframe_retry ||
+      slot.resynced) {
+    return;
+  }
   if ((!resized && now - slot.keyframe_time < kKeyframeGap) ||
       !mirror.history_ready(recorder::kKeyframeHistoryLines)) {
     slot.keyframe_waiting = true;  // look again within kKeyframeGap, output or not

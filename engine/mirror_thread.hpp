@@ -115,8 +115,10 @@ class MirrorThread {
 
   // `notify_fd`: the io thread's eventfd, written after a reply or events are queued. `rules`
   // (which must outlive the thread) read the agent status from titles. Starts the thread.
+  // `keyframes`: off only to measure what they cost.
   explicit MirrorThread(int notify_fd, term::ScrollbackLimits limits = {},
-                        const term::StatusRules& rules = term::StatusRules::defaults());
+                        const term::StatusRules& rules = term::StatusRules::defaults(),
+                        bool keyframes = true);
   ~MirrorThread();  // stops and joins the thread
   MirrorThread(const MirrorThread&) = delete;
   MirrorThread& operator=(const MirrorThread&) = delete;
@@ -192,6 +194,7 @@ class MirrorThread {
   WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
   term::ScrollbackLimits limits_;
   const term::StatusRules* rules_;
+  bool keyframes_;
   moodycamel::ConcurrentQueue<Command> commands_;
   moodycamel::ConcurrentQueue<SnapshotReply> replies_;
   moodycamel::ConcurrentQueue<OutputEventBatch> output_events_;

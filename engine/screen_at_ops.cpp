@@ -91,7 +91,7 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
                                  const Actor& actor, const Json& request) {
   auto point = resolve_at(actor, request);
   if (!point) return tl::unexpected(point.error());
-  const Cursor* target = &point->cursor;
+  const Cursor target = point->cursor;
   if (ask.raw_reason) {
     return fail(Errc::bad_request, "a snapshot at a past cursor is a snapshot_v1 only");
   }
@@ -102,20 +102,20 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
   // Twice at most: when the bytes after the chosen keyframe are gone, keyframes below the
   // oldest retained cursor are dropped and the next one is tried.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const recorder::Keyframe* keyframe = r.keyframes.at_or_before(*target, point->session_end);
+    const recorder::Keyframe* keyframe = r.keyframes.at_or_before(target, point->session_end);
     if (!keyframe) {
       const recorder::Keyframe* oldest = r.keyframes.oldest();
       return fail(Errc::cursor_expired,
-                  "no keyframe at or before cursor " + std::to_string(value(*target)),
+                  "no keyframe at or before cursor " + std::to_string(value(target)),
                   value(oldest ? oldest->cursor : actor.ring().committed()));
     }
-    if (*target - keyframe->cursor > kMaxReplayBytes) {
+    if (target - keyframe->cursor > kMaxReplayBytes) {
       return fail(Errc::too_large, "the newest keyframe before cursor " +
-                                       std::to_string(value(*target)) + " is " +
-                                       std::to_string(*target - keyframe->cursor) +
+                                       std::to_string(value(target)) + " is " +
+                                       std::to_string(target - keyframe->cursor) +
                                        " bytes before it (the mirror could not take one since)");
     }
-    auto bytes = read_range(actor, keyframe->cursor, *target);
+    auto bytes = read_range(actor, keyframe->cursor, target);
     if (!bytes) {
       if (bytes.error().code == Errc::cursor_expired && bytes.error().cursor) {
         r.keyframes.drop_below(Cursor{*bytes.error().cursor});
@@ -127,7 +127,7 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
     job.token = next_id_++;
     job.keyframe = *keyframe;
     job.bytes = std::move(*bytes);
-    job.changes = r.keyframes.size_changes(*keyframe, *target, point->session_end);
+    job.changes = r.keyframes.size_changes(*keyframe, target, point->session_end);
     job.options.scrollback_lines = ask.scrollback;
     pending_snapshots_.emplace(job.token,
                                PendingSnapshot{connection, ask.id, actor.name(),

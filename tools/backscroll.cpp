@@ -17,6 +17,7 @@
 #include "shm/places.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/cli_attach.hpp"
+#include "tools/cli_capture.hpp"
 #include "tools/cli_engine.hpp"
 #include "tools/cli_events.hpp"
 #include "tools/cli_ops.hpp"
@@ -98,6 +99,36 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   return report_usage(std::string(e.what()) + " (see '" + where + " --help')");
 }
 
+// --at CURSOR|KIND:N and --at-time TIME (snapshot, capture): the returned function reads what
+// was given once parsing is done, or says why it cannot be used.
+std::function<tl::expected<PastPoint, std::string>()> add_past_point(CLI::App* command) {
+  auto at = std::make_shared<std::string>();
+  auto at_time = std::make_shared<std::string>();
+  command
+      ->add_option("--at", *at,
+                   "the screen as it was at CURSOR, or at an event: KIND:N, N from 0 (the "
+                   "oldest) or back from -1 (the newest), e.g. prompt:-3 (docs/recorder.md)")
+      ->type_name("CURSOR|KIND:N")
+      ->check(at_value());
+  command
+      ->add_option("--at-time", *at_time,
+                   "the screen as it was at TIME: ISO 8601 or a duration back from now (15m)")
+      ->type_name("TIME")
+      ->check(time_value());
+  return [at, at_time]() -> tl::expected<PastPoint, std::string> {
+    if (!at->empty() && !at_time->empty()) {
+      return tl::unexpected(std::string("--at and --at-time exclude each other"));
+    }
+    PastPoint point;
+    if (!at->empty()) {
+      if (const auto cursor = parse_u64(*at)) point.at = Cursor{*cursor};
+      else point.at_event = *at;
+    }
+    if (!at_time->empty()) point.at_time_ms = parse_time(*at_time, now_ms());
+    return point;
+  };
+}
+
 // One entry of the command table: main calls `run` when CLI11 marks `subcommand` as parsed. The
 // values the options parse into are owned by `run`'s captures, so they outlive parsing.
 struct Command {
@@ -169,7 +200,7 @@ Command add_status(CLI::App& app) {
 Command add_tail(CLI::App& app) {
   struct Values {
     TailArgs tail;
-    std::string from;
+    std::string from, lines;
   };
   auto values = std::make_shared<Values>();
   auto* command =
@@ -178,11 +209,21 @@ Command add_tail(CLI::App& app) {
   command->add_option("--from", values->from, "start at this cursor (default: the oldest retained)")
       ->type_name("CURSOR")
       ->check(u64_value());
+  command
+      ->add_option("-n,--lines", values->lines,
+                   "first the last N lines of the screen and history as text (capture), then "
+                   "(with -f) the raw output after them")
+      ->type_name("N")
+      ->check(u64_value());
   command->add_flag("-f,--follow", values->tail.follow, "keep writing new output as it arrives");
   command->add_flag("--until-exit", values->tail.until_exit,
                     "follow until the current session ends and all its bytes are written");
   const auto run = [values](const EngineTarget& engine) {
     values->tail.from = cursor_value(values->from);
+    if (!values->lines.empty()) {
+      if (values->tail.from) return report_usage("tail: --from and -n exclude each other");
+      values->tail.lines = static_cast<std::size_t>(*parse_u64(values->lines));
+    }
     return run_tail(engine, values->tail);
   };
   return {command, run};
@@ -343,32 +384,45 @@ Command add_snapshot(CLI::App& app) {
   command->add_flag("--json", snapshot->json,
                     "print {format, cursor, epoch, cols, rows, bytes, reason} as one JSON "
                     "object (the bytes then go only to --output)");
-  auto at = std::make_shared<std::string>();
-  auto at_time = std::make_shared<std::string>();
-  command
-      ->add_option("--at", *at,
-                   "the screen as it was at CURSOR, or at an event: KIND:N, N from 0 (the "
-                   "oldest) or back from -1 (the newest), e.g. prompt:-3 (docs/recorder.md)")
-      ->type_name("CURSOR|KIND:N")
-      ->check(at_value());
-  command
-      ->add_option("--at-time", *at_time,
-                   "the screen as it was at TIME: ISO 8601 or a duration back from now (15m)")
-      ->type_name("TIME")
-      ->check(time_value());
+  const auto past = add_past_point(command);
   command->footer(
       "The bytes redraw the screen on a fresh terminal of COLS x ROWS; the raw output from "
       "CURSOR on continues it (`backscroll tail NAME --from CURSOR`).");
-  const auto run = [snapshot, at, at_time](const EngineTarget& engine) {
-    if (!at->empty() && !at_time->empty()) {
-      return report_usage("snapshot: --at and --at-time exclude each other");
-    }
-    if (!at->empty()) {
-      if (const auto cursor = parse_u64(*at)) snapshot->at = Cursor{*cursor};
-      else snapshot->at_event = *at;
-    }
-    if (!at_time->empty()) snapshot->at_time_ms = parse_time(*at_time, now_ms());
+  const auto run = [snapshot, past](const EngineTarget& engine) {
+    auto point = past();
+    if (!point) return report_usage("snapshot: " + point.error());
+    snapshot->past = *point;
     return run_snapshot(engine, *snapshot);
+  };
+  return {command, run};
+}
+
+Command add_capture(CLI::App& app) {
+  auto capture = std::make_shared<CaptureArgs>();
+  auto* command = app.add_subcommand(
+      "capture", "Print an actor's screen (and history) as text lines, as tmux capture-pane -p");
+  add_actor(command, capture->actor);
+  command
+      ->add_option("-S,--start", capture->start,
+                   "first line: 0 is the screen's top row, -N the N-th newest history line, - "
+                   "the oldest (default 0)")
+      ->type_name("LINE")
+      ->check(line_value());
+  command
+      ->add_option("-E,--end", capture->end,
+                   "last line, numbered as --start; - the screen's last row (the default)")
+      ->type_name("LINE")
+      ->check(line_value());
+  command->add_flag("-e,--escapes", capture->sgr, "keep colours and attributes (SGR sequences)");
+  auto print = std::make_shared<bool>(false);  // outlives parsing, as every option's value
+  command->add_flag("-p", *print, "print to stdout (always; accepted as tmux spells it)");
+  const auto past = add_past_point(command);
+  command->footer("Example: backscroll capture build -S -2000 > build.txt (docs/cli.md)");
+  const auto run = [capture, past, print](const EngineTarget& engine) {
+    auto point = past();
+    if (!point) return report_usage("capture: " + point.error());
+    capture->past = *point;
+    return run_capture(engine, *capture);
   };
   return {command, run};
 }
@@ -498,8 +552,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
       add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app), add_history(app), add_snapshot(app), add_events(app),  add_verify(app),
-      add_attach(app),  add_ping(app),    add_shutdown(app)};
+      add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_events(app),
+      add_verify(app),  add_attach(app),  add_ping(app),     add_shutdown(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

@@ -94,4 +94,16 @@ CLI::Validator at_value() {
       "");
 }
 
+CLI::Validator line_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::string_view digits = text;
+        if (digits == "-") return {};
+        if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
+        if (!digits.empty() && digits.size() <= 9 && parse_u64(digits)) return {};
+        return "expected a line number (0, 5, -100) or -, got '" + text + "'";
+      },
+      "");
+}
+
 }  // namespace backscroll::cli

@@ -39,5 +39,7 @@ CLI::Validator detach_key();
 // A cursor (decimal) or an event reference KIND:N (N a signed decimal); the kind itself is the
 // engine's to check.
 CLI::Validator at_value();
+// A capture line number: a signed decimal, or "-".
+CLI::Validator line_value();
 
 }  // namespace backscroll::cli

@@ -396,12 +396,16 @@ int run_shutdown(const EngineTarget& engine) {
   return print("engine pid " + std::to_string(pid) + " stopped");
 }
 
+void PastPoint::add_to(Json& request) const {
+  if (at) request["at"] = value(*at);
+  if (!at_event.empty()) request["at_event"] = at_event;
+  if (at_time_ms) request["at_time_ms"] = *at_time_ms;
+}
+
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
   Json request{{"actor", args.actor}, {"formats", Json::array({"snapshot_v1"})}};
   if (args.scrollback) request["scrollback"] = *args.scrollback;
-  if (args.at) request["at"] = value(*args.at);
-  if (!args.at_event.empty()) request["at_event"] = args.at_event;
-  if (args.at_time_ms) request["at_time_ms"] = *args.at_time_ms;
+  args.past.add_to(request);
   auto r = call(engine, "snapshot", std::move(request));
   if (!r) return report(r.error());
   const Json& h = r->header;
@@ -420,12 +424,11 @@ int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args) {
   }
   if (h.value("format", "") != "snapshot_v1") {
     // No bytes to show: say why and where a raw replay starts (stderr: stdout stays the bytes).
-    const bool past = args.at || !args.at_event.empty() || args.at_time_ms;
-    (void)write_all(STDERR_FILENO, "backscroll: raw_replay (" +
-                                       h.value("reason", std::string("?")) + "): " +
-                                       (past ? "no exact screen at cursor " + text(h, "cursor")
-                                             : "replay from cursor " + text(h, "cursor")) +
-                                       "\n");
+    (void)write_all(STDERR_FILENO,
+                    "backscroll: raw_replay (" + h.value("reason", std::string("?")) + "): " +
+                        (args.past.given() ? "no exact screen at cursor " + text(h, "cursor")
+                                           : "replay from cursor " + text(h, "cursor")) +
+                        "\n");
   }
   return kExitOk;
 }

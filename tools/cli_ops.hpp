@@ -47,6 +47,18 @@ struct HistoryArgs {
   bool skip_damaged = false;  // go on after a data_lost gap (listed on stderr) instead of failing
 };
 
+// The screen at a past point (docs/recorder.md, `snapshot` with `at`, `at_event`,
+// `at_time_ms`): a cursor, or an event as KIND:N; or a time. None: now.
+struct PastPoint {
+  std::optional<Cursor> at;
+  std::string at_event;
+  std::optional<std::int64_t> at_time_ms;
+
+  bool given() const { return at || !at_event.empty() || at_time_ms; }
+  // Its fields, added to a `snapshot` request.
+  void add_to(control::Json& request) const;
+};
+
 struct SnapshotArgs {
   std::string actor;
   // History lines drawn before the screen; nullopt: the engine's default (settings.yaml
@@ -54,10 +66,7 @@ struct SnapshotArgs {
   std::optional<std::uint64_t> scrollback;
   std::string output;  // empty or "-": stdout
   bool json = false;   // print the metadata as JSON (bytes only with --output)
-  // The screen at a past point (docs/recorder.md): a cursor, or an event as KIND:N; or a time.
-  std::optional<Cursor> at;
-  std::string at_event;
-  std::optional<std::int64_t> at_time_ms;
+  PastPoint past;
 };
 
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args);

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
+#include "tools/cli_capture.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_ring_follower.hpp"
 
@@ -64,12 +68,35 @@ Result<Cursor> write_older(const EngineTarget& engine, const TailArgs& args, Cur
   return from;
 }
 
+// The last `n` lines of the actor's screen and history (trailing empty rows left out), as
+// capture renders them; returns the cursor they show the stream up to.
+Result<Cursor> write_last_lines(const EngineTarget& engine, const std::string& actor,
+                                std::size_t n) {
+  auto captured = capture_screen(engine, actor, n, /*sgr=*/false);
+  if (!captured) return tl::unexpected(captured.error());
+  std::vector<std::string> all = std::move(captured->lines.history);
+  for (std::string& row : captured->lines.screen) all.push_back(std::move(row));
+  while (!all.empty() && all.back().empty()) all.pop_back();
+  std::string out;
+  for (std::size_t i = all.size() - std::min(n, all.size()); i < all.size(); ++i) {
+    out += all[i] + "\n";
+  }
+  if (auto w = write_all(STDOUT_FILENO, out); !w) return tl::unexpected(w.error());
+  return captured->cursor;
+}
+
 }  // namespace
 
 int run_tail(const EngineTarget& engine, const TailArgs& args) {
   auto reader = open_ring(engine.places, args.actor);
   if (!reader) return report(reader.error());
   Cursor start = args.from.value_or(Cursor{0});
+  if (args.lines) {
+    auto shown = write_last_lines(engine, args.actor, *args.lines);
+    if (!shown) return report(shown.error());
+    if (!args.follow && !args.until_exit) return kExitOk;
+    start = *shown;
+  }
   if (start > reader->committed()) {
     return report(Error{Errc::cursor_in_future,
                         "cursor " + std::to_string(value(start)) +

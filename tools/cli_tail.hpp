@@ -1,9 +1,10 @@
 // `backscroll tail`: writes an actor's raw output to stdout straight from its ring (shared
-// memory only; the engine is never asked, and never started). Optionally follows the ring,
-// sleeping on its futex word, until interrupted, until the session ends, or until the ring
-// is closed.
+// memory; the engine is asked only for bytes older than the ring holds, and with -n for the
+// screen's last lines, and never started). Optionally follows the ring, sleeping on its futex
+// word, until interrupted, until the session ends, or until the ring is closed.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,9 @@ namespace backscroll::cli {
 struct TailArgs {
   std::string actor;
   std::optional<Cursor> from;  // default: the oldest retained cursor (ring, cache, transcript)
+  // Instead of raw bytes from `from`: the last N lines of the screen and history as text
+  // (capture), then (following) the raw output after them.
+  std::optional<std::size_t> lines;
   bool follow = false;
   bool until_exit = false;  // implies follow
 };

@@ -3,9 +3,9 @@
 // cursor, and what the mirror thread read in the output (a title, a bell, a prompt) when that
 // arrives, later and at an older cursor; each lands in its place by cursor (TrackEvent::before).
 //
-// Bounds: the minor kinds (titles, bells) and all others are kept apart, each up to its own limit;
-// past it the oldest of that group goes. A clear discards every event read from the bytes it
-// cleared (they may hold what the user cleared away).
+// Bounds: the minor kinds (titles, bells, keyframes) and all others are kept apart, each up to
+// its own limit; past it the oldest of that group goes. A clear discards every event read from
+// the bytes it cleared (they may hold what the user cleared away).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@ namespace backscroll::recorder {
 
 struct TrackLimits {
   std::size_t events = 4096;        // every kind but the minor ones
-  std::size_t minor_events = 4096;  // titles and bells
+  std::size_t minor_events = 4096;  // titles, bells and keyframes
 };
 
 // A set of kinds: bit (1 << kind).

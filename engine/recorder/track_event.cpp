@@ -35,7 +35,7 @@ EventOrigin origin_of(EventKind kind) noexcept {
 }
 
 bool is_minor(EventKind kind) noexcept {
-  return kind == EventKind::title || kind == EventKind::bell;
+  return kind == EventKind::title || kind == EventKind::bell || kind == EventKind::keyframe;
 }
 
 bool TrackEvent::before(const TrackEvent& other) const noexcept {

@@ -39,8 +39,8 @@ std::optional<EventKind> parse_event_kind(std::string_view name) noexcept;
 // thread's event at a cursor applies to the bytes after it.
 enum class EventOrigin : std::uint8_t { stream = 0, control = 1 };
 EventOrigin origin_of(EventKind kind) noexcept;
-// Titles and bells are many and small: they have a bound of their own, so a spinner in the title
-// bar never pushes a spawn or an exit out of the track.
+// Titles, bells and keyframes are many: they have a bound of their own, so a spinner in the
+// title bar or a long flood never pushes a spawn or an exit out of the track.
 bool is_minor(EventKind kind) noexcept;
 
 struct TrackEvent {

@@ -11,7 +11,8 @@ namespace {
 
 constexpr char32_t kWideStandIn = 0x4e00;
 
-// SGR argument groups for a pen, after a reset (0).
+}  // namespace
+
 std::vector<std::string> sgr_groups(const Pen& p) {
   std::vector<std::string> g;
   if (p.bold) g.emplace_back("1");
@@ -58,6 +59,8 @@ std::vector<std::string> sgr_groups(const Pen& p) {
   colour(p.bg, false);
   return g;
 }
+
+namespace {
 
 int count_params(const std::string& group) {
   return 1 + static_cast<int>(std::count_if(group.begin(), group.end(),

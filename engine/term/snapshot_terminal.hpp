@@ -10,11 +10,16 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/term/mirror_screen.hpp"
 #include "engine/term/terminal_modes.hpp"
 
 namespace backscroll::term {
+
+// SGR argument groups for a pen, after a reset (0): "1", "38;5;200", "4:3" (one group may hold
+// several parameters).
+std::vector<std::string> sgr_groups(const Pen& p);
 
 inline void append_num(std::string& out, unsigned v) {
   char buf[16];

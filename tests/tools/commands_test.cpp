@@ -607,6 +607,75 @@ TEST_F(CliCommandTest, HistoryWithAnotherEpochIsRefused) {
                                1, "backscroll: wrong_epoch: "));
 }
 
+// ---- capture, tail -n ----------------------------------------------------------------------
+
+class CliCapture : public CliCommandTest {
+ protected:
+  // 40 numbered lines (line 3 in red) on a 30x10 screen: history holds lines 1-31, the screen
+  // lines 32-40 and the empty line the cursor is on.
+  void SetUp() override {
+    CliCommandTest::SetUp();
+    spawn("c",
+          {"sh", "-c",
+           R"(i=1; while [ $i -le 40 ]; do if [ $i = 3 ]; then printf '\033[31mline 3\033[m\n'; )"
+           R"(else printf 'line %d\n' $i; fi; i=$((i+1)); done; exec sleep 60)"},
+          {"--cols", "30", "--rows", "10"});
+    engine_.wait_output("c", "line 40\r\n");
+    wait_until(
+        [&] {
+          return cli({"capture", "c"}).out.find("line 40") != std::string::npos;
+        },
+        "the mirror to show line 40");
+  }
+  static std::string numbered(int from, int to) {
+    std::string out;
+    for (int i = from; i <= to; ++i) out += "line " + std::to_string(i) + "\n";
+    return out;
+  }
+};
+
+TEST_F(CliCapture, NumbersLinesAsTmuxDoes) {
+  const CliResult screen = cli({"capture", "c", "-p"});
+  ASSERT_TRUE(Succeeds(screen)) << ::testing::PrintToString(screen);
+  EXPECT_EQ(screen.out, numbered(32, 40) + "\n");  // the 10 rows; the last one empty
+  EXPECT_EQ(cli({"capture", "c", "-S", "-5", "-E", "-1"}).out, numbered(27, 31));
+  EXPECT_EQ(cli({"capture", "c", "-S", "-", "-E", "2"}).out, numbered(1, 34));
+  EXPECT_EQ(cli({"capture", "c", "-S", "-100", "-E", "-30"}).out, numbered(1, 2));  // clamped
+  EXPECT_EQ(cli({"capture", "c", "-S", "8"}).out, "line 40\n\n");
+  // Colours only with -e, reset at the end of the line.
+  EXPECT_EQ(cli({"capture", "c", "-S", "-29", "-E", "-29"}).out, "line 3\n");
+  EXPECT_EQ(cli({"capture", "c", "-S", "-29", "-E", "-29", "-e"}).out, "\x1b[0;31mline 3\x1b[0m\n");
+  // At a past cursor: before any output, ten empty rows.
+  EXPECT_EQ(cli({"capture", "c", "--at", "0"}).out, std::string(10, '\n'));
+
+  EXPECT_EQ(cli({"capture", "c", "-S", "x"}).exit_code(), 2);
+  EXPECT_EQ(cli({"capture", "c", "-E", "--5"}).exit_code(), 2);
+  EXPECT_TRUE(FailsWithOneLine(cli({"capture", "nobody"}), 1, "backscroll: no_such_actor: "));
+}
+
+TEST_F(CliCapture, TailLinesPrintsTheLastLinesThenFollowsTheRawOutput) {
+  const CliResult last = cli({"tail", "c", "-n", "3"});
+  ASSERT_TRUE(Succeeds(last)) << ::testing::PrintToString(last);
+  EXPECT_EQ(last.out, numbered(38, 40));
+  EXPECT_EQ(cli({"tail", "c", "-n", "200"}).out, numbered(1, 40));
+  EXPECT_EQ(cli({"tail", "c", "-n", "3", "--from", "0"}).exit_code(), 2);
+}
+
+TEST_F(CliCommandTest, TailLinesWithFollowGoesOnWithTheOutputAfterThem) {
+  spawn("t", {"cat"});
+  ASSERT_TRUE(Succeeds(cli({"send", "t", "one"})));
+  engine_.wait_output("t", "one\r\none\r\n");
+  wait_until([&] { return cli({"tail", "t", "-n", "1"}).out == "one\n"; }, "the mirror");
+  const auto follow = start({"tail", "t", "-n", "1", "-f"});
+  follow->wait_stdout("one\n");
+  ASSERT_TRUE(Succeeds(cli({"send", "t", "two"})));
+  follow->wait_stdout("two\r\ntwo\r\n");
+  ASSERT_TRUE(Succeeds(cli({"delete", "t"})));
+  const CliResult r = follow->finish();
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out, "one\ntwo\r\ntwo\r\n");
+}
+
 // ---- events --------------------------------------------------------------------------------
 
 class CliEvents : public CliCommandTest {};

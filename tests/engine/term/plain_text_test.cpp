@@ -3,7 +3,11 @@
 // rows cut; with the alternate screen active, the main screen underneath.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "engine/term/mirror.hpp"
+#include "engine/term/plain_text.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -27,6 +31,28 @@ TEST(PlainText, WideCharactersOnceAndCombiningMarksKept) {
 
 TEST(PlainText, TheMainScreenUnderAFullScreenProgram) {
   EXPECT_EQ(text_of("$ vim\r\n\x1b[?1049h\x1b[Hframe of the editor"), "$ vim\n");
+}
+
+// capture's lines (term::screen_lines): the visible screen (the alternate one while active),
+// every row; with SGR, a sequence at each change of pen, coloured blanks kept, a reset at the
+// end of a line whose last pen was not the default.
+TEST(ScreenLines, TheVisibleScreenRowByRowAndTheHistoryBeforeIt) {
+  term::Mirror mirror(Cursor{0}, 20, 3);
+  mirror.feed("one\r\ntwo\r\nthree\r\nfour");
+  const term::ScreenLines lines = term::screen_lines(mirror.screen(), 10, false);
+  EXPECT_EQ(lines.history, (std::vector<std::string>{"one"}));
+  EXPECT_EQ(lines.screen, (std::vector<std::string>{"two", "three", "four"}));
+  mirror.feed("\x1b[?1049h\x1b[Hframe");
+  EXPECT_EQ(term::screen_lines(mirror.screen(), 0, false).screen,
+            (std::vector<std::string>{"frame", "", ""}));
+}
+
+TEST(ScreenLines, WithSgrEachChangeOfPenAndAResetAtTheEnd) {
+  term::Mirror mirror(Cursor{0}, 20, 2);
+  mirror.feed("a\x1b[1;31mb\x1b[mc\r\n\x1b[44m  \x1b[m");
+  const term::ScreenLines lines = term::screen_lines(mirror.screen(), 0, true);
+  EXPECT_EQ(lines.screen[0], "a\x1b[0;1;31mb\x1b[0mc");
+  EXPECT_EQ(lines.screen[1], "\x1b[0;44m  \x1b[0m") << "coloured blanks are part of the picture";
 }
 
 }  // namespace
