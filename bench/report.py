@@ -87,7 +87,7 @@ def mark(ok):
 def flood_table(flood):
     rows = ["| workload | configuration | MB/s (median) | rounds | ratio to plain | ratio to tmux |",
             "|---|---|---|---|---|---|"]
-    order = ["plain", "backscroll", "no_mirror", "tmux"]
+    order = ["plain", "backscroll", "no_keyframes", "no_mirror", "tmux"]
     for workload, w in flood["workloads"].items():
         for config in order:
             if config not in w:
@@ -110,6 +110,11 @@ def snapshot_table(snap):
     for key, v in snap.get("build", {}).items():
         rows.append(f"| build in process, {key} | {v['p50_ms']:.3f} | {v['p99_ms']:.3f} | "
                     f"{v['max_ms']:.3f} | {key.split('+')[1]} |")
+    if "screen_at" in snap:
+        v = snap["screen_at"]
+        rows.append(f"| at a past cursor ({v['stream_bytes'] / 1e6:.0f} MB stream, "
+                    f"{v['keyframes']} keyframes, mean replay {v['mean_replayed_bytes'] / 1024:.0f} KiB) | "
+                    f"{v['p50_ms']:.3f} | {v['p99_ms']:.3f} | {v['max_ms']:.3f} | - |")
     return "\n".join(rows)
 
 
@@ -159,6 +164,15 @@ def goals_table(flood, snap, readers, scale):
         if "ratio_to_tmux" in w["backscroll"]:
             t = w["backscroll"]["ratio_to_tmux"]
             goal(f"flood, {workload}: backscroll >= {TMUX_GOAL} x tmux", f"{t:.2f}", t >= TMUX_GOAL)
+    for workload, w in flood["workloads"].items():
+        if "no_keyframes" in w:
+            cost = 1 - w["backscroll"]["median"] / w["no_keyframes"]["median"]
+            goal(f"flood, {workload}: keyframes cost the drain <= 3% (issue 18)",
+                 f"{100 * cost:+.1f}%", cost <= 0.03)
+    if snap.get("screen_at"):
+        p99 = snap["screen_at"]["p99_ms"]
+        goal(f"snapshot at a past cursor of a {snap['screen_at']['stream_bytes'] / 1e6:.0f} MB "
+             "stream: p99 <= 50 ms (issue 18)", f"{p99:.3f} ms", p99 <= 50)
     tui = flood["workloads"].get("tui")
     if tui and "ratio_to_tmux" in tui["backscroll"]:
         t = tui["backscroll"]["ratio_to_tmux"]
@@ -261,7 +275,8 @@ libvterm {m['libvterm']}, {m['tmux']}; {m['date']}, load average {m['load_before
 
 Each workload is a file `cat` prints on a cooked 80x24 PTY; configurations alternate within a
 round: `plain` (blocking read() loop), `backscroll` (as shipped, durable transcript on, two shm
-readers), `no_mirror` (--no-mirror, one reader), `tmux` (detached session).
+readers), `no_keyframes` (the same with --no-keyframes: what keyframes cost), `no_mirror`
+(--no-mirror, one reader), `tmux` (detached session).
 
 {flood_table(results['flood'])}
 

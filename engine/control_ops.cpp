@@ -228,7 +228,8 @@ Result<Json> Engine::op_status(const Json& request) const {
                      {"skipped_bytes", m.skipped},
                      {"resyncs", m.resyncs},
                      {"snapshots", m.snapshots},
-                     {"held_snapshots", m.held_snapshots}};
+                     {"held_snapshots", m.held_snapshots},
+                     {"keyframes", m.keyframes}};
   }
   return out;
 }

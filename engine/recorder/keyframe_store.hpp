@@ -16,7 +16,7 @@ namespace backscroll::recorder {
 
 class KeyframeStore {
  public:
-  static constexpr std::size_t kMaxKeyframes = 64;
+  static constexpr std::size_t kMaxKeyframes = 1024;
   static constexpr std::size_t kMaxBytes = 8u << 20;
 
   // A keyframe at or after the newest one held (an older one is ignored: the stream was reset
