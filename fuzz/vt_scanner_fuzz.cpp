@@ -2,16 +2,17 @@
 // through before libvterm. Input: byte 0 seeds how the rest is split into scan() calls, bytes 1
 // and 2 pick the screen rows and columns (1-256), bytes 3.. are the stream. Oracles: no crash or
 // sanitizer report; scanning whole and in pieces gives the same modes, title, reason, bells,
-// marks (skip ranges joined) and positions; after every piece clean_position() and feed_limit()
-// equal those of a byte-by-byte scan at the same offset; clean <= feed limit <= position, the
-// feed limit never moves back, a held sequence is at most kMaxHoldBytes; the title is valid UTF-8
-// without control characters; buffered bytes stay bounded; what the mirror would feed libvterm
-// holds no CSI that overflows libvterm's 16 arguments.
+// marks (skip ranges joined), positions and events (titles, bells, shell marks, with cursors);
+// after every piece clean_position() and feed_limit() equal those of a byte-by-byte scan at the
+// same offset; clean <= feed limit <= position, the feed limit never moves back, a held sequence is
+// at most kMaxHoldBytes; the title is valid UTF-8 without control characters; buffered bytes stay
+// bounded; what the mirror would feed libvterm holds no CSI that overflows libvterm's 16 arguments.
 // Run: vt_scanner_fuzz -dict=fuzz/vt_scanner.dict -max_len=16384 fuzz/corpus/vt_scanner
 // (max_len above kMaxHoldBytes, so forced feeds of oversized sequences are reached).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,22 @@ bool clean_title(std::string_view t) {
   return true;
 }
 
+// Every title set, bell and shell mark a scanner reports (VtEvents), in order, with its cursor.
+class Recorder final : public backscroll::term::VtEvents {
+ public:
+  void on_title(std::string_view title, Cursor after) noexcept override {
+    events.push_back("t" + std::string(title) + "@" + std::to_string(backscroll::value(after)));
+  }
+  void on_bell(Cursor after) noexcept override {
+    events.push_back("b@" + std::to_string(backscroll::value(after)));
+  }
+  void on_shell_mark(char mark, std::optional<int> exit_status, Cursor after) noexcept override {
+    events.push_back(std::string("m") + mark + (exit_status ? std::to_string(*exit_status) : "") +
+                     "@" + std::to_string(backscroll::value(after)));
+  }
+  std::vector<std::string> events;
+};
+
 void check_state(const VtScanner& s, Cursor& last_feed) {
   check(s.clean_position() <= s.feed_limit());
   check(s.feed_limit() <= s.position());
@@ -114,6 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The reference: one byte at a time.
   VtScanner bytewise(Cursor{kStart}, cols, rows);
+  Recorder bytewise_events, whole_events, piece_events;
+  bytewise.set_events(&bytewise_events);
   std::vector<Cursor> clean_at{bytewise.clean_position()};
   std::vector<Cursor> feed_at{bytewise.feed_limit()};
   std::vector<Mark> bytewise_marks;
@@ -127,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   VtScanner whole(Cursor{kStart}, cols, rows);
+  whole.set_events(&whole_events);
   std::vector<Mark> whole_marks;
   Cursor whole_feed = whole.feed_limit();
   whole.scan(stream);
@@ -135,6 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Pieces of 1-64 bytes, now and then up to 8 KiB; the mirror's feed alongside.
   VtScanner pieces(Cursor{kStart}, cols, rows);
+  pieces.set_events(&piece_events);
   std::vector<Mark> piece_marks;
   Cursor piece_feed = pieces.feed_limit();
   std::string fed_bytes;
@@ -184,6 +205,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   check(bytewise_marks == whole_marks);
   check(piece_marks == whole_marks);
+  // Events do not depend on how the stream is cut, and each is past its own bytes.
+  check(bytewise_events.events == whole_events.events);
+  check(piece_events.events == whole_events.events);
+  check(whole_events.events.size() <= stream.size() + 1);
 
   VtScanner fed_check(Cursor{kStart}, cols, rows);
   std::vector<Mark> fed_marks;
