@@ -163,31 +163,28 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       const double fed =
           mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
       fed_fraction.push_back(fed / static_cast<double>(b.bytes));
-      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(shipped.pid())) {
-        const double ms_per_mb =
-            (seconds - cpu_before.at(thread)) * 1e3 / (static_cast<double>(b.bytes) / 1e6);
-        cpu["backscroll " + thread].push_back(ms_per_mb);
-      }
+      // Each engine thread's CPU time per MB of the flood, as "CONFIG THREAD".
+      const auto record_cpu = [&cpu](const std::string& config, pid_t pid, const auto& before,
+                                     std::uint64_t flooded) {
+        for (const auto& [thread, seconds] : bench::thread_cpu_seconds(pid)) {
+          cpu[config + " " + thread].push_back((seconds - before.at(thread)) * 1e3 /
+                                               (static_cast<double>(flooded) / 1e6));
+        }
+      };
+      record_cpu("backscroll", shipped.pid(), cpu_before, b.bytes);
       const auto cpu_before_k = bench::thread_cpu_seconds(no_keyframes.pid());
       const Sample k = bench::engine_flood(no_keyframes, actor, cat, 2);
-      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_keyframes.pid())) {
-        const double ms_per_mb =
-            (seconds - cpu_before_k.at(thread)) * 1e3 / (static_cast<double>(k.bytes) / 1e6);
-        cpu["no_keyframes " + thread].push_back(ms_per_mb);
-      }
+      record_cpu("no_keyframes", no_keyframes.pid(), cpu_before_k, k.bytes);
       const auto cpu_before_d = bench::thread_cpu_seconds(no_mirror.pid());
       const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
-      for (const auto& [thread, seconds] : bench::thread_cpu_seconds(no_mirror.pid())) {
-        const double ms_per_mb =
-            (seconds - cpu_before_d.at(thread)) * 1e3 / (static_cast<double>(d.bytes) / 1e6);
-        cpu["no_mirror " + thread].push_back(ms_per_mb);
-      }
+      record_cpu("no_mirror", no_mirror.pid(), cpu_before_d, d.bytes);
       if (b.bytes != p.bytes || d.bytes != p.bytes || k.bytes != p.bytes) {
         std::fprintf(stderr,
                      "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
-                     "without the mirror\n",
+                     "without keyframes, %llu without the mirror\n",
                      workload.c_str(), static_cast<unsigned long long>(p.bytes),
                      static_cast<unsigned long long>(b.bytes),
+                     static_cast<unsigned long long>(k.bytes),
                      static_cast<unsigned long long>(d.bytes));
         return 1;
       }
