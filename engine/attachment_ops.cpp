@@ -36,9 +36,7 @@ Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
   if (mirror_ && m != mirror_ids_.end()) {
     mirror_->resize(m->second, at, size.cols, size.rows);
     // Numbered as the mirror applies them (Keyframe::sizes_applied counts the same resizes).
-    if (recorder::Recording* r = recording(actor.name())) {
-      r->keyframes.add_size_change(at, size.cols, size.rows);
-    }
+    record_size_change(actor, at, size);
   }
   if (before.cols != size.cols || before.rows != size.rows) {
     record_event(actor.name(), recorder::EventKind::resize, at,

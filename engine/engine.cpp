@@ -15,6 +15,13 @@
 #include "engine/log.hpp"
 
 namespace backscroll::engine {
+namespace {
+
+// At shutdown, how long the io thread waits for the mirror's keyframes of the sessions' last
+// screens (normally a few milliseconds: the mirror has parsed everything by the seal).
+constexpr std::chrono::milliseconds kFinalKeyframeWait{500};
+
+}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSettings settings) {
   auto dir = RuntimeDir::claim(places);
@@ -166,8 +173,9 @@ void Engine::restore_actors() {
     Actor& a = **actor;
     actors_.emplace(restored.name, std::move(*actor));
     recordings_.emplace(restored.name, recorder::Recording(settings_.track));
-    record_fresh_terminal(a, a.ring().committed());  // where its mirror starts too
-    mirror_add(a);
+    std::optional<MirrorStart::Cold> cold = restore_recording(a, restored);
+    if (!cold) record_fresh_terminal(a, a.ring().committed());  // where its mirror starts
+    mirror_add(a, std::move(cold));
     transcripts_.adopt(a, std::move(restored));
   }
   // Persistence goes off when the transcripts' folder cannot be made: no lease to wait for.
@@ -183,6 +191,7 @@ void Engine::on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept
   // finish_deferred may retire the actor (delete); the seal already woke its readers.
   std::erase(committed_, &actor);
   actor.set_wake_pending(false);
+  record_session_end(actor, Cursor{session.end});  // synced with the session's bytes
   // With a transcript, the session counts as sealed once the writer synced its bytes.
   if (!transcripts_.seal(actor, session)) report_sealed(actor, session, false);
 }
@@ -292,6 +301,13 @@ int Engine::run() noexcept {
   } catch (const std::exception& e) {
     log(LogLevel::error, "io loop: {}", e.what());
     return 1;
+  }
+  // The sessions' last screens, asked of the mirror at each seal, reach the transcripts before
+  // the writer stops (a cold restore starts from them). Bounded: a mirror may decline (a screen
+  // a snapshot cannot reproduce), and a restore then replays from an older keyframe.
+  const auto keyframe_deadline = std::chrono::steady_clock::now() + kFinalKeyframeWait;
+  while (final_keyframes_owed() && std::chrono::steady_clock::now() < keyframe_deadline) {
+    loop_->run_once(keyframe_deadline);
   }
   // Answer what is still waiting and let the server flush its replies.
   for (const auto& [name, d] : deferred_) {

@@ -146,7 +146,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // deletion's final text.
   void answer_snapshots();
   void answer_snapshot(PendingSnapshot pending, const SnapshotReply& reply);
-  void mirror_add(Actor& actor);
+  void mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold = std::nullopt);
   void mirror_reset(const Actor& actor, Cursor at);
   // Attachments and size ownership (attachment_ops.cpp; the table and its rules:
   // attachments.hpp).
@@ -198,8 +198,22 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   recorder::Recording* recording(const std::string& actor);
   // A fresh terminal from `at` on (a session's start, a clear): a keyframe of its own.
   void record_fresh_terminal(const Actor& actor, Cursor at);
+  // The PTY's size changed at `at` (numbered as the mirror applies it).
+  void record_size_change(const Actor& actor, Cursor at, WindowSize size);
+  // A keyframe from the mirror, kept (and written to the transcript when worth it).
+  void keep_keyframe(const std::string& actor, recorder::Recording& r, recorder::Keyframe keyframe);
+  // A session ended at `end`: its last screen and time sample are kept durably.
+  void record_session_end(const Actor& actor, Cursor end);
   // After a batch of reads: where the actor's stream was at this time (`at_time`).
   void note_activity(const Actor& actor, std::int64_t now_ms);
+  // A record of the actor's recording to its transcript's annex (durable_recording.hpp).
+  void keep_durably(const std::string& actor, std::string record);
+  // Rebuilds a restored actor's recording from its transcript's annex; the terminal its mirror
+  // starts from, if one can be rebuilt (cold restore).
+  std::optional<MirrorStart::Cold> restore_recording(const Actor& actor, RestorableActor& restored);
+  // Whether a session's last screen, asked of the mirror at its seal, has yet to reach the
+  // transcript (shutdown waits for it, briefly).
+  bool final_keyframes_owed() const;
 
   // The screen at a past cursor (screen_at_ops.cpp): `snapshot` with `at`, `at_time_ms` or
   // `at_event`, answered by the replay thread.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/engine.hpp"
+#include "engine/recorder/durable_recording.hpp"
 #include "engine/request_fields.hpp"
 #include "engine/wall_clock.hpp"
 
@@ -31,6 +32,7 @@ void Engine::record_event(const std::string& actor, EventKind kind, Cursor curso
   const std::optional<recorder::TrackEvent> event =
       r->events.record(kind, cursor, time_ms.value_or(wall_clock_ms()), std::move(fields));
   if (!event) return;
+  if (transcripts_.keeps(actor)) keep_durably(actor, recorder::encode(*event));
   Json frame = event->to_json(actor);
   frame["event"] = "track";
   broadcast(frame);
@@ -54,7 +56,8 @@ void Engine::record_output_events() {
                         {"history_lines", k.history_lines}};
       const Cursor at = k.cursor;
       const std::int64_t time = k.time_ms;
-      if (recorder::Recording* r = recording(named->first)) r->keyframes.add(std::move(k));
+      if (recorder::Recording* r = recording(named->first))
+        keep_keyframe(named->first, *r, std::move(k));
       record_event(named->first, EventKind::keyframe, at, fields, time);
     }
   }
@@ -77,18 +80,6 @@ void Engine::record_spawn(const Actor& actor, const shm::SessionRecord& session)
               {"cols", actor.size().cols}, {"rows", actor.size().rows}};
   if (truncated) fields["argv_truncated"] = true;
   record_event(actor.name(), EventKind::spawn, Cursor{session.start}, std::move(fields));
-}
-
-void Engine::record_fresh_terminal(const Actor& actor, Cursor at) {
-  if (recorder::Recording* r = recording(actor.name())) {
-    r->keyframes.add_fresh(at, actor.size().cols, actor.size().rows, wall_clock_ms());
-  }
-}
-
-void Engine::note_activity(const Actor& actor, std::int64_t now_ms) {
-  if (recorder::Recording* r = recording(actor.name())) {
-    r->times.note(now_ms, actor.ring().committed());
-  }
 }
 
 void Engine::announce_spawn(const Actor& actor, const shm::SessionRecord& session) {

@@ -1,5 +1,7 @@
 #include "engine/mirror_thread.hpp"
+
 #include "engine/eventfd_signal.hpp"
+#include "engine/recorder/screen_at.hpp"
 #include "engine/wall_clock.hpp"
 #include "engine/worker_loop.hpp"
 
@@ -159,9 +161,9 @@ void MirrorThread::wake() noexcept { wake_.wake_for_data(); }
 
 void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
                              std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
-                             std::uint16_t rows) {
-  send(
-      Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows});
+                             std::uint16_t rows, MirrorStart start) {
+  send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows,
+           std::move(start)});
 }
 void MirrorThread::remove_actor(MirrorActorId id) { send(Remove{id}); }
 void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows) {
@@ -215,6 +217,12 @@ void MirrorThread::run() {
       });
 }
 
+std::unique_ptr<term::Mirror> MirrorThread::resume(const MirrorStart::Cold& cold,
+                                                   Cursor start) const {
+  recorder::ScreenAt request{&cold.keyframe, cold.bytes, cold.changes, {}, limits_};
+  return recorder::resume(request, start);
+}
+
 bool MirrorThread::drain_commands() {
   command_waiting_.store(false, std::memory_order_relaxed);
   Command command;
@@ -236,7 +244,12 @@ bool MirrorThread::drain_commands() {
       fresh->ring = std::move(add->ring);
       fresh->consumer = std::move(add->consumer);
       const Cursor start = fresh->consumer->position();
-      fresh->mirror = std::make_unique<term::Mirror>(start, add->cols, add->rows, limits_);
+      if (add->start.cold) fresh->mirror = resume(*add->start.cold, start);
+      if (!fresh->mirror) {
+        fresh->mirror = std::make_unique<term::Mirror>(start, add->cols, add->rows, limits_);
+      }
+      fresh->stretch = add->start.stretch;
+      fresh->resizes_applied = fresh->keyframe_sizes = add->start.sizes_applied;
       fresh->output = std::make_unique<recorder::OutputEvents>(*rules_);
       fresh->mirror->set_events(fresh->output.get());
       fresh->limit = start;        // its committed cursor is loaded next round, after this drain

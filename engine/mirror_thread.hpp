@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -55,6 +57,22 @@ struct OutputEventBatch {
   MirrorActorId id = 0;
   std::vector<recorder::OutputEvent> events;  // in stream order
   std::vector<recorder::Keyframe> keyframes;  // in stream order
+};
+
+// Where an actor's mirror starts (MirrorThread::add_actor). Numbered as the io thread's
+// KeyframeStore numbers them: the stretch the stream is in and the size changes applied so far
+// (a restored actor's recording goes on from those it read back). With `cold`, the terminal
+// is rebuilt from a keyframe and the bytes after it up to the start (recorder::resume): a
+// restored actor shows its last screen (docs/recorder.md, "Cold restore").
+struct MirrorStart {
+  std::uint64_t stretch = 0;
+  std::uint64_t sizes_applied = 0;
+  struct Cold {
+    recorder::Keyframe keyframe;
+    std::string bytes;                          // the stream [keyframe.cursor, start)
+    std::vector<recorder::SizeChange> changes;  // KeyframeStore::size_changes
+  };
+  std::optional<Cold> cold{};
 };
 
 struct MirrorStats {
@@ -123,9 +141,10 @@ class MirrorThread {
   MirrorThread(const MirrorThread&) = delete;
   MirrorThread& operator=(const MirrorThread&) = delete;
 
-  // Io thread only. The mirror starts at the consumer's position(), with a fresh terminal.
+  // Io thread only. The mirror starts at the consumer's position(), with a fresh terminal of
+  // cols x rows or the one `start.cold` rebuilds.
   void add_actor(MirrorActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
-                 std::uint16_t cols, std::uint16_t rows);
+                 std::uint16_t cols, std::uint16_t rows, MirrorStart start = {});
   void remove_actor(MirrorActorId id);
   void resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows);
   // A fresh terminal from `at` on (a clear, a new session); bytes before it are skipped.
@@ -150,6 +169,7 @@ class MirrorThread {
     std::shared_ptr<InternalConsumer> consumer;
     std::uint16_t cols;
     std::uint16_t rows;
+    MirrorStart start;
   };
   struct Remove {
     MirrorActorId id;
@@ -186,6 +206,8 @@ class MirrorThread {
   void reply(SnapshotReply r);
   // Hands the output events the slot's mirror read (those ready at `now_ms`) to the io thread.
   void send_output_events(Slot& slot, std::int64_t now_ms);
+  // The terminal `cold` rebuilds, continuing at `start`; null when it cannot (a fresh one then).
+  std::unique_ptr<term::Mirror> resume(const MirrorStart::Cold& cold, Cursor start) const;
   // Takes a keyframe when one is due and the mirror can (docs/recorder.md).
   void maybe_keyframe(Slot& slot, std::int64_t now_ms);
   bool has_work();

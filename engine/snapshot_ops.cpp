@@ -11,7 +11,7 @@ namespace backscroll::engine {
 
 using control::Json;
 
-void Engine::mirror_add(Actor& actor) {
+void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   if (!mirror_) return;
   auto ring = shm::RingReader::open_announced(actor.ring().announcement());
   if (!ring) {
@@ -20,8 +20,15 @@ void Engine::mirror_add(Actor& actor) {
   }
   const MirrorActorId id = next_id_++;
   mirror_ids_[actor.name()] = id;
+  MirrorStart start;
+  if (const recorder::Recording* r = recording(actor.name())) {
+    // Numbered as the recording numbers them (a restored one goes on from what it read back).
+    start.stretch = r->keyframes.stretch();
+    start.sizes_applied = r->keyframes.next_size_seq() - 1;
+  }
+  start.cold = std::move(cold);
   mirror_->add_actor(id, std::move(*ring), actor.attach_consumer(), actor.size().cols,
-                     actor.size().rows);
+                     actor.size().rows, std::move(start));
 }
 
 void Engine::mirror_reset(const Actor& actor, Cursor at) {

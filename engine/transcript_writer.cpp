@@ -66,6 +66,9 @@ void TranscriptWriter::clear(WriterActorId id, Cursor at) {
 void TranscriptWriter::save_record(WriterActorId id, Cursor at, std::string text) {
   send(Mark{id, Mark::Kind::record, at, 0, std::move(text)});
 }
+void TranscriptWriter::annex(WriterActorId id, Cursor at, std::string record) {
+  send(Mark{id, Mark::Kind::annex, at, 0, std::move(record)});
+}
 void TranscriptWriter::seal(WriterActorId id, Cursor end, std::uint64_t token) {
   send(Mark{id, Mark::Kind::seal, end, token});
 }
@@ -160,6 +163,13 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
       case Mark::Kind::record:
         if (slot.store) {
           if (auto r = slot.store->save_record(m.text); !r) give_up(slot, r.error().describe());
+        }
+        break;
+      case Mark::Kind::annex:
+        if (slot.store) {
+          if (auto r = slot.store->append_annex(m.at, m.text); !r) {
+            give_up(slot, r.error().describe());
+          }
         }
         break;
       case Mark::Kind::seal: {

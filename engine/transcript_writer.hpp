@@ -99,6 +99,9 @@ class TranscriptWriter {
   void clear(WriterActorId id, Cursor at);
   // Replaces the actor record (actor.json) once every byte before `at` is appended.
   void save_record(WriterActorId id, Cursor at, std::string text);
+  // Appends a record to the transcript's annex (the flight recorder's keyframes and events)
+  // once every byte before `at` is appended; durable with the next seal.
+  void annex(WriterActorId id, Cursor at, std::string record);
   // A `sealed` event with `token` once every byte before `end` is appended and synced.
   void seal(WriterActorId id, Cursor end, std::uint64_t token);
   // Wakes the thread after new bytes were committed (once per batch of commits), unless it is
@@ -122,12 +125,12 @@ class TranscriptWriter {
     std::filesystem::path erase;
   };
   struct Mark {  // an event in the stream: at its cursor
-    enum class Kind : std::uint8_t { session, clear, record, seal };
+    enum class Kind : std::uint8_t { session, clear, record, annex, seal };
     WriterActorId id;
     Kind kind;
     Cursor at;
     std::uint64_t value = 0;  // session: its id; seal: the token
-    std::string text{};       // record: the actor record
+    std::string text{};       // record: the actor record; annex: the annex record
   };
   using Command = std::variant<std::monostate /* stop */, Add, Remove, Mark>;
   struct Slot;

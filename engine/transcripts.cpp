@@ -152,8 +152,13 @@ std::vector<RestorableActor> Transcripts::restorable() {
       s.end = std::max(s.start, value(end));  // it ended with the engine that ran it
       s.flags |= shm::kSessionSealed;
     }
-    found.push_back(
-        {name, std::move(past), entry.path(), std::move(*store), cleared, std::move(damaged)});
+    if (store->annex_damaged() > 0) {
+      log(LogLevel::warn, "transcript {}: {} damaged stretch(es) of its recording skipped", name,
+          store->annex_damaged());
+    }
+    std::vector<std::string> annex = store->take_annex();
+    found.push_back({name, std::move(past), entry.path(), std::move(*store), cleared,
+                     std::move(damaged), std::move(annex)});
   }
   if (ec) log(LogLevel::error, "transcripts: list {}: {}", root_.string(), ec.message());
   return found;
@@ -228,6 +233,12 @@ const Transcripts::Kept* Transcripts::written(const std::string& actor) const {
 void Transcripts::save_record(const Actor& actor) {
   if (const Kept* t = written(actor.name())) {
     writer_->save_record(t->id, actor.ring().committed(), ActorRecord::of(actor).to_json().dump());
+  }
+}
+
+void Transcripts::annex(const Actor& actor, std::string record) {
+  if (const Kept* t = written(actor.name()); t && !t->archive_error) {
+    writer_->annex(t->id, actor.ring().committed(), std::move(record));
   }
 }
 

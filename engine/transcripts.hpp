@@ -39,6 +39,7 @@ struct RestorableActor {
   store::TranscriptStore store;
   Cursor cleared_at{0};
   std::vector<store::TranscriptGap> damaged;  // oldest first
+  std::vector<std::string> annex;             // the recording's records (durable_recording.hpp)
 };
 
 class Transcripts {
@@ -65,6 +66,8 @@ class Transcripts {
   // Marks, in stream order at the actor's committed cursor.
   void save_record(const Actor& actor);
   void new_session(const Actor& actor, const shm::SessionRecord& session);
+  // A record of the actor's recording, kept in its transcript's annex.
+  void annex(const Actor& actor, std::string record);
   // Durable before it returns: a crash cannot bring back what the clear took.
   void clear(const Actor& actor, Cursor floor);
   // Starts the two-phase seal: false when the actor has no transcript (sealed at once).

@@ -6,13 +6,16 @@
 //     the cursor), through read() and read_folder();
 //   - its gaps are sorted, disjoint, non-empty and lie within what it covers;
 //   - a read inside a gap answers data_lost with that gap, never bytes;
-//   - every cursor between oldest() and end() is served, lost, or expired (a cleared stretch).
+//   - every cursor between oldest() and end() is served, lost, or expired (a cleared stretch);
+//   - each annex record it gives back is one that was written (damage may drop, repeat or
+//     reorder whole records, never alter one), and with no damage every record written comes
+//     back in the order written (one annex record follows each append).
 // Input layout: [0] segment size (1 KiB << b % 4) [1] appends (1 + b % 32), then per append
 // u16 length (1 + n % 1500) and u8 (bit 0: a new session, bit 1: skip ahead as a clear does);
 // then damage ops until the input ends: 0 poke(u8 file, u16 offset, u8 n, n bytes),
 // 1 truncate(u8 file, u16 bytes off the end), 2 remove(u8 file), 3 zero(u8 file, u16 offset,
 // u16 n), 4 copy(u8 file, u16 from, u16 to, u8 n): a block moved within a file (a misplaced
-// write), 5 swap names(u8 file, u8 file).
+// write), 5 swap contents(u8 file, u8 file); files are the segments and annexes, by name.
 // Run: transcript_fuzz -max_len=1024 fuzz/corpus/transcript
 #include <unistd.h>
 
@@ -64,11 +67,30 @@ void remove_folder() {
   fs::remove_all(folder(), ec);
 }
 
+// The annex record written after append `k`: k, then bytes that depend on k only.
+std::string annex_record(std::uint32_t k) {
+  std::string r(4 + (k * 37) % 300, '\0');
+  for (int i = 0; i < 4; ++i) r[static_cast<std::size_t>(i)] = static_cast<char>(k >> (8 * i));
+  for (std::size_t i = 4; i < r.size(); ++i) r[i] = stream_byte(k * 1000 + i);
+  return r;
+}
+
+// Which append's record `r` is; -1 when it is none that was written.
+std::int64_t annex_index(const std::string& r) {
+  if (r.size() < 4) return -1;
+  std::uint32_t k = 0;
+  for (int i = 3; i >= 0; --i)
+    k = k << 8 | static_cast<unsigned char>(r[static_cast<std::size_t>(i)]);
+  return k < 64 && r == annex_record(k) ? k : -1;
+}
+
 std::vector<fs::path> segment_files() {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(folder(), ec)) {
-    if (e.path().extension() == ".seg") files.push_back(e.path());
+    if (e.path().extension() == ".seg" || e.path().extension() == ".rec") {
+      files.push_back(e.path());
+    }
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -190,17 +212,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (std::size_t k = 0; k < n; ++k) bytes[k] = stream_byte(at + k);
       if (!t->append(Cursor{at}, 1, session, bytes)) return 0;
       at += n;
+      if (!t->append_annex(Cursor{at}, annex_record(static_cast<std::uint32_t>(i)))) return 0;
     }
   }
+  const bool damaged = !in.done();
   for (int ops = 0; !in.done() && ops < 32; ++ops) damage(in);
   for (int pass = 0; pass < 2;
        ++pass) {  // the first open may cut a torn tail; the second sees the cut
     auto t = TranscriptStore::open(folder(), {1u << 30, segment});
     if (!t) {
-      if (t.error().code != Errc::io_error) violated();  // overlapping segments: refused
+      if (t.error().code != Errc::io_error) {
+        fprintf(stderr, "ERR %s\n", t.error().describe().c_str());
+        violated();
+      }  // overlapping segments: refused
       return 0;
     }
     check(*t);
+    const std::vector<std::string> records = t->take_annex();
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const std::int64_t k = annex_index(records[i]);
+      if (k < 0) violated();                                          // never written
+      if (!damaged && k != static_cast<std::int64_t>(i)) violated();  // lost or out of order
+    }
+    if (!damaged &&
+        (records.size() != static_cast<std::size_t>(appends) || t->annex_damaged() != 0)) {
+      violated();
+    }
   }
   return 0;
 }

@@ -15,19 +15,28 @@ const TrackEvent& EventTrack::insert(Group& group, TrackEvent event) {
 std::optional<TrackEvent> EventTrack::record(EventKind kind, Cursor cursor, std::int64_t time_ms,
                                              control::Json fields) {
   if (below_floor(kind, cursor)) return std::nullopt;
-  Group& group = is_minor(kind) ? minor_ : major_;
-  const std::size_t limit = is_minor(kind) ? limits_.minor_events : limits_.events;
   TrackEvent event{next_seq_++, cursor, time_ms, kind, std::move(fields)};
+  keep(event);
+  return event;
+}
+
+void EventTrack::restore(TrackEvent event) {
+  if (event.seq < next_seq_ || below_floor(event.kind, event.cursor)) return;
+  next_seq_ = std::max(next_seq_, event.seq + 1);
+  keep(std::move(event));
+}
+
+bool EventTrack::keep(TrackEvent event) {
+  Group& group = is_minor(event.kind) ? minor_ : major_;
+  const std::size_t limit = is_minor(event.kind) ? limits_.minor_events : limits_.events;
   if (group.size() >= limit && !group.empty()) {
     // Full: the oldest goes, unless the new one would be the oldest itself.
-    if (event.before(group.front())) {
-      ++evicted_;
-      return event;
-    }
-    group.pop_front();
     ++evicted_;
+    if (event.before(group.front())) return false;
+    group.pop_front();
   }
-  return insert(group, std::move(event));
+  insert(group, std::move(event));
+  return true;
 }
 
 bool EventTrack::below_floor(EventKind kind, Cursor cursor) const noexcept {

@@ -53,6 +53,10 @@ class EventTrack {
   // mirror read it before the clear, and reports it after): it is not recorded at all.
   std::optional<TrackEvent> record(EventKind kind, Cursor cursor, std::int64_t time_ms,
                                    control::Json fields = control::Json::object());
+  // An event read back with its seq (a recording loaded from the transcript, in the order
+  // written: seqs increase): kept under the same bounds and floor; numbering goes on after it.
+  // One whose seq is not past every seq so far (a record repeated by damage) is ignored.
+  void restore(TrackEvent event);
   // A clear at `floor`: the events read from the bytes it cleared go (cursor <= floor for
   // those read from the output, < floor for the io thread's), and so does any reported later.
   void discard_below(Cursor floor);
@@ -70,6 +74,9 @@ class EventTrack {
  private:
   using Group = std::deque<TrackEvent>;
   static const TrackEvent& insert(Group& group, TrackEvent event);
+  // Keeps `event` within its group's bound; false when it is older than everything a full
+  // group keeps.
+  bool keep(TrackEvent event);
   bool below_floor(EventKind kind, Cursor cursor) const noexcept;
 
   TrackLimits limits_;

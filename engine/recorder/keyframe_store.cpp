@@ -4,27 +4,40 @@
 
 namespace backscroll::recorder {
 
-void KeyframeStore::add(Keyframe keyframe) {
+bool KeyframeStore::add(Keyframe keyframe) {
   if (!keyframes_.empty()) {
     const Keyframe& last = keyframes_.back();
-    if (keyframe.cursor < last.cursor || keyframe.stretch < last.stretch) return;
+    if (keyframe.cursor < last.cursor || keyframe.stretch < last.stretch) return false;
     if (keyframe.cursor == last.cursor && keyframe.stretch == last.stretch) {
       bytes_ -= keyframes_.back().snapshot.size();
       keyframes_.pop_back();
     }
   }
+  next_stretch_ = std::max(next_stretch_, keyframe.stretch + 1);
+  next_size_seq_ = std::max(next_size_seq_, keyframe.sizes_applied + 1);
   bytes_ += keyframe.snapshot.size();
   keyframes_.push_back(std::move(keyframe));
   trim();
+  return true;
 }
 
-void KeyframeStore::add_fresh(Cursor at, std::uint16_t cols, std::uint16_t rows,
-                              std::int64_t time_ms) {
-  add(Keyframe{at, next_stretch_++, cols, rows, next_size_seq_ - 1, time_ms, {}, 0});
+Keyframe KeyframeStore::add_fresh(Cursor at, std::uint16_t cols, std::uint16_t rows,
+                                  std::int64_t time_ms) {
+  const Keyframe fresh{at, next_stretch_++, cols, rows, next_size_seq_ - 1, time_ms, {}, 0};
+  add(fresh);
+  return fresh;
 }
 
-void KeyframeStore::add_size_change(Cursor cursor, std::uint16_t cols, std::uint16_t rows) {
-  sizes_.push_back({next_size_seq_++, cursor, cols, rows});
+SizeChange KeyframeStore::add_size_change(Cursor cursor, std::uint16_t cols, std::uint16_t rows) {
+  const SizeChange change{next_size_seq_, cursor, cols, rows};
+  restore_size_change(change);
+  return change;
+}
+
+void KeyframeStore::restore_size_change(const SizeChange& change) {
+  if (!sizes_.empty() && change.seq <= sizes_.back().seq) return;
+  sizes_.push_back(change);
+  next_size_seq_ = std::max(next_size_seq_, change.seq + 1);
   trim();
 }
 

@@ -20,13 +20,16 @@ class KeyframeStore {
   static constexpr std::size_t kMaxBytes = 8u << 20;
 
   // A keyframe at or after the newest one held (an older one is ignored: the stream was reset
-  // past it). At one cursor and stretch the later keyframe replaces the earlier.
-  void add(Keyframe keyframe);
+  // past it; false). At one cursor and stretch the later keyframe replaces the earlier. Keeps
+  // its stretch and sizes_applied (numbering goes on after them: a recording read back).
+  bool add(Keyframe keyframe);
   // A fresh terminal of cols x rows from `at` on (a session's start, a clear): a keyframe of the
-  // next stretch, showing every size change so far.
-  void add_fresh(Cursor at, std::uint16_t cols, std::uint16_t rows, std::int64_t time_ms);
-  // The next size change, numbered here.
-  void add_size_change(Cursor cursor, std::uint16_t cols, std::uint16_t rows);
+  // next stretch, showing every size change so far. Returns it.
+  Keyframe add_fresh(Cursor at, std::uint16_t cols, std::uint16_t rows, std::int64_t time_ms);
+  // The next size change, numbered here. Returns it.
+  SizeChange add_size_change(Cursor cursor, std::uint16_t cols, std::uint16_t rows);
+  // A size change read back with its number (after those held; numbering goes on after it).
+  void restore_size_change(const SizeChange& change);
   // Keyframes below `cursor` can no longer be replayed from (their bytes are gone): dropped.
   void drop_below(Cursor cursor);
 
@@ -46,6 +49,8 @@ class KeyframeStore {
                                        bool before_fresh = false) const;
   // The seq the next size change gets (fresh keyframes show every change before it).
   std::uint64_t next_size_seq() const noexcept { return next_size_seq_; }
+  // The stretch the stream is in now (the newest fresh terminal's; 0 before any).
+  std::uint64_t stretch() const noexcept { return next_stretch_ == 0 ? 0 : next_stretch_ - 1; }
 
   std::size_t size() const noexcept { return keyframes_.size(); }
   std::size_t bytes() const noexcept { return bytes_; }

@@ -2,6 +2,8 @@
 // track, its keyframes and its time index. Io thread; lives as long as the actor.
 #pragma once
 
+#include <optional>
+
 #include "engine/recorder/event_track.hpp"
 #include "engine/recorder/keyframe_store.hpp"
 #include "engine/recorder/time_index.hpp"
@@ -14,6 +16,12 @@ struct Recording {
   EventTrack events;
   KeyframeStore keyframes;
   TimeIndex times;
+
+  // What the transcript's annex holds (docs/recorder.md, "Persistence"): the newest keyframe
+  // written there, and a session's end whose keyframe is written whatever its size (the
+  // screen a cold restore shows).
+  Cursor durable_keyframe{0};
+  std::optional<Cursor> durable_keyframe_wanted{};
 };
 
 }  // namespace backscroll::recorder

@@ -10,32 +10,19 @@ constexpr std::uint64_t kFeedBytes = 64 * 1024;
 
 }  // namespace
 
-term::MirrorSnapshot screen_at(const ScreenAt& request) {
+bool widens_history(const Keyframe& keyframe, std::span<const SizeChange> changes) noexcept {
+  return keyframe.history_lines > 0 &&
+         std::any_of(changes.begin(), changes.end(),
+                     [&](const SizeChange& c) { return c.cols > keyframe.cols; });
+}
+
+std::unique_ptr<term::Mirror> replay(const ScreenAt& request) {
   const Keyframe& keyframe = *request.keyframe;
-  // A keyframe draws its history at its own width; the mirror kept each line as wide as it was
-  // written. Wider than that later, the replay would show those lines cut: declared, not guessed
-  // (the mirror thread takes a keyframe after every resize, so only a resize it could not take
-  // one at leads here).
-  const bool widens = std::any_of(request.changes.begin(), request.changes.end(),
-                                  [&](const SizeChange& c) { return c.cols > keyframe.cols; });
-  if (widens && keyframe.history_lines > 0) {
-    term::MirrorSnapshot out;
-    out.cursor = keyframe.cursor + request.bytes.size();
-    out.snapshot.cols = request.changes.back().cols;
-    out.snapshot.rows = request.changes.back().rows;
-    out.snapshot.fallback_reason = "widened_since_keyframe";
-    return out;
-  }
-  // The scratch mirror's positions: the keyframe's bytes first, then the stream's, so stream
-  // cursor c is position base + (c - keyframe.cursor).
+  if (widens_history(keyframe, request.changes)) return nullptr;
   const std::uint64_t base = keyframe.snapshot.size();
-  // History past what the answer draws is never seen: the scratch mirror keeps no more, so its
-  // look ahead jumps over every stretch of scrolling text older than that (Mirror::skip_ahead,
-  // exact), as the live mirror does during a flood.
-  term::ScrollbackLimits limits = request.limits;
-  limits.max_lines =
-      std::max<std::size_t>(1, std::min(limits.max_lines, request.options.scrollback_lines));
-  term::Mirror mirror(Cursor{0}, keyframe.cols, keyframe.rows, limits);
+  auto owned =
+      std::make_unique<term::Mirror>(Cursor{0}, keyframe.cols, keyframe.rows, request.limits);
+  term::Mirror& mirror = *owned;
   mirror.feed(keyframe.snapshot);
   const std::string_view bytes = request.bytes;
   std::uint64_t fed = 0;  // stream bytes parsed or jumped over
@@ -61,10 +48,48 @@ term::MirrorSnapshot screen_at(const ScreenAt& request) {
     mirror.resize(change.cols, change.rows);
   }
   feed_to(bytes.size());
-  term::MirrorSnapshot out = mirror.snapshot(request.options);
+  return owned;
+}
+
+std::unique_ptr<term::Mirror> resume(const ScreenAt& request, Cursor at) {
+  std::unique_ptr<term::Mirror> mirror = replay(request);
+  if (!mirror) return nullptr;
+  const Cursor base{request.keyframe->snapshot.size()};
+  const Cursor clean = mirror->scanner().clean_position();
+  if (clean != mirror->position()) {
+    ScreenAt before = request;
+    before.bytes = request.bytes.substr(0, std::max(clean, base) - base);
+    mirror = replay(before);
+  }
+  mirror->settle();
+  if (!mirror->restart_at(at)) return nullptr;
+  return mirror;
+}
+
+term::MirrorSnapshot screen_at(const ScreenAt& request) {
+  const Keyframe& keyframe = *request.keyframe;
+  // History past what the answer draws is never seen: the scratch mirror keeps no more, so its
+  // look ahead jumps over every stretch of scrolling text older than that (Mirror::skip_ahead,
+  // exact), as the live mirror does during a flood.
+  ScreenAt scratch = request;
+  scratch.limits.max_lines = std::max<std::size_t>(
+      1, std::min(request.limits.max_lines, request.options.scrollback_lines));
+  const std::unique_ptr<term::Mirror> mirror = replay(scratch);
+  if (!mirror) {
+    // Declared, not guessed (the mirror thread takes a keyframe after every resize, so only a
+    // resize it could not take one at leads here).
+    term::MirrorSnapshot out;
+    out.cursor = keyframe.cursor + request.bytes.size();
+    out.snapshot.cols = request.changes.back().cols;
+    out.snapshot.rows = request.changes.back().rows;
+    out.snapshot.fallback_reason = "widened_since_keyframe";
+    return out;
+  }
+  term::MirrorSnapshot out = mirror->snapshot(request.options);
   // As a live snapshot, it is tagged with the last clean position: before a sequence the stream
   // stops inside (the bytes from there on are replayed after it).
-  out.cursor = keyframe.cursor + (std::max(out.cursor, Cursor{base}) - Cursor{base});
+  const Cursor base{keyframe.snapshot.size()};
+  out.cursor = keyframe.cursor + (std::max(out.cursor, base) - base);
   return out;
 }
 

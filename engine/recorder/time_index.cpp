@@ -4,14 +4,16 @@
 
 namespace backscroll::recorder {
 
-void TimeIndex::note(std::int64_t time_ms, Cursor committed) {
+std::optional<TimeSample> TimeIndex::note(std::int64_t time_ms, Cursor committed) {
+  std::optional<TimeSample> finished;
   if (!samples_.empty()) {
-    Sample& last = samples_.back();
-    if (time_ms < last.time_ms || committed < last.cursor) return;  // a clock step back
+    TimeSample& last = samples_.back();
+    if (time_ms < last.time_ms || committed < last.cursor) return std::nullopt;  // a step back
     if (time_ms / 1000 == last.time_ms / 1000) {
       last = {time_ms, committed};
-      return;
+      return std::nullopt;
     }
+    finished = last;
   }
   if (samples_.size() >= kMaxSamples) {
     // Halve: keep every other sample, and the newest.
@@ -21,11 +23,13 @@ void TimeIndex::note(std::int64_t time_ms, Cursor committed) {
     samples_.resize(kept);
   }
   samples_.push_back({time_ms, committed});
+  return finished;
 }
 
 std::optional<Cursor> TimeIndex::cursor_at(std::int64_t time_ms) const noexcept {
-  const auto it = std::upper_bound(samples_.begin(), samples_.end(), time_ms,
-                                   [](std::int64_t t, const Sample& s) { return t < s.time_ms; });
+  const auto it =
+      std::upper_bound(samples_.begin(), samples_.end(), time_ms,
+                       [](std::int64_t t, const TimeSample& s) { return t < s.time_ms; });
   if (it == samples_.begin()) return std::nullopt;
   return std::prev(it)->cursor;
 }

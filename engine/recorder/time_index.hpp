@@ -13,23 +13,30 @@
 
 namespace backscroll::recorder {
 
+struct TimeSample {
+  std::int64_t time_ms = 0;
+  Cursor cursor{0};
+};
+
 class TimeIndex {
  public:
   static constexpr std::size_t kMaxSamples = 1u << 16;
 
-  // The stream had reached `committed` at `time_ms`. Times and cursors never go back.
-  void note(std::int64_t time_ms, Cursor committed);
+  // The stream had reached `committed` at `time_ms`. Times and cursors never go back. Returns
+  // the sample of the second before when this one starts a new second (that one is final now).
+  std::optional<TimeSample> note(std::int64_t time_ms, Cursor committed);
+  // The newest sample (it changes until its second is over).
+  std::optional<TimeSample> newest() const noexcept {
+    if (samples_.empty()) return std::nullopt;
+    return samples_.back();
+  }
   // The cursor the stream had reached at `time_ms`: the newest sample at or before it; none
   // before the first.
   std::optional<Cursor> cursor_at(std::int64_t time_ms) const noexcept;
   std::size_t size() const noexcept { return samples_.size(); }
 
  private:
-  struct Sample {
-    std::int64_t time_ms;
-    Cursor cursor;
-  };
-  std::vector<Sample> samples_;
+  std::vector<TimeSample> samples_;
 };
 
 }  // namespace backscroll::recorder

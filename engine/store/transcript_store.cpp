@@ -7,13 +7,14 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
 
+#include "engine/store/annex_file.hpp"
 #include "engine/store/crc32c.hpp"
+#include "engine/store/cursor_file_name.hpp"
 #include "engine/store/durable_file.hpp"
 #include "engine/store/little_endian.hpp"
 
@@ -70,20 +71,10 @@ bool read_at(int fd, char* out, std::size_t n, std::uint64_t offset) {
   return true;
 }
 
-std::string segment_name(Cursor start) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx.seg", static_cast<unsigned long long>(value(start)));
-  return name;
-}
+std::string segment_name(Cursor start) { return cursor_file_name(start, ".seg"); }
 
-// The start cursor a segment file's name holds; nullopt for any other file.
 std::optional<Cursor> segment_start(const std::string& name) {
-  if (name.size() != 20 || !name.ends_with(".seg") ||
-      name.find_first_not_of("0123456789abcdef") != 16)
-    return std::nullopt;
-  std::uint64_t v = 0;
-  std::from_chars(name.data(), name.data() + 16, v, 16);
-  return Cursor{v};
+  return cursor_of_file_name(name, ".seg");
 }
 
 // One segment file, open for reading, with its header checked.
@@ -284,38 +275,13 @@ Result<Copied> copy_records(const SegmentFile& f, Cursor from, Cursor stop, std:
 TranscriptStore::TranscriptStore(std::filesystem::path folder, TranscriptOptions options)
     : folder_(std::move(folder)), options_(std::move(options)) {}
 
-TranscriptStore::TranscriptStore(TranscriptStore&& o) noexcept
-    : folder_(std::move(o.folder_)),
-      options_(o.options_),
-      segments_(std::move(o.segments_)),
-      damaged_(std::move(o.damaged_)),
-      fd_(std::exchange(o.fd_, -1)),
-      unsynced_(std::move(o.unsynced_)),
-      lost_until_(o.lost_until_) {
-  o.unsynced_.clear();
-}
+TranscriptStore::TranscriptStore(TranscriptStore&&) noexcept = default;
+TranscriptStore& TranscriptStore::operator=(TranscriptStore&&) noexcept = default;
+TranscriptStore::~TranscriptStore() = default;
 
-TranscriptStore& TranscriptStore::operator=(TranscriptStore&& o) noexcept {
-  if (this != &o) {
-    close_fd();
-    folder_ = std::move(o.folder_);
-    options_ = o.options_;
-    segments_ = std::move(o.segments_);
-    damaged_ = std::move(o.damaged_);
-    fd_ = std::exchange(o.fd_, -1);
-    unsynced_ = std::move(o.unsynced_);
-    o.unsynced_.clear();
-    lost_until_ = o.lost_until_;
-  }
-  return *this;
-}
-
-TranscriptStore::~TranscriptStore() { close_fd(); }
-
-void TranscriptStore::close_fd() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  for (const auto& [start, fd] : unsynced_) ::close(fd);
+void TranscriptStore::close_files() noexcept {
+  fd_.reset();
+  annex_fd_.reset();
   unsynced_.clear();
 }
 
@@ -339,12 +305,14 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
 
   std::vector<std::pair<Cursor, std::filesystem::path>> files;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-    if (auto start = segment_start(entry.path().filename().string())) {
-      files.emplace_back(*start, entry.path());
-    }
+    const std::string name = entry.path().filename().string();
+    if (auto start = segment_start(name)) files.emplace_back(*start, entry.path());
+    if (auto start = annex_start(name)) store.annexes_.push_back(*start);
   }
   if (ec) return fail(Errc::io_error, "list " + folder.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
+  std::sort(store.annexes_.begin(), store.annexes_.end());
+  if (auto r = store.read_annexes(); !r) return tl::unexpected(r.error());
 
   bool previous_damaged_tail = false;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -396,12 +364,43 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
           ::lseek(f.fd, 0, SEEK_END) < 0) {
         return os_error("truncate " + path.string());
       }
-      store.fd_ = std::exchange(f.fd, -1);
+      store.fd_.reset(std::exchange(f.fd, -1));
     }
     // A newest version 2 segment is left as it is: appends start a version 3 one after it.
     store.segments_.push_back(std::move(seg));
   }
+  if (auto r = store.drop_old_annexes(); !r) return tl::unexpected(r.error());
   return store;
+}
+
+Result<void> TranscriptStore::read_annexes() {
+  for (const Cursor start : annexes_) {
+    // An annex that cannot be read costs its records, never the transcript: counted as damage.
+    const std::filesystem::path path = folder_ / annex_name(start);
+    const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+      ++annex_damaged_;
+      continue;
+    }
+    std::string bytes(static_cast<std::size_t>(std::min<std::uint64_t>(
+                          static_cast<std::uint64_t>(st.st_size), kMaxAnnexFileBytes)),
+                      '\0');
+    if (!read_at(fd.get(), bytes.data(), bytes.size(), 0)) {
+      ++annex_damaged_;
+      continue;
+    }
+    AnnexScan scan = scan_annex(bytes);
+    const bool newest = start == annexes_.back();
+    annex_damaged_ += scan.damaged + (scan.torn_tail && !newest ? 1 : 0);
+    // The newest annex's torn tail (a crash mid-append) is cut, as a segment's is.
+    if (newest && scan.torn_tail &&
+        ::ftruncate(fd.get(), static_cast<off_t>(scan.intact_bytes)) != 0) {
+      return os_error("truncate " + path.string());
+    }
+    for (std::string& r : scan.records) annex_records_.push_back(std::move(r));
+  }
+  return {};
 }
 
 Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
@@ -418,13 +417,9 @@ Result<void> TranscriptStore::sync_fd(int fd, const std::filesystem::path& path)
 }
 
 Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session) {
-  if (fd_ >= 0) {
-    // Not synced here (docs/transcripts.md, "Files": fsync at seal, not per chunk): its writeback
-    // starts now, and the next sync() waits for it. Retention closes it if it goes first.
-    ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
-    unsynced_.emplace_back(segments_.back().start, fd_);
-    fd_ = -1;
-  }
+  // Not synced here (docs/transcripts.md, "Files": fsync at seal, not per chunk): its writeback
+  // starts now, and the next sync() waits for it. Retention closes it if it goes first.
+  if (fd_) set_aside(std::move(fd_), segments_.back().path);
   const bool continues =
       !empty() && (at == segments_.back().end || (at == lost_until_ && at > segments_.back().end));
   if (!empty() && segments_.back().end == segments_.back().start && !segments_.back().lost) {
@@ -437,7 +432,7 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
   if (auto r = before_io(faults(), IoOp::create, seg.path); !r) return r;
   const int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return os_error("create " + seg.path.string());
-  fd_ = fd;
+  fd_.reset(fd);
   if (::fchmod(fd, 0600) != 0) return os_error("chmod " + seg.path.string());
   char head[kHeaderBytes];
   std::memcpy(head, kMagicV3, sizeof kMagicV3);
@@ -447,7 +442,7 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
   put32(head + 40, continues ? kContinues : 0);
   put32(head + 44, crc32c(head, 44));
   if (auto r = write(fd, head, sizeof head, seg.path); !r) {
-    close_fd();
+    fd_.reset();
     std::error_code ec;
     std::filesystem::remove(seg.path, ec);  // no half header left behind
     return r;
@@ -460,7 +455,7 @@ Result<void> TranscriptStore::append(Cursor at, std::uint64_t epoch, std::uint64
                                      std::span<const char> bytes) {
   if (at < end()) return fail(Errc::bad_request, "append before the transcript's end");
   while (!bytes.empty()) {
-    const bool fresh = empty() || fd_ < 0 || at != end() || segments_.back().epoch != epoch ||
+    const bool fresh = empty() || !fd_ || at != end() || segments_.back().epoch != epoch ||
                        segments_.back().session != session ||
                        end() - segments_.back().start >= options_.segment_bytes;
     if (fresh) {
@@ -477,8 +472,8 @@ Result<void> TranscriptStore::append(Cursor at, std::uint64_t epoch, std::uint64
     put64(head + 8, value(at));
     // Invariant: a record is written header first, then its bytes; one cut short by a crash
     // or a full disk fails its check and is cut at the next open.
-    if (auto r = write(fd_, head, sizeof head, seg.path); !r) return r;
-    if (auto r = write(fd_, bytes.data(), n, seg.path); !r) return r;
+    if (auto r = write(fd_.get(), head, sizeof head, seg.path); !r) return r;
+    if (auto r = write(fd_.get(), bytes.data(), n, seg.path); !r) return r;
     seg.end = seg.end + n;
     at = at + n;
     bytes = bytes.subspan(n);
@@ -494,37 +489,81 @@ Result<void> TranscriptStore::enforce_retention() {
     const std::uint64_t oldest = segments_.front().bytes();
     if (total - oldest < options_.retain_bytes) break;
     if (auto r = remove_file(segments_.front().path); !r) return r;
-    std::erase_if(unsynced_, [&](const auto& u) {
-      if (u.first != segments_.front().start) return false;
-      ::close(u.second);  // deleted: nothing of it needs to reach the disk
-      return true;
-    });
     total -= oldest;
     segments_.erase(segments_.begin());
   }
-  return {};
+  return drop_old_annexes();
 }
 
 Result<void> TranscriptStore::sync() {
   while (!unsynced_.empty()) {
-    const auto [start, fd] = unsynced_.front();
-    if (auto r = sync_fd(fd, folder_ / segment_name(start)); !r) return r;
-    ::close(fd);
+    if (auto r = sync_fd(unsynced_.front().second.get(), unsynced_.front().first); !r) return r;
     unsynced_.erase(unsynced_.begin());
   }
-  if (fd_ >= 0) {
-    if (auto r = sync_fd(fd_, segments_.back().path); !r) return r;
+  if (fd_) {
+    if (auto r = sync_fd(fd_.get(), segments_.back().path); !r) return r;
+  }
+  if (annex_fd_) {
+    if (auto r = sync_fd(annex_fd_.get(), folder_ / annex_name(annex_start_)); !r) return r;
   }
   return sync_folder(folder_, faults());
 }
 
 Result<void> TranscriptStore::clear() {
-  close_fd();
+  close_files();
   while (!segments_.empty()) {
     if (auto r = remove_file(segments_.back().path); !r) return r;
     segments_.pop_back();
   }
+  while (!annexes_.empty()) {
+    if (auto r = remove_file(folder_ / annex_name(annexes_.back())); !r) return r;
+    annexes_.pop_back();
+  }
   return sync_folder(folder_, faults());
+}
+
+void TranscriptStore::set_aside(UniqueFd fd, std::filesystem::path path) {
+  if (!fd) return;
+  ::sync_file_range(fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+  unsynced_.emplace_back(std::move(path), std::move(fd));
+}
+
+Result<void> TranscriptStore::append_annex(Cursor at, std::string_view record) {
+  if (record.empty() || record.size() > kMaxAnnexRecord) {
+    return fail(Errc::bad_request,
+                "an annex record must hold 1.." + std::to_string(kMaxAnnexRecord) + " bytes");
+  }
+  // Before any segment: the annex open already, or one named for `at`.
+  const Cursor start = !empty() ? segments_.back().start : annex_fd_ ? annex_start_ : at;
+  if (!annex_fd_ || start > annex_start_) {
+    // The stream moved on to a newer segment: its annex from here on.
+    set_aside(std::move(annex_fd_), folder_ / annex_name(annex_start_));
+    const std::filesystem::path path = folder_ / annex_name(start);
+    if (auto r = before_io(faults(), IoOp::create, path); !r) return r;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) return os_error("create " + path.string());
+    annex_fd_.reset(fd);
+    annex_start_ = start;
+    struct stat st {};
+    if (::fchmod(fd, 0600) != 0 || ::fstat(fd, &st) != 0) return os_error("stat " + path.string());
+    if (st.st_size == 0) {
+      if (auto r = write(fd, annex_header().data(), annex_header().size(), path); !r) return r;
+    }
+    if (annexes_.empty() || annexes_.back() < start) annexes_.push_back(start);
+  }
+  const std::string framed = frame_annex_record(record);
+  return write(annex_fd_.get(), framed.data(), framed.size(), folder_ / annex_name(annex_start_));
+}
+
+Result<void> TranscriptStore::drop_old_annexes() {
+  // An annex holds records about cursors up to where the next one starts: it goes once that
+  // is older than every byte retained.
+  while (annexes_.size() > 1 && !empty() && annexes_[1] < oldest()) {
+    if (annexes_.front() == annex_start_) annex_fd_.reset();
+    if (auto r = remove_file(folder_ / annex_name(annexes_.front())); !r) return r;
+    annexes_.erase(annexes_.begin());
+  }
+  return {};
 }
 
 Result<std::size_t> TranscriptStore::read(Cursor from, std::span<char> out) const {
@@ -583,6 +622,8 @@ Result<void> TranscriptStore::remove_file(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
   if (ec) return fail(Errc::io_error, "remove " + path.string() + ": " + ec.message());
+  // Deleted: nothing of it needs to reach the disk.
+  std::erase_if(unsynced_, [&](const auto& u) { return u.first == path; });
   return {};
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/store/io_faults.hpp"
+#include "engine/store/unique_fd.hpp"
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
 
@@ -85,7 +86,20 @@ class TranscriptStore {
   // Makes everything appended durable: fdatasync of every segment written since the last sync
   // (closed ones had their writeback started when they closed), fsync of the folder.
   Result<void> sync();
-  // Deletes every segment (the actor was cleared); the next append starts a new one.
+  // Annexes (annex_file.hpp): records about the stream that are not its bytes (the flight
+  // recorder's), opaque to the store. Appends one to the newest segment's annex (before any
+  // segment, to one named for `at`, the stream's cursor when the record was made). An annex is
+  // deleted with the segments before the next one: once the next annex starts before the
+  // oldest byte retained, and by clear(). Durable with the next sync().
+  Result<void> append_annex(Cursor at, std::string_view record);
+  // The intact annex records open() found, oldest annex first, each in the order appended;
+  // moved out (once).
+  std::vector<std::string> take_annex() noexcept { return std::move(annex_records_); }
+  // Stretches of the annexes open() found damaged (the newest one's torn tail is cut, not
+  // counted).
+  std::size_t annex_damaged() const noexcept { return annex_damaged_; }
+
+  // Deletes every segment and annex (the actor was cleared); the next append starts a new one.
   Result<void> clear();
   // The bytes from end() up to `to` are lost (an unclean stop skipped them): the segment that
   // starts at `to` is marked as continuing this one, so every later open() reports the stretch.
@@ -126,7 +140,11 @@ class TranscriptStore {
   TranscriptStore(std::filesystem::path folder, TranscriptOptions options);
   Result<void> start_segment(Cursor at, std::uint64_t epoch, std::uint64_t session);
   Result<void> enforce_retention();
-  void close_fd() noexcept;
+  Result<void> drop_old_annexes();
+  Result<void> read_annexes();
+  // Starts the writeback of a file closed for appending; sync() waits for it.
+  void set_aside(UniqueFd fd, std::filesystem::path path);
+  void close_files() noexcept;
   // write_all, fdatasync and remove through the fault plan.
   Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
   Result<void> sync_fd(int fd, const std::filesystem::path& path);
@@ -137,10 +155,15 @@ class TranscriptStore {
   TranscriptOptions options_;
   std::vector<TranscriptSegment> segments_;  // oldest first, contiguous within a session
   std::vector<TranscriptGap> damaged_;
-  int fd_ = -1;  // the newest segment, open for appending
-  // Closed segments written since the last sync(), with their start cursors: sync() waits for
-  // their writeback too, so a seal makes every byte durable, not just the newest segment's.
-  std::vector<std::pair<Cursor, int>> unsynced_;
+  UniqueFd fd_;  // the newest segment, open for appending
+  // Files written since the last sync() and closed since: sync() waits for their writeback
+  // too, so a seal makes every byte durable, not just the newest segment's.
+  std::vector<std::pair<std::filesystem::path, UniqueFd>> unsynced_;
+  std::vector<Cursor> annexes_;  // the annex files' start cursors, oldest first
+  UniqueFd annex_fd_;            // the newest annex, open for appending once written to
+  Cursor annex_start_{0};
+  std::vector<std::string> annex_records_;  // what open() found, until take_annex()
+  std::size_t annex_damaged_ = 0;
   Cursor lost_until_{0};  // mark_lost_until()
 };
 

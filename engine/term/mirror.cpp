@@ -244,6 +244,15 @@ void Mirror::reset(Cursor at) {
   jump_pushes_.reset();
 }
 
+bool Mirror::restart_at(Cursor at) {
+  if (parsed_ != position() || !parsed_clean_ || !scanner_.rebase(at)) return false;
+  unfed_.clear();
+  unfed_base_ = parsed_ = resized_at_ = cut_sequence_at_ = at;
+  cut_sequence_.clear();
+  scan_stale_ = true;
+  return true;
+}
+
 bool Mirror::screen_exact() const noexcept {
   return !jump_pushes_ ||
          screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);

@@ -58,6 +58,10 @@ class Mirror {
   MirrorSnapshot final_text();
   // A fresh terminal whose stream starts at `at` (a clear, or a new session).
   void reset(Cursor at);
+  // The same terminal, its stream continuing at `at`: a mirror rebuilt from a keyframe and the
+  // bytes after it takes over an actor whose stream goes on from there (a cold restore). Only
+  // when settled at a clean position (false, unchanged, otherwise).
+  bool restart_at(Cursor at);
 
   // Look ahead (docs/plain-scroll-skip.md). The mirror thread hands over the bytes after the
   // ones fed, from look_ahead_from() on (nullopt: none wanted now; the scan stopped at a byte

@@ -134,6 +134,14 @@ VtScanner::VtScanner(Cursor start, std::uint16_t cols, std::uint16_t rows)
   pending_marks_.reserve(64);
 }
 
+bool VtScanner::rebase(Cursor at) noexcept {
+  if (!at_clean_boundary() || state_ != State::ground || !pending_marks_.empty()) return false;
+  position_ = clean_position_ = seq_begin_ = skip_from_ = at;
+  oversized_counted_for_ = Cursor{~std::uint64_t{0}};
+  marks_.clear();
+  return true;
+}
+
 std::optional<std::string_view> VtScanner::unmodelled_reason() const noexcept {
   if (unmodelled_ == nullptr) return std::nullopt;
   return std::string_view(unmodelled_);

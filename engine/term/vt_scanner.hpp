@@ -114,6 +114,11 @@ class VtScanner {
   // tracks. A sequence of the run left unfinished at position() ends inside those bytes.
   void skip_plain(Cursor to) noexcept;
 
+  // Continues at `at` as if the stream so far had ended there: every position moves, the
+  // state (modes, title, bells) stays. Only at a clean boundary with nothing held (false,
+  // unchanged, otherwise): a mirror rebuilt elsewhere takes over an actor's stream.
+  bool rebase(Cursor at) noexcept;
+
   // Events from now on go to `events` (null: none). The scanner does not own it.
   void set_events(VtEvents* events) noexcept { events_ = events; }
 

@@ -5,6 +5,9 @@
 // point in time is refused with the protocol's error and the cursor to use instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -169,6 +172,138 @@ TEST_F(SnapshotAt, ABadPointInTimeIsRefusedWithTheCursorToUse) {
   EXPECT_EQ(refused({{"at_time_ms", 1000}}).code, Errc::cursor_expired);
   EXPECT_EQ(refused({{"at_time_ms", "noon"}}).code, Errc::bad_request);
   EXPECT_EQ(refused({{"at", 1}, {"formats", {"raw_replay"}}}).code, Errc::bad_request);
+}
+
+// Whether some transcript segment under `root` holds `text`.
+bool transcript_holds(const std::filesystem::path& root, std::string_view text) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.path().extension() != ".seg") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes(std::istreambuf_iterator<char>(in), {});
+    if (bytes.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A restarted engine brings each persisted actor's recording back from its transcript folder
+// (docs/recorder.md, "Persistence" and "Cold restore").
+class SnapshotAtRestart : public ::testing::Test {
+ protected:
+  EngineConfig config() const {
+    EngineConfig c;
+    c.settings_yaml = "terminal_transcript:\n  persist: true\n";
+    c.runtime_dir = dir_.path() / "rt";
+    return c;
+  }
+  // Every event of the actor's track, as JSON.
+  static Json events_of(EngineProcess& engine, const std::string& actor) {
+    return engine.call("events", {{"actor", actor}}).header.at("events");
+  }
+  TempDir dir_;
+};
+
+const std::string kScreenScript =
+    "i=0; while [ $i -lt 120 ]; do printf '\\033[3%dmline %d\\033[m of output\\r\\n' "
+    "$((i % 8)) $i; i=$((i+1)); done; printf '\\033]2;the title\\007\\033[2J\\033[3;4H"
+    "\\033[1;44mboxed\\033[m\\033[6;1Hlast words'";
+
+TEST_F(SnapshotAtRestart, ARestoredActorShowsItsLastScreenAndEveryCursorBeforeTheRestart) {
+  Json events_before;
+  std::uint64_t end = 0;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(config()));
+    engine.spawn("a", {"sh", "-c", kScreenScript}, {{"cols", 60}, {"rows", 12}});
+    end = engine.wait_sealed("a").at("end");
+    events_before = events_of(engine, "a");
+    engine.stop();
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(config()));
+  ASSERT_EQ(engine.status("a").at("committed"), end);
+  // The live screen is the last one, not a blank terminal.
+  const auto last = mirror_of(engine, "a", 0, end, 60, 12);
+  EXPECT_EQ(check(engine, "a", *last, Json::object()), "");
+  const Frame live = engine.call("snapshot", {{"actor", "a"}});
+  EXPECT_EQ(live.header.at("cursor"), end);
+  EXPECT_NE(live.payload.find("boxed"), std::string::npos);
+  // The track came back as it was: same events, same numbers (and the last screen's keyframe,
+  // which may have come after the events were read).
+  const Json events_after = events_of(engine, "a");
+  for (const Json& e : events_before) {
+    const auto same = std::find_if(events_after.begin(), events_after.end(),
+                                   [&](const Json& a) { return a.at("seq") == e.at("seq"); });
+    ASSERT_NE(same, events_after.end()) << e.dump();
+    EXPECT_EQ(*same, e);
+  }
+  EXPECT_TRUE(std::any_of(events_after.begin(), events_after.end(), [&](const Json& e) {
+    return e.at("kind") == "keyframe" && e.at("cursor") == end;
+  })) << "the last screen's keyframe";
+  // Any cursor of the transcript, an event, a time.
+  std::mt19937_64 random(7);
+  std::vector<std::uint64_t> cursors{0, end / 2, end - 1, end};
+  for (int i = 0; i < 12; ++i) cursors.push_back(random() % (end + 1));
+  for (const std::uint64_t at : cursors) {
+    const auto reference = mirror_of(engine, "a", 0, at, 60, 12);
+    EXPECT_EQ(check(engine, "a", *reference, {{"at", at}}), "") << "at " << at;
+  }
+  EXPECT_EQ(check(engine, "a", *last, {{"at_event", "seal:-1"}}), "");
+  const Json title =
+      engine.call("events", {{"actor", "a"}, {"kinds", {"title"}}}).header.at("events").at(0);
+  const auto at_title = mirror_of(engine, "a", 0, title.at("cursor"), 60, 12);
+  EXPECT_EQ(check(engine, "a", *at_title, {{"at_event", "title:0"}}), "");
+  // A new session after the restore starts from a fresh terminal, numbered on.
+  engine.call("restart", {{"actor", "a"}});
+  const std::uint64_t end2 = engine.wait_sealed("a").at("end");
+  const auto second = mirror_of(engine, "a", end, end2, 60, 12);
+  EXPECT_EQ(check(engine, "a", *second, Json::object()), "");
+  EXPECT_EQ(check(engine, "a", *last, {{"at_event", "seal:-2"}}), "");
+  const Json spawns =
+      engine.call("events", {{"actor", "a"}, {"kinds", {"spawn"}}}).header.at("events");
+  ASSERT_EQ(spawns.size(), 2u);
+  EXPECT_GT(spawns[1].at("seq"), events_before.back().at("seq"));
+}
+
+TEST_F(SnapshotAtRestart, AfterACrashTheScreenComesBackFromTheLastKeyframeWritten) {
+  std::unique_ptr<term::Mirror> reference;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(config()));
+    engine.spawn("a", {"sh", "-c", kScreenScript + "; exec sleep 1000"},
+                 {{"cols", 60}, {"rows", 12}});
+    engine.wait_output("a", "last words");
+    // Written to the transcript (not synced: a crash of the engine alone keeps what it wrote).
+    wait_until([&] { return transcript_holds(dir_.path(), "last words"); }, "the transcript");
+    const std::uint64_t committed = engine.status("a").at("committed");
+    reference = mirror_of(engine, "a", 0, committed, 60, 12);
+    engine.kill_hard();  // no seal, no last keyframe: a replay from an older one
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(config()));
+  EXPECT_EQ(check(engine, "a", *reference, Json::object()), "");
+}
+
+TEST_F(SnapshotAtRestart, WithoutARecordingTheRestoredScreenIsBlank) {
+  std::uint64_t end = 0;
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(config()));
+    engine.spawn("a", {"sh", "-c", "printf 'some text'"});
+    end = engine.wait_sealed("a").at("end");
+    engine.stop();
+  }
+  // A transcript written before recordings were kept (or whose annexes were lost).
+  std::size_t removed = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
+    if (entry.path().extension() == ".rec") removed += std::filesystem::remove(entry.path());
+  }
+  ASSERT_GT(removed, 0u);
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(config()));
+  const auto blank = mirror_of(engine, "a", end, end, 80, 24);
+  EXPECT_EQ(check(engine, "a", *blank, Json::object()), "");
+  const auto text = mirror_of(engine, "a", 0, end, 80, 24);
+  EXPECT_NE(check(engine, "a", *text, {{"at", end}}), "") << "no keyframe to replay from";
 }
 
 TEST(SnapshotAtSmallRing, ACursorWhoseBytesAreGoneIsExpiredWithTheOldestItCanAnswer) {

@@ -244,5 +244,69 @@ RC_GTEST_PROP(ScreenAtProperty, EqualsTheMirrorFedEveryByteUpToTheCursor, ()) {
   }
 }
 
+// Cold restore (screen_at.hpp, resume): a mirror rebuilt from a keyframe and the bytes after it,
+// continuing at a clean cursor and then fed the rest of the stream, is the mirror fed every byte.
+RC_GTEST_PROP(ScreenAtProperty, AResumedMirrorGoesOnAsTheMirrorFedEveryByte, ()) {
+  Stream s;
+  std::vector<std::uint64_t> clean{0};  // the pieces' boundaries
+  for (const std::string& p : *rc::gen::container<std::vector<std::string>>(piece())) {
+    s.bytes += p;
+    clean.push_back(s.bytes.size());
+  }
+  const std::uint64_t n = s.bytes.size();
+  for (int i = *rc::gen::inRange(0, 4); i > 0; --i) {
+    s.resizes.push_back({0, Cursor{*rc::gen::inRange<std::uint64_t>(0, n + 1)},
+                         static_cast<std::uint16_t>(*rc::gen::inRange(10, 120)),
+                         static_cast<std::uint16_t>(*rc::gen::inRange(3, 40))});
+  }
+  std::sort(s.resizes.begin(), s.resizes.end(),
+            [](const SizeChange& a, const SizeChange& b) { return a.cursor < b.cursor; });
+  KeyframeStore store;
+  live(s, n, &store, *rc::gen::inRange<std::uint64_t>(0, 2000));
+  const std::uint64_t split = *rc::gen::elementOf(clean);
+  const Keyframe* keyframe = store.at_or_before(Cursor{split});
+  RC_PRE(keyframe != nullptr);
+  const std::vector<SizeChange> changes = store.size_changes(*keyframe, Cursor{split});
+  const std::string_view bytes =
+      std::string_view(s.bytes).substr(value(keyframe->cursor), split - value(keyframe->cursor));
+  const std::unique_ptr<term::Mirror> resumed =
+      resume({keyframe, bytes, changes, {}, {}}, Cursor{split});
+  if (!resumed) {
+    RC_ASSERT(widens_history(*keyframe, changes));
+    return;
+  }
+  RC_ASSERT(resumed->position() == Cursor{split});
+  // The rest of the stream, with the resizes after the split where they happened.
+  std::uint64_t at = split;
+  for (const SizeChange& c : s.resizes) {
+    if (c.cursor <= Cursor{split}) continue;
+    resumed->feed(std::string_view(s.bytes).substr(at, value(c.cursor) - at));
+    resumed->resize(c.cols, c.rows);
+    at = value(c.cursor);
+  }
+  resumed->feed(std::string_view(s.bytes).substr(at));
+  const auto reference = live(s, n, nullptr, 0, 4093);
+  term::CompareOptions compare;
+  compare.history_lines = kKeyframeHistoryLines;
+  compare.titles = s.bytes.find("\x1b[22") == std::string::npos;
+  const std::string diff = term::first_difference(*reference, *resumed, compare);
+  RC_ASSERT(diff == "");
+}
+
+TEST(ScreenAt, AResumeThatEndsInsideASequenceShowsTheScreenBeforeIt) {
+  Stream s{"abc\x1b[31mdef\x1b[1;2"};  // the stream ends inside CSI 1;2H
+  KeyframeStore store;
+  live(s, s.bytes.size(), &store, 0);
+  const std::unique_ptr<term::Mirror> resumed =
+      resume({store.oldest(), s.bytes, {}, {}, {}}, Cursor{1000});
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->position(), Cursor{1000});
+  const auto before = live(s, s.bytes.size() - 5, nullptr);  // up to "def"
+  EXPECT_EQ(term::first_difference(*before, *resumed, {}), "");
+  const term::MirrorSnapshot taken = resumed->snapshot();
+  EXPECT_FALSE(taken.snapshot.fallback_reason);
+  EXPECT_EQ(taken.cursor, Cursor{1000});
+}
+
 }  // namespace
 }  // namespace backscroll::recorder

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "engine/store/annex_file.hpp"
 #include "engine/store/crc32c.hpp"
 #include "engine/store/transcript_store.hpp"
 
@@ -553,6 +554,180 @@ TEST(TranscriptStore, ReadsVersion2SegmentsAndAppendsInVersion3) {
   ASSERT_EQ(damaged.damaged().size(), 1u);
   EXPECT_EQ(damaged.damaged()[0].from, Cursor{0});
   EXPECT_EQ(damaged.damaged()[0].to, Cursor{a.size() + b.size()});
+}
+
+// Annexes (annex_file.hpp): records beside the segments, kept and dropped with them.
+
+std::vector<std::filesystem::path> annex_files(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    if (e.path().extension() == ".rec") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(TranscriptAnnex, RecordsComeBackInOrderAcrossSegmentsSessionsAndReopens) {
+  TempFolder dir;
+  std::vector<std::string> written;
+  {
+    TranscriptStore t = opened(dir.path(), {.retain_bytes = 1u << 30, .segment_bytes = 100});
+    // Before any byte: an annex named for the record's cursor, which the first segment shares.
+    written.push_back("spawn");
+    ASSERT_TRUE(t.append_annex(Cursor{0}, written.back()));
+    std::uint64_t at = 0;
+    for (int i = 0; i < 12; ++i) {
+      const std::string bytes = stream_bytes(45, static_cast<std::uint32_t>(i));
+      ASSERT_TRUE(t.append(Cursor{at}, 1, i < 6 ? 1 : 2, bytes));
+      at += bytes.size();
+      written.push_back("record " + std::to_string(i) +
+                        std::string(static_cast<std::size_t>(i), 'x'));
+      ASSERT_TRUE(t.append_annex(Cursor{at}, written.back()));
+    }
+    ASSERT_TRUE(t.sync());
+  }
+  TranscriptStore again = opened(dir.path(), {.retain_bytes = 1u << 30, .segment_bytes = 100});
+  EXPECT_EQ(again.take_annex(), written);
+  EXPECT_EQ(again.annex_damaged(), 0u);
+  // One annex per segment that had a record while it was the newest.
+  EXPECT_EQ(annex_files(dir.path()).front().filename(), "0000000000000000.rec");
+  EXPECT_GT(annex_files(dir.path()).size(), 3u);
+  EXPECT_LE(annex_files(dir.path()).size(), again.segments().size());
+}
+
+TEST(TranscriptAnnex, AnAnnexGoesOnceTheNextOneStartsBeforeTheOldestByte) {
+  TempFolder dir;
+  const TranscriptOptions o{.retain_bytes = 300, .segment_bytes = 100};
+  TranscriptStore t = opened(dir.path(), o);
+  std::uint64_t at = 0;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(t.append(Cursor{at}, 1, 1, stream_bytes(50, static_cast<std::uint32_t>(i))));
+    at += 50;
+    ASSERT_TRUE(t.append_annex(Cursor{at}, "at " + std::to_string(at)));
+    const auto files = annex_files(dir.path());
+    ASSERT_FALSE(files.empty());
+    // Every annex but the newest is followed by one that starts at or after the oldest byte,
+    // and the oldest kept starts at or before it: nothing about a retained byte was dropped.
+    std::vector<std::uint64_t> starts;
+    for (const auto& f : files) starts.push_back(std::stoull(f.stem().string(), nullptr, 16));
+    for (std::size_t k = 1; k < starts.size(); ++k) ASSERT_GE(starts[k], value(t.oldest()));
+    ASSERT_LE(starts.front(), value(t.oldest()));
+  }
+  ASSERT_TRUE(t.sync());
+  TranscriptStore again = opened(dir.path(), o);
+  const auto records = again.take_annex();
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back(), "at " + std::to_string(at));
+  EXPECT_LT(records.size(), 40u);
+}
+
+TEST(TranscriptAnnex, ClearDeletesEveryAnnex) {
+  TempFolder dir;
+  TranscriptStore t = opened(dir.path());
+  ASSERT_TRUE(t.append(Cursor{0}, 1, 1, "hello"));
+  ASSERT_TRUE(t.append_annex(Cursor{5}, "before the clear"));
+  ASSERT_TRUE(t.clear());
+  EXPECT_TRUE(annex_files(dir.path()).empty());
+  ASSERT_TRUE(t.append_annex(Cursor{5}, "after the clear"));
+  ASSERT_TRUE(t.append(Cursor{5}, 1, 1, "again"));
+  ASSERT_TRUE(t.sync());
+  TranscriptStore again = opened(dir.path());
+  EXPECT_EQ(again.take_annex(), std::vector<std::string>{"after the clear"});
+}
+
+// Three annex records; the file and each record's offset.
+struct ThreeRecords {
+  std::filesystem::path file;
+  std::vector<std::uint64_t> offsets;
+};
+ThreeRecords three_records(const std::filesystem::path& folder) {
+  TranscriptStore t = opened(folder);
+  if (!t.append(Cursor{0}, 1, 1, "bytes")) throw std::runtime_error("append failed");
+  ThreeRecords out;
+  for (const char* r : {"first record", "second record", "third record"}) {
+    out.file = folder / "0000000000000000.rec";
+    out.offsets.push_back(std::filesystem::exists(out.file) ? std::filesystem::file_size(out.file)
+                                                            : 8);
+    if (!t.append_annex(Cursor{5}, r)) throw std::runtime_error("annex failed");
+  }
+  if (!t.sync()) throw std::runtime_error("sync failed");
+  return out;
+}
+
+TEST(TranscriptAnnex, ADamagedRecordCostsThatRecordOnly) {
+  for (const std::uint64_t into : {0u, 5u, 14u}) {  // its magic, its length, its payload
+    TempFolder dir;
+    const ThreeRecords r = three_records(dir.path());
+    overwrite(r.file, r.offsets[1] + into, flipped(r.file, r.offsets[1] + into));
+    TranscriptStore t = opened(dir.path());
+    EXPECT_EQ(t.take_annex(), (std::vector<std::string>{"first record", "third record"}))
+        << "byte " << into;
+    EXPECT_EQ(t.annex_damaged(), 1u);
+  }
+}
+
+TEST(TranscriptAnnex, ADamagedHeaderKeepsTheRecords) {
+  TempFolder dir;
+  const ThreeRecords r = three_records(dir.path());
+  overwrite(r.file, 0, "XXXX");
+  TranscriptStore t = opened(dir.path());
+  EXPECT_EQ(t.take_annex().size(), 3u);
+  EXPECT_EQ(t.annex_damaged(), 1u);
+}
+
+TEST(TranscriptAnnex, TheNewestAnnexsTornTailIsCutNotReported) {
+  TempFolder dir;
+  const ThreeRecords r = three_records(dir.path());
+  std::filesystem::resize_file(r.file, r.offsets[2] + 7);  // the third cut short
+  {
+    TranscriptStore t = opened(dir.path());
+    EXPECT_EQ(t.take_annex(), (std::vector<std::string>{"first record", "second record"}));
+    EXPECT_EQ(t.annex_damaged(), 0u);
+    EXPECT_EQ(std::filesystem::file_size(r.file), r.offsets[2]);
+    ASSERT_TRUE(t.append_annex(Cursor{5}, "after the crash"));
+    ASSERT_TRUE(t.sync());
+  }
+  TranscriptStore t = opened(dir.path());
+  EXPECT_EQ(t.take_annex(),
+            (std::vector<std::string>{"first record", "second record", "after the crash"}));
+  EXPECT_EQ(t.annex_damaged(), 0u);
+}
+
+TEST(TranscriptAnnex, AnAnnexCreatedButNeverWrittenIsNoDamage) {
+  TempFolder dir;
+  { TranscriptStore t = opened(dir.path()); }
+  std::ofstream(dir.path() / "0000000000000000.rec") << "BSA";
+  TranscriptStore t = opened(dir.path());
+  EXPECT_TRUE(t.take_annex().empty());
+  EXPECT_EQ(t.annex_damaged(), 0u);
+  ASSERT_TRUE(t.append_annex(Cursor{0}, "first"));
+  ASSERT_TRUE(t.sync());
+  EXPECT_EQ(opened(dir.path()).take_annex(), std::vector<std::string>{"first"});
+}
+
+TEST(TranscriptAnnex, RecordsOfEveryLengthFrameAndScanBack) {
+  rc::check([](const std::vector<std::string>& records, std::uint8_t cut) {
+    std::string file(store::annex_header());
+    std::vector<std::string> kept;
+    for (const std::string& r : records) {
+      if (r.empty()) continue;
+      file += store::frame_annex_record(r);
+      kept.push_back(r);
+    }
+    const store::AnnexScan whole = store::scan_annex(file);
+    RC_ASSERT(whole.records == kept);
+    RC_ASSERT(whole.damaged == 0u);
+    RC_ASSERT(!whole.torn_tail);
+    // Cut anywhere inside the last record: the others stay, the cut is a torn tail.
+    if (!kept.empty()) {
+      const std::size_t last = store::frame_annex_record(kept.back()).size();
+      const std::size_t keep = file.size() - 1 - cut % last;
+      const store::AnnexScan torn = store::scan_annex(std::string_view(file).substr(0, keep));
+      RC_ASSERT(torn.records == std::vector<std::string>(kept.begin(), kept.end() - 1));
+      RC_ASSERT(torn.torn_tail);
+      RC_ASSERT(torn.intact_bytes == file.size() - last);
+    }
+  });
 }
 
 }  // namespace
