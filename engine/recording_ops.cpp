@@ -108,11 +108,10 @@ Result<std::string> read_transcript(const store::TranscriptStore& store, Cursor 
 }  // namespace
 
 std::optional<MirrorStart::Cold> Engine::restore_recording(const Actor& actor,
-                                                          RestorableActor& restored) {
+                                                           RestorableActor& restored) {
   recorder::Recording* r = recording(actor.name());
   if (!r) return std::nullopt;
-  const recorder::LoadReport report =
-      recorder::load(*r, restored.annex, restored.store.oldest());
+  const recorder::LoadReport report = recorder::load(*r, restored.annex, restored.store.oldest());
   restored.annex.clear();
   if (report.unreadable > 0) {
     log(LogLevel::warn, "actor {}: {} unreadable record(s) of its recording skipped", actor.name(),

@@ -134,7 +134,12 @@ std::string encode(const Keyframe& k) {
 }
 
 std::string encode(const SizeChange& c) {
-  return Writer(RecordType::size_change).u64(c.seq).u64(value(c.cursor)).u16(c.cols).u16(c.rows).take();
+  return Writer(RecordType::size_change)
+      .u64(c.seq)
+      .u64(value(c.cursor))
+      .u16(c.cols)
+      .u16(c.rows)
+      .take();
 }
 
 std::string encode(const TrackEvent& e) {

@@ -21,8 +21,9 @@ struct Written {
     records.push_back(encode(recording.keyframes.add_fresh(Cursor{at}, cols, rows, 1000)));
   }
   void keyframe(std::uint64_t at, std::string snapshot) {
-    const Keyframe k{Cursor{at}, recording.keyframes.stretch(), 80, 24,
-                     recording.keyframes.next_size_seq() - 1, 2000, std::move(snapshot), 7};
+    const Keyframe k{
+        Cursor{at}, recording.keyframes.stretch(), 80, 24, recording.keyframes.next_size_seq() - 1,
+        2000,       std::move(snapshot),           7};
     records.push_back(encode(k));
     recording.keyframes.add(k);
   }
