@@ -122,6 +122,10 @@ class Actor {
   // actor and the last reader's mapping.
   void close_ring() noexcept;
 
+  // What the output says now, for the ring header's zero-copy readers (io thread; the mirror
+  // reports it).
+  void publish_output(const shm::OutputStatus& output) noexcept { ring_.publish_output(output); }
+
   std::shared_ptr<InternalConsumer> attach_consumer() { return gate_.attach(ring_.committed()); }
   // Re-checks the consumer gate (the io loop calls this after the notify eventfd fired).
   void resume_if_possible() noexcept;

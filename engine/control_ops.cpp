@@ -209,6 +209,14 @@ Json Engine::status_of(const Actor& actor) const {
               {"controller", owner ? Json(*owner) : Json(nullptr)},
               {"sessions", std::move(sessions)}};
   status.update(transcripts_.status(actor));  // persist, archive_error, unarchived_bytes, ...
+  // What the output says (the ring header carries the same: shm OutputStatus).
+  if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {
+    const recorder::OutputState& o = r->second.output;
+    status["title"] = o.title;
+    status["bells"] = o.bells;
+    status["agent_status"] = term::to_string(o.status);
+    status["agent"] = o.agent.empty() ? Json(nullptr) : Json(o.agent);
+  }
   return status;
 }
 

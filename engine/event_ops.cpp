@@ -1,6 +1,7 @@
 // The event track (docs/recorder.md): recording each actor's events as the io thread acts and as
 // the mirror reports them, the live `track` frames to subscribers, and the `events` op. Io thread.
 #include <algorithm>
+#include <cstring>
 
 #include "engine/engine.hpp"
 #include "engine/recorder/durable_recording.hpp"
@@ -17,6 +18,27 @@ namespace {
 // A spawn's argv and cwd are kept up to this many bytes in all: the track is bounded in events,
 // and an argv may be as long as a frame.
 constexpr std::size_t kMaxSpawnTextBytes = 4096;
+
+static_assert(static_cast<int>(term::AgentStatus::permission) ==
+              static_cast<int>(shm::OutputAgentStatus::permission));
+
+// The ring header's form of what the output says (shm/ring_layout.hpp, OutputStatus).
+shm::OutputStatus ring_output(const recorder::OutputState& state, Cursor cursor) {
+  shm::OutputStatus out;
+  out.cursor = value(cursor);
+  out.bells = state.bells;
+  out.agent_status = static_cast<shm::OutputAgentStatus>(state.status);
+  const auto copy = [](std::string_view text, char* to, std::size_t room) {
+    std::size_t n = std::min(text.size(), room);
+    // Never half a UTF-8 character: back off over continuation bytes.
+    while (n < text.size() && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    std::memcpy(to, text.data(), n);
+    return static_cast<std::uint32_t>(n);
+  };
+  out.title_bytes = copy(state.title, out.title, sizeof out.title);
+  out.agent_bytes = copy(state.agent, out.agent, sizeof out.agent);
+  return out;
+}
 
 }  // namespace
 
@@ -46,6 +68,15 @@ void Engine::record_output_events() {
     const auto named = std::find_if(mirror_ids_.begin(), mirror_ids_.end(),
                                     [&batch](const auto& m) { return m.second == batch.id; });
     if (named == mirror_ids_.end()) continue;
+    if (batch.state) {
+      if (recorder::Recording* r = recording(named->first)) {
+        r->output = *batch.state;
+        r->output_cursor = batch.state_cursor;
+      }
+      if (const auto a = actors_.find(named->first); a != actors_.end()) {
+        a->second->publish_output(ring_output(*batch.state, batch.state_cursor));
+      }
+    }
     for (recorder::OutputEvent& e : batch.events) {
       record_event(named->first, e.kind, e.cursor, std::move(e.fields), e.time_ms);
     }

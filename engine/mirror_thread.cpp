@@ -67,6 +67,7 @@ struct MirrorThread::Slot {
   bool keyframe_waiting = false;      // due, but too soon after the last one (or not ready)
   bool resynced = false;              // resync() since the last reset(): no keyframes
   std::vector<recorder::Keyframe> keyframes;  // taken, not yet sent
+  std::uint64_t sent_state_version = 0;       // OutputEvents::state_version() last sent
 
   void apply(const Event& e) {
     switch (e.kind) {
@@ -196,7 +197,10 @@ void MirrorThread::run() {
         const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
         answer_ready(slot);
         maybe_keyframe(slot, now);
-        if (slot.output->has_pending() || !slot.keyframes.empty()) send_output_events(slot, now);
+        if (slot.output->has_pending() || !slot.keyframes.empty() ||
+            slot.output->state_version() != slot.sent_state_version) {
+          send_output_events(slot, now);
+        }
         return worked;
       },
       [this] { return has_work(); },
@@ -474,7 +478,12 @@ void MirrorThread::send_output_events(Slot& slot, std::int64_t now_ms) {
   slot.keyframes.clear();
   stat_keyframes_.fetch_add(batch.keyframes.size(), std::memory_order_relaxed);
   slot.output->take(batch.events, now_ms);
-  if (batch.events.empty() && batch.keyframes.empty()) return;
+  if (slot.output->state_version() != slot.sent_state_version) {
+    slot.sent_state_version = slot.output->state_version();
+    batch.state = slot.output->state();
+    batch.state_cursor = slot.mirror->position();
+  }
+  if (batch.events.empty() && batch.keyframes.empty() && !batch.state) return;
   output_events_.enqueue(std::move(batch));
   signal_eventfd(notify_fd_);
 }

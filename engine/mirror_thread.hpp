@@ -57,6 +57,10 @@ struct OutputEventBatch {
   MirrorActorId id = 0;
   std::vector<recorder::OutputEvent> events;  // in stream order
   std::vector<recorder::Keyframe> keyframes;  // in stream order
+  // What the output says after the bytes parsed so far (up to `state_cursor`), when it changed
+  // since the last batch: exact whatever the rate limit dropped.
+  std::optional<recorder::OutputState> state{};
+  Cursor state_cursor{0};
 };
 
 // Where an actor's mirror starts (MirrorThread::add_actor). Numbered as the io thread's

@@ -5,7 +5,8 @@
 //   header segment (kHeaderBytes)             data segment (capacity bytes)
 //   +----------------------------------------+    +-------------------------------------------+
 //   | RingHeader (identity, cursors, wake,   |    | byte of cursor c at c % capacity          |
-//   | meta, session table), zero padded      |    |                                           |
+//   | meta, session table, output status),   |
+//   | zero padded                            |    |                                           |
 //   +----------------------------------------+    +-------------------------------------------+
 //
 // Two sealed memfds (shm/segment.hpp): both of fixed size; the header also sealed against every
@@ -38,7 +39,7 @@
 namespace backscroll::shm {
 
 inline constexpr std::uint64_t kRingMagic = 0x31474e4952534b42ULL;  // "BKSRING1" little-endian
-inline constexpr std::uint32_t kRingLayoutVersion = 2;              // 2: the nonce
+inline constexpr std::uint32_t kRingLayoutVersion = 3;              // 2: the nonce; 3: OutputStatus
 inline constexpr std::size_t kCacheLine = 64;  // fixed: a cross-process layout must not vary
 inline constexpr std::size_t kHeaderBytes = 16384;
 inline constexpr std::size_t kSessionSlots = 64;    // session id s lives in slot s % kSessionSlots
@@ -83,6 +84,25 @@ struct ActorMeta {
 };
 static_assert(sizeof(ActorMeta) % 8 == 0);
 
+// What the actor's output says now, as the engine's mirror read it: the window title, the bells
+// rung, the agent status the engine's rule table reads from the title (docs/recorder.md, "In the
+// ring header"). Zero-copy readers (the bridge's page, a status bar) read it here instead of
+// scanning the stream. Published through a SeqlockCell after each batch the mirror reports.
+inline constexpr std::size_t kOutputTitleBytes = 256;  // the scanner's title bound
+inline constexpr std::size_t kOutputAgentBytes = 64;
+enum class OutputAgentStatus : std::uint32_t { unknown = 0, working = 1, idle = 2, permission = 3 };
+struct OutputStatus {
+  std::uint64_t cursor = 0;  // the output was read up to here (0 with nothing read yet)
+  std::uint64_t bells = 0;   // bells rung since the engine began mirroring the actor
+  OutputAgentStatus agent_status = OutputAgentStatus::unknown;
+  std::uint32_t title_bytes = 0;  // of `title`: sanitized UTF-8, no control characters
+  std::uint32_t agent_bytes = 0;  // of `agent`: the matching rule's agent ("" when none)
+  std::uint32_t reserved_ = 0;
+  char title[kOutputTitleBytes] = {};
+  char agent[kOutputAgentBytes] = {};
+};
+static_assert(sizeof(OutputStatus) % 8 == 0);
+
 // A value of a few words written by one thread and read by any process without locks.
 // Writer: seq odd -> words -> seq even. Reader: retry until it saw the same even seq around its
 // copy. See seqlock.hpp for the operations and their ordering.
@@ -116,6 +136,7 @@ struct RingHeader {
   // --- seqlocked facts ---------------------------------------------------------------------
   alignas(kCacheLine) SeqlockCell<ActorMeta> meta;
   alignas(kCacheLine) SeqlockCell<SessionRecord> sessions[kSessionSlots];
+  alignas(kCacheLine) SeqlockCell<OutputStatus> output;
 };
 
 static_assert(std::is_standard_layout_v<RingHeader>);

@@ -262,6 +262,10 @@ WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) con
 
 std::optional<ActorMeta> RingReader::meta() const noexcept { return seqlock_load(header_->meta); }
 
+std::optional<OutputStatus> RingReader::output() const noexcept {
+  return seqlock_load(header_->output);
+}
+
 std::optional<SessionRecord> RingReader::session(std::uint64_t id) const noexcept {
   if (id == 0) return std::nullopt;  // ids start at 1; empty slots hold id 0
   auto record = seqlock_load(header_->sessions[id % kSessionSlots]);

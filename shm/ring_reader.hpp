@@ -83,6 +83,8 @@ class RingReader {
   // Empty if the engine died mid-update (a stale segment).
   std::optional<ActorMeta> meta() const noexcept;
   std::optional<SessionRecord> session(std::uint64_t id) const noexcept;
+  // What the output says now (title, bells, agent status: ring_layout.hpp, OutputStatus).
+  std::optional<OutputStatus> output() const noexcept;
   const RingHeader& header() const noexcept { return *header_; }
   // The mapped data area every view lies in (the fuzz target checks spans against it).
   std::span<const std::byte> data_area() const noexcept {

@@ -190,6 +190,10 @@ void RingWriter::publish_session(const SessionRecord& session) noexcept {
   seqlock_store(header_->sessions[session.id % kSessionSlots], session);
 }
 
+void RingWriter::publish_output(const OutputStatus& output) noexcept {
+  seqlock_store(header_->output, output);
+}
+
 RingAnnouncement RingWriter::announcement() const {
   RingAnnouncement a{header_->actor, 0, -1, -1, to_hex(header_->nonce), capacity_};
   if (segments_) {

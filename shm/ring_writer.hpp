@@ -65,6 +65,7 @@ class RingWriter {
 
   void publish_meta(const ActorMeta& meta) noexcept;
   void publish_session(const SessionRecord& session) noexcept;
+  void publish_output(const OutputStatus& output) noexcept;
 
   Cursor committed() const noexcept { return committed_; }
   Cursor floor() const noexcept { return floor_; }

@@ -8,6 +8,7 @@ using control::Json;
 
 void OutputEvents::reset() noexcept {
   end_bell_run();
+  ++state_version_;
   state_.title.clear();
   state_.status = term::AgentStatus::unknown;
   state_.agent.clear();
@@ -27,6 +28,7 @@ void OutputEvents::take(std::vector<OutputEvent>& out, std::int64_t now_ms) {
 void OutputEvents::on_title(std::string_view title, Cursor after) noexcept {
   if (title == state_.title) return;  // set to the text it had: not a change
   state_.title.assign(title);
+  ++state_version_;
   emit(EventKind::title, after, {{"title", state_.title}});
   const term::Classification c = classify(state_.title);
   if (c.status != state_.status) {
@@ -41,6 +43,7 @@ void OutputEvents::on_title(std::string_view title, Cursor after) noexcept {
 
 void OutputEvents::on_bell(Cursor after) noexcept {
   ++state_.bells;
+  ++state_version_;
   if (bell_run_) {
     ++bell_run_->count;
     bell_run_->last = after;

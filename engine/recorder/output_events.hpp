@@ -58,9 +58,16 @@ class OutputEvents final : public term::VtEvents {
   // Appends the events ready to record to `out`, in stream order: all but a bell run whose
   // window is still open at `now_ms`.
   void take(std::vector<OutputEvent>& out, std::int64_t now_ms);
-  bool has_pending() const noexcept { return !ready_.empty() || bell_run_.has_value(); }
+  // Whether take() has or will have something: events, an open bell run, or a count of dropped
+  // events waiting for a token (the last events of a flood must not hide their own loss).
+  bool has_pending() const noexcept {
+    return !ready_.empty() || bell_run_.has_value() || dropped_ > 0;
+  }
 
   const OutputState& state() const noexcept { return state_; }
+  // Counts the changes of state() (a title, a bell, a reset): the mirror thread hands the state
+  // over when it moved, rate limit or not.
+  std::uint64_t state_version() const noexcept { return state_version_; }
 
   // term::VtEvents (noexcept: only allocation can fail in them, and that ends the process).
   void on_title(std::string_view title, Cursor after) noexcept override;
@@ -82,6 +89,7 @@ class OutputEvents final : public term::VtEvents {
   const term::StatusRules* rules_;
   std::int64_t now_ms_ = 0;
   OutputState state_;
+  std::uint64_t state_version_ = 0;
   std::vector<OutputEvent> ready_;
   std::optional<BellRun> bell_run_;
   std::optional<std::int64_t> last_bell_ms_;  // the last bell reported on its own

@@ -6,6 +6,7 @@
 
 #include "engine/recorder/event_track.hpp"
 #include "engine/recorder/keyframe_store.hpp"
+#include "engine/recorder/output_events.hpp"
 #include "engine/recorder/time_index.hpp"
 
 namespace backscroll::recorder {
@@ -16,6 +17,9 @@ struct Recording {
   EventTrack events;
   KeyframeStore keyframes;
   TimeIndex times;
+  // What the output says now (the mirror's latest report), up to `output_cursor`.
+  OutputState output;
+  Cursor output_cursor{0};
 
   // What the transcript's annex holds (docs/recorder.md, "Persistence"): the newest keyframe
   // written there, and a session's end whose keyframe is written whatever its size (the

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "shm/ring_reader.hpp"
 #include "tests/engine/engine_process.hpp"
 
 namespace backscroll::testing {
@@ -132,6 +133,47 @@ TEST_F(Events, TitlesBellsPromptsAndStatusesAreStampedJustPastTheirSequence) {
   EXPECT_EQ(events_of(engine_, "out").front().at("kind"), "spawn");
   live.wait_for("track", "out");
   engine_.call("stop", {{"actor", "out"}});
+}
+
+// What the output says now is in the ring header (zero-copy readers) and in `status`: exact
+// whatever the event track's rate limit dropped; a fresh terminal (a clear, a new session)
+// forgets the title and status, not the bells.
+TEST_F(Events, TheRingHeaderAndStatusCarryTheTitleBellsAndAgentStatus) {
+  // 1000 titles and bells: more than the track's burst, so events are dropped; the state is not.
+  engine_.spawn("s", {"sh", "-c",
+                      "i=0; while [ $i -lt 1000 ]; do printf '\033]2;spin %d\007\007' $i; "
+                      "i=$((i+1)); done; printf '\033]0;\342\234\263 Claude Code\007'; "
+                      "read x"});
+  engine_.wait_output("s", "Claude Code");
+  auto ring = shm::RingReader::open_announced(engine_.ring_of("s"));
+  ASSERT_TRUE(ring) << ring.error().describe();
+  const std::uint64_t committed = engine_.status("s").at("committed");
+  wait_until([&] { return ring->output() && ring->output()->cursor >= committed; },
+             "the mirror's report in the ring header");
+  const shm::OutputStatus out = *ring->output();
+  EXPECT_EQ(std::string_view(out.title, out.title_bytes), "\xe2\x9c\xb3 Claude Code");
+  EXPECT_EQ(out.bells, 1000u);
+  EXPECT_EQ(out.agent_status, shm::OutputAgentStatus::idle);
+  EXPECT_EQ(std::string_view(out.agent, out.agent_bytes), "claude-code");
+  const Json status = engine_.status("s");
+  EXPECT_EQ(status.at("title"), "\xe2\x9c\xb3 Claude Code");
+  EXPECT_EQ(status.at("bells"), 1000);
+  EXPECT_EQ(status.at("agent_status"), "idle");
+  EXPECT_EQ(status.at("agent"), "claude-code");
+  wait_until(
+      [&] {
+        return !engine_.call("events", {{"actor", "s"}, {"kinds", {"dropped"}}})
+                    .header.at("events")
+                    .empty();
+      },
+      "the track's rate limit to drop some");
+
+  const std::uint64_t floor = engine_.call("clear", {{"actor", "s"}}).header.at("floor");
+  wait_until([&] { return ring->output() && ring->output()->title_bytes == 0; }, "a fresh title");
+  EXPECT_EQ(ring->output()->agent_status, shm::OutputAgentStatus::unknown);
+  EXPECT_EQ(ring->output()->bells, 1000u);
+  EXPECT_GE(ring->output()->cursor, floor);
+  engine_.call("stop", {{"actor", "s"}});
 }
 
 TEST_F(Events, QueriesPageThroughEventsThatShareACursor) {

@@ -292,6 +292,33 @@ TEST_F(Ring, ReaderSeesMetaOnlyOncePublished) {
   EXPECT_EQ(header().meta.seq % 2, 0u);
 }
 
+TEST_F(Ring, ReaderSeesTheOutputStatusWholeOncePublished) {
+  auto initial = reader().output();
+  ASSERT_TRUE(initial.has_value());
+  EXPECT_EQ(initial->cursor, 0u);
+  EXPECT_EQ(initial->title_bytes, 0u);
+  EXPECT_EQ(initial->agent_status, OutputAgentStatus::unknown);
+
+  OutputStatus out;
+  out.cursor = 1234;
+  out.bells = 3;
+  out.agent_status = OutputAgentStatus::permission;
+  const std::string title(kOutputTitleBytes, 'x');  // as long as it can be
+  std::memcpy(out.title, title.data(), title.size());
+  out.title_bytes = static_cast<std::uint32_t>(title.size());
+  std::memcpy(out.agent, "claude", 6);
+  out.agent_bytes = 6;
+  writer().publish_output(out);
+  const auto seen = reader().output();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->cursor, 1234u);
+  EXPECT_EQ(seen->bells, 3u);
+  EXPECT_EQ(seen->agent_status, OutputAgentStatus::permission);
+  EXPECT_EQ(std::string_view(seen->title, seen->title_bytes), title);
+  EXPECT_EQ(std::string_view(seen->agent, seen->agent_bytes), "claude");
+  EXPECT_EQ(header().output.seq % 2, 0u);
+}
+
 TEST_F(Ring, ReaderFindsASessionByIdAndNotAnotherThatSharesItsSlot) {
   const SessionRecord third{3, 100, 200, 777, 1, 0, kSessionExited | kSessionSealed, 0};
   writer().publish_session(third);

@@ -1,8 +1,9 @@
-// AgentStatuses: the agent status of each actor the page lists (docs/bridge.md, "HTTP"), from
-// the status detector (tools/status_follower.hpp) following each actor's ring. It runs on a
-// thread of its own, so scanning a flood's output never delays a WebSocket client: the io
-// thread names the actors it wants (want()) and reads the latest results (get()); the thread
-// polls every followed ring every kPeriod and publishes under a mutex.
+// AgentStatuses: the agent status of each actor the page lists (docs/bridge.md, "HTTP") under
+// rules of the bridge's own (`--rules`; with the built-in ones the engine's `status` answer has
+// it), from the status detector (tools/status_follower.hpp) following each actor's ring. It runs on
+// a thread of its own, so scanning a flood's output never delays a WebSocket client: the io thread
+// names the actors it wants (want()) and reads the latest results (get()); the thread polls every
+// followed ring every kPeriod and publishes under a mutex.
 #pragma once
 
 #include <chrono>

@@ -18,7 +18,9 @@ Bridge::Bridge(asio::io_context& io, Places places, BridgeOptions options, std::
       acceptor_(io),
       waker_(std::make_shared<FeedWaker>(io)),
       accept_retry_(io),
-      agent_statuses_(places_, *options_.rules) {}
+      agent_statuses_(options_.rules == &term::StatusRules::defaults()
+                          ? nullptr
+                          : std::make_unique<AgentStatuses>(places_, *options_.rules)) {}
 
 Bridge::~Bridge() {
   waker_->cut();

@@ -38,7 +38,9 @@ struct BridgeOptions {
   std::vector<std::string> allow_origins;
   // Host names (besides localhost and IP literals) the bridge answers to.
   std::vector<std::string> allow_hosts;
-  // The status detector's rules for the actor list (docs/status-detector.md).
+  // The status detector's rules for the actor list (docs/status-detector.md). With the
+  // built-in rules the engine's own reading is used (its `status` answer, the ring header);
+  // other rules are applied by a detector of the bridge's own, following each ring.
   const term::StatusRules* rules = &term::StatusRules::defaults();
 };
 
@@ -57,7 +59,9 @@ class Bridge {
   const BridgeOptions& options() const noexcept { return options_; }
   const std::string& token() const noexcept { return token_; }
   TicketBook& tickets() noexcept { return tickets_; }
-  AgentStatuses& agent_statuses() noexcept { return agent_statuses_; }
+  // The bridge's own agent statuses: only with rules other than the built-in ones (the engine
+  // reads the status with those itself); null otherwise.
+  AgentStatuses* agent_statuses() noexcept { return agent_statuses_.get(); }
 
   // A request to the engine; engine_unavailable when it cannot be reached.
   void engine_call(std::string_view op, control::Json fields, const std::string& payload,
@@ -96,7 +100,7 @@ class Bridge {
   std::shared_ptr<FeedWaker> waker_;
   boost::asio::steady_timer accept_retry_;
   std::map<const ClientSession*, std::weak_ptr<ClientSession>> sessions_;
-  AgentStatuses agent_statuses_;
+  std::unique_ptr<AgentStatuses> agent_statuses_;
 };
 
 }  // namespace backscroll::bridge

@@ -275,10 +275,16 @@ void HttpSession::answer_actors(const Request& request) {
         } else {
           Json actors = Json::array();
           std::set<std::string> names;
+          // The engine's reading, or (custom rules) the bridge's own once it read the ring.
+          AgentStatuses* own = self->bridge_.agent_statuses();
           for (const Json& a : answer->header.value("actors", Json::array())) {
             const std::string name = a.value("name", "");
             names.insert(name);
-            const auto agent = self->bridge_.agent_statuses().get(name);
+            const auto agent = own ? own->get(name) : std::nullopt;
+            const auto field = [&](const char* key, auto of_own) {
+              if (!own) return a.value(key, Json());
+              return agent ? Json(of_own(*agent)) : Json();
+            };
             actors.push_back(
                 {{"name", name},
                  {"state", a.value("state", "")},
@@ -288,12 +294,12 @@ void HttpSession::answer_actors(const Request& request) {
                  {"epoch", a.value("epoch", "")},
                  {"committed", a.value("committed", 0)},
                  {"argv", a.value("argv", Json::array())},
-                 // null until the status thread has read the actor's ring once
-                 {"agent_status", agent ? Json(term::to_string(agent->status)) : Json()},
-                 {"agent", agent ? Json(agent->agent) : Json()},
-                 {"title", agent ? Json(agent->title) : Json()}});
+                 {"agent_status",
+                  field("agent_status", [](const auto& s) { return term::to_string(s.status); })},
+                 {"agent", field("agent", [](const auto& s) { return s.agent; })},
+                 {"title", field("title", [](const auto& s) { return s.title; })}});
           }
-          self->bridge_.agent_statuses().want(std::move(names));
+          if (own) own->want(std::move(names));
           r.body() = to_text(Json{{"actors", std::move(actors)}}) + "\n";
         }
         self->send(std::move(r));

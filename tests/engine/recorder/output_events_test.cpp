@@ -131,6 +131,21 @@ TEST(OutputEvents, AFloodOfEventsIsBoundedAndTheLossCounted) {
   EXPECT_EQ(events[1].fields.at("title"), "after");
 }
 
+TEST(OutputEvents, TheLossAtTheEndOfAFloodIsReportedWithoutAnotherEvent) {
+  Output out;
+  std::string flood;
+  for (int i = 0; i < 1'000; ++i) flood += "\x1b]2;" + std::to_string(i) + "\x07";
+  out.feed(flood, 5000);
+  EXPECT_EQ(out.take(5000).size(), OutputEvents::kBurst);
+  // Nothing more is printed: the count is still owed (the mirror thread keeps asking) and comes
+  // once the bucket has a token.
+  EXPECT_TRUE(out.events().has_pending());
+  const auto events = out.take(5100);
+  ASSERT_EQ(kinds(events), std::vector<std::string>{"dropped"});
+  EXPECT_EQ(events[0].fields.at("count"), 1'000 - OutputEvents::kBurst);
+  EXPECT_FALSE(out.events().has_pending());
+}
+
 TEST(OutputEvents, AResetForgetsTheTitleAndStatusButNotTheBells) {
   Output out;
   out.feed("\x07\x1b]0;\xe2\x9c\xb3 Claude Code\x07", 0);
