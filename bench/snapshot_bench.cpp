@@ -9,7 +9,14 @@
 // 3. The `snapshot` op through a real engine (request to reply, client side), 80x24 + 512
 //    lines and 200x50 + 10,000 lines, with the actor idle and while it floods (flood_writer
 //    in a loop); and a quiet actor's snapshot while 8 other actors flood.
+// 4. The screen at a past cursor (`snapshot --at`) and `backscroll search` over a 50 MB stream,
+//    all in the ring and from the transcript (docs/recorder.md).
 // Timings are printed, never asserted (--quick, for CI, only checks that everything runs).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -117,6 +124,40 @@ void row(const char* what, const Percentiles& p, json& out, const std::string& k
               {"fewest_history_lines", p.fewest_lines}};
 }
 
+// `backscroll search ACTOR PATTERN` against `engine`, its output discarded: wall seconds and
+// the child's CPU seconds (user + system).
+struct Timed {
+  double wall_s = 0;
+  double cpu_s = 0;
+};
+Timed time_search(const bench::EngineUnderTest& engine, const std::string& actor,
+                  const std::string& pattern) {
+  const std::string cli = (bench::bin_dir() / "backscroll").string();
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("BACKSCROLL_RUNTIME_DIR", engine.places().runtime_dir.c_str(), 1);
+    ::setenv("BACKSCROLL_HOME", engine.places().state_dir.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::execl(cli.c_str(), cli.c_str(), "--no-autostart", "search", actor.c_str(), pattern.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  const double wall = ms_since(start) / 1000;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+    std::fprintf(stderr, "bench: search '%s' failed (status %d)\n", pattern.c_str(), status);
+    std::exit(1);
+  }
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return {wall, seconds(usage.ru_utime) + seconds(usage.ru_stime)};
+}
+
 // The screen at a past cursor (docs/recorder.md): an actor that printed 48 MiB of log lines,
 // build output and full-screen redraws (4 MiB with --quick); request to reply for random cursors
 // of it. Either all of it in its ring or, `from_transcript`, in a persisting engine with the
@@ -182,6 +223,30 @@ void screen_at_latency(bool quick, int samples, bool from_transcript, json& out)
         static_cast<double>(committed) / 1e6, static_cast<double>(committed - oldest) / 1e6,
         keyframes.header["events"].size(), samples, answered, replayed / samples / 1024, p.p50,
         p.p99, p.max);
+    // Search (docs/recorder.md, "Search"): the whole stream, three patterns (none matches, every
+    // seventh line matches, ten lines match), 3 rounds each; median wall and CPU per pattern.
+    json search = json::object();
+    std::printf(
+        "\n| search pattern | median wall s | MB/s | CLI CPU s | MB per CPU s |\n"
+        "|---|---|---|---|---|\n");
+    for (const char* pattern : {"no such text zzz", "warning: .*unused", "unit1234[0-9]\\.dir"}) {
+      std::vector<double> wall, cpu;
+      for (int round = 0; round < (quick ? 1 : 3); ++round) {
+        const Timed t = time_search(engine, "rec", pattern);
+        wall.push_back(t.wall_s);
+        cpu.push_back(t.cpu_s);
+      }
+      const double mb = static_cast<double>(committed) / 1e6;
+      const double wall_s = bench::median(wall), cpu_s = bench::median(cpu);
+      std::printf("| `%s` | %.3f | %.0f | %.3f | %.0f |\n", pattern, wall_s, mb / wall_s, cpu_s,
+                  mb / cpu_s);
+      json& row = search[pattern];
+      row["wall_s"] = wall;
+      row["cpu_s"] = cpu;
+      row["mb_per_s"] = mb / wall_s;
+      row["mb_per_cpu_s"] = mb / cpu_s;
+    }
+    out[from_transcript ? "search_transcript" : "search"] = search;
     out[from_transcript ? "screen_at_transcript" : "screen_at"] = {
         {"stream_bytes", committed},
         {"answerable_bytes", committed - oldest},

@@ -23,6 +23,7 @@
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_restore.hpp"
+#include "tools/cli_search.hpp"
 #include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
 #include "tools/cli_time.hpp"
@@ -427,6 +428,46 @@ Command add_capture(CLI::App& app) {
   return {command, run};
 }
 
+Command add_search(CLI::App& app) {
+  struct Values {
+    SearchArgs search;
+    std::string from, to;
+    std::size_t max_count = 0;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "search", "Print the lines of an actor's history that match REGEX, with their cursors");
+  add_actor(command, values->search.actor);
+  command->add_option("regex", values->search.pattern, "a PCRE2 regular expression")
+      ->type_name("REGEX")
+      ->required();
+  command->add_option("--from", values->from, "first cursor (default: the oldest retained)")
+      ->type_name("CURSOR")
+      ->check(u64_value());
+  command->add_option("--to", values->to, "end cursor, exclusive (default: committed)")
+      ->type_name("CURSOR")
+      ->check(u64_value());
+  command->add_option("-C,--context", values->search.context, "lines before and after a match")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000));
+  command->add_option("-m,--max-count", values->max_count, "stop after N matching lines")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1'000'000'000));
+  command->add_flag("-i,--ignore-case", values->search.ignore_case, "match case-insensitively");
+  command->add_flag("--json", values->search.json,
+                    "one JSON object per matching line (fields: docs/cli.md)");
+  command->footer(
+      "Prints CURSOR:LINE per matching line (context lines CURSOR-LINE), the text without escape "
+      "sequences. Exit 0 when a line matched, 1 when none did, 2 on an error (docs/cli.md).");
+  const auto run = [values](const EngineTarget& engine) {
+    values->search.from = cursor_value(values->from);
+    values->search.to = cursor_value(values->to);
+    if (values->max_count > 0) values->search.max_count = values->max_count;
+    return run_search(engine, values->search);
+  };
+  return {command, run};
+}
+
 Command add_events(CLI::App& app) {
   struct Values {
     EventsArgs events;
@@ -552,8 +593,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
       add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_events(app),
-      add_verify(app),  add_attach(app),  add_ping(app),     add_shutdown(app)};
+      add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_search(app),
+      add_events(app),  add_verify(app),  add_attach(app),   add_ping(app),    add_shutdown(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

@@ -661,6 +661,43 @@ TEST_F(CliCapture, TailLinesPrintsTheLastLinesThenFollowsTheRawOutput) {
   EXPECT_EQ(cli({"tail", "c", "-n", "3", "--from", "0"}).exit_code(), 2);
 }
 
+TEST_F(CliCapture, SearchPrintsEachMatchingLineWithItsCursor) {
+  // Each line is "line N\r\n" (N < 10: 8 bytes, else 9); line 3 is coloured (+8 bytes).
+  const auto cursor_of = [](int n) {
+    std::uint64_t c = 0;
+    for (int i = 1; i < n; ++i) c += (i < 10 ? 8 : 9) + (i == 3 ? 8 : 0);
+    return std::to_string(c);
+  };
+  const CliResult found = cli({"search", "c", "line 3$"});
+  ASSERT_TRUE(Succeeds(found)) << ::testing::PrintToString(found);
+  EXPECT_EQ(found.out, cursor_of(3) + ":line 3\n");  // the colour is not in the text
+  EXPECT_EQ(
+      cli({"search", "c", "^line 1[0-2]$"}).out,
+      cursor_of(10) + ":line 10\n" + cursor_of(11) + ":line 11\n" + cursor_of(12) + ":line 12\n");
+  // Context, grep style; a range; a count; case.
+  EXPECT_EQ(
+      cli({"search", "c", "line 20$", "-C", "1"}).out,
+      cursor_of(19) + "-line 19\n" + cursor_of(20) + ":line 20\n" + cursor_of(21) + "-line 21\n");
+  EXPECT_EQ(cli({"search", "c", "line", "--from", cursor_of(39), "--to", cursor_of(40)}).out,
+            cursor_of(39) + ":line 39\n");
+  EXPECT_EQ(cli({"search", "c", "line", "-m", "1"}).out, "0:line 1\n");
+  EXPECT_EQ(cli({"search", "c", "LINE 40", "-i"}).out, cursor_of(40) + ":line 40\n");
+  const CliResult json = cli({"search", "c", "line 4$", "--json"});
+  ASSERT_TRUE(Succeeds(json));
+  const Json match = Json::parse(json.out);
+  EXPECT_EQ(match.at("cursor"), std::stoull(cursor_of(4)));
+  EXPECT_EQ(match.at("end"), std::stoull(cursor_of(5)));
+  EXPECT_EQ(match.at("line"), "line 4");
+  EXPECT_EQ(match.at("match"), (Json{{"start", 0}, {"end", 6}}));
+  // Nothing: exit 1 and no output; a bad pattern or actor: exit 2 with one line.
+  const CliResult none = cli({"search", "c", "no such text"});
+  EXPECT_EQ(none.exit_code(), 1);
+  EXPECT_EQ(none.out, "");
+  EXPECT_TRUE(
+      FailsWithOneLine(cli({"search", "c", "("}), 2, "backscroll: usage: search: bad pattern"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"search", "nobody", "x"}), 2, "backscroll: no_such_actor: "));
+}
+
 TEST_F(CliCommandTest, TailLinesWithFollowGoesOnWithTheOutputAfterThem) {
   spawn("t", {"cat"});
   ASSERT_TRUE(Succeeds(cli({"send", "t", "one"})));
