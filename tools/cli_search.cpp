@@ -38,8 +38,8 @@ class Pattern {
     int error = 0;
     PCRE2_SIZE offset = 0;
     // UTF with invalid sequences allowed: the stream's bytes are whatever the program wrote.
-    const std::uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE |
-                                  (ignore_case ? PCRE2_CASELESS : 0);
+    const std::uint32_t options =
+        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE | (ignore_case ? PCRE2_CASELESS : 0);
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                      options, &error, &offset, nullptr);
     if (!code) {
@@ -62,8 +62,8 @@ class Pattern {
   // The first match in text[from, end), as [start, stop) offsets of `text`.
   std::optional<std::pair<std::size_t, std::size_t>> find(std::string_view text, std::size_t from,
                                                           std::size_t end) {
-    const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), end, from, 0,
-                               data_, nullptr);
+    const int rc =
+        pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), end, from, 0, data_, nullptr);
     if (rc < 0) return std::nullopt;  // no match (or a resource limit: treated as none)
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data_);
     return std::pair<std::size_t, std::size_t>(ovector[0], ovector[1]);
@@ -188,10 +188,9 @@ void match_lines(Pattern& pattern, const term::PlainLines& lines, Printer& print
     const auto found = pattern.find(text, all[next].offset, text.size());
     const std::size_t at = found ? found->first : text.size();
     // The line holding the match start (lines before it did not match).
-    auto it = std::upper_bound(all.begin() + static_cast<std::ptrdiff_t>(next), all.end(), at,
-                               [](std::size_t offset, const term::PlainLine& l) {
-                                 return offset < l.offset;
-                               });
+    auto it = std::upper_bound(
+        all.begin() + static_cast<std::ptrdiff_t>(next), all.end(), at,
+        [](std::size_t offset, const term::PlainLine& l) { return offset < l.offset; });
     const std::size_t hit = found ? static_cast<std::size_t>(it - all.begin()) - 1 : all.size();
     for (; next < hit; ++next) printer.line(lines, all[next], std::nullopt);
     if (!found) return;
@@ -208,8 +207,8 @@ void match_lines(Pattern& pattern, const term::PlainLines& lines, Printer& print
   }
 }
 
-std::optional<std::uint64_t> committed_of(control::ControlClient& client,
-                                          const std::string& actor, Error& error) {
+std::optional<std::uint64_t> committed_of(control::ControlClient& client, const std::string& actor,
+                                          Error& error) {
   auto status = client.call("status", {{"actor", actor}});
   if (!status) {
     error = status.error();
@@ -263,10 +262,9 @@ int run_search(const EngineTarget& engine, const SearchArgs& args) {
     if (next > from) {
       page.resize(next - from);
     } else {
-      auto r = client->call("history", {{"actor", args.actor},
-                                        {"from", value(from)},
-                                        {"to", value(to)},
-                                        {"max_bytes", want}});
+      auto r = client->call(
+          "history",
+          {{"actor", args.actor}, {"from", value(from)}, {"to", value(to)}, {"max_bytes", want}});
       if (!r) {
         const Error& e = r.error();
         // Not retained (before the oldest byte kept, or a cleared stretch) or damaged: the
@@ -294,7 +292,8 @@ int run_search(const EngineTarget& engine, const SearchArgs& args) {
     lines.clear();
     from = next;
     if (progress && from - first >= next_progress) {
-      std::fprintf(stderr, "\rsearch: %llu of %llu MB", static_cast<unsigned long long>((from - first) >> 20),
+      std::fprintf(stderr, "\rsearch: %llu of %llu MB",
+                   static_cast<unsigned long long>((from - first) >> 20),
                    static_cast<unsigned long long>((to - first) >> 20));
       next_progress += kProgressBytes;
     }

@@ -16,7 +16,7 @@ namespace backscroll::cli {
 
 struct SearchArgs {
   std::string actor;
-  std::string pattern;  // PCRE2 syntax, UTF-8
+  std::string pattern;         // PCRE2 syntax, UTF-8
   std::optional<Cursor> from;  // default: the oldest byte retained
   std::optional<Cursor> to;    // default: the committed cursor
   std::size_t context = 0;     // lines before and after each match

@@ -131,7 +131,8 @@ void PlainLines::feed(std::string_view bytes) {
         break;
       case State::csi:
         if (b >= '0' && b <= '9') {
-          if (!csi_first_done_) csi_param_ = std::min(csi_param_ < 0 ? 0 : csi_param_ * 10 + (b - '0'), 9999);
+          if (!csi_first_done_)
+            csi_param_ = std::min(csi_param_ < 0 ? 0 : csi_param_ * 10 + (b - '0'), 9999);
         } else if (b == ';' || b == ':') {
           csi_first_done_ = true;
         } else if (b >= 0x40 && b <= 0x7E) {

@@ -21,10 +21,10 @@
 namespace backscroll::term {
 
 struct PlainLine {
-  Cursor begin;             // the first raw byte of the line
-  Cursor end;               // just past its LF (or where it was cut)
-  std::size_t offset = 0;   // of its text in PlainLines::text()
-  std::size_t length = 0;   // of its text (without the '\n' that follows it there)
+  Cursor begin;            // the first raw byte of the line
+  Cursor end;              // just past its LF (or where it was cut)
+  std::size_t offset = 0;  // of its text in PlainLines::text()
+  std::size_t length = 0;  // of its text (without the '\n' that follows it there)
 };
 
 class PlainLines {
@@ -65,7 +65,7 @@ class PlainLines {
   // byte is copied once); column_ is where in it the next character goes.
   std::size_t line_at_ = 0;
   std::size_t column_ = 0;
-  int csi_param_ = -1;        // the first parameter of the CSI being read (-1: none)
+  int csi_param_ = -1;  // the first parameter of the CSI being read (-1: none)
   bool csi_first_done_ = false;
   std::vector<PlainLine> lines_;
   std::string text_;
