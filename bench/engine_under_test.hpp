@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -71,6 +72,14 @@ class EngineUnderTest {
     if (client_) (void)client_->call("shutdown");
     ::waitpid(pid_, nullptr, 0);
     if (owns_root_) std::filesystem::remove_all(root_);
+  }
+
+  // Ends the engine with SIGKILL, as a crash would: nothing is synced or sealed; the state dir
+  // stays for the next engine.
+  void crash() {
+    client_.reset();
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
   }
 
   const Places& places() const { return places_; }

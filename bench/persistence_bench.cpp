@@ -7,10 +7,12 @@
 //   3. restart: a persisting engine with `--actors` actors of `--history-bytes` retained history
 //      each, from exec until it answers and until every actor's snapshot (its last screen,
 //      rebuilt from the transcript: cold restore) is answered, with its page cache warm, and
-//      with --drop-caches (root only; it empties the whole machine's page cache) cold.
+//      with --drop-caches (root only; it empties the whole machine's page cache) cold; then
+//      the same after the first engine was killed (SIGKILL) right after the floods, so each
+//      restore replays the bytes after an older keyframe.
 //
 //   persistence_bench [--bytes N] [--rounds R] [--seal-bytes N] [--actors N]
-//                     [--history-bytes N] [--drop-caches] [--json FILE]
+//                     [--history-bytes N] [--drop-caches] [--restart-only] [--json FILE]
 //
 // The state dirs are under /tmp (the disk the engine would use by default is the user's home;
 // the machine line in docs/performance.md says which disk that was).
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   std::uint64_t history_bytes = 4ull << 20;
   std::string json_path;
   bool cold_restart = false;
+  bool restart_only = false;
   CLI::App app{"what durable transcripts cost: flood ratio, seal latency, restart time"};
   app.add_option("--bytes", flood_bytes, "bytes the child writes per flood")->capture_default_str();
   app.add_option("--rounds", rounds, "floods and seals per configuration")->capture_default_str();
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--drop-caches", cold_restart,
                "also restart with the page cache dropped (root; affects the whole machine)");
+  app.add_flag("--restart-only", restart_only, "measure only the restart (section 3)");
   app.add_option("--json", json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
   Json out = {{"flood_bytes", flood_bytes},
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
               {"history_bytes", history_bytes}};
 
   // 1 and 2: four engines, floods alternating between them.
-  {
+  if (!restart_only) {
     struct Config {
       const char* name;
       std::vector<std::string> flags;
@@ -162,22 +166,30 @@ int main(int argc, char** argv) {
     out["ratio_mirror"] = persist_m / base_m;
   }
 
-  // 3: restart with retained history.
+  // 3: restart with retained history, after a clean stop and after a crash.
   {
-    char tmpl[] = "/tmp/backscroll-restart-XXXXXX";
-    const std::filesystem::path root = ::mkdtemp(tmpl);
     const std::string writer = (bin_dir() / "flood_writer").string();
-    {
-      EngineUnderTest first({"--persist"}, root);  // the mirror keeps the last screens
+    // A state dir whose engine flooded every actor, then shut down (`crash`: was killed).
+    const auto recorded = [&](bool crash) {
+      char tmpl[] = "/tmp/backscroll-restart-XXXXXX";
+      const std::filesystem::path root = ::mkdtemp(tmpl);
+      EngineUnderTest first({"--persist"}, root);
       for (int i = 0; i < actors; ++i) {
         first.call("spawn", {{"actor", "a" + std::to_string(i)},
                              {"argv", {writer, std::to_string(history_bytes)}}});
       }
       for (int i = 0; i < actors; ++i)
         wait_quiet(first, "a" + std::to_string(i), std::chrono::milliseconds(50));
+      if (crash) {
+        // Killed as soon as the floods are read: the newest keyframes on disk are older than
+        // the last screens (the mirror parses behind the drain), so each restore replays the
+        // bytes after its keyframe (docs/recorder.md, "Cold restore").
+        first.crash();
+        return root;
+      }
       // Until each mirror has parsed its actor's flood and kept the last screen (a stop right
       // after a flood waits for those at most 500 ms; past that a restore replays from an older
-      // keyframe, docs/recorder.md "Cold restore", which this does not measure).
+      // keyframe, as after a crash).
       for (int i = 0; i < actors; ++i) {
         const std::string actor = "a" + std::to_string(i);
         const std::uint64_t end = committed(first, actor);
@@ -187,15 +199,13 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       }
-    }  // shutdown: every transcript sealed
-    std::uintmax_t disk = 0;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(root / "state"))
-      if (e.is_regular_file()) disk += e.file_size();
+      return root;  // shutdown: every transcript sealed
+    };
     struct Restart {
       double answer_ms;
       double screens_ms;
     };
-    const auto restart = [&](const char* label) {
+    const auto restart = [&](const std::filesystem::path& root, const char* label) {
       // Until the first answer: the socket accepts connections (the kernel queues them) before
       // the engine has restored its actors and serves.
       const auto start = Clock::now();
@@ -225,9 +235,17 @@ int main(int argc, char** argv) {
                    label, answer_ms, screens_ms);
       return Restart{answer_ms, screens_ms};
     };
-    const Restart warm = restart("warm page cache");
+    const std::filesystem::path stopped = recorded(false);
+    std::uintmax_t disk = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(stopped / "state"))
+      if (e.is_regular_file()) disk += e.file_size();
+    const Restart warm = restart(stopped, "warm page cache");
     std::optional<Restart> cold;
-    if (cold_restart && drop_caches()) cold = restart("caches dropped");
+    if (cold_restart && drop_caches()) cold = restart(stopped, "caches dropped");
+    std::filesystem::remove_all(stopped);
+    const std::filesystem::path crashed = recorded(true);
+    const Restart after_crash = restart(crashed, "after a crash");
+    std::filesystem::remove_all(crashed);
     std::printf(
         "| restart, %d actors x %llu bytes of history (%.0f MiB on disk) | ms to answer | ms "
         "until every last screen is back (goal < 1000) |\n|---|---|---|\n",
@@ -237,12 +255,15 @@ int main(int argc, char** argv) {
     if (cold)
       std::printf("| page cache dropped | %.1f | %.1f |\n", cold->answer_ms, cold->screens_ms);
     else std::printf("| page cache dropped | not measured (--drop-caches, root) | |\n");
+    std::printf("| after a crash (replays from older keyframes) | %.1f | %.1f |\n",
+                after_crash.answer_ms, after_crash.screens_ms);
     out["restart_warm_ms"] = warm.answer_ms;
     out["restart_warm_screens_ms"] = warm.screens_ms;
     out["restart_cold_ms"] = cold ? Json(cold->answer_ms) : Json(nullptr);
     out["restart_cold_screens_ms"] = cold ? Json(cold->screens_ms) : Json(nullptr);
+    out["restart_crash_ms"] = after_crash.answer_ms;
+    out["restart_crash_screens_ms"] = after_crash.screens_ms;
     out["restart_disk_bytes"] = disk;
-    std::filesystem::remove_all(root);
   }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

@@ -52,17 +52,22 @@ std::unique_ptr<term::Mirror> replay(const ScreenAt& request) {
 }
 
 std::unique_ptr<term::Mirror> resume(const ScreenAt& request, Cursor at) {
-  std::unique_ptr<term::Mirror> mirror = replay(request);
+  // The replay keeps a keyframe's depth of history, as a restore without bytes to replay does,
+  // so the look ahead jumps over what scrolls past it (a crash in a flood leaves up to 16 MiB);
+  // the live bound applies from `at` on.
+  ScreenAt bounded = request;
+  bounded.limits.max_lines = std::min(request.limits.max_lines, kKeyframeHistoryLines);
+  std::unique_ptr<term::Mirror> mirror = replay(bounded);
   if (!mirror) return nullptr;
   const Cursor base{request.keyframe->snapshot.size()};
   const Cursor clean = mirror->scanner().clean_position();
   if (clean != mirror->position()) {
-    ScreenAt before = request;
-    before.bytes = request.bytes.substr(0, std::max(clean, base) - base);
-    mirror = replay(before);
+    bounded.bytes = request.bytes.substr(0, std::max(clean, base) - base);
+    mirror = replay(bounded);
   }
   mirror->settle();
   if (!mirror->restart_at(at)) return nullptr;
+  mirror->set_history_limits(request.limits);
   return mirror;
 }
 

@@ -39,7 +39,9 @@ std::unique_ptr<term::Mirror> replay(const ScreenAt& request);
 // A live mirror of the terminal after the request's bytes, its stream continuing at `at` (cold
 // restore: an actor restored at engine start shows its last screen). When the bytes end inside
 // a sequence, the screen before that sequence (a session that ended there: the next one starts
-// from a fresh terminal anyway). Null when widens_history().
+// from a fresh terminal anyway). Its history holds at most kKeyframeHistoryLines of the lines
+// before `at` (what a restore with nothing to replay gets); request.limits bound it from then
+// on. Null when widens_history().
 std::unique_ptr<term::Mirror> resume(const ScreenAt& request, Cursor at);
 
 }  // namespace backscroll::recorder

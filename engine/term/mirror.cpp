@@ -279,6 +279,11 @@ std::optional<Cursor> Mirror::look_ahead_from() {
   return scan_.scanned();
 }
 
+void Mirror::set_history_limits(ScrollbackLimits limits) {
+  screen_.set_scrollback_limits(limits);
+  history_lines_ = limits.max_lines;
+}
+
 bool Mirror::history_ready(std::size_t lines) const noexcept {
   return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
 }

@@ -62,6 +62,9 @@ class Mirror {
   // bytes after it takes over an actor whose stream goes on from there (a cold restore). Only
   // when settled at a clean position (false, unchanged, otherwise).
   bool restart_at(Cursor at);
+  // The history's bounds from now on (lowered: the oldest lines go at once). The look ahead
+  // jumps over what scrolls out of the current bound.
+  void set_history_limits(ScrollbackLimits limits);
 
   // Look ahead (docs/plain-scroll-skip.md). The mirror thread hands over the bytes after the
   // ones fed, from look_ahead_from() on (nullopt: none wanted now; the scan stopped at a byte

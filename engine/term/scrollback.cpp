@@ -56,6 +56,15 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   bytes_ += line.bytes();
   lines_.push_back(std::move(line));
   ++pushed_;
+  trim();
+}
+
+void Scrollback::set_limits(ScrollbackLimits limits) {
+  limits_ = limits;
+  trim();
+}
+
+void Scrollback::trim() {
   while (!lines_.empty() && (lines_.size() > limits_.max_lines || bytes_ > limits_.max_bytes)) {
     bytes_ -= lines_.front().bytes();
     lines_.pop_front();

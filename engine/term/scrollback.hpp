@@ -36,6 +36,8 @@ class Scrollback {
   // when there is none.
   bool pop(std::span<Cell> out);
   void clear();
+  // New bounds: a lower one drops the oldest lines at once, a higher one lets later lines stay.
+  void set_limits(ScrollbackLimits limits);
   // Drops every line (CSI 3 J); pushed() keeps counting.
   void erase_lines();
 
@@ -68,6 +70,7 @@ class Scrollback {
     std::size_t bytes() const;
   };
   static void unpack(const StoredLine& l, std::size_t col, std::size_t extra_at, Cell& out);
+  void trim();  // the oldest lines out until both limits hold
 
   ScrollbackLimits limits_;
   std::deque<StoredLine> lines_;

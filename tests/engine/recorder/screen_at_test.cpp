@@ -308,5 +308,36 @@ TEST(ScreenAt, AResumeThatEndsInsideASequenceShowsTheScreenBeforeIt) {
   EXPECT_EQ(taken.cursor, Cursor{1000});
 }
 
+// A crash in a flood leaves megabytes between the newest keyframe and the end: the resume
+// jumps over what scrolls past a keyframe's depth of history (cheap), keeps that depth, and
+// lets the history grow to the live bound afterwards.
+TEST(ScreenAt, AResumeJumpsOverAFloodKeepsAKeyframesHistoryThenGrows) {
+  const auto lines = [](int from, int to) {
+    std::string out;
+    for (int i = from; i < to; ++i) out += "flood line " + std::to_string(i) + "\r\n";
+    return out;
+  };
+  Stream s{lines(0, 20'000)};
+  KeyframeStore store;
+  live(s, 0, &store, 0);  // the fresh terminal's keyframe only
+  const std::unique_ptr<term::Mirror> resumed =
+      resume({store.oldest(), s.bytes, {}, {}, {}}, Cursor{s.bytes.size()});
+  ASSERT_TRUE(resumed);
+  EXPECT_GT(resumed->skipped_bytes(), s.bytes.size() / 10 * 9);  // all but ~540 lines
+  term::SnapshotOptions all;
+  all.scrollback_lines = 10'000;
+  EXPECT_EQ(resumed->snapshot(all).snapshot.scrollback_lines, kKeyframeHistoryLines);
+  term::CompareOptions compare;
+  compare.history_lines = kKeyframeHistoryLines;
+  EXPECT_EQ(term::first_difference(*live(s, s.bytes.size()), *resumed, compare), "");
+
+  const std::string more = lines(20'000, 21'000);
+  resumed->feed(more);
+  s.bytes += more;
+  EXPECT_EQ(resumed->snapshot(all).snapshot.scrollback_lines, kKeyframeHistoryLines + 1000);
+  compare.history_lines = kKeyframeHistoryLines + 1000;
+  EXPECT_EQ(term::first_difference(*live(s, s.bytes.size()), *resumed, compare), "");
+}
+
 }  // namespace
 }  // namespace backscroll::recorder

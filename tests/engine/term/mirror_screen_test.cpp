@@ -370,6 +370,18 @@ TEST(MirrorScreen, BoundsTheScrollbackByLines) {
   EXPECT_EQ(m.scrollback_cell(0, 6).chars[0], U'8');
 }
 
+TEST(MirrorScreen, NewScrollbackLimitsDropTheOldestLinesAtOnceAndLetLaterOnesStay) {
+  MirrorScreen m(10, 3, ScrollbackLimits{50, 1u << 20});
+  for (int i = 0; i < 100; ++i) m.feed("line" + std::to_string(i) + "\r\n");
+  m.set_scrollback_limits(ScrollbackLimits{10, 1u << 20});
+  ASSERT_EQ(m.scrollback_lines(), 10u);
+  EXPECT_EQ(m.scrollback_cell(0, 4).chars[0], U'8');  // "line88": the newest ten stay
+  m.set_scrollback_limits(ScrollbackLimits{30, 1u << 20});
+  for (int i = 100; i < 150; ++i) m.feed("line" + std::to_string(i) + "\r\n");
+  EXPECT_EQ(m.scrollback_lines(), 30u);
+  EXPECT_EQ(m.scrollback_cell(29, 6).chars[0], U'7');  // "line147"
+}
+
 TEST(MirrorScreen, BoundsTheScrollbackByBytes) {
   MirrorScreen m(100, 3, ScrollbackLimits{10'000, 16 * 1024});
   for (int i = 0; i < 1000; ++i) m.feed(std::string(100, 'x') + "\r\n");
