@@ -1,6 +1,6 @@
 // bench/snapshot_bench: what a newly opened client waits for, and what the mirror costs.
 //
-//   snapshot_bench [--quick] [--json FILE]
+//   snapshot_bench [--quick] [--recorder-only] [--json FILE]
 //
 // 1. Mirror parse throughput per workload (in process, 64 KiB feeds): plain log lines, build
 //    output with SGR colours, TUI full-screen redraws with cursor addressing. MB/s.
@@ -11,7 +11,8 @@
 //    in a loop); and a quiet actor's snapshot while 8 other actors flood.
 // 4. The screen at a past cursor (`snapshot --at`) and `backscroll search` over a 50 MB stream,
 //    all in the ring and from the transcript (docs/recorder.md).
-// Timings are printed, never asserted (--quick, for CI, only checks that everything runs).
+// --recorder-only runs section 4 alone. Timings are printed, never asserted (--quick, for CI, only
+// checks that everything runs).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -261,19 +262,9 @@ void screen_at_latency(bool quick, int samples, bool from_transcript, json& out)
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json_path;
-  CLI::App app{"snapshot latency and mirror throughput"};
-  app.add_flag("--quick", quick, "small sizes and few samples (CI smoke run)");
-  app.add_option("--json", json_path, "also write the results as JSON here");
-  CLI11_PARSE(app, argc, argv);
+// Sections 1-3.
+void mirror_and_snapshot_op(bool quick, int samples, json& out) {
   const std::size_t workload_bytes = quick ? (1u << 20) : (16u << 20);
-  const int samples = quick ? 10 : 200;
-  json out;
-
   std::printf("## Mirror parse throughput (in process)\n\n| workload | MB/s |\n|---|---|\n");
   for (const auto& [name, bytes] :
        {std::pair<const char*, std::string>{"log lines", bench::log_lines(workload_bytes)},
@@ -338,6 +329,23 @@ int main(int argc, char** argv) {
 
   for (int i = 0; i < 8; ++i) engine.call("delete", {{"actor", "flood" + std::to_string(i)}});
   engine.call("delete", {{"actor", "quiet"}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string json_path;
+  CLI::App app{"snapshot latency and mirror throughput"};
+  app.add_flag("--quick", quick, "small sizes and few samples (CI smoke run)");
+  bool recorder_only = false;
+  app.add_flag("--recorder-only", recorder_only,
+               "only the screen at a past cursor and search (section 4)");
+  app.add_option("--json", json_path, "also write the results as JSON here");
+  CLI11_PARSE(app, argc, argv);
+  const int samples = quick ? 10 : 200;
+  json out;
+  if (!recorder_only) mirror_and_snapshot_op(quick, samples, out);
   screen_at_latency(quick, samples, false, out);
   screen_at_latency(quick, samples, true, out);
 
