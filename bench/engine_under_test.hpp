@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,7 +50,11 @@ class EngineUnderTest {
       ::setenv("BACKSCROLL_HOME", places_.state_dir.c_str(), 1);  // the defaults, not the user's
       const std::string log = (root_ / "engine.log").string();
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      // Nothing of the benchmark's output (a pipe ctest waits on), and no engine left behind
+      // when the benchmark exits on a failure without shutting it down.
+      ::dup2(fd, 1);
       ::dup2(fd, 2);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       std::vector<char*> argv{const_cast<char*>(engine.c_str())};
       for (auto& f : flags) argv.push_back(f.data());
       argv.push_back(nullptr);
@@ -80,6 +85,13 @@ class EngineUnderTest {
     client_.reset();
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
+    // The kernel tears a dead process's io_uring down after the process is reaped, and the
+    // accept it had queued keeps the listening socket open until then: a client connecting in
+    // that window is accepted and then reset. Wait until the socket refuses, as a restarting
+    // engine's first client would find it.
+    for (int i = 0; i < 5'000 && control::ControlClient::connect(places_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   const Places& places() const { return places_; }
