@@ -27,6 +27,7 @@
 #include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
 #include "tools/cli_time.hpp"
+#include "tools/cli_usage.hpp"
 #include "tools/cli_verify.hpp"
 
 namespace {
@@ -76,28 +77,6 @@ void add_spawn_options(CLI::App* command, std::string& cols, std::string& rows, 
                    "the program and its arguments, after -- "
                    "(default: $SHELL, else /bin/sh)")
       ->type_name("");
-}
-
-int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
-  if (app.get_subcommands().empty()) {
-    // CLI11 says "A subcommand is required" for a misspelt one; name it instead.
-    for (int i = 1; i < argc; ++i) {
-      const std::string_view arg = argv[i];
-      if (arg == "--no-autostart") continue;
-      if (!arg.empty() && arg[0] == '-') {
-        return report_usage("unknown option '" + std::string(arg) + "' (see 'backscroll --help')");
-      }
-      return report_usage("unknown command '" + std::string(arg) + "' (see 'backscroll --help')");
-    }
-  }
-  std::string where = "backscroll";
-  for (const CLI::App* sub = &app; sub != nullptr;) {
-    const auto chosen = sub->get_subcommands();
-    if (chosen.empty()) break;
-    sub = chosen.front();
-    where += " " + sub->get_name();
-  }
-  return report_usage(std::string(e.what()) + " (see '" + where + " --help')");
 }
 
 // --at CURSOR|KIND:N and --at-time TIME (snapshot, capture): the returned function reads what
@@ -352,7 +331,8 @@ Command add_history(CLI::App& app) {
       ->add_option("--epoch", values->history.epoch,
                    "the epoch the cursors belong to (16 hex digits, from status or snapshot): "
                    "refused with wrong_epoch when the actor's cursor space is another")
-      ->type_name("EPOCH");
+      ->type_name("EPOCH")
+      ->check(epoch_value());
   command
       ->add_option("-o,--output", values->history.output,
                    "write to FILE (created 0600, truncated) instead of stdout")
@@ -377,7 +357,8 @@ Command add_snapshot(CLI::App& app) {
       ->add_option("--scrollback", snapshot->scrollback,
                    "history lines, 0..10000 (default: the engine's "
                    "snapshot.scrollback_lines, 512)")
-      ->check(CLI::Range(0, 10000));
+      ->type_name("N")
+      ->check(u64_in(0, 10000));
   command
       ->add_option("-o,--output", snapshot->output,
                    "write the bytes to FILE (created 0600, truncated) instead of stdout")
@@ -438,8 +419,8 @@ Command add_search(CLI::App& app) {
   auto* command = app.add_subcommand(
       "search", "Print the lines of an actor's history that match REGEX, with their cursors");
   add_actor(command, values->search.actor);
-  command->add_option("regex", values->search.pattern, "a PCRE2 regular expression")
-      ->type_name("REGEX")
+  command->add_option("REGEX", values->search.pattern, "a PCRE2 regular expression")
+      ->type_name("")
       ->required();
   command->add_option("--from", values->from, "first cursor (default: the oldest retained)")
       ->type_name("CURSOR")
@@ -449,10 +430,10 @@ Command add_search(CLI::App& app) {
       ->check(u64_value());
   command->add_option("-C,--context", values->search.context, "lines before and after a match")
       ->type_name("N")
-      ->check(CLI::Range(0, 1000));
+      ->check(u64_in(0, 1000));
   command->add_option("-m,--max-count", values->max_count, "stop after N matching lines")
       ->type_name("N")
-      ->check(CLI::Range(1, 1'000'000'000));
+      ->check(u64_in(1, 1'000'000'000));
   command->add_flag("-i,--ignore-case", values->search.ignore_case, "match case-insensitively");
   command->add_flag("--json", values->search.json,
                     "one JSON object per matching line (fields: docs/cli.md)");
@@ -512,13 +493,19 @@ Command add_verify(CLI::App& app) {
       "verify",
       "Check that snapshots of an actor reproduce its screen exactly (on its own output)");
   add_actor(command, verify->actor);
-  command->add_option("--cuts", verify->cuts, "snapshots to check, at random cursors")
+  command->add_option("--cuts", verify->cuts, "snapshots to check, at random cursors, 1..1000")
+      ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  command->add_option("--bytes", verify->window, "check the newest BYTES of the session")
+      ->check(u64_in(1, 1000));
+  command
+      ->add_option("--bytes", verify->window,
+                   "check the newest BYTES of the session, 1..1073741824")
+      ->type_name("BYTES")
       ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
-  command->add_option("--seed", verify->seed, "the cursors' random seed (default: printed)");
+      ->check(u64_in(1, std::uint64_t{1} << 30));
+  command->add_option("--seed", verify->seed, "the cursors' random seed (default: printed)")
+      ->type_name("N")
+      ->check(u64_value());
   command->footer(
       "Exit 0: every snapshot plus the raw bytes after it showed what every byte shows; exit 1: "
       "the first difference is printed (please report it with the seed).");
@@ -577,6 +564,32 @@ Command add_shutdown(CLI::App& app) {
   return {command, [](const EngineTarget& engine) { return run_shutdown(engine); }};
 }
 
+// `help [CMD]`: the same text as `backscroll [CMD] --help`.
+Command add_help(CLI::App& app) {
+  auto topic = std::make_shared<std::string>();
+  auto* command = app.add_subcommand("help", "Show the help of backscroll or of one command");
+  command->add_option("CMD", *topic, "the command")->type_name("");
+  const auto run = [&app, topic](const EngineTarget&) {
+    if (topic->empty()) {
+      // Not app.help(): that describes the parsed command, `help` itself.
+      const std::string text =
+          app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+      return write_all(STDOUT_FILENO, text) ? kExitOk : kExitError;
+    }
+    const auto all = app.get_subcommands({});  // hidden ones too: `help ping` works
+    if (std::none_of(all.begin(), all.end(),
+                     [&](const CLI::App* c) { return c->get_name() == *topic; })) {
+      const auto guess = nearest(*topic, visible_commands(app));
+      return report_usage("help: unknown command '" + *topic + "'" +
+                          (guess ? " (did you mean '" + *guess + "'?)"
+                                 : std::string(" (see 'backscroll --help')")));
+    }
+    const std::string text = app.get_subcommand(*topic)->help(app.get_name());
+    return write_all(STDOUT_FILENO, text) ? kExitOk : kExitError;
+  };
+  return {command, run};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -588,13 +601,16 @@ int main(int argc, char** argv) {
   bool no_autostart = false;
   app.add_flag("--no-autostart", no_autostart,
                "never start the engine; fail with engine_unavailable when none answers");
+  app.set_version_flag("--version", std::string("backscroll ") + BACKSCROLL_VERSION,
+                       "print the version and exit");
 
   // Registration order is the order --help lists them in.
   const std::vector<Command> commands = {
       add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
       add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
       add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_search(app),
-      add_events(app),  add_verify(app),  add_attach(app),   add_ping(app),    add_shutdown(app)};
+      add_events(app),  add_verify(app),  add_attach(app),   add_ping(app),    add_shutdown(app),
+      add_help(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());
@@ -606,8 +622,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return usage_error(app, e, argc, argv);
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    return report_usage(usage_message(app, e, args));
   }
 
   const EngineTarget engine{Places::from_environment(), !no_autostart};

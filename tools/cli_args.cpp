@@ -1,6 +1,9 @@
 #include "tools/cli_args.hpp"
 
+#include <algorithm>
 #include <charconv>
+
+#include "tools/cli_output.hpp"
 
 namespace backscroll::cli {
 
@@ -42,21 +45,46 @@ std::string key_name(unsigned char key) {
   return std::string(1, static_cast<char>(key));
 }
 
+std::string shown(std::string_view value) {
+  if (value.empty()) return "nothing";
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > ' ' && u != 0x7f && c != '\'' && c != '"';
+  });
+  return plain ? std::string(value) : shell_quote(value);
+}
+
 CLI::Validator u64_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         if (parse_u64(text)) return {};
-        return "expected a decimal integer 0..18446744073709551615, got '" + text + "'";
+        return "expected a decimal integer 0..18446744073709551615, got " + shown(text);
       },
       "");
 }
 
-CLI::Validator terminal_size() {
+CLI::Validator u64_in(std::uint64_t lo, std::uint64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const auto v = parse_u64(text);
+        if (v && *v >= lo && *v <= hi) return {};
+        return "expected " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+               shown(text);
+      },
+      "");
+}
+
+CLI::Validator terminal_size() { return u64_in(kMinTerminalSize, kMaxTerminalSize); }
+
+CLI::Validator epoch_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        const auto v = parse_u64(text);
-        if (v && *v >= kMinTerminalSize && *v <= kMaxTerminalSize) return {};
-        return "expected an integer 1..1000, got '" + text + "'";
+        const bool hex =
+            text.size() == 16 && std::all_of(text.begin(), text.end(), [](char c) {
+              return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+            });
+        if (hex) return {};
+        return "expected 16 hex digits (as status prints the epoch), got " + shown(text);
       },
       "");
 }
@@ -65,7 +93,7 @@ CLI::Validator env_entry() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         if (parse_env_entry(text)) return {};
-        return "expected NAME=VALUE, got '" + text + "'";
+        return "expected NAME=VALUE, got " + shown(text);
       },
       "");
 }
@@ -74,7 +102,7 @@ CLI::Validator detach_key() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         if (parse_detach_key(text)) return {};
-        return "expected ^X, one ASCII character, or none; got '" + text + "'";
+        return "expected ^X, one ASCII character or none, got " + shown(text);
       },
       "");
 }
@@ -89,7 +117,7 @@ CLI::Validator at_value() {
           if (!n.empty() && n.front() == '-') n.remove_prefix(1);
           if (!n.empty() && parse_u64(n)) return {};
         }
-        return "expected a cursor or KIND:N (prompt:-1, title:0), got '" + text + "'";
+        return "expected a cursor or KIND:N (prompt:-1, title:0), got " + shown(text);
       },
       "");
 }
@@ -101,7 +129,7 @@ CLI::Validator line_value() {
         if (digits == "-") return {};
         if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
         if (!digits.empty() && digits.size() <= 9 && parse_u64(digits)) return {};
-        return "expected a line number (0, 5, -100) or -, got '" + text + "'";
+        return "expected a line number (0, 5, -100) or -, got " + shown(text);
       },
       "");
 }

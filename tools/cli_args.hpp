@@ -31,9 +31,18 @@ std::optional<DetachKeyChoice> parse_detach_key(std::string_view text);
 // The key as people write it ("^]", "x").
 std::string key_name(unsigned char key);
 
-// CLI11 validators for the above; each names what it expected and what it got.
+// What a message shows for a value the user gave: as typed, shell-quoted when it holds spaces
+// or control characters, "nothing" when empty. Every validator says "expected X, got VALUE".
+std::string shown(std::string_view value);
+
+// CLI11 validators for the above; each names what it expected and what it got, and adds nothing
+// to --help (the option's own type name, N or CURSOR, says what it takes).
 CLI::Validator u64_value();
+// A decimal integer in [lo, hi]: "expected lo..hi, got VALUE".
+CLI::Validator u64_in(std::uint64_t lo, std::uint64_t hi);
 CLI::Validator terminal_size();
+// An epoch as status and snapshot print it: 16 hex digits.
+CLI::Validator epoch_value();
 CLI::Validator env_entry();
 CLI::Validator detach_key();
 // A cursor (decimal) or an event reference KIND:N (N a signed decimal); the kind itself is the

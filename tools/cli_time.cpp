@@ -1,5 +1,7 @@
 #include "tools/cli_time.hpp"
 
+#include "tools/cli_args.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -137,10 +139,10 @@ CLI::Validator time_value() {
       [](const std::string& text) -> std::string {
         if (parse_time(text, now_ms())) return {};
         return "expected an ISO 8601 time (2026-12-02T14:03:07Z) or a duration back from now "
-               "(90s, 15m, 2h, 3d), got '" +
-               text + "'";
+               "(90s, 15m, 2h, 3d), got " +
+               shown(text);
       },
-      "TIME");
+      "");
 }
 
 }  // namespace backscroll::cli
