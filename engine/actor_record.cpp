@@ -50,12 +50,19 @@ Json ActorRecord::to_json() const {
                     {"term_signal", s.term_signal},
                     {"sealed", (s.flags & shm::kSessionSealed) != 0}});
   }
-  return {{"format", kFormat},        {"name", name},
-          {"epoch", hex64(epoch)},    {"argv", spec.argv},
-          {"cwd", spec.cwd},          {"env", std::move(env)},
-          {"cols", spec.size.cols},   {"rows", spec.size.rows},
-          {"cursor", value(cursor)},  {"sessions", std::move(list)},
-          {"created_ms", created_ms}, {"updated_ms", updated_ms}};
+  return {{"format", kFormat},
+          {"name", name},
+          {"epoch", hex64(epoch)},
+          {"argv", spec.argv},
+          {"cwd", spec.cwd},
+          {"env", std::move(env)},
+          {"env_replace", spec.env_replace},
+          {"cols", spec.size.cols},
+          {"rows", spec.size.rows},
+          {"cursor", value(cursor)},
+          {"sessions", std::move(list)},
+          {"created_ms", created_ms},
+          {"updated_ms", updated_ms}};
 }
 
 Result<ActorRecord> ActorRecord::from_json(const Json& json) {
@@ -82,6 +89,11 @@ Result<ActorRecord> ActorRecord::from_json(const Json& json) {
   for (const auto& [k, v] : env->items()) {
     if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) return bad("env");
     r.spec.env.emplace_back(k, v.get<std::string>());
+  }
+  // Absent in records written before the CLI sent whole environments: added to the engine's.
+  if (const auto replace = json.find("env_replace"); replace != json.end()) {
+    if (!replace->is_boolean()) return bad("env_replace");
+    r.spec.env_replace = replace->get<bool>();
   }
   std::uint64_t cols = 0, rows = 0, cursor = 0;
   if (!get(json, "cols", cols) || cols == 0 || cols > kMaxWindowDimension) return bad("cols");

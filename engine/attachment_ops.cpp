@@ -13,6 +13,7 @@
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/wall_clock.hpp"
 
 namespace backscroll::engine {
 
@@ -132,8 +133,8 @@ Result<Json> Engine::op_attach(ConnectionId connection, const Json& request) {
 
   // Checked: from here on the attach happens.
   const std::uint64_t attachment = next_id_++;
-  attachments_.add(attachment,
-                   Attachment{actor.name(), connection, controller, size.value_or(actor.size())});
+  attachments_.add(attachment, Attachment{actor.name(), connection, controller,
+                                          size.value_or(actor.size()), wall_clock_ms()});
   Cursor not_before{0};
   if (controller) {
     make_owner(actor, attachment, "attached");

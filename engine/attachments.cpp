@@ -21,6 +21,15 @@ Result<std::uint64_t> Attachments::own(ConnectionId connection, std::uint64_t id
   return id;
 }
 
+std::vector<std::pair<std::uint64_t, const Attachment*>> Attachments::of_actor(
+    const std::string& actor) const {
+  std::vector<std::pair<std::uint64_t, const Attachment*>> out;
+  for (const auto& [id, a] : by_id_) {
+    if (a.actor == actor) out.emplace_back(id, &a);
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> Attachments::owner_of(const std::string& actor) const {
   const auto c = order_.find(actor);
   if (c == order_.end()) return std::nullopt;

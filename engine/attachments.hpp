@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/control_server.hpp"
@@ -26,6 +27,7 @@ struct Attachment {
   // Controllers only: the size it asked for (its attach's, else the actor's then; its own
   // resizes and take_control update it). The actor follows its owner's.
   WindowSize size{};
+  std::int64_t attached_ms = 0;  // wall clock when it attached (status shows its age)
 };
 
 class Attachments {
@@ -60,6 +62,8 @@ class Attachments {
   std::optional<Ended> end(std::uint64_t id);
   // Every attachment `connection` holds, in id order.
   std::vector<std::uint64_t> of_connection(ConnectionId connection) const;
+  // `actor`'s attachments, in id order (the order they attached).
+  std::vector<std::pair<std::uint64_t, const Attachment*>> of_actor(const std::string& actor) const;
   // The connections holding an attachment to `actor`, each once, in order.
   std::vector<ConnectionId> connections_of(const std::string& actor) const;
   // Forgets every attachment to `actor` (it was deleted); no hand-back.

@@ -10,6 +10,7 @@
 #include "engine/log.hpp"
 #include "engine/memory_budget.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/wall_clock.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -24,6 +25,34 @@ const char* state_name(shm::ActorState state) {
     case shm::ActorState::draining: return "draining";
   }
   return "idle";
+}
+
+// The pid of the actor's live program; null when none runs.
+Json live_pid(const Actor& actor) {
+  const auto current = actor.current_session();
+  return actor.live() && current ? Json(current->pid) : Json(nullptr);
+}
+
+// How the current session's program ended: {exit_code, term_signal}, both null while it runs
+// (or before any session); exit_code null when a signal ended it.
+Json ending(const Actor& actor) {
+  const auto current = actor.current_session();
+  if (actor.live() || !current || (current->flags & shm::kSessionExited) == 0) {
+    return {{"exit_code", nullptr}, {"term_signal", nullptr}};
+  }
+  if (current->term_signal > 0) {
+    return {{"exit_code", nullptr}, {"term_signal", current->term_signal}};
+  }
+  return {{"exit_code", current->exit_code}, {"term_signal", nullptr}};
+}
+
+// The answer to a stop: the session that ended and how.
+Json stopped_reply(const std::string& actor, const shm::SessionRecord& session) {
+  return {{"actor", actor},
+          {"session", session.id},
+          {"end", session.end},
+          {"exit_code", session.exit_code},
+          {"term_signal", session.term_signal}};
 }
 
 }  // namespace
@@ -137,6 +166,15 @@ Result<Json> Engine::op_spawn(const Json& request) {
       spec.env.emplace_back(k, v.get<std::string>());
     }
   }
+  if (const auto mode = request.find("env_mode"); mode != request.end() && !mode->is_null()) {
+    if (*mode != "add" && *mode != "replace") {
+      return fail(Errc::bad_request, "\"env_mode\" must be \"add\" or \"replace\"");
+    }
+    spec.env_replace = *mode == "replace";
+  }
+  // The program knows it runs under backscroll, and as which actor (as $TMUX tells tmux's).
+  std::erase_if(spec.env, [](const auto& e) { return e.first == "BACKSCROLL_ACTOR"; });
+  spec.env.emplace_back("BACKSCROLL_ACTOR", *name);
   auto cols = dimension(request, "cols", 80);
   if (!cols) return tl::unexpected(cols.error());
   auto rows = dimension(request, "rows", 24);
@@ -186,11 +224,22 @@ Json Engine::status_of(const Actor& actor) const {
   }
   const auto current = actor.current_session();
   const auto owner = attachments_.owner_of(actor.name());
+  Json attached = Json::array();
+  const std::int64_t now = wall_clock_ms();
+  for (const auto& [id, a] : attachments_.of_actor(actor.name())) {
+    attached.push_back({{"attachment", id},
+                        {"role", a->controller ? "controller" : "viewer"},
+                        {"owner", owner == id},
+                        {"cols", a->controller ? Json(a->size.cols) : Json(nullptr)},
+                        {"rows", a->controller ? Json(a->size.rows) : Json(nullptr)},
+                        {"attached_ms", a->attached_ms},
+                        {"age_ms", std::max<std::int64_t>(0, now - a->attached_ms)}});
+  }
   const shm::RingAnnouncement announced = ring.announcement();
   Json argv = actor.spec().argv;
   Json status{{"name", actor.name()},
               {"state", state_name(actor.state())},
-              {"pid", actor.live() && current ? current->pid : 0},
+              {"pid", live_pid(actor)},
               {"session", current ? current->id : 0},
               {"epoch", hex64(actor.epoch())},
               {"floor", value(ring.floor())},
@@ -207,7 +256,9 @@ Json Engine::status_of(const Actor& actor) const {
               {"paused", actor.paused()},
               {"waiting_for_lease", actor.lease_used_up()},
               {"controller", owner ? Json(*owner) : Json(nullptr)},
+              {"attachments", std::move(attached)},
               {"sessions", std::move(sessions)}};
+  status.update(ending(actor));
   status.update(transcripts_.status(actor));  // persist, archive_error, unarchived_bytes, ...
   // What the output says (the ring header carries the same: shm OutputStatus).
   if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {
@@ -246,10 +297,12 @@ Result<Json> Engine::op_list() const {
   Json actors = Json::array();
   for (const auto& [name, actor] : actors_) {
     const auto current = actor->current_session();
-    actors.push_back({{"name", name},
-                      {"state", state_name(actor->state())},
-                      {"session", current ? current->id : 0},
-                      {"pid", actor->live() && current ? current->pid : 0}});
+    Json entry{{"name", name},
+               {"state", state_name(actor->state())},
+               {"session", current ? current->id : 0},
+               {"pid", live_pid(*actor)}};
+    entry.update(ending(*actor));
+    actors.push_back(std::move(entry));
   }
   return Json{{"actors", std::move(actors)}};
 }
@@ -339,6 +392,14 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
                                      std::to_string(kMaxDeferredPerConnection) +
                                      " stop/restart/delete answers");
   }
+  if (kind == Deferred::Kind::stop && deleting == deletions_.end() && !actor.live() &&
+      !transcripts_.seal_pending(actor.name())) {
+    // Nothing to stop: say so, with the session that ended before.
+    Json reply =
+        stopped_reply(actor.name(), actor.current_session().value_or(shm::SessionRecord{}));
+    reply["already_stopped"] = true;
+    return reply;
+  }
   if (deleting != deletions_.end()) {  // answered with the deletion under way
     deleting->second.push_back(Deferred{kind, connection, id});
     return Json(nullptr);
@@ -364,11 +425,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
   deferred_.erase(first, last);
   if (waiting.empty()) return;
 
-  const Json sealed{{"actor", name},
-                    {"session", session.id},
-                    {"end", session.end},
-                    {"exit_code", session.exit_code},
-                    {"term_signal", session.term_signal}};
+  const Json sealed = stopped_reply(name, session);
   // A delete wins over a restart that raced it: the actor goes away.
   const bool remove = std::any_of(waiting.begin(), waiting.end(), [](const Deferred& d) {
     return d.kind == Deferred::Kind::remove;

@@ -9,9 +9,11 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
@@ -34,25 +36,6 @@ class FdGuard {
   int fd_;
 };
 
-std::vector<std::string> child_environment(const SpawnSpec& spec) {
-  std::vector<std::pair<std::string, std::string>> overrides = spec.env;
-  overrides.emplace_back("TERM", "xterm-256color");
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const auto name = entry.substr(0, entry.find('='));
-    bool replaced = false;
-    for (const auto& [k, v] : overrides) replaced = replaced || k == name;
-    if (!replaced) env.emplace_back(entry);
-  }
-  for (const auto& [k, v] : overrides) {
-    bool seen = false;
-    for (const auto& e : env) seen = seen || e.rfind(k + "=", 0) == 0;
-    if (!seen) env.push_back(k + "=" + v);
-  }
-  return env;
-}
-
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
@@ -69,6 +52,44 @@ Result<void> set_window_size(int master_fd, WindowSize size) {
   ws.ws_row = size.rows;
   if (::ioctl(master_fd, TIOCSWINSZ, &ws) != 0) return fail_errno("TIOCSWINSZ", errno);
   return {};
+}
+
+namespace {
+
+// The engine's own variables, never handed down from its environment: its settings
+// (BACKSCROLL_*) and what systemd gives the service itself.
+bool engine_only(std::string_view name) {
+  static constexpr std::string_view kSystemd[] = {
+      "NOTIFY_SOCKET",  "LISTEN_PID", "LISTEN_FDS",   "LISTEN_FDNAMES", "INVOCATION_ID",
+      "JOURNAL_STREAM", "MANAGERPID", "WATCHDOG_PID", "WATCHDOG_USEC"};
+  return name.rfind("BACKSCROLL_", 0) == 0 ||
+         std::find(std::begin(kSystemd), std::end(kSystemd), name) != std::end(kSystemd);
+}
+
+}  // namespace
+
+std::vector<std::string> child_environment(const SpawnSpec& spec, char** engine_environment) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  const auto set = [&entries](std::string_view name, std::string_view value) {
+    const auto same = std::find_if(entries.begin(), entries.end(),
+                                   [name](const auto& e) { return e.first == name; });
+    if (same != entries.end()) same->second = value;
+    else entries.emplace_back(name, value);
+  };
+  if (!spec.env_replace) {
+    for (char** e = engine_environment; e != nullptr && *e != nullptr; ++e) {
+      const std::string_view entry(*e);
+      const auto eq = entry.find('=');
+      if (eq == std::string_view::npos || engine_only(entry.substr(0, eq))) continue;
+      set(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  }
+  for (const auto& [k, v] : spec.env) set(k, v);
+  set("TERM", "xterm-256color");
+  std::vector<std::string> env;
+  env.reserve(entries.size());
+  for (const auto& [k, v] : entries) env.push_back(k + "=" + v);
+  return env;
 }
 
 Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec) {
@@ -115,7 +136,7 @@ Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec) {
   posix_spawn_file_actions_adddup2(&actions, 0, 2);
 
   std::vector<std::string> argv_strings = spec.argv;
-  std::vector<std::string> env_strings = child_environment(spec);
+  std::vector<std::string> env_strings = child_environment(spec, environ);
   std::vector<char*> argv = c_strings(argv_strings);
   std::vector<char*> envp = c_strings(env_strings);
 

@@ -27,6 +27,10 @@ struct SpawnSpec {
   std::vector<std::string> argv;                         // argv[0] is looked up in PATH
   std::string cwd;                                       // empty: the engine's working directory
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the engine's
+  // true: `env` is the whole environment (the CLI sends its caller's); false: `env` is added to
+  // the engine's own environment minus the engine's variables (kEngineOnlyVariables). Either
+  // way TERM is xterm-256color.
+  bool env_replace = false;
   WindowSize size;
 };
 
@@ -37,6 +41,9 @@ struct PtyProcess {
 };
 
 Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec);
+
+// The environment the program gets (see SpawnSpec::env_replace), as NAME=VALUE strings.
+std::vector<std::string> child_environment(const SpawnSpec& spec, char** engine_environment);
 
 // TIOCSWINSZ on the master: the kernel sends SIGWINCH to the foreground process group.
 Result<void> set_window_size(int master_fd, WindowSize size);

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "tools/cli_time.hpp"
 #include "tools/cli_usage.hpp"
 #include "tools/cli_verify.hpp"
+#include "tools/cli_wait.hpp"
 
 namespace {
 
@@ -67,7 +69,13 @@ void add_spawn_options(CLI::App* command, std::string& cols, std::string& rows, 
       ->check(terminal_size());
   command->add_option("--cwd", spawn.cwd, "working directory (default: the current one)")
       ->type_name("DIR");
-  command->add_option("--env", spawn.env, "K=V added to the program's environment (repeatable)")
+  command->add_flag("--env-clear", spawn.env_clear,
+                    "start from an empty environment, not this one (then --env, TERM and "
+                    "BACKSCROLL_ACTOR)");
+  command
+      ->add_option("--env", spawn.env,
+                   "K=V set in the program's environment (repeatable); the rest is this "
+                   "shell's environment")
       ->type_name("K=V")
       ->check(env_entry())
       ->allow_extra_args(false)  // one K=V per --env, so a following `--` still ends options
@@ -77,6 +85,13 @@ void add_spawn_options(CLI::App* command, std::string& cols, std::string& rows, 
                    "the program and its arguments, after -- "
                    "(default: $SHELL, else /bin/sh)")
       ->type_name("");
+}
+
+// --json on a command that prints one result: the result as one JSON object (docs/cli.md).
+std::shared_ptr<bool> add_json(CLI::App* command, const std::string& what) {
+  auto json = std::make_shared<bool>(false);
+  command->add_flag("--json", *json, "print " + what + " as JSON (fields: docs/cli.md)");
+  return json;
 }
 
 // --at CURSOR|KIND:N and --at-time TIME (snapshot, capture): the returned function reads what
@@ -120,24 +135,28 @@ Command add_spawn(CLI::App& app) {
   struct Values {
     SpawnArgs spawn;
     std::string cols, rows;
+    bool json = false;
   };
   auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand("spawn", "Start a program on a new PTY as actor NAME");
   add_actor(command, values->spawn.actor);
   add_spawn_options(command, values->cols, values->rows, values->spawn, "80", "24");
+  command->add_flag("--json", values->json,
+                    "print {name, session, pid, cursor, epoch} as JSON (docs/cli.md)");
   command->footer(
       "Prints: NAME session S pid P cursor C. Example: backscroll spawn build -- make -j8");
   const auto run = [values](const EngineTarget& engine) {
     values->spawn.cols = size_value(values->cols);
     values->spawn.rows = size_value(values->rows);
-    return run_spawn(engine, values->spawn);
+    return run_spawn(engine, values->spawn, values->json);
   };
   return {command, run};
 }
 
 Command add_list(CLI::App& app) {
   auto* command = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
-  return {command, [](const EngineTarget& engine) { return run_list(engine); }};
+  const auto json = add_json(command, "the actors");
+  return {command, [json](const EngineTarget& engine) { return run_list(engine, *json); }};
 }
 
 Command add_status(CLI::App& app) {
@@ -245,8 +264,10 @@ Command add_resize(CLI::App& app) {
       ->type_name("")
       ->required()
       ->check(terminal_size());
-  const auto run = [values](const EngineTarget& engine) {
-    return run_resize(engine, values->actor, *size_value(values->cols), *size_value(values->rows));
+  const auto json = add_json(command, "{name, cols, rows}");
+  const auto run = [values, json](const EngineTarget& engine) {
+    return run_resize(engine, values->actor, *size_value(values->cols), *size_value(values->rows),
+                      *json);
   };
   return {command, run};
 }
@@ -256,7 +277,9 @@ Command add_clear(CLI::App& app) {
   auto* command = app.add_subcommand(
       "clear", "Drop an actor's retained output (cursors keep counting; nothing is restorable)");
   add_actor(command, *actor);
-  return {command, [actor](const EngineTarget& engine) { return run_clear(engine, *actor); }};
+  const auto json = add_json(command, "{name, floor}");
+  return {command,
+          [actor, json](const EngineTarget& engine) { return run_clear(engine, *actor, *json); }};
 }
 
 Command add_stop(CLI::App& app) {
@@ -271,9 +294,11 @@ Command add_stop(CLI::App& app) {
       ->add_option("--grace-ms", values->grace, "milliseconds before SIGKILL (engine default 3000)")
       ->type_name("MS")
       ->check(u64_value());
-  const auto run = [values](const EngineTarget& engine) {
+  const auto json =
+      add_json(command, "{name, session, end, exit_code, term_signal, already_stopped}");
+  const auto run = [values, json](const EngineTarget& engine) {
     return run_stop(engine, values->actor,
-                    values->grace.empty() ? std::nullopt : parse_u64(values->grace));
+                    values->grace.empty() ? std::nullopt : parse_u64(values->grace), *json);
   };
   return {command, run};
 }
@@ -283,14 +308,18 @@ Command add_restart(CLI::App& app) {
   auto* command =
       app.add_subcommand("restart", "Stop an actor's program and start it again as a new session");
   add_actor(command, *actor);
-  return {command, [actor](const EngineTarget& engine) { return run_restart(engine, *actor); }};
+  const auto json = add_json(command, "{name, session, pid, cursor, epoch}");
+  return {command,
+          [actor, json](const EngineTarget& engine) { return run_restart(engine, *actor, *json); }};
 }
 
 Command add_delete(CLI::App& app) {
   auto actor = std::make_shared<std::string>();
   auto* command = app.add_subcommand("delete", "Stop an actor and remove it with its ring");
   add_actor(command, *actor);
-  return {command, [actor](const EngineTarget& engine) { return run_delete(engine, *actor); }};
+  const auto json = add_json(command, "{name, deleted, snapshot, snapshot_error}");
+  return {command,
+          [actor, json](const EngineTarget& engine) { return run_delete(engine, *actor, *json); }};
 }
 
 Command add_restore(CLI::App& app) {
@@ -314,15 +343,16 @@ Command add_restore(CLI::App& app) {
 Command add_history(CLI::App& app) {
   struct Values {
     HistoryArgs history;
-    std::string from, to;
+    std::string from, to, lines;
   };
   auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand(
       "history", "Write the bytes of a cursor range [FROM, TO) to stdout or a file");
   add_actor(command, values->history.actor);
-  command->add_option("--from", values->from, "first cursor")
+  command
+      ->add_option("--from", values->from,
+                   "first cursor (default: the oldest retained, in the transcript too)")
       ->type_name("CURSOR")
-      ->required()
       ->check(u64_value());
   command->add_option("--to", values->to, "end cursor, exclusive (default: committed)")
       ->type_name("CURSOR")
@@ -340,9 +370,19 @@ Command add_history(CLI::App& app) {
   command->add_flag("--skip-damaged", values->history.skip_damaged,
                     "write the bytes around a damaged stretch of the transcript and list each "
                     "gap on stderr (default: stop at the first gap, exit 1)");
+  command
+      ->add_option("--lines", values->lines,
+                   "only lines A to B of those bytes, from 1; negative counts back from the "
+                   "last line (-1); A.., ..B and N alone too (e.g. --lines -100..)")
+      ->type_name("A..B")
+      ->check(line_range_value());
+  command->add_flag("--json", values->history.json,
+                    "then print {name, epoch, from, to, bytes, gaps} as JSON: on stdout with -o "
+                    "FILE, else on stderr (stdout is the bytes)");
   const auto run = [values](const EngineTarget& engine) {
-    values->history.from = *cursor_value(values->from);
+    values->history.from = cursor_value(values->from);
     values->history.to = cursor_value(values->to);
+    if (!values->lines.empty()) values->history.lines = parse_line_range(values->lines);
     return run_history(engine, values->history);
   };
   return {command, run};
@@ -506,6 +546,8 @@ Command add_verify(CLI::App& app) {
   command->add_option("--seed", verify->seed, "the cursors' random seed (default: printed)")
       ->type_name("N")
       ->check(u64_value());
+  command->add_flag("--json", verify->json,
+                    "print the verdict as one JSON object (fields: docs/cli.md)");
   command->footer(
       "Exit 0: every snapshot plus the raw bytes after it showed what every byte shows; exit 1: "
       "the first difference is printed (please report it with the seed).");
@@ -543,10 +585,75 @@ Command add_attach(CLI::App& app) {
     attach.spawn_args.rows = size_value(values->rows);
     const SpawnArgs& s = attach.spawn_args;
     if (!attach.spawn &&
-        (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || !s.argv.empty())) {
-      return report_usage("attach: CMD, --cols, --rows, --cwd and --env need --spawn");
+        (s.cols || s.rows || !s.cwd.empty() || !s.env.empty() || s.env_clear || !s.argv.empty())) {
+      return report_usage("attach: CMD, --cols, --rows, --cwd, --env and --env-clear need --spawn");
     }
     return run_attach(engine, attach);
+  };
+  return {command, run};
+}
+
+// Seconds as people type them: "30", "0.5"; positive, at most a day.
+std::optional<std::chrono::milliseconds> parse_seconds(const std::string& text) {
+  const auto dot = text.find('.');
+  const auto whole = parse_u64(text.substr(0, dot));
+  if (!whole || *whole > 86400) return std::nullopt;
+  std::uint64_t ms = *whole * 1000;
+  if (dot != std::string::npos) {
+    const std::string fraction = text.substr(dot + 1);
+    if (fraction.empty() || fraction.size() > 3 || !parse_u64(fraction)) return std::nullopt;
+    ms += *parse_u64((fraction + "00").substr(0, 3));
+  }
+  if (ms == 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
+CLI::Validator seconds_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_seconds(text)) return {};
+        return "expected seconds, more than 0 and at most 86400 (30, 0.5), got " + shown(text);
+      },
+      "");
+}
+
+Command add_wait(CLI::App& app) {
+  struct Values {
+    WaitArgs wait;
+    std::string match, quiet, timeout;
+  };
+  auto values = std::make_shared<Values>();
+  auto* command = app.add_subcommand(
+      "wait", "Wait until an actor's program ends, it waits for input, or its output matches");
+  add_actor(command, values->wait.actor);
+  command->add_flag("--exit", values->wait.exit,
+                    "until the program ends; exit with its status (128+N for signal N)");
+  command->add_flag("--idle", values->wait.idle,
+                    "until it waits for input: agent status idle, or (no agent recognised) no "
+                    "output for --quiet seconds");
+  command
+      ->add_option("--match", values->match,
+                   "until a line of output after now matches REGEX (PCRE2; printed)")
+      ->type_name("REGEX");
+  command->add_flag("-i,--ignore-case", values->wait.ignore_case, "--match ignores case");
+  command->add_option("--quiet", values->quiet, "--idle's quiet time (default 3)")
+      ->type_name("SECS")
+      ->check(seconds_value());
+  command->add_option("--timeout", values->timeout, "give up after SECS: exit 124")
+      ->type_name("SECS")
+      ->check(seconds_value());
+  command->footer(
+      "The first condition met ends the wait. Exit: 0 (idle, match), the program's status "
+      "(--exit), 124 (--timeout), 1 (the program ended first, or an error).");
+  const auto run = [values](const EngineTarget& engine) {
+    WaitArgs& wait = values->wait;
+    if (!values->match.empty()) wait.match = values->match;
+    if (!wait.exit && !wait.idle && !wait.match) {
+      return report_usage("wait: say what to wait for: --exit, --idle or --match REGEX");
+    }
+    if (!values->quiet.empty()) wait.quiet = *parse_seconds(values->quiet);
+    if (!values->timeout.empty()) wait.timeout = parse_seconds(values->timeout);
+    return run_wait(engine, wait);
   };
   return {command, run};
 }
@@ -606,11 +713,11 @@ int main(int argc, char** argv) {
 
   // Registration order is the order --help lists them in.
   const std::vector<Command> commands = {
-      add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
-      add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_search(app),
-      add_events(app),  add_verify(app),  add_attach(app),   add_ping(app),    add_shutdown(app),
-      add_help(app)};
+      add_spawn(app),    add_list(app),    add_status(app),   add_tail(app),    add_send(app),
+      add_resize(app),   add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
+      add_restore(app),  add_history(app), add_snapshot(app), add_capture(app), add_search(app),
+      add_events(app),   add_verify(app),  add_attach(app),   add_wait(app),    add_ping(app),
+      add_shutdown(app), add_help(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "tools/cli_line_range.hpp"
 #include "tools/cli_output.hpp"
 
 namespace backscroll::cli {
@@ -118,6 +119,15 @@ CLI::Validator at_value() {
           if (!n.empty() && parse_u64(n)) return {};
         }
         return "expected a cursor or KIND:N (prompt:-1, title:0), got " + shown(text);
+      },
+      "");
+}
+
+CLI::Validator line_range_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (parse_line_range(text)) return {};
+        return "expected lines A..B (1..20, -50.., ..-2, 7), numbered from 1, got " + shown(text);
       },
       "");
 }

@@ -48,6 +48,8 @@ CLI::Validator detach_key();
 // A cursor (decimal) or an event reference KIND:N (N a signed decimal); the kind itself is the
 // engine's to check.
 CLI::Validator at_value();
+// history --lines: A..B (tools/cli_line_range.hpp).
+CLI::Validator line_range_value();
 // A capture line number: a signed decimal, or "-".
 CLI::Validator line_value();
 

@@ -1,6 +1,7 @@
 #include "tools/cli_ops.hpp"
 
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,13 +43,30 @@ std::string pid_text(const Json& object) {
   return pid > 0 ? std::to_string(pid) : "-";
 }
 
-// How a session ended: "status N", "signal N", or "-" while it runs.
-std::string exit_text(const Json& object) {
+int print(const std::string& line) {
+  if (auto w = write_all(STDOUT_FILENO, line + "\n"); !w) return report(w.error());
+  return kExitOk;
+}
+
+// `state`, or for an idle actor whose program ended, how it ended: "exited(7)".
+std::string state_text(const Json& actor) {
+  const std::string state = text(actor, "state");
+  if (state != "idle") return state;
+  const std::string ended = ending_text(actor);
+  return ended.empty() ? state : ended;
+}
+
+// exit_code and term_signal as a script reads them: null when they do not apply.
+Json ending_json(const Json& object) {
+  const std::int64_t code = integer(object, "exit_code", -1);
   const std::int64_t signal = integer(object, "term_signal");
-  if (signal > 0) return "signal " + std::to_string(signal);
-  const std::int64_t status = integer(object, "exit_code", -1);
-  if (status >= 0) return "status " + std::to_string(status);
-  return "-";
+  return {{"exit_code", code >= 0 && signal <= 0 ? Json(code) : Json(nullptr)},
+          {"term_signal", signal > 0 ? Json(signal) : Json(nullptr)}};
+}
+
+// Prints `object` as one line of JSON, or `human`.
+int print_either(bool json, const Json& object, const std::string& human) {
+  return print(json ? object.dump() : human);
 }
 
 std::vector<std::string> strings(const Json& object, const char* key) {
@@ -93,11 +111,6 @@ class OutputFile {
   int fd_ = -1;
 };
 
-int print(const std::string& line) {
-  if (auto w = write_all(STDOUT_FILENO, line + "\n"); !w) return report(w.error());
-  return kExitOk;
-}
-
 Result<std::string> read_stdin() {
   std::string data;
   char buf[65536];
@@ -125,7 +138,7 @@ std::string status_detail(const Json& actor) {
     out += '\n';
   };
   line("name", text(actor, "name"));
-  line("state", text(actor, "state"));
+  line("state", state_text(actor));
   line("pid", pid_text(actor));
   line("session", text(actor, "session"));
   line("epoch", text(actor, "epoch"));
@@ -140,8 +153,9 @@ std::string status_detail(const Json& actor) {
   if (sessions != actor.end() && sessions->is_array() && !sessions->empty()) {
     Table table({"SESSION", "START", "END", "PID", "EXIT", "SEALED"});
     for (const auto& s : *sessions) {
-      table.add({text(s, "id"), text(s, "start"), text(s, "end"), pid_text(s), exit_text(s),
-                 text(s, "sealed")});
+      const std::string ended = ending_text(s);
+      table.add({text(s, "id"), text(s, "start"), text(s, "end"), pid_text(s),
+                 ended.empty() ? "-" : ended, text(s, "sealed")});
     }
     out += '\n';
     out += table.render();
@@ -166,14 +180,19 @@ Result<Json> spawn_fields(const SpawnArgs& args) {
   fields["cwd"] = cwd.lexically_normal().string();
   if (args.cols) fields["cols"] = *args.cols;
   if (args.rows) fields["rows"] = *args.rows;
-  if (!args.env.empty()) {
-    Json env = Json::object();
-    for (const auto& entry : args.env) {
-      const auto eq = entry.find('=');
-      env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    }
-    fields["env"] = std::move(env);
+  // The program's environment is the caller's (as its cwd is), with --env over it.
+  Json env = Json::object();
+  const auto add = [&env](std::string_view entry) {
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) return;
+    env[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
+  };
+  if (!args.env_clear) {
+    for (char** e = environ; *e != nullptr; ++e) add(*e);
   }
+  for (const auto& entry : args.env) add(entry);
+  fields["env"] = std::move(env);
+  fields["env_mode"] = "replace";
   return fields;
 }
 
@@ -182,20 +201,46 @@ std::string describe_spawned(const Json& r) {
          " cursor " + text(r, "cursor");
 }
 
-int run_spawn(const EngineTarget& engine, const SpawnArgs& args) {
+std::string ending_text(const Json& object) {
+  const Json ended = ending_json(object);
+  if (!ended["term_signal"].is_null()) {
+    const int signal = ended["term_signal"].get<int>();
+    const char* name = ::sigabbrev_np(signal);
+    return "killed(" + (name ? "SIG" + std::string(name) : std::to_string(signal)) + ")";
+  }
+  if (!ended["exit_code"].is_null()) return "exited(" + ended["exit_code"].dump() + ")";
+  return "";
+}
+
+namespace {
+
+// spawn and restart --json.
+Json spawned_json(const Json& r) {
+  return {{"name", r.value("actor", "")},
+          {"session", r.value("session", 0)},
+          {"pid", r.contains("pid") ? r["pid"] : Json(nullptr)},
+          {"cursor", r.value("cursor", 0)},
+          {"epoch", r.value("epoch", "")}};
+}
+
+}  // namespace
+
+int run_spawn(const EngineTarget& engine, const SpawnArgs& args, bool json) {
   auto fields = spawn_fields(args);
   if (!fields) return report(fields.error());
   auto r = call(engine, "spawn", std::move(*fields));
   if (!r) return report(r.error());
-  return print(describe_spawned(r->header));
+  return print_either(json, spawned_json(r->header), describe_spawned(r->header));
 }
 
-int run_list(const EngineTarget& engine) {
+int run_list(const EngineTarget& engine, bool json) {
   auto r = call(engine, "list");
   if (!r) return report(r.error());
+  const Json actors = r->header.value("actors", Json::array());
+  if (json) return print(actors.dump());
   Table table({"NAME", "STATE", "SESSION", "PID"});
-  for (const auto& a : r->header.value("actors", Json::array())) {
-    table.add({text(a, "name"), text(a, "state"), text(a, "session"), pid_text(a)});
+  for (const auto& a : actors) {
+    table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a)});
   }
   if (auto w = write_all(STDOUT_FILENO, table.render()); !w) return report(w.error());
   return kExitOk;
@@ -213,9 +258,10 @@ int run_status(const EngineTarget& engine, const std::optional<std::string>& act
   } else if (actor && actors.size() == 1) {
     out = status_detail(actors.front());
   } else {
-    Table table({"NAME", "STATE", "PID", "SESSION", "SIZE", "FLOOR", "COMMITTED", "COMMAND"});
+    // list's columns first, in list's order.
+    Table table({"NAME", "STATE", "SESSION", "PID", "SIZE", "FLOOR", "COMMITTED", "COMMAND"});
     for (const auto& a : actors) {
-      table.add({text(a, "name"), text(a, "state"), pid_text(a), text(a, "session"),
+      table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a),
                  text(a, "cols") + "x" + text(a, "rows"), text(a, "floor"), text(a, "committed"),
                  shell_join(strings(a, "argv"))});
     }
@@ -276,59 +322,85 @@ int run_send(const EngineTarget& engine, const SendArgs& args) {
 }
 
 int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
-               std::uint32_t rows) {
+               std::uint32_t rows, bool json) {
   auto r = call(engine, "resize", {{"actor", actor}, {"cols", cols}, {"rows", rows}});
   if (!r) return report(r.error());
-  return print(actor + " resized to " + text(r->header, "cols") + "x" + text(r->header, "rows"));
+  const Json result{{"name", actor},
+                    {"cols", r->header.value("cols", cols)},
+                    {"rows", r->header.value("rows", rows)}};
+  return print_either(json, result,
+                      actor + " resized to " + text(result, "cols") + "x" + text(result, "rows"));
 }
 
-int run_clear(const EngineTarget& engine, const std::string& actor) {
+int run_clear(const EngineTarget& engine, const std::string& actor, bool json) {
   auto r = call(engine, "clear", {{"actor", actor}});
   if (!r) return report(r.error());
-  return print(actor + " cleared, floor " + text(r->header, "floor"));
+  const Json result{{"name", actor}, {"floor", r->header.value("floor", std::uint64_t{0})}};
+  return print_either(json, result, actor + " cleared, floor " + text(result, "floor"));
 }
 
 int run_stop(const EngineTarget& engine, const std::string& actor,
-             std::optional<std::uint64_t> grace_ms) {
+             std::optional<std::uint64_t> grace_ms, bool json) {
   Json fields = {{"actor", actor}};
   if (grace_ms) fields["grace_ms"] = *grace_ms;
   auto r = call(engine, "stop", std::move(fields));
   if (!r) return report(r.error());
-  return print(actor + " session " + text(r->header, "session") +
-               " stopped: " + exit_text(r->header) + ", end cursor " + text(r->header, "end"));
+  const Json& h = r->header;
+  Json result{{"name", actor},
+              {"session", h.value("session", 0)},
+              {"end", h.value("end", std::uint64_t{0})},
+              {"already_stopped", h.value("already_stopped", false)}};
+  result.update(ending_json(h));
+  std::string ended = ending_text(h);
+  if (ended.empty()) ended = "ended";
+  const std::string human = result["already_stopped"].get<bool>()
+                                ? actor + " already stopped: session " + text(h, "session") + " " +
+                                      ended + ", end cursor " + text(h, "end")
+                                : actor + " session " + text(h, "session") + " stopped: " + ended +
+                                      ", end cursor " + text(h, "end");
+  return print_either(json, result, human);
 }
 
-int run_restart(const EngineTarget& engine, const std::string& actor) {
+int run_restart(const EngineTarget& engine, const std::string& actor, bool json) {
   auto r = call(engine, "restart", {{"actor", actor}});
   if (!r) return report(r.error());
-  return print(describe_spawned(r->header));
+  return print_either(json, spawned_json(r->header), describe_spawned(r->header));
 }
 
-int run_delete(const EngineTarget& engine, const std::string& actor) {
+int run_delete(const EngineTarget& engine, const std::string& actor, bool json) {
   auto r = call(engine, "delete", {{"actor", actor}});
   if (!r) return report(r.error());
-  if (const auto e = r->header.find("snapshot_error"); e != r->header.end() && e->is_string()) {
-    warn("delete: " + actor + ": scrollback not saved: " + e->get<std::string>());
+  const Json& h = r->header;
+  const auto error = h.find("snapshot_error");
+  const bool unsaved = error != h.end() && error->is_string();
+  if (unsaved && !json) {
+    warn("delete: " + actor + ": scrollback not saved: " + error->get<std::string>());
   }
-  return print(actor + " deleted");
+  const Json result{{"name", actor},
+                    {"deleted", true},
+                    {"snapshot", h.contains("snapshot") ? h["snapshot"] : Json(nullptr)},
+                    {"snapshot_error", unsaved ? *error : Json(nullptr)}};
+  return print_either(json, result, actor + " deleted");
 }
 
 int run_history(const EngineTarget& engine, const HistoryArgs& args) {
-  if (args.to && *args.to < args.from) {
+  if (args.from && args.to && *args.to < *args.from) {
     return report_usage("history: --to " + std::to_string(value(*args.to)) + " is before --from " +
-                        std::to_string(value(args.from)));
+                        std::to_string(value(*args.from)));
   }
   auto client = engine.connect();
   if (!client) return report(client.error());
-  if (args.to) {
+  std::string epoch;
+  if (args.to || args.json) {
     // The engine's history stops at the committed cursor; an end past it is refused here
     // (cursor_in_future), before anything is written. Committed only grows: checked once.
     auto status = client->call("status", {{"actor", args.actor}});
     if (!status) return report(status.error());
     const Json actors = status->header.value("actors", Json::array());
-    const std::uint64_t committed =
-        actors.empty() ? 0 : actors.front().value("committed", std::uint64_t{0});
-    if (value(*args.to) > committed) {
+    const Json actor = actors.empty() ? Json::object() : actors.front();
+    const std::uint64_t committed = actor.value("committed", std::uint64_t{0});
+    epoch = actor.value("epoch", "");
+    if (args.to && value(*args.to) > committed) {
       return report(Error{Errc::cursor_in_future,
                           "cursor " + std::to_string(value(*args.to)) +
                               " is past the committed cursor " + std::to_string(committed),
@@ -336,7 +408,21 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
     }
   }
   OutputFile out(args.output);
-  Cursor from = args.from;
+  std::optional<LineSelector> lines;
+  if (args.lines) lines.emplace(*args.lines);
+  std::string selected;
+  // Writes `bytes`, or what --lines keeps of them.
+  const auto emit = [&](std::string_view bytes) -> Result<void> {
+    if (!lines) return out.write(bytes);
+    selected.clear();
+    lines->feed(bytes, selected);
+    return out.write(selected);
+  };
+  Cursor from = args.from.value_or(Cursor{0});
+  const Cursor first_asked = from;
+  std::optional<Cursor> started;  // the first cursor written (after skipping to the oldest)
+  Json gaps = Json::array();
+  std::uint64_t written = 0;
   for (;;) {
     Json fields = {{"actor", args.actor}, {"from", value(from)}};
     if (args.to) fields["to"] = value(*args.to);
@@ -344,24 +430,52 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
     auto r = client->call("history", std::move(fields));
     if (!r) {
       const Error& e = r.error();
+      // No --from: "the whole retained range" starts where the engine says the oldest byte is.
+      if (e.code == Errc::cursor_expired && !args.from && !started && e.cursor &&
+          Cursor{*e.cursor} > from) {
+        from = Cursor{*e.cursor};
+        continue;
+      }
       // A damaged stretch of the transcript: everything before it is written already.
       if (e.code == Errc::data_lost && args.skip_damaged && e.cursor && Cursor{*e.cursor} > from) {
         warn("history: skipped " + e.message);
+        gaps.push_back({{"from", value(from)}, {"to", *e.cursor}});
         from = Cursor{*e.cursor};
         if (args.to && from >= *args.to) break;
         continue;
       }
       return report(e);
     }
-    if (auto w = out.write(r->payload); !w) return report(w.error());
+    if (!started) started = from;
+    if (auto w = emit(r->payload); !w) return report(w.error());
+    written += r->payload.size();
     const auto to = r->header.find("to");
-    if (!r->header.value("more", false)) break;
+    if (!r->header.value("more", false) || (lines && lines->done())) {
+      if (to != r->header.end() && to->is_number_unsigned())
+        from = Cursor{to->get<std::uint64_t>()};
+      break;
+    }
     if (to == r->header.end() || !to->is_number_unsigned() ||
         Cursor{to->get<std::uint64_t>()} <= from) {
       return report(Error{Errc::internal, "history: the engine reported more bytes but no progress",
                           std::nullopt});
     }
     from = Cursor{to->get<std::uint64_t>()};
+  }
+  if (lines) {
+    selected.clear();
+    lines->finish(selected);
+    if (auto w = out.write(selected); !w) return report(w.error());
+  }
+  if (args.json) {
+    const Json meta{
+        {"name", args.actor}, {"epoch", epoch},   {"from", value(started.value_or(first_asked))},
+        {"to", value(from)},  {"bytes", written}, {"gaps", std::move(gaps)}};
+    // stdout is the bytes unless they went to a file.
+    const bool to_file = !args.output.empty() && args.output != "-";
+    if (auto w = write_all(to_file ? STDOUT_FILENO : STDERR_FILENO, meta.dump() + "\n"); !w) {
+      return report(w.error());
+    }
   }
   return kExitOk;
 }

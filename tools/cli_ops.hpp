@@ -12,6 +12,7 @@
 #include "shm/cursor.hpp"
 #include "shm/error.hpp"
 #include "tools/cli_engine.hpp"
+#include "tools/cli_line_range.hpp"
 
 namespace backscroll::cli {
 
@@ -20,7 +21,8 @@ struct SpawnArgs {
   std::optional<std::uint32_t> cols;  // engine default 80
   std::optional<std::uint32_t> rows;  // engine default 24
   std::string cwd;                    // empty: this process's working directory
-  std::vector<std::string> env;       // K=V entries, already validated
+  std::vector<std::string> env;       // K=V entries, already validated, over the caller's
+  bool env_clear = false;             // the program gets only `env` (and TERM, BACKSCROLL_ACTOR)
   std::vector<std::string> argv;      // empty: $SHELL, else /bin/sh
 };
 
@@ -29,6 +31,9 @@ struct SpawnArgs {
 Result<control::Json> spawn_fields(const SpawnArgs& args);
 // "NAME session S pid P cursor C", from a spawn or restart response.
 std::string describe_spawned(const control::Json& response);
+// How a program ended, as list and stop print it: "exited(7)", "killed(SIGKILL)"; "" when the
+// fields say it has not (exit_code < 0 or null, term_signal 0 or null).
+std::string ending_text(const control::Json& object);
 
 struct SendArgs {
   std::string actor;
@@ -40,11 +45,13 @@ struct SendArgs {
 
 struct HistoryArgs {
   std::string actor;
-  Cursor from{0};
-  std::optional<Cursor> to;   // default: the committed cursor
-  std::string epoch;          // empty: not checked
-  std::string output;         // empty or "-": stdout
-  bool skip_damaged = false;  // go on after a data_lost gap (listed on stderr) instead of failing
+  std::optional<Cursor> from;  // default: the oldest retained byte (ring, cache or transcript)
+  std::optional<Cursor> to;    // default: the committed cursor
+  std::string epoch;           // empty: not checked
+  std::string output;          // empty or "-": stdout
+  bool skip_damaged = false;   // go on after a data_lost gap (listed on stderr) instead of failing
+  std::optional<LineRange> lines;  // only these lines of the range's bytes
+  bool json = false;  // metadata {name, epoch, from, to, bytes, gaps} once the bytes are out
 };
 
 // The screen at a past point (docs/recorder.md, `snapshot` with `at`, `at_event`,
@@ -69,17 +76,19 @@ struct SnapshotArgs {
   PastPoint past;
 };
 
-int run_spawn(const EngineTarget& engine, const SpawnArgs& args);
-int run_list(const EngineTarget& engine);
+// With `json`, the result is one JSON object (list: an array) on stdout, with the stable
+// field names of docs/cli.md ("JSON output"), instead of the line or table people read.
+int run_spawn(const EngineTarget& engine, const SpawnArgs& args, bool json = false);
+int run_list(const EngineTarget& engine, bool json);
 int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json);
 int run_send(const EngineTarget& engine, const SendArgs& args);
 int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
-               std::uint32_t rows);
-int run_clear(const EngineTarget& engine, const std::string& actor);
+               std::uint32_t rows, bool json);
+int run_clear(const EngineTarget& engine, const std::string& actor, bool json);
 int run_stop(const EngineTarget& engine, const std::string& actor,
-             std::optional<std::uint64_t> grace_ms);
-int run_restart(const EngineTarget& engine, const std::string& actor);
-int run_delete(const EngineTarget& engine, const std::string& actor);
+             std::optional<std::uint64_t> grace_ms, bool json);
+int run_restart(const EngineTarget& engine, const std::string& actor, bool json);
+int run_delete(const EngineTarget& engine, const std::string& actor, bool json);
 int run_history(const EngineTarget& engine, const HistoryArgs& args);
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args);
 int run_ping(const EngineTarget& engine);

@@ -75,4 +75,21 @@ Result<RingFollower::Progress> RingFollower::pump_to(const Sink& sink,
   return progress;
 }
 
+std::optional<SessionWatch::End> SessionWatch::ended(const shm::RingReader& reader) {
+  const auto meta = reader.meta();
+  if (!meta) return std::nullopt;
+  if (id_ == 0) id_ = meta->session;
+  if (id_ == 0) return std::nullopt;  // no session yet
+  const auto record = reader.session(id_);
+  if (!record) {
+    if (meta->session > id_) return End{};  // its slot was reused: long sealed
+    return std::nullopt;
+  }
+  if ((record->flags & shm::kSessionSealed) == 0) return std::nullopt;
+  const int status = record->term_signal > 0  ? 128 + record->term_signal
+                     : record->exit_code >= 0 ? record->exit_code
+                                              : 0;
+  return End{Cursor{record->end}, status};
+}
+
 }  // namespace backscroll::cli

@@ -27,6 +27,23 @@ bool ring_owner_alive(const shm::RingReader& reader);
 // The engine_unavailable error for a ring whose owner is gone ("the engine (pid P) is gone; ...").
 Error ring_owner_gone(const shm::RingReader& reader, std::string_view actor);
 
+// Follows one session of a ring by id: the newest when first asked (or the first to appear),
+// for `tail --until-exit` and `wait --exit`.
+class SessionWatch {
+ public:
+  struct End {
+    Cursor end;  // one past the session's last byte (0 when its record is long gone)
+    // What a shell would report: the exit status, or 128 + the signal that killed it; 0 when
+    // the record was reused before it was read (a session long over).
+    int status = 0;
+  };
+  // The watched session's end once it is sealed; nullopt while it runs (or before any).
+  std::optional<End> ended(const shm::RingReader& reader);
+
+ private:
+  std::uint64_t id_ = 0;
+};
+
 class RingFollower {
  public:
   // Called with each run of bytes just written (attach tracks terminal modes with it).

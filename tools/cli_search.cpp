@@ -1,7 +1,5 @@
 #include "tools/cli_search.hpp"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 
 #include "engine/term/plain_lines.hpp"
 #include "tools/cli_output.hpp"
+#include "tools/cli_pattern.hpp"
 #include "tools/cli_ring_follower.hpp"
 
 namespace backscroll::cli {
@@ -30,51 +29,6 @@ constexpr int kTrouble = 2;
 constexpr std::uint64_t kPageBytes = 4u << 20;
 // Progress on stderr (a terminal only) once the range is at least this large, every this much.
 constexpr std::uint64_t kProgressBytes = 64u << 20;
-
-// A compiled pattern (PCRE2 with JIT) and its match data.
-class Pattern {
- public:
-  static Result<std::unique_ptr<Pattern>> compile(const std::string& pattern, bool ignore_case) {
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    // UTF with invalid sequences allowed: the stream's bytes are whatever the program wrote.
-    const std::uint32_t options =
-        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE | (ignore_case ? PCRE2_CASELESS : 0);
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     options, &error, &offset, nullptr);
-    if (!code) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof message);
-      return fail(Errc::bad_request, "search: bad pattern at offset " + std::to_string(offset) +
-                                         ": " + reinterpret_cast<const char*>(message));
-    }
-    auto p = std::unique_ptr<Pattern>(new Pattern(code));
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (unsupported) it interprets
-    return p;
-  }
-  ~Pattern() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  Pattern(const Pattern&) = delete;
-  Pattern& operator=(const Pattern&) = delete;
-
-  // The first match in text[from, end), as [start, stop) offsets of `text`.
-  std::optional<std::pair<std::size_t, std::size_t>> find(std::string_view text, std::size_t from,
-                                                          std::size_t end) {
-    const int rc =
-        pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), end, from, 0, data_, nullptr);
-    if (rc < 0) return std::nullopt;  // no match (or a resource limit: treated as none)
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data_);
-    return std::pair<std::size_t, std::size_t>(ovector[0], ovector[1]);
-  }
-
- private:
-  explicit Pattern(pcre2_code* code)
-      : code_(code), data_(pcre2_match_data_create_from_pattern(code, nullptr)) {}
-  pcre2_code* code_;
-  pcre2_match_data* data_;
-};
 
 // A line as printed: its cursors and text.
 struct Line {
@@ -229,7 +183,7 @@ int run_search(const EngineTarget& engine, const SearchArgs& args) {
     return report_usage("search: --to is before --from");
   }
   auto pattern = Pattern::compile(args.pattern, args.ignore_case);
-  if (!pattern) return report_usage(pattern.error().message);
+  if (!pattern) return report_usage("search: " + pattern.error().message);
   auto client = engine.connect();
   if (!client) return trouble(client.error());
   Error error;

@@ -30,18 +30,6 @@ Result<void> drain(RingFollower& follower) {
   return {};
 }
 
-// The session --until-exit waits for has ended and every byte of it was written. Sessions are
-// followed by id: the one that was newest when tail started (or the first one to appear).
-bool session_done(const shm::RingReader& reader, std::uint64_t& watched, Cursor written) {
-  const auto meta = reader.meta();
-  if (!meta) return false;
-  if (watched == 0) watched = meta->session;
-  if (watched == 0) return false;  // no session yet
-  const auto record = reader.session(watched);
-  if (!record) return meta->session > watched;  // its slot was reused: long sealed
-  return (record->flags & shm::kSessionSealed) != 0 && written >= Cursor{record->end};
-}
-
 // Writes the bytes [from, floor) that only the engine's history still has; returns the cursor
 // where the ring takes over. A cursor no longer retained goes on at the oldest one
 // (cursor_expired says which), with a warning when the user named it.
@@ -115,11 +103,16 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
     return kExitOk;
   }
 
-  std::uint64_t watched = 0;
-  (void)session_done(*reader, watched, follower.cursor());  // picks the session to watch
+  SessionWatch session;
+  (void)session.ended(*reader);  // picks the session to watch: the newest now
   for (;;) {
     if (auto r = drain(follower); !r) return report(r.error());
-    if (args.until_exit && session_done(*reader, watched, follower.cursor())) return kExitOk;
+    if (args.until_exit) {
+      // Every byte of the session written: end with the program's own status.
+      if (const auto end = session.ended(*reader); end && follower.cursor() >= end->end) {
+        return end->status;
+      }
+    }
     switch (reader->wait(follower.cursor(), kWaitSlice)) {
       case shm::WaitResult::ready: break;
       case shm::WaitResult::closed:

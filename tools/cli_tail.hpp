@@ -26,6 +26,7 @@ struct TailArgs {
 
 // Bytes older than the ring's floor (a stopped actor's released ring, a small ring) come first
 // from the engine's `history` (completed-session cache, transcript); the ring follows.
+// With --until-exit the exit status is the program's (128 + N for signal N), as a shell's.
 int run_tail(const EngineTarget& engine, const TailArgs& args);
 
 }  // namespace backscroll::cli

@@ -11,6 +11,7 @@
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/snapshot_grammar.hpp"
+#include "shm/control_frame.hpp"
 #include "tools/cli_output.hpp"
 #include "tools/cli_ring_follower.hpp"
 
@@ -95,10 +96,18 @@ int run_verify(const Places& places, const VerifyArgs& args) {
       std::to_string(bytes->size()) + " bytes [" + std::to_string(value(start)) + ", " +
       std::to_string(value(start) + bytes->size()) + ") at " + std::to_string(cols) + "x" +
       std::to_string(rows) + ", seed " + std::to_string(seed);
+  control::Json verdict{{"name", args.actor},
+                        {"ok", true},
+                        {"snapshots", taken.size()},
+                        {"from", value(start)},
+                        {"to", value(start) + bytes->size()},
+                        {"cols", cols},
+                        {"rows", rows},
+                        {"seed", seed},
+                        {"raw_replays", fallbacks},
+                        {"failure", nullptr}};
   for (const Taken& t : taken) {
     const std::uint64_t tag = value(t.snap.cursor);
-    const std::string at = "cursor " + std::to_string(value(start) + t.cut) + " (snapshot at " +
-                           std::to_string(value(start) + tag) + ")";
     std::string why;
     std::string diff;
     if (!term::is_safe_snapshot(t.snap.snapshot.bytes, &why)) {
@@ -110,17 +119,25 @@ int run_verify(const Places& places, const VerifyArgs& args) {
       diff = term::first_difference(whole, replayed,
                                     {.history_lines = t.snap.snapshot.scrollback_lines});
     }
-    if (!diff.empty()) {
-      (void)write_all(STDOUT_FILENO, "verify " + args.actor + ": FAILED at " + at + " over " +
-                                         where + ": " + diff + "\n");
-      return kExitError;
-    }
+    if (diff.empty()) continue;
+    verdict["ok"] = false;
+    verdict["failure"] = {{"cursor", value(start) + t.cut},
+                          {"snapshot_cursor", value(start) + tag},
+                          {"difference", diff}};
+    const std::string at = "cursor " + std::to_string(value(start) + t.cut) + " (snapshot at " +
+                           std::to_string(value(start) + tag) + ")";
+    const std::string line =
+        args.json ? verdict.dump()
+                  : "verify " + args.actor + ": FAILED at " + at + " over " + where + ": " + diff;
+    (void)write_all(STDOUT_FILENO, line + "\n");
+    return kExitError;
   }
   std::string line =
       "verify " + args.actor + ": OK, " + std::to_string(taken.size()) + " snapshots over " + where;
   for (const auto& [reason, n] : fallbacks) {
     line += ", " + std::to_string(n) + " raw_replay (" + reason + ")";
   }
+  if (args.json) line = verdict.dump();
   return write_all(STDOUT_FILENO, line + "\n") ? kExitOk : kExitError;
 }
 

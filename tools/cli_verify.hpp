@@ -19,6 +19,7 @@ struct VerifyArgs {
   std::uint32_t cuts = 16;          // snapshots checked: at random cursors and the end
   std::uint64_t window = 1u << 20;  // newest bytes checked (the session's, at most)
   std::uint64_t seed = 0;           // 0: a random seed (printed)
+  bool json = false;                // the verdict as one JSON object (docs/cli.md)
 };
 
 int run_verify(const Places& places, const VerifyArgs& args);

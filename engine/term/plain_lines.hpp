@@ -46,6 +46,8 @@ class PlainLines {
   std::string_view text_of(const PlainLine& line) const noexcept {
     return std::string_view(text_).substr(line.offset, line.length);
   }
+  // The unfinished line's text so far (a prompt that waits without a newline).
+  std::string_view unfinished() const noexcept { return std::string_view(text_).substr(line_at_); }
   // Forgets the completed lines (the unfinished one goes on).
   void clear() noexcept;
   // The cursor of the next byte to feed.

@@ -79,7 +79,9 @@ TEST_F(Lifecycle, ProgramThatExitsIsReportedThenSealedWithItsExitCode) {
 
   const Json status = engine_.status("short");
   EXPECT_EQ(status.at("state"), "idle");
-  EXPECT_EQ(status.at("pid"), 0);
+  EXPECT_TRUE(status.at("pid").is_null());  // no program: no pid, not 0
+  EXPECT_EQ(status.at("exit_code"), 7);     // how the current session's program ended
+  EXPECT_TRUE(status.at("term_signal").is_null());
   EXPECT_EQ(status.at("committed"), 5);
   const Json session = status.at("sessions").at(0);
   EXPECT_EQ(session.at("sealed"), true);

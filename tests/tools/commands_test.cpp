@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -74,7 +75,8 @@ class CliCommandTest : public CliTest {
     args.insert(args.end(), argv.begin(), argv.end());
     const CliResult r = cli(args);
     EXPECT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
-    return engine_.status(actor).at("pid").get<std::int64_t>();
+    const Json pid = engine_.status(actor).at("pid");  // null once the program ended
+    return pid.is_null() ? 0 : pid.get<std::int64_t>();
   }
   // A CLI process that keeps running (tail -f) against the test's engine.
   std::unique_ptr<CliProcess> start(const std::vector<std::string>& args) {
@@ -111,7 +113,24 @@ TEST_F(CliSpawn, PrintsNameSessionPidAndCursorAndListShowsTheActor) {
   std::map<std::string, std::vector<std::string>> by_name;
   for (std::size_t i = 1; i < rows.size(); ++i) by_name[words(rows[i]).at(0)] = words(rows[i]);
   EXPECT_EQ(by_name["w"], (std::vector<std::string>{"w", "running", "1", m[1].str()}));
-  EXPECT_EQ(by_name["done"], (std::vector<std::string>{"done", "idle", "1", "-"}));
+  EXPECT_EQ(by_name["done"], (std::vector<std::string>{"done", "exited(0)", "1", "-"}));
+}
+
+// The program gets the caller's environment (not the engine's), BACKSCROLL_ACTOR, and with
+// --env-clear only what --env names.
+TEST_F(CliSpawn, PassesTheCallersEnvironmentNotTheEngines) {
+  ::setenv("BS_FROM_CALLER", "caller value", 1);
+  const std::string show = R"(printf '%s|%s|%s\n' "$BS_FROM_CALLER" "$BACKSCROLL_ACTOR" "$TERM")";
+  spawn("inherits", {"sh", "-c", show});
+  spawn("cleared", {"/bin/sh", "-c", show}, {"--env-clear", "--env", "BS_FROM_CALLER=given"});
+  spawn("listed", {"/usr/bin/env"}, {"--env-clear"});
+  ::unsetenv("BS_FROM_CALLER");
+  EXPECT_EQ(cli({"tail", "inherits", "--until-exit"}).out,
+            "caller value|inherits|xterm-256color\r\n");
+  EXPECT_EQ(cli({"tail", "cleared", "--until-exit"}).out, "given|cleared|xterm-256color\r\n");
+  // Nothing of the engine's environment: only what backscroll sets.
+  EXPECT_EQ(cli({"tail", "listed", "--until-exit"}).out,
+            "BACKSCROLL_ACTOR=listed\r\nTERM=xterm-256color\r\n");
 }
 
 TEST_F(CliSpawn, GivesTheProgramItsSizeDirectoryAndEnvironment) {
@@ -162,6 +181,13 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   }
   ASSERT_TRUE(a.contains("argv") && a["argv"].is_array()) << r.out;
   ASSERT_TRUE(a.contains("paused") && a["paused"].is_boolean()) << r.out;
+  ASSERT_TRUE(a.contains("attachments") && a["attachments"].is_array()) << r.out;
+  for (const char* key : {"title", "agent_status"}) {
+    EXPECT_TRUE(a.contains(key) && a[key].is_string()) << key << " in " << r.out;
+  }
+  // Null while the program runs: how it ended.
+  EXPECT_TRUE(a.contains("exit_code") && a["exit_code"].is_null()) << r.out;
+  EXPECT_TRUE(a.contains("term_signal") && a["term_signal"].is_null()) << r.out;
   ASSERT_TRUE(a.contains("sessions") && a["sessions"].is_array()) << r.out;
 
   EXPECT_EQ(a["name"], "j");
@@ -201,9 +227,142 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   ASSERT_TRUE(Succeeds(first)) << ::testing::PrintToString(first);
   EXPECT_EQ(Json::parse(first.out).at(0).at("name"), "j");
   spawn("k", {"true"});
+  engine_.wait_sealed("k");
   const CliResult all = cli({"status", "--json"});
   ASSERT_TRUE(Succeeds(all)) << ::testing::PrintToString(all);
-  EXPECT_EQ(Json::parse(all.out).size(), 2u) << all.out;
+  const Json both = Json::parse(all.out);
+  ASSERT_EQ(both.size(), 2u) << all.out;
+  const Json& k = both[0]["name"] == "k" ? both[0] : both[1];
+  EXPECT_TRUE(k["pid"].is_null()) << all.out;  // no program: null, never 0
+  EXPECT_EQ(k["exit_code"], 0) << all.out;
+  EXPECT_TRUE(k["term_signal"].is_null()) << all.out;
+}
+
+TEST_F(CliStatus, JsonListsEachAttachmentWithItsRoleSizeAndAge) {
+  spawn("a", print_then_wait("abc"));
+  engine_.wait_output("a", "abc");
+  PtyCli controller({"attach", "a"}, runtime_dir(), 100, 30);
+  controller.wait_for_screen("abc");
+  PtyCli viewer({"attach", "a", "-r"}, runtime_dir(), 70, 20);
+  viewer.wait_for_screen("abc");
+
+  const CliResult r = cli({"status", "a", "--json"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  const Json attachments = Json::parse(r.out).at(0).at("attachments");
+  ASSERT_EQ(attachments.size(), 2u) << r.out;
+  const Json& c = attachments[0];  // in the order they attached
+  EXPECT_EQ(c["role"], "controller");
+  EXPECT_EQ(c["owner"], true);
+  EXPECT_EQ(c["cols"], 100);
+  EXPECT_EQ(c["rows"], 30);
+  const Json& v = attachments[1];
+  EXPECT_EQ(v["role"], "viewer");
+  EXPECT_EQ(v["owner"], false);
+  EXPECT_TRUE(v["cols"].is_null() && v["rows"].is_null()) << r.out;  // viewers have no say
+  for (const Json& one : attachments) {
+    EXPECT_TRUE(one["attachment"].is_number_unsigned()) << r.out;
+    EXPECT_GT(one["attached_ms"].get<std::int64_t>(), 1'700'000'000'000) << r.out;  // wall clock
+    EXPECT_GE(one["age_ms"].get<std::int64_t>(), 0) << r.out;
+  }
+  EXPECT_LT(c["attachment"].get<std::uint64_t>(), v["attachment"].get<std::uint64_t>());
+}
+
+// ---- --json on the commands that print one result (docs/cli.md, "JSON output") --------------
+
+class CliJson : public CliCommandTest {
+ protected:
+  // Runs `args` and parses its stdout, which must be exactly one line of JSON.
+  Json json(const std::vector<std::string>& args) {
+    const CliResult r = cli(args);
+    EXPECT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    return Json::parse(r.out);
+  }
+};
+
+TEST_F(CliJson, SpawnRestartStopAndDeleteReportTheirResult) {
+  const Json spawned =
+      json({"spawn", "w", "--json", "--", "sh", "-c", "printf abc; exec sleep 1000"});
+  EXPECT_EQ(spawned["name"], "w");
+  EXPECT_EQ(spawned["session"], 1);
+  EXPECT_EQ(spawned["pid"], engine_.status("w").at("pid"));
+  EXPECT_EQ(spawned["cursor"], 0);
+  EXPECT_EQ(spawned["epoch"], engine_.status("w").at("epoch"));
+  engine_.wait_output("w", "abc");
+
+  const Json stopped = json({"stop", "w", "--json"});
+  EXPECT_EQ(stopped, Json({{"name", "w"},
+                           {"session", 1},
+                           {"end", 3},
+                           {"exit_code", nullptr},
+                           {"term_signal", SIGHUP},
+                           {"already_stopped", false}}));
+  Json again = stopped;
+  again["already_stopped"] = true;
+  EXPECT_EQ(json({"stop", "w", "--json"}), again);
+
+  const Json restarted = json({"restart", "w", "--json"});
+  EXPECT_EQ(restarted["name"], "w");
+  EXPECT_EQ(restarted["session"], 2);
+  EXPECT_EQ(restarted["cursor"], 3);  // where session 1 ended
+  EXPECT_TRUE(restarted["pid"].is_number_integer());
+
+  EXPECT_EQ(json({"resize", "w", "100", "40", "--json"}),
+            Json({{"name", "w"}, {"cols", 100}, {"rows", 40}}));
+  EXPECT_EQ(json({"clear", "w", "--json"})["name"], "w");
+
+  const Json list = json({"list", "--json"});
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["name"], "w");
+  EXPECT_EQ(list[0]["state"], "running");
+  EXPECT_EQ(list[0]["pid"], restarted["pid"]);
+
+  const Json deleted = json({"delete", "w", "--json"});
+  EXPECT_EQ(deleted["name"], "w");
+  EXPECT_EQ(deleted["deleted"], true);
+  EXPECT_TRUE(deleted["snapshot"].is_string()) << deleted;
+  EXPECT_TRUE(deleted["snapshot_error"].is_null()) << deleted;
+  EXPECT_EQ(json({"list", "--json"}), Json::array());
+}
+
+TEST_F(CliJson, ListSaysHowEachFinishedProgramEnded) {
+  spawn("seven", {"sh", "-c", "exit 7"});
+  spawn("killed", {"sh", "-c", "kill -KILL $$"});
+  engine_.wait_sealed("seven");
+  engine_.wait_sealed("killed");
+  const Json list = json({"list", "--json"});
+  ASSERT_EQ(list.size(), 2u) << list;
+  for (const Json& a : list) {
+    EXPECT_EQ(a["state"], "idle");
+    EXPECT_TRUE(a["pid"].is_null()) << a;
+    if (a["name"] == "seven") {
+      EXPECT_EQ(a["exit_code"], 7);
+      EXPECT_TRUE(a["term_signal"].is_null()) << a;
+    } else {
+      EXPECT_TRUE(a["exit_code"].is_null()) << a;
+      EXPECT_EQ(a["term_signal"], SIGKILL);
+    }
+  }
+  // People read the same words `list` shows.
+  const auto rows = lines(cli({"list"}).out);
+  ASSERT_EQ(rows.size(), 3u);
+  std::map<std::string, std::string> state;
+  for (std::size_t i = 1; i < rows.size(); ++i) state[words(rows[i]).at(0)] = words(rows[i]).at(1);
+  EXPECT_EQ(state["seven"], "exited(7)");
+  EXPECT_EQ(state["killed"], "killed(SIGKILL)");
+}
+
+TEST_F(CliJson, VerifyReportsItsVerdict) {
+  spawn("v", {"sh", "-c", "printf 'line one\\nline two\\n'; exec sleep 1000"});
+  engine_.wait_output("v", "line two");
+  const Json verdict = json({"verify", "v", "--json", "--cuts", "4", "--seed", "7"});
+  EXPECT_EQ(verdict["name"], "v");
+  EXPECT_EQ(verdict["ok"], true);
+  EXPECT_EQ(verdict["seed"], 7);
+  EXPECT_EQ(verdict["from"], 0);
+  EXPECT_EQ(verdict["to"], committed("v"));
+  EXPECT_TRUE(verdict["failure"].is_null()) << verdict;
+  EXPECT_GE(verdict["snapshots"].get<int>(), 1) << verdict;
 }
 
 TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
@@ -229,7 +388,7 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   ASSERT_TRUE(Succeeds(all)) << ::testing::PrintToString(all);
   const auto table = lines(all.out);
   ASSERT_EQ(table.size(), 2u) << all.out;
-  EXPECT_EQ(words(table[0]), (std::vector<std::string>{"NAME", "STATE", "PID", "SESSION", "SIZE",
+  EXPECT_EQ(words(table[0]), (std::vector<std::string>{"NAME", "STATE", "SESSION", "PID", "SIZE",
                                                        "FLOOR", "COMMITTED", "COMMAND"}));
   EXPECT_EQ(words(table[1]).at(0), "d");
 }
@@ -238,11 +397,15 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
 
 class CliTail : public CliCommandTest {};
 
-TEST_F(CliTail, UntilExitPrintsExactlyTheSessionOutputAndExitsZero) {
+TEST_F(CliTail, UntilExitPrintsExactlyTheSessionOutputAndExitsWithTheProgramsStatus) {
   spawn("t", {"sh", "-c", R"(printf "a\nb\n"; exit 3)"});
   const CliResult r = cli({"tail", "t", "--until-exit"});
-  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.exit_code(), 3) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out, "a\r\nb\r\n");  // the PTY's ONLCR, byte for byte
+  // A signal: 128 + N, as a shell says.
+  spawn("k", {"sh", "-c", "printf x; kill -TERM $$"});
+  EXPECT_EQ(cli({"tail", "k", "--until-exit"}).exit_code(), 128 + SIGTERM);
 }
 
 TEST_F(CliTail, UntilExitFollowsARunningProgramToItsEnd) {
@@ -367,6 +530,124 @@ TEST_F(CliHistory, WritesExactlyTheBytesToStdoutOrToAPrivateFile) {
   EXPECT_TRUE(FailsWithOneLine(cli({"history", "h", "--from", "99", "-o", none.string()}), 1,
                                "backscroll: cursor_in_future: "));
   EXPECT_FALSE(fs::exists(none));
+}
+
+TEST_F(CliHistory, WithoutFromWritesEverythingRetained) {
+  spawn("all", {"sh", "-c", R"(printf "one\ntwo\n")"});
+  engine_.wait_sealed("all");
+  const CliResult r = cli({"history", "all"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out, "one\r\ntwo\r\n");
+  // After a clear the floor moved: the whole range starts there, no cursor_expired.
+  ASSERT_TRUE(Succeeds(cli({"clear", "all"})));
+  ASSERT_TRUE(Succeeds(cli({"restart", "all"})));
+  engine_.wait_sealed("all");
+  const CliResult after = cli({"history", "all"});
+  ASSERT_TRUE(Succeeds(after)) << ::testing::PrintToString(after);
+  EXPECT_EQ(after.out, "one\r\ntwo\r\n");  // the second session's bytes only
+}
+
+TEST_F(CliHistory, LinesSelectsARangeOfLines) {
+  spawn("l", {"sh", "-c", "for i in 1 2 3 4 5 6; do echo line$i; done; printf tail"});
+  engine_.wait_sealed("l");
+  EXPECT_EQ(cli({"history", "l", "--lines", "2..3"}).out, "line2\r\nline3\r\n");
+  EXPECT_EQ(cli({"history", "l", "--lines", "-2.."}).out, "line6\r\ntail");
+  EXPECT_EQ(cli({"history", "l", "--lines", "..-6"}).out, "line1\r\nline2\r\n");
+  EXPECT_EQ(cli({"history", "l", "--lines", "7"}).out, "tail");
+  EXPECT_EQ(cli({"history", "l", "--lines", "40..50"}).out, "");
+  // Counted within the cursor range asked for.
+  EXPECT_EQ(cli({"history", "l", "--from", "7", "--lines", "1"}).out, "line2\r\n");
+}
+
+TEST_F(CliHistory, JsonPrintsTheRangeOnStderrOrOnStdoutWithAFile) {
+  spawn("m", {"sh", "-c", R"(printf "abc\n")"});
+  engine_.wait_sealed("m");
+  const CliResult r = cli({"history", "m", "--json"});
+  ASSERT_EQ(r.exit_code(), 0) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out, "abc\r\n");
+  const Json meta = Json::parse(r.err);
+  EXPECT_EQ(meta["name"], "m");
+  EXPECT_EQ(meta["from"], 0);
+  EXPECT_EQ(meta["to"], 5);
+  EXPECT_EQ(meta["bytes"], 5);
+  EXPECT_EQ(meta["epoch"], engine_.status("m").at("epoch"));
+  EXPECT_EQ(meta["gaps"], Json::array());
+  const fs::path file = scratch_.path() / "m.log";
+  const CliResult to_file = cli({"history", "m", "--json", "--from", "2", "-o", file.string()});
+  ASSERT_TRUE(Succeeds(to_file)) << ::testing::PrintToString(to_file);
+  EXPECT_EQ(Json::parse(to_file.out)["from"], 2);
+  EXPECT_EQ(to_file.err, "");
+  EXPECT_EQ(read_text(file), "c\r\n");
+}
+
+// ---- wait ------------------------------------------------------------------------------------
+
+class CliWait : public CliCommandTest {};
+
+TEST_F(CliWait, ExitWaitsForTheProgramAndExitsWithItsStatus) {
+  spawn("r", {"sh", "-c", "read x; exit 7"});
+  const auto wait = start({"wait", "r", "--exit"});
+  ASSERT_TRUE(Succeeds(cli({"send", "r", "go"})));
+  const CliResult r = wait->finish();
+  EXPECT_EQ(r.exit_code(), 7) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out + r.err, "");
+  // Already over: at once, with the status it ended with.
+  spawn("k", {"sh", "-c", "kill -KILL $$"});
+  engine_.wait_sealed("k");
+  EXPECT_EQ(cli({"wait", "k", "--exit"}).exit_code(), 128 + SIGKILL);
+}
+
+TEST_F(CliWait, MatchLooksOnlyAtOutputAfterNowAndPrintsTheLine) {
+  // "ready" is already on the screen; the wait is for the next one, which has no newline.
+  spawn("m", {"sh", "-c", R"(echo old ready; read x; printf "\033[1mnew ready\033[0m> "; read y)"});
+  engine_.wait_output("m", "old ready");
+  const auto wait = start({"wait", "m", "--match", "READY>", "-i", "--timeout", "20"});
+  ASSERT_TRUE(Succeeds(cli({"send", "m", "go"})));
+  const CliResult r = wait->finish();
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out, "new ready> \n");  // plain text, as search prints it
+}
+
+TEST_F(CliWait, IdleWithoutAnAgentIsNoOutputForTheQuietTime) {
+  spawn("q", {"sh", "-c", "printf x; exec sleep 1000"});
+  engine_.wait_output("q", "x");
+  const CliResult r = cli({"wait", "q", "--idle", "--quiet", "0.2", "--timeout", "20"});
+  EXPECT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+}
+
+TEST_F(CliWait, IdleWithAnAgentFollowsItsStatusNotTheQuiet) {
+  // An agent that keeps printing while idle, and one that is silent while working.
+  const std::string busy_idle =
+      R"(printf '\033]0;✳ Claude Code\007'; while :; do printf .; sleep 0.05; done)";
+  const std::string quiet_working = R"(printf '\033]0;⠂ Fix the tests\007'; exec sleep 1000)";
+  spawn("idle", {"sh", "-c", busy_idle});
+  spawn("working", {"sh", "-c", quiet_working});
+  const CliResult idle = cli({"wait", "idle", "--idle", "--quiet", "60", "--timeout", "20"});
+  EXPECT_TRUE(Succeeds(idle)) << ::testing::PrintToString(idle);
+  wait_until([&] { return engine_.status("working").at("agent_status") == "working"; },
+             "the working title to be read");
+  const CliResult working =
+      cli({"wait", "working", "--idle", "--quiet", "0.1", "--timeout", "0.6"});
+  EXPECT_TRUE(
+      FailsWithOneLine(working, 124, "backscroll: timed_out: working: not over after 0.6 s"));
+}
+
+TEST_F(CliWait, AProgramThatEndsFirstFailsWithoutExit) {
+  spawn("e", {"sh", "-c", "read x; exit 0"});
+  const auto wait = start({"wait", "e", "--match", "never printed"});
+  ASSERT_TRUE(Succeeds(cli({"send", "e", "go"})));
+  EXPECT_TRUE(FailsWithOneLine(wait->finish(), 1, "backscroll: not_running: e's program ended"));
+}
+
+TEST_F(CliWait, UsageErrors) {
+  spawn("u", {"sh", "-c", "exec sleep 1000"});
+  EXPECT_TRUE(
+      FailsWithOneLine(cli({"wait", "u"}), 2, "backscroll: usage: wait: say what to wait for"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"wait", "u", "--match", "("}), 2,
+                               "backscroll: usage: wait: --match: bad pattern"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"wait", "u", "--idle", "--timeout", "0"}), 2,
+                               "backscroll: usage: --timeout: expected seconds"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"wait", "nobody", "--exit"}), 1, "backscroll: no_such_actor"));
 }
 
 class CliSnapshot : public CliCommandTest {};
@@ -805,13 +1086,15 @@ TEST_F(CliLifecycle, StopReportsTheSignalAndTheEndCursor) {
   engine_.wait_output("s", "abc");
   const CliResult r = cli({"stop", "s"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
-  EXPECT_EQ(r.out, "s session 1 stopped: signal 1, end cursor 3\n");  // SIGHUP
+  EXPECT_EQ(r.out, "s session 1 stopped: killed(SIGHUP), end cursor 3\n");
   // Sealed when stop returns.
   const Json status = engine_.status("s");
   EXPECT_EQ(status.at("state"), "idle");
   EXPECT_EQ(status.at("sessions").back().at("sealed"), true);
-  // On an idle actor: the last session again.
-  EXPECT_EQ(cli({"stop", "s"}).out, r.out);
+  // On an idle actor: nothing to do, exit 0, and the last session again.
+  const CliResult again = cli({"stop", "s"});
+  ASSERT_TRUE(Succeeds(again)) << ::testing::PrintToString(again);
+  EXPECT_EQ(again.out, "s already stopped: session 1 killed(SIGHUP), end cursor 3\n");
 }
 
 TEST_F(CliLifecycle, StopKillsAProgramThatIgnoresHangupAfterTheGracePeriod) {
@@ -819,7 +1102,7 @@ TEST_F(CliLifecycle, StopKillsAProgramThatIgnoresHangupAfterTheGracePeriod) {
   engine_.wait_output("stubborn", "abc");
   const CliResult r = cli({"stop", "stubborn", "--grace-ms", "100"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
-  EXPECT_EQ(r.out, "stubborn session 1 stopped: signal 9, end cursor 3\n");
+  EXPECT_EQ(r.out, "stubborn session 1 stopped: killed(SIGKILL), end cursor 3\n");
 }
 
 TEST_F(CliLifecycle, StopOfAnExitedProgramReportsItsExitStatus) {
@@ -827,7 +1110,7 @@ TEST_F(CliLifecycle, StopOfAnExitedProgramReportsItsExitStatus) {
   engine_.wait_sealed("x");
   const CliResult r = cli({"stop", "x"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
-  EXPECT_EQ(r.out, "x session 1 stopped: status 3, end cursor 6\n");
+  EXPECT_EQ(r.out, "x already stopped: session 1 exited(3), end cursor 6\n");
 }
 
 TEST_F(CliLifecycle, RestartStartsSessionTwoWhereTheOldOneEnded) {

@@ -17,9 +17,9 @@ namespace {
 
 // Every command of docs/cli.md ("Commands"), ping included.
 const std::vector<std::string> kCommands = {
-    "spawn",  "list",    "status", "tail",    "send",     "resize",   "clear",
-    "stop",   "restart", "delete", "restore", "history",  "snapshot", "capture",
-    "search", "events",  "verify", "attach",  "shutdown", "help",     "ping"};
+    "spawn",   "list",   "status",  "tail",     "send",     "resize",  "clear",  "stop",
+    "restart", "delete", "restore", "history",  "snapshot", "capture", "search", "events",
+    "verify",  "attach", "wait",    "shutdown", "help",     "ping"};
 
 // A runtime directory that does not exist: a command that tried to reach (or start) an engine
 // would fail on it, or create it.
@@ -167,7 +167,10 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"HistoryWithoutName", {"history", "--from", "0"}, "NAME is required"},
         UsageCase{"AttachWithoutName", {"attach"}, "NAME is required"},
         UsageCase{"ResizeWithoutRows", {"resize", "x", "10"}, "ROWS is required"},
-        UsageCase{"HistoryWithoutFrom", {"history", "x"}, "--from is required"},
+        UsageCase{"HistoryLinesBackwards",
+                  {"history", "x", "--lines", "9..3"},
+                  "--lines: expected lines A..B"},
+        UsageCase{"HistoryLineZero", {"history", "x", "--lines", "0"}, "--lines: expected"},
         // Sizes are 1..1000 (the engine's bounds), checked here.
         UsageCase{
             "ResizeToZeroColumns", {"resize", "x", "0", "10"}, "COLS: expected 1..1000, got 0"},
