@@ -1,4 +1,5 @@
-// Engine log lines on stderr: "backscrolld[pid] LEVEL message". Cheap enough for lifecycle
+// Engine log lines on stderr: "TIME backscrolld[pid] LEVEL message", TIME in ISO 8601 local time
+// with milliseconds and the UTC offset (2026-12-03T07:10:42.123+01:00). Cheap enough for lifecycle
 // events; never called per PTY read.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -118,6 +119,18 @@ TEST(CliAutostart, ListStartsOneDetachedEngineInAFreshRuntimeDir) {
   EXPECT_EQ(mode_of(rt.runtime_dir() / "engine.log"), 0600u);
   EXPECT_NE(read_text(rt.runtime_dir() / "engine.log").find("backscroll: starting "),
             std::string::npos);
+  // Each engine line starts with an ISO 8601 time with its UTC offset.
+  std::istringstream log_lines(read_text(rt.runtime_dir() / "engine.log"));
+  std::size_t engine_lines = 0;
+  for (std::string line; std::getline(log_lines, line);) {
+    if (line.find(" backscrolld[") == std::string::npos) continue;
+    ++engine_lines;
+    EXPECT_TRUE(std::regex_search(
+        line,
+        std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d backscrolld\[\d+\] )")))
+        << line;
+  }
+  EXPECT_GT(engine_lines, 0u);
 
   // Exactly one engine for this dir: the lock holder, alive, the one that answers ping.
   const pid_t engine = rt.lock_pid();
