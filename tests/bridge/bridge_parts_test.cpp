@@ -8,6 +8,7 @@
 
 #include "engine/term/utf8.hpp"
 #include "tools/bridge/auth.hpp"
+#include "tools/bridge/bridge.hpp"
 #include "tools/bridge/client_flow.hpp"
 #include "tools/bridge/url_query.hpp"
 #include "tools/bridge/utf8_boundary.hpp"
@@ -19,6 +20,18 @@ using namespace std::chrono_literals;
 
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+// --listen: an IP literal as it is; a host name resolved, IPv4 first (localhost is 127.0.0.1).
+TEST(ListenAddress, TakesLiteralsAndHostNames) {
+  EXPECT_EQ(Bridge::listen_address("::1").value().to_string(), "::1");
+  EXPECT_EQ(Bridge::listen_address("0.0.0.0").value().to_string(), "0.0.0.0");
+  EXPECT_EQ(Bridge::listen_address("localhost").value().to_string(), "127.0.0.1");
+  const auto nowhere = Bridge::listen_address("no-such-host.invalid");
+  ASSERT_FALSE(nowhere);
+  EXPECT_NE(nowhere.error().message.find("cannot listen on 'no-such-host.invalid'"),
+            std::string::npos)
+      << nowhere.error().message;
 }
 
 TEST(Utf8Boundary, HoldsBackOnlyAnIncompleteLastCharacter) {

@@ -394,6 +394,13 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
   EXPECT_EQ(bridge_->http("GET", "/.hidden").status, 404);
 }
 
+TEST_F(BridgeTest, ListenTakesAHostName) {
+  bridge_.reset();  // the fixture's listens on 127.0.0.1; this one by name
+  BridgeProcess by_name(engine_.places(), {"--listen", "localhost"});
+  EXPECT_EQ(by_name.http("GET", "/", {}).status, 200);  // reached on 127.0.0.1
+  EXPECT_EQ(by_name.stop(), 0);
+}
+
 TEST_F(BridgeTest, TheActorListCarriesEachAgentsStatus) {
   // Claude Code's idle title (✳), as the status detector's built-in rules read it.
   spawn_sh("agent", "printf '\\033]0;\\342\\234\\263 Claude Code\\007'");

@@ -34,11 +34,10 @@ Bridge::~Bridge() {
 }
 
 Result<void> Bridge::listen() {
+  auto address = listen_address(options_.listen);
+  if (!address) return tl::unexpected(address.error());
+  const tcp::endpoint endpoint(*address, options_.port);
   boost::system::error_code ec;
-  const auto address = asio::ip::make_address(options_.listen, ec);
-  if (ec)
-    return fail(Errc::bad_request, "'" + options_.listen + "' is not an IP address to listen on");
-  const tcp::endpoint endpoint(address, options_.port);
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
@@ -50,6 +49,24 @@ Result<void> Bridge::listen() {
   port_ = acceptor_.local_endpoint().port();
   accept_next();
   return {};
+}
+
+Result<asio::ip::address> Bridge::listen_address(const std::string& name) {
+  boost::system::error_code ec;
+  const auto literal = asio::ip::make_address(name, ec);
+  if (!ec) return literal;
+  // A host name (localhost): its first IPv4 address, else its first address.
+  asio::io_context resolving;
+  tcp::resolver resolver(resolving);
+  const auto found = resolver.resolve(name, "", ec);
+  if (ec || found.empty()) {
+    return fail(Errc::bad_request, "cannot listen on '" + name + "': not an IP address, and " +
+                                       (ec ? ec.message() : "it resolves to no address"));
+  }
+  for (const auto& entry : found) {
+    if (entry.endpoint().address().is_v4()) return entry.endpoint().address();
+  }
+  return found.begin()->endpoint().address();
 }
 
 void Bridge::accept_next() {

@@ -53,6 +53,9 @@ class Bridge {
   ~Bridge();
   // Binds the listener and starts accepting.
   Result<void> listen();
+  // --listen's address: an IP literal, or a host name resolved (its first IPv4 address, else
+  // its first): `--listen localhost` listens on 127.0.0.1.
+  static Result<boost::asio::ip::address> listen_address(const std::string& name);
   std::uint16_t port() const noexcept { return port_; }
 
   boost::asio::io_context& io() noexcept { return io_; }

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   std::string web_root;
   CLI::App app{
       "backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)"};
-  app.add_option("--listen", options.listen, "IP address to listen on")->capture_default_str();
+  app.add_option("--listen", options.listen, "IP address or host name to listen on")
+      ->capture_default_str();
   app.add_option("--port", options.port, "TCP port (0: any free one)")->capture_default_str();
   app.add_option("--token-file", token_file,
                  "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)");
