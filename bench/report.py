@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # The benchmark report (issue 5): runs the end-to-end suite and writes, into --out,
 #   report.md       the machine, the tables, each goal of issue 5 beside what was measured
 #   results.json    everything measured (each benchmark's own JSON, merged)
@@ -11,7 +11,8 @@
 #
 #   bench/report.py [--build DIR] [--out DIR] [--quick]
 #
-# Debian's python3 with python3-matplotlib (.ci/setup installs both, and tmux).
+# Any python3 runs --help; a report needs matplotlib (Debian's python3-matplotlib: .ci/setup
+# installs it, and tmux).
 import argparse
 import datetime
 import json
@@ -20,11 +21,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -203,7 +199,20 @@ def goals_table(flood, snap, readers, scale):
     return "\n".join(rows)
 
 
+def pyplot():
+    """matplotlib's pyplot, imported only when a report is drawn (--help needs none)."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("report.py: the plots need matplotlib: apt-get install python3-matplotlib "
+                 "(or pip install matplotlib)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def plot_flood(flood, path):
+    plt = pyplot()
     order = ["plain", "backscroll", "no_mirror", "tmux"]
     workloads = list(flood["workloads"])
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -223,6 +232,7 @@ def plot_flood(flood, path):
 
 
 def plot_snapshots(snap, path):
+    plt = pyplot()
     cases = [k for k in snap if k.startswith("op_") and snap[k].get("samples_ms")]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for key in cases:
@@ -241,10 +251,22 @@ def plot_snapshots(snap, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="backscroll benchmark report")
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--out", default="bench-report")
-    parser.add_argument("--quick", action="store_true", help="small sizes, one round (CI smoke)")
+    parser = argparse.ArgumentParser(
+        description="backscroll benchmark report: runs flood_suite (plain read() loop, "
+        "backscroll, tmux on the same files), snapshot_bench, reader_bench and scale_bench one "
+        "after another and writes report.md, results.json, flood.png and snapshot.png.",
+        epilog="A full report takes about 17 minutes on 2 cores (scale_bench soaks for 10); "
+        "--quick about 1 minute. Run it on an otherwise idle machine: the figures are ratios "
+        "within one run, but a busy machine widens their spread. See docs/performance.md.")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"), metavar="DIR",
+                        help="the CMake build directory holding bin/flood_suite and the other "
+                        "benchmarks (default: %(default)s)")
+    parser.add_argument("--out", default="bench-report", metavar="DIR",
+                        help="where the report files go, created if needed (default: "
+                        "%(default)s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and one round: checks that every part runs (the "
+                        "ctest smoke test); its figures mean nothing")
     args = parser.parse_args()
     bin_dir = os.path.join(args.build, "bin")
     os.makedirs(args.out, exist_ok=True)
