@@ -205,6 +205,14 @@ Result<Json> Engine::op_spawn(const Json& request) {
               {"epoch", hex64(a.epoch())}};
 }
 
+Cursor Engine::oldest_in_memory(const Actor& actor) const {
+  Cursor oldest = actor.ring().floor();
+  if (const auto cached = cache_.range(actor.name()); cached && cached->first < oldest) {
+    oldest = cached->first;
+  }
+  return oldest;
+}
+
 Json Engine::status_of(const Actor& actor) const {
   const auto& ring = actor.ring();
   Json sessions = Json::array();
@@ -243,6 +251,7 @@ Json Engine::status_of(const Actor& actor) const {
               {"session", current ? current->id : 0},
               {"epoch", hex64(actor.epoch())},
               {"floor", value(ring.floor())},
+              {"oldest", value(oldest_in_memory(actor))},
               {"committed", value(ring.committed())},
               {"cols", actor.size().cols},
               {"rows", actor.size().rows},

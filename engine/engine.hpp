@@ -234,6 +234,9 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   void announce_spawn(const Actor& actor, const shm::SessionRecord& session);
 
   Result<Actor*> find_actor(const control::Json& request) const;
+  // The oldest cursor `history` serves from memory (the ring, or the completed-session cache
+  // once an idle ring was released); a transcript may reach further back.
+  Cursor oldest_in_memory(const Actor& actor) const;
   control::Json status_of(const Actor& actor) const;
   void finish_deferred(Actor& actor, const shm::SessionRecord& session);
   void remove_actor(const std::string& name);

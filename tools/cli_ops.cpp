@@ -143,7 +143,9 @@ std::string status_detail(const Json& actor) {
   line("session", text(actor, "session"));
   line("epoch", text(actor, "epoch"));
   line("size", text(actor, "cols") + "x" + text(actor, "rows"));
-  line("cursors", "floor " + text(actor, "floor") + ", committed " + text(actor, "committed"));
+  // A released idle ring holds nothing (floor = committed) while history still has the bytes.
+  line("cursors", "oldest " + text(actor, "oldest") + ", ring floor " + text(actor, "floor") +
+                      ", committed " + text(actor, "committed"));
   line("capacity", text(actor, "capacity") + " bytes");
   line("command", shell_join(strings(actor, "argv")));
   line("cwd", text(actor, "cwd"));

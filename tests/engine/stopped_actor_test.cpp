@@ -74,6 +74,10 @@ TEST(StoppedActor, ItsTailStaysInTheCacheAndTheRingsMemoryIsGivenBack) {
   const Error old = history_error(engine, "log", 0);
   EXPECT_EQ(old.code, Errc::cursor_expired);
   EXPECT_EQ(old.cursor, kBytes - kTail) << "the oldest retained byte is the cache's first";
+  // status says so too: the ring is empty, its history is not.
+  const Json status = engine.status("log");
+  EXPECT_EQ(status.at("floor"), kBytes);
+  EXPECT_EQ(status.at("oldest"), kBytes - kTail);
   EXPECT_EQ(engine.history("log", kBytes - kTail), expected(kBytes - kTail, kBytes));
 
   // A new session: the cache and the ring answer as one stream.

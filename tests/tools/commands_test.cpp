@@ -373,7 +373,7 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   const std::string p = std::to_string(pid);
   for (const std::string& line : std::vector<std::string>{
            "name      d", "state     running", "pid       " + p, "session   1", "size      90x30",
-           "cursors   floor 0, committed 3",
+           "cursors   oldest 0, ring floor 0, committed 3",
            "command   sh -c 'printf '\\''abc'\\''; exec sleep 1000'", "input     0 bytes queued"}) {
     EXPECT_NE(("\n" + r.out).find("\n" + line + "\n"), std::string::npos) << line << " in\n"
                                                                           << r.out;
