@@ -141,6 +141,13 @@ Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   return record;
 }
 
+void Actor::note_working_directory() {
+  if (!live_) return;
+  if (auto cwd = working_directory_of(live_->process.master_fd, live_->process.pid)) {
+    working_directory_ = std::move(*cwd);
+  }
+}
+
 bool Actor::lease_used_up() const noexcept {
   return live_ && settings_.leased_cursors && lease_limit_ <= ring_.committed();
 }

@@ -151,6 +151,12 @@ class Actor {
   // When the actor was first created (wall clock, ms since the Unix epoch; kept across restarts).
   std::int64_t created_ms() const noexcept { return created_ms_; }
   const SpawnSpec& spec() const noexcept { return spec_; }
+  // Sets the program later sessions (restart, a restored actor) run; the running one stays.
+  void set_command(std::vector<std::string> argv) { spec_.argv = std::move(argv); }
+  // Reads the live program's current directory (working_directory_of) and remembers it.
+  void note_working_directory();
+  // The last directory noted (it outlives the program); empty before any was read.
+  const std::string& last_working_directory() const noexcept { return working_directory_; }
   WindowSize size() const noexcept { return spec_.size; }
   std::size_t input_queued() const noexcept { return input_.queued_bytes(); }
   // Every session so far, oldest first (at most kSessionHistory); `end` of a live one is 0.
@@ -164,6 +170,7 @@ class Actor {
   Actor(ActorHost& host, std::string name, shm::RingWriter ring, std::uint64_t epoch,
         const ActorSettings& settings, int consumer_notify_fd);
 
+  std::string working_directory_;  // note_working_directory()'s last answer
   void submit_read() noexcept;
   void pump_input() noexcept;
   void maybe_seal() noexcept;

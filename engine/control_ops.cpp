@@ -130,23 +130,39 @@ Result<Json> Engine::op_spawn(const Json& request) {
   if (!name) return tl::unexpected(name.error());
   if (actors_.count(*name)) return fail(Errc::actor_exists, "actor '" + *name + "' exists");
   SpawnSpec spec;
-  const auto argv = request.find("argv");
-  if (argv == request.end() || !argv->is_array() || argv->empty()) {
-    return fail(Errc::bad_request, "\"argv\" must be a non-empty array of strings");
-  }
   // execve takes C strings: a NUL (JSON \u0000) would cut an argument or a variable short
   // without a word. Refused, naming where.
   const auto nul_in = [](const std::string& text, const std::string& where) -> Result<void> {
     if (text.find('\0') == std::string::npos) return {};
     return fail(Errc::bad_request, where + " holds a NUL byte");
   };
-  for (std::size_t i = 0; i < argv->size(); ++i) {
-    const Json& a = (*argv)[i];
-    if (!a.is_string()) return fail(Errc::bad_request, "\"argv\" must hold only strings");
-    spec.argv.push_back(a.get<std::string>());
-    if (auto r = nul_in(spec.argv.back(), "\"argv\" entry " + std::to_string(i)); !r) {
-      return tl::unexpected(r.error());
+  const auto command = [&](const char* field) -> Result<std::vector<std::string>> {
+    const auto argv = request.find(field);
+    const std::string quoted = std::string("\"") + field + "\"";
+    if (argv == request.end() || !argv->is_array() || argv->empty()) {
+      return fail(Errc::bad_request, quoted + " must be a non-empty array of strings");
     }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < argv->size(); ++i) {
+      const Json& a = (*argv)[i];
+      if (!a.is_string()) return fail(Errc::bad_request, quoted + " must hold only strings");
+      out.push_back(a.get<std::string>());
+      if (auto r = nul_in(out.back(), quoted + " entry " + std::to_string(i)); !r) {
+        return tl::unexpected(r.error());
+      }
+    }
+    return out;
+  };
+  auto argv = command("argv");
+  if (!argv) return tl::unexpected(argv.error());
+  spec.argv = std::move(*argv);
+  // The first session may run another program (restore's: print the saved scrollback, then
+  // exec the shell); `argv` is the actor's command, what status shows and restart runs.
+  std::optional<std::vector<std::string>> first_argv;
+  if (const auto f = request.find("first_argv"); f != request.end() && !f->is_null()) {
+    auto parsed = command("first_argv");
+    if (!parsed) return tl::unexpected(parsed.error());
+    first_argv = std::move(*parsed);
   }
   if (request.contains("cwd")) {
     auto cwd = string_field(request, "cwd");
@@ -187,12 +203,15 @@ Result<Json> Engine::op_spawn(const Json& request) {
   }
   auto actor = Actor::create(*this, *name, settings_.actor, notify_fd_);
   if (!actor) return tl::unexpected(actor.error());
+  std::vector<std::string> actor_command = spec.argv;
+  if (first_argv) spec.argv = std::move(*first_argv);
   auto session = (*actor)->start(std::move(spec));
   if (!session) {
     (*actor)->close_ring();
     return tl::unexpected(session.error());
   }
   Actor& a = **actor;
+  a.set_command(std::move(actor_command));
   actors_.emplace(*name, std::move(*actor));
   recordings_.emplace(*name, recorder::Recording(settings_.track));
   mirror_add(a);
@@ -415,6 +434,7 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   }
   deferred_.emplace(actor.name(), Deferred{kind, connection, id});
   if (kind == Deferred::Kind::remove) actor.mark_closing();  // its readers end as deleted
+  actor.note_working_directory();  // where the user was: restore starts there
   if (actor.live()) {
     actor.stop(std::chrono::milliseconds(*grace_ms));
   } else if (transcripts_.seal_pending(actor.name())) {

@@ -40,6 +40,7 @@ Result<void> write_deletion_archive(const fs::path& dir, const DeletionArchive& 
   json["floor"] = value(s.floor);
   json["committed"] = value(s.record.cursor);
   json["deleted_ms"] = s.deleted_ms;
+  json["spawn_cwd"] = s.spawn_cwd.empty() ? s.record.spec.cwd : s.spawn_cwd;
   json["scrollback"] = s.scrollback ? control::Json(scrollback.filename().string()) : nullptr;
   if (auto r = store::write_file_durably(json_path, json.dump(2) + "\n"); !r) {
     fs::remove(scrollback, ec);

@@ -27,6 +27,9 @@ struct DeletionArchive {
   Cursor floor{0};                        // the oldest cursor retained at deletion
   std::optional<std::string> scrollback;  // nullopt: no mirror to take it from
   std::int64_t deleted_ms = 0;
+  // record.spec.cwd is where the program last was (its foreground process's directory at the
+  // deletion, when it could be read); this is where it was spawned.
+  std::string spawn_cwd;
 };
 
 // Writes both files under `dir` (created 0700). On an error, what was written is removed.

@@ -32,8 +32,12 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
   Json answer{{"actor", name}};
   if (const auto a = actors_.find(name); a != actors_.end()) {
     const Actor& actor = *a->second;
-    DeletionArchive archive{ActorRecord::of(actor), actor.ring().floor(), std::move(scrollback),
-                            wall_clock_ms()};
+    const ActorRecord record = ActorRecord::of(actor);
+    DeletionArchive archive{record, actor.ring().floor(), std::move(scrollback), wall_clock_ms(),
+                            record.spec.cwd};
+    if (!actor.last_working_directory().empty()) {
+      archive.record.spec.cwd = actor.last_working_directory();
+    }
     if (const auto cached = cache_.range(name); cached && cached->first < archive.floor) {
       archive.floor = cached->first;
     }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 extern char** environ;
@@ -45,6 +46,16 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 }  // namespace
+
+std::optional<std::string> working_directory_of(int master_fd, pid_t leader) {
+  for (const pid_t pid : {::tcgetpgrp(master_fd), leader}) {
+    if (pid <= 0) continue;
+    std::error_code ec;
+    const auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec);
+    if (!ec && !cwd.empty()) return cwd.string();
+  }
+  return std::nullopt;
+}
 
 Result<void> set_window_size(int master_fd, WindowSize size) {
   winsize ws{};

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,11 @@ Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec);
 
 // The environment the program gets (see SpawnSpec::env_replace), as NAME=VALUE strings.
 std::vector<std::string> child_environment(const SpawnSpec& spec, char** engine_environment);
+
+// Where the terminal's user is: the current directory of the PTY's foreground process group
+// leader (a shell, or the program it runs), else of `leader` (the session's first process);
+// nullopt when neither can be read (gone, or another user's).
+std::optional<std::string> working_directory_of(int master_fd, pid_t leader);
 
 // TIOCSWINSZ on the master: the kernel sends SIGWINCH to the foreground process group.
 Result<void> set_window_size(int master_fd, WindowSize size);

@@ -326,14 +326,27 @@ Command add_restore(CLI::App& app) {
   struct Values {
     RestoreArgs restore;
     std::string as;
+    bool list = false;
+    bool json = false;
   };
   auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand(
       "restore", "Open a shell actor where a deleted actor worked, showing its saved scrollback");
-  add_actor(command, values->restore.actor);
+  command->add_option("NAME", values->restore.actor, "the deleted actor")->type_name("");
   command->add_option("--as", values->as, "name of the new actor (default: NAME)")
       ->type_name("NAME");
+  command->add_flag("--list", values->list,
+                    "list the deleted actors that can be restored, newest first");
+  command->add_flag("--json", values->json, "with --list: one JSON array (fields: docs/cli.md)");
   const auto run = [values](const EngineTarget& engine) {
+    if (values->list) {
+      if (!values->restore.actor.empty() || !values->as.empty()) {
+        return report_usage("restore: --list takes no NAME and no --as");
+      }
+      return run_restore_list(engine.places, values->json);
+    }
+    if (values->json) return report_usage("restore: --json goes with --list");
+    if (values->restore.actor.empty()) return report_usage("restore: NAME is required (or --list)");
     if (!values->as.empty()) values->restore.as = values->as;
     return run_restore(engine, values->restore);
   };

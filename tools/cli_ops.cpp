@@ -175,6 +175,7 @@ Result<Json> spawn_fields(const SpawnArgs& args) {
     argv.emplace_back(shell && *shell ? shell : "/bin/sh");
   }
   fields["argv"] = argv;
+  if (!args.first_argv.empty()) fields["first_argv"] = args.first_argv;
   std::error_code ec;
   std::filesystem::path cwd = args.cwd.empty() ? std::filesystem::current_path(ec)
                                                : std::filesystem::absolute(args.cwd, ec);

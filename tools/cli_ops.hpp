@@ -24,6 +24,9 @@ struct SpawnArgs {
   std::vector<std::string> env;       // K=V entries, already validated, over the caller's
   bool env_clear = false;             // the program gets only `env` (and TERM, BACKSCROLL_ACTOR)
   std::vector<std::string> argv;      // empty: $SHELL, else /bin/sh
+  // The first session's program instead of `argv` (restore: print the saved scrollback, then
+  // exec the shell); `argv` stays the actor's command, what restart runs. Empty: `argv`.
+  std::vector<std::string> first_argv;
 };
 
 // The `spawn` request fields for `args` (relative cwd made absolute here: the engine runs

@@ -1,14 +1,20 @@
 #include "tools/cli_restore.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
+#include <vector>
 
 #include "shm/actor_name.hpp"
 #include "shm/control_frame.hpp"
 #include "tools/cli_ops.hpp"
 #include "tools/cli_output.hpp"
+#include "tools/cli_time.hpp"
 
 namespace backscroll::cli {
 namespace {
@@ -54,13 +60,15 @@ int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
   const fs::path scrollback = dir / (args.actor + ".scrollback");
   std::error_code ec;
   if ((*snapshot)["scrollback"].is_string() && fs::is_regular_file(scrollback, ec)) {
-    // The saved text first (the PTY turns its "\n" into "\r\n"), then the user's shell.
-    spawn.argv = {"/bin/sh",           "-c",   "cat -- \"$1\"; exec \"$2\"", "backscroll-restore",
-                  scrollback.string(), program};
+    // The saved text first (the PTY turns its "\n" into "\r\n"), then the user's shell; only
+    // in the first session: the actor's command is the shell.
+    spawn.first_argv = {
+        "/bin/sh",           "-c",   "cat -- \"$1\"; exec \"$2\"", "backscroll-restore",
+        scrollback.string(), program};
   } else {
     warn("restore: no saved scrollback for '" + args.actor + "'; opening a shell only");
-    spawn.argv = {program};
   }
+  spawn.argv = {program};
   const Json& cwd_field = (*snapshot)["cwd"];
   const std::string cwd = cwd_field.is_string() ? cwd_field.get<std::string>() : std::string();
   if (!cwd.empty() && fs::is_directory(cwd, ec)) {
@@ -77,6 +85,55 @@ int run_restore(const EngineTarget& engine, const RestoreArgs& args) {
       rows != snapshot->end() && rows->is_number_unsigned())
     spawn.rows = rows->get<std::uint32_t>();
   return run_spawn(engine, spawn);
+}
+
+int run_restore_list(const Places& places, bool json) {
+  const fs::path dir = places.deleted_dir();
+  struct Entry {
+    std::string name;
+    Json snapshot;
+  };
+  std::vector<Entry> entries;
+  std::error_code ec;
+  constexpr std::string_view kSuffix = ".snapshot.json";
+  for (const auto& file : fs::directory_iterator(dir, ec)) {
+    const std::string filename = file.path().filename().string();
+    if (filename.size() <= kSuffix.size() || !filename.ends_with(kSuffix)) continue;
+    const std::string name = filename.substr(0, filename.size() - kSuffix.size());
+    if (!is_valid_actor_name(name)) continue;
+    auto snapshot = read_snapshot(file.path(), name);
+    if (!snapshot) {
+      warn("restore: skipped " + file.path().string() + ": " + snapshot.error().message);
+      continue;
+    }
+    entries.push_back({name, std::move(*snapshot)});
+  }
+  const auto deleted_ms = [](const Json& s) { return s.value("deleted_ms", std::int64_t{0}); };
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    return deleted_ms(a.snapshot) > deleted_ms(b.snapshot);
+  });
+  Json list = Json::array();
+  Table table({"NAME", "DELETED", "SCROLLBACK", "CWD", "COMMAND"});
+  for (const Entry& e : entries) {
+    const Json& s = e.snapshot;
+    const bool saved =
+        s["scrollback"].is_string() && fs::is_regular_file(dir / (e.name + ".scrollback"), ec);
+    const std::uintmax_t bytes = saved ? fs::file_size(dir / (e.name + ".scrollback"), ec) : 0;
+    const std::string cwd = s.value("cwd", "");
+    const Json argv = s.value("argv", Json::array());
+    list.push_back({{"name", e.name},
+                    {"deleted_ms", deleted_ms(s)},
+                    {"cwd", cwd},
+                    {"argv", argv},
+                    {"scrollback_bytes", saved ? Json(bytes) : Json(nullptr)}});
+    std::vector<std::string> words;
+    for (const auto& a : argv) words.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+    table.add({e.name, format_time(deleted_ms(s)), saved ? std::to_string(bytes) + " bytes" : "-",
+               cwd.empty() ? "-" : cwd, shell_join(words)});
+  }
+  const std::string out = json ? list.dump() + "\n" : table.render();
+  if (auto w = write_all(STDOUT_FILENO, out); !w) return report(w.error());
+  return kExitOk;
 }
 
 }  // namespace backscroll::cli

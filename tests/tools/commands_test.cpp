@@ -1166,6 +1166,43 @@ TEST_F(CliLifecycle, RestoreOpensAShellWhereTheDeletedActorWorkedShowingItsScrol
   EXPECT_TRUE(FailsWithOneLine(cli({"restore", "../gone"}), 1, "backscroll: bad_actor_name: "));
 }
 
+// restore starts where the program last was, not where it was spawned; the scrollback is the
+// first session's alone (a restart runs the shell only); --list shows what can be restored.
+TEST_F(CliLifecycle, RestoreStartsWhereTheProgramWasAndARestartDoesNotReplay) {
+  const fs::path moved = scratch_.path() / "moved";
+  fs::create_directories(moved);
+  spawn("w", {"sh", "-c", "cd '" + moved.string() + "'; echo saved-line; exec sleep 1000"},
+        {"--cwd", scratch_.path().string()});
+  engine_.wait_output("w", "saved-line");
+  ASSERT_TRUE(Succeeds(cli({"delete", "w"})));
+
+  const CliResult listed = cli({"restore", "--list", "--json"});
+  ASSERT_TRUE(Succeeds(listed)) << ::testing::PrintToString(listed);
+  const Json list = Json::parse(listed.out);
+  ASSERT_EQ(list.size(), 1u) << listed.out;
+  EXPECT_EQ(list[0]["name"], "w");
+  EXPECT_EQ(list[0]["cwd"], moved.string());
+  EXPECT_GT(list[0]["scrollback_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GT(list[0]["deleted_ms"].get<std::int64_t>(), 0);
+  const auto table = lines(cli({"restore", "--list"}).out);
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(words(table[0]),
+            (std::vector<std::string>{"NAME", "DELETED", "SCROLLBACK", "CWD", "COMMAND"}));
+  EXPECT_EQ(words(table[1]).at(0), "w");
+
+  ASSERT_TRUE(Succeeds(cli({"restore", "w"})));
+  engine_.wait_output("w", "saved-line");
+  Json status = engine_.status("w");
+  EXPECT_EQ(status.at("cwd"), moved.string());
+  ASSERT_EQ(status.at("argv").size(), 1u) << status.dump();  // the shell, not the replay
+  ASSERT_TRUE(Succeeds(cli({"restart", "w"})));
+  // The shell's answer, not the typed line's echo: after the whole start of session 2.
+  ASSERT_TRUE(Succeeds(cli({"send", "w", "echo second-$((1+1))"})));
+  engine_.wait_output("w", "second-2\r\n");
+  const std::string all = engine_.history("w");
+  EXPECT_EQ(all.find("saved-line"), all.rfind("saved-line")) << "printed again by the restart";
+}
+
 TEST_F(CliLifecycle, ClearPrintsTheNewFloorAndDropsTheOutput) {
   spawn("c", print_then_wait("abc"));
   engine_.wait_output("c", "abc");
