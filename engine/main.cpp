@@ -18,19 +18,26 @@ int main(int argc, char** argv) {
   std::uint64_t drain_ms = static_cast<std::uint64_t>(settings.actor.drain_window.count());
   bool verbose = false;
 
-  CLI::App app{"backscrolld: the backscroll engine (one per user; runs in the foreground)"};
+  CLI::App app{"backscrolld: the backscroll engine (one per user; runs in the foreground)",
+               "backscrolld"};
+  app.set_version_flag("--version", std::string("backscrolld ") + BACKSCROLL_VERSION,
+                       "print the version and exit");
   app.add_option("--ring-bytes", ring_bytes,
                  "ring size per actor; 0 means the default 10485760, capped at 50000000 "
-                 "(default: settings.yaml terminal_transcript.per_actor_bytes)");
+                 "(default: settings.yaml terminal_transcript.per_actor_bytes)")
+      ->type_name("BYTES");
   app.add_option("--grace-ms", grace_ms, "stop: SIGKILL this long after SIGHUP")
+      ->type_name("MS")
       ->capture_default_str();
   app.add_option("--drain-ms", drain_ms,
                  "after a program exits, read its PTY at most this long for late output")
+      ->type_name("MS")
       ->capture_default_str();
   std::uint64_t release_ms = static_cast<std::uint64_t>(settings.release_idle_ring.count());
   app.add_option("--release-ms", release_ms,
                  "release a stopped actor's ring this long after its seal (its last 256 KiB stay "
                  "in the completed-session cache)")
+      ->type_name("MS")
       ->capture_default_str();
   bool persist = false;
   app.add_flag("--persist", persist,
@@ -39,6 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("--first-cursor", first_cursor,
                  "test seam: new actors' cursors start here instead of 0 (the cursor space's far "
                  "end; docs/reliability.md)")
+      ->type_name("CURSOR")
       ->group("");  // not in --help
   bool no_mirror = false;
   app.add_flag("--no-mirror", no_mirror,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -92,6 +93,30 @@ TEST(CliHelp, NoHelpShowsParserTypes) {
         }
       }
     }
+  }
+}
+
+// The engine's and the bridge's help too: a name, a version, no parser types.
+TEST(CliHelp, EngineAndBridgeHelpNameTheirValues) {
+  const std::filesystem::path dir = std::filesystem::path(cli_binary()).parent_path();
+  const auto output_of = [](const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    ::pclose(pipe);
+    return out;
+  };
+  for (const std::string program : {"backscrolld", "backscroll-bridge"}) {
+    SCOPED_TRACE(program);
+    const std::string help = output_of((dir / program).string() + " --help");
+    EXPECT_NE(help.find("Usage: " + program + " [OPTIONS]"), std::string::npos) << help;
+    for (const char* parser_word : {" TEXT", " UINT", " INT", " in ["}) {
+      EXPECT_EQ(help.find(parser_word), std::string::npos) << parser_word << " in\n" << help;
+    }
+    EXPECT_TRUE(std::regex_match(output_of((dir / program).string() + " --version"),
+                                 std::regex(program + " [0-9]+\\.[0-9]+\\.[0-9]+\n")));
   }
 }
 

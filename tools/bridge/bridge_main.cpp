@@ -36,22 +36,36 @@ int main(int argc, char** argv) {
   std::string token_file;
   std::string web_root;
   CLI::App app{
-      "backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)"};
+      "backscroll-bridge: the engine's actors in a browser, over WebSocket (docs/bridge.md)",
+      "backscroll-bridge"};
+  app.set_version_flag("--version", std::string("backscroll-bridge ") + BACKSCROLL_VERSION,
+                       "print the version and exit");
   app.add_option("--listen", options.listen, "IP address or host name to listen on")
+      ->type_name("ADDR")
       ->capture_default_str();
-  app.add_option("--port", options.port, "TCP port (0: any free one)")->capture_default_str();
+  app.add_option("--port", options.port, "TCP port (0: any free one)")
+      ->type_name("PORT")
+      ->capture_default_str();
   app.add_option("--token-file", token_file,
-                 "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)");
+                 "the token (created 0600 if missing; default $BACKSCROLL_HOME/bridge.token)")
+      ->type_name("FILE");
   app.add_option("--web-root", web_root,
-                 "folder of the page's files (default: share/backscroll/web beside the binary)");
+                 "folder of the page's files (default: share/backscroll/web beside the binary)")
+      ->type_name("DIR");
   app.add_option("--allow-origin", options.allow_origins,
-                 "another origin whose pages may connect (e.g. https://example.com)");
+                 "another origin whose pages may connect (repeatable; e.g. https://example.com)")
+      ->type_name("ORIGIN")
+      ->allow_extra_args(false);
   app.add_option("--allow-host", options.allow_hosts,
-                 "a host name the bridge answers to besides localhost and IP addresses");
+                 "a host name the bridge answers to besides localhost and IP addresses "
+                 "(repeatable)")
+      ->type_name("NAME")
+      ->allow_extra_args(false);
   std::string rules_path;
   app.add_option("--rules", rules_path,
                  "a JSON rules file for agent status, tried before the built-in rules "
-                 "(docs/status-detector.md)");
+                 "(docs/status-detector.md)")
+      ->type_name("FILE");
   CLI11_PARSE(app, argc, argv);
 
   std::optional<term::StatusRules> rules;
