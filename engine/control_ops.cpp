@@ -10,6 +10,7 @@
 #include "engine/log.hpp"
 #include "engine/memory_budget.hpp"
 #include "engine/request_fields.hpp"
+#include "engine/settings_reload.hpp"
 #include "engine/wall_clock.hpp"
 
 namespace backscroll::engine {
@@ -113,6 +114,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
     begin_shutdown();
     return Json::object();
   }
+  if (*op == "reload") return op_reload();
   return fail(Errc::unknown_op, "unknown op '" + *op + "'");
 }
 
@@ -319,6 +321,24 @@ Result<Json> Engine::op_status(const Json& request) const {
                      {"keyframes", m.keyframes}};
   }
   return out;
+}
+
+Result<Json> Engine::op_reload() {
+  const std::string path = places_.settings_path().string();
+  auto file = load_settings(places_.settings_path());
+  if (!file) {
+    log(LogLevel::warn, "reload of {} refused, nothing changed: {}", path, file.error().message);
+    return tl::unexpected(file.error());
+  }
+  Json applied = Json::array();
+  Json needs_restart = Json::array();
+  for (const SettingChange& c : reload_settings(settings_, *file)) {
+    (c.live ? applied : needs_restart).push_back({{"key", c.key}, {"from", c.from}, {"to", c.to}});
+    log(LogLevel::info, "reload: {} {} -> {}{}", c.key, c.from, c.to,
+        c.live ? "" : " (at the next engine start)");
+  }
+  return Json{
+      {"file", path}, {"applied", std::move(applied)}, {"needs_restart", std::move(needs_restart)}};
 }
 
 Result<Json> Engine::op_list() const {

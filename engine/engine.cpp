@@ -35,15 +35,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   auto loop = UringLoop::create(1024);
   if (!loop) return tl::unexpected(loop.error());
 
-  // SIGTERM/SIGINT arrive through a signalfd read by the loop; SIGHUP (a closed terminal) and
+  // SIGTERM/SIGINT (stop) and SIGHUP (reload settings.yaml, as daemons do; a closed terminal's
+  // hangup therefore never kills the engine) arrive through a signalfd read by the loop;
   // SIGPIPE (a vanished client) must not kill the engine.
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGHUP, SIG_IGN);
   // An ignored SIGCHLD (inherited from whoever started us) makes the kernel reap children
   // itself, and the exit status would be lost: take the default.
   ::signal(SIGCHLD, SIG_DFL);
@@ -120,8 +121,13 @@ void Engine::on_signal(int result) noexcept {
   if (result > 0) {
     signalfd_siginfo info{};
     std::memcpy(&info, signal_buffer_.data(), std::min(sizeof info, signal_buffer_.size()));
-    log(LogLevel::info, "signal {}: shutting down", info.ssi_signo);
-    begin_shutdown();
+    if (info.ssi_signo == SIGHUP) {
+      log(LogLevel::info, "SIGHUP: reloading settings");
+      (void)op_reload();  // logs what changed, or why nothing did
+    } else {
+      log(LogLevel::info, "signal {}: shutting down", info.ssi_signo);
+      begin_shutdown();
+    }
   }
   if (!stopping_loop_) loop_->read(signal_fd_, signal_buffer_, &signal_op_);
 }

@@ -21,6 +21,7 @@
 #include "engine/recorder/recording.hpp"
 #include "engine/replay_thread.hpp"
 #include "engine/runtime_dir.hpp"
+#include "engine/settings.hpp"
 #include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/transcripts.hpp"
@@ -53,6 +54,12 @@ struct EngineSettings {
   std::chrono::milliseconds release_idle_ring{60'000};
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
+  // settings.yaml as the engine started with it, and as last applied (a reload,
+  // engine/settings_reload.hpp); which of its values backscrolld's flags override.
+  Settings file_at_start;
+  Settings file_now;
+  bool ring_bytes_from_flag = false;
+  bool persist_from_flag = false;
 };
 
 inline constexpr std::size_t kMaxIdBytes = 256;               // a request id's size
@@ -114,6 +121,9 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   Result<control::Json> op_spawn(const control::Json& request);
   Result<control::Json> op_status(const control::Json& request) const;
   Result<control::Json> op_list() const;
+  // Re-reads settings.yaml and applies what can change live (engine/settings_reload.hpp):
+  // {file, applied: [{key, from, to}], needs_restart: [...]}; a malformed file changes nothing.
+  Result<control::Json> op_reload();
   Result<control::Json> op_input(const control::Frame& request);
   Result<control::Json> op_resize(const control::Json& request);
   Result<control::Json> op_clear(const control::Json& request);

@@ -9,6 +9,8 @@
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
 #include "engine/settings.hpp"
+#include "engine/settings_reload.hpp"
+#include "engine/standby.hpp"
 
 int main(int argc, char** argv) {
   using namespace backscroll;
@@ -57,6 +59,11 @@ int main(int argc, char** argv) {
                "from the session's start")
       ->group("");  // not in --help
   app.add_flag("-v,--verbose", verbose, "log debug lines");
+  bool standby = false;
+  app.add_flag("--standby", standby,
+               "when another engine owns the runtime directory, wait beside it instead of "
+               "exiting with status 3: become the engine when it exits; on SIGTERM, stop it "
+               "(the systemd unit's way; docs/systemd.md)");
   CLI11_PARSE(app, argc, argv);
 
   if (verbose) engine::set_log_level(engine::LogLevel::debug);
@@ -68,25 +75,34 @@ int main(int argc, char** argv) {
   }
   settings.persist = file->persist || persist;
   settings.transcript.retain_bytes = file->per_actor_bytes;
-  settings.snapshot_scrollback =
-      std::min(file->snapshot_scrollback_lines, engine::kMaxSnapshotScrollback);
-  if (app.count("--ring-bytes") == 0) ring_bytes = file->per_actor_bytes;
+  settings.snapshot_scrollback = engine::snapshot_scrollback_of(file->snapshot_scrollback_lines);
+  settings.ring_bytes_from_flag = app.count("--ring-bytes") > 0;
+  settings.persist_from_flag = persist;
   settings.actor.ring_bytes =
-      ring_bytes == 0 ? 10'485'760 : std::min<std::uint64_t>(ring_bytes, 50'000'000);
+      engine::ring_bytes_of(settings.ring_bytes_from_flag ? ring_bytes : file->per_actor_bytes);
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
   settings.keyframes = !no_keyframes;
   settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
-  // At most a century: longer ages overflow the clocks' nanoseconds (and mean "forever").
-  settings.retention =
-      std::chrono::hours(24 * std::min<std::uint64_t>(file->retention_days, 36'500));
+  settings.retention = engine::retention_of(file->retention_days);
+  settings.file_at_start = *file;
+  settings.file_now = *file;
 
-  auto engine = engine::Engine::create(places, settings);
-  if (!engine) {
-    std::fprintf(stderr, "backscrolld: %s\n", engine.error().describe().c_str());
-    return engine.error().code == Errc::already_running ? 3 : 1;
+  for (;;) {
+    auto engine = engine::Engine::create(places, settings);
+    if (engine) return (*engine)->run();
+    if (!standby || engine.error().code != Errc::already_running) {
+      std::fprintf(stderr, "backscrolld: %s\n", engine.error().describe().c_str());
+      return engine.error().code == Errc::already_running ? 3 : 1;
+    }
+    const auto ended = engine::stand_by(places);
+    if (!ended) {
+      std::fprintf(stderr, "backscrolld: %s\n", ended.error().describe().c_str());
+      return 1;
+    }
+    if (*ended == engine::StandbyEnd::stopped) return 0;
+    // The other engine is gone: claim the runtime directory (another may win it again).
   }
-  return (*engine)->run();
 }

@@ -678,6 +678,14 @@ Command add_ping(CLI::App& app) {
   return {command, [](const EngineTarget& engine) { return run_ping(engine); }};
 }
 
+Command add_reload(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "reload", "Re-read settings.yaml: apply what can change live, list what needs a restart");
+  const auto json = add_json(command, "{file, applied, needs_restart}");
+  command->footer("Actors keep running. The engine also reloads on SIGHUP (docs/settings.md).");
+  return {command, [json](const EngineTarget& engine) { return run_reload(engine, *json); }};
+}
+
 Command add_shutdown(CLI::App& app) {
   auto* command =
       app.add_subcommand("shutdown", "Stop every actor and the engine (does not start one)");
@@ -726,11 +734,11 @@ int main(int argc, char** argv) {
 
   // Registration order is the order --help lists them in.
   const std::vector<Command> commands = {
-      add_spawn(app),    add_list(app),    add_status(app),   add_tail(app),    add_send(app),
-      add_resize(app),   add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app),  add_history(app), add_snapshot(app), add_capture(app), add_search(app),
-      add_events(app),   add_verify(app),  add_attach(app),   add_wait(app),    add_ping(app),
-      add_shutdown(app), add_help(app)};
+      add_spawn(app),   add_list(app),     add_status(app),   add_tail(app),    add_send(app),
+      add_resize(app),  add_clear(app),    add_stop(app),     add_restart(app), add_delete(app),
+      add_restore(app), add_history(app),  add_snapshot(app), add_capture(app), add_search(app),
+      add_events(app),  add_verify(app),   add_attach(app),   add_wait(app),    add_reload(app),
+      add_ping(app),    add_shutdown(app), add_help(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

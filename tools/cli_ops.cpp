@@ -483,6 +483,32 @@ int run_history(const EngineTarget& engine, const HistoryArgs& args) {
   return kExitOk;
 }
 
+int run_reload(const EngineTarget& engine, bool json) {
+  auto r = call(engine, "reload");
+  if (!r) return report(r.error());
+  const Json& h = r->header;
+  if (json) {
+    return print(Json{{"file", h.value("file", "")},
+                      {"applied", h.value("applied", Json::array())},
+                      {"needs_restart", h.value("needs_restart", Json::array())}}
+                     .dump());
+  }
+  std::string out = "reloaded " + h.value("file", std::string("settings.yaml")) + "\n";
+  const auto list = [&out, &h](const char* field, const std::string& how) {
+    for (const Json& c : h.value(field, Json::array())) {
+      out += "  " + text(c, "key") + ": " + text(c, "from") + " -> " + text(c, "to") + how + "\n";
+    }
+  };
+  list("applied", "");
+  list("needs_restart", " (at the next engine start: backscroll shutdown, then any command)");
+  if (h.value("applied", Json::array()).empty() &&
+      h.value("needs_restart", Json::array()).empty()) {
+    out += "  nothing changed\n";
+  }
+  if (auto w = write_all(STDOUT_FILENO, out); !w) return report(w.error());
+  return kExitOk;
+}
+
 int run_ping(const EngineTarget& engine) {
   auto r = call(engine, "ping");
   if (!r) return report(r.error());

@@ -94,6 +94,8 @@ int run_restart(const EngineTarget& engine, const std::string& actor, bool json)
 int run_delete(const EngineTarget& engine, const std::string& actor, bool json);
 int run_history(const EngineTarget& engine, const HistoryArgs& args);
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args);
+// Asks the engine to re-read settings.yaml; one line per change (or "nothing changed").
+int run_reload(const EngineTarget& engine, bool json);
 int run_ping(const EngineTarget& engine);
 int run_shutdown(const EngineTarget& engine);
 

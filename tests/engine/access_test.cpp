@@ -132,6 +132,56 @@ TEST(EngineAccess, RuntimeDirectoryOpenToOthersIsRefused) {
   }
 }
 
+// --standby (the systemd unit's): a second engine waits beside the first, changes nothing, and
+// becomes the engine once the first exits; its actors kept running until then.
+TEST(EngineAccess, AStandbyEngineTakesOverWhenTheFirstExits) {
+  EngineProcess first;
+  ASSERT_TRUE(first.start());
+  first.spawn("keeper", {"sleep", "1000"});
+
+  EngineProcess standby;
+  EngineConfig config = EngineConfig::with({"--standby", "--grace-ms", "500", "--drain-ms", "300"});
+  config.runtime_dir = first.places().runtime_dir;
+  config.wait_ready = false;
+  ASSERT_TRUE(standby.start(config));
+  wait_until([&] { return standby.log().find("standing by") != std::string::npos; },
+             "the standby engine to stand by");
+  EXPECT_EQ(first.status("keeper").at("state"), "running");
+  auto pong = first.connect().call("ping");
+  ASSERT_TRUE(pong) << pong.error().describe();
+  EXPECT_EQ(pong->header.value("pid", 0), first.pid()) << "the socket is still the first's";
+
+  first.call("shutdown");
+  ASSERT_TRUE(first.wait_exit());
+  wait_until(
+      [&] {
+        auto client = control::ControlClient::connect(first.places());
+        return client && client->peer_pid() == standby.pid();
+      },
+      "the standby engine to answer on the socket");
+  EXPECT_NE(standby.log().find("taking over"), std::string::npos) << standby.log();
+}
+
+// Stopping the standby (SIGTERM, as `systemctl --user stop`) stops the engine it stood beside.
+TEST(EngineAccess, StoppingAStandbyEngineStopsTheRunningOne) {
+  EngineProcess first;
+  ASSERT_TRUE(first.start());
+  EngineProcess standby;
+  EngineConfig config = EngineConfig::with({"--standby"});
+  config.runtime_dir = first.places().runtime_dir;
+  config.wait_ready = false;
+  ASSERT_TRUE(standby.start(config));
+  wait_until([&] { return standby.log().find("standing by") != std::string::npos; },
+             "the standby engine to stand by");
+  ASSERT_EQ(::kill(standby.pid(), SIGTERM), 0);
+  const auto status = standby.wait_exit();
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status;
+  const auto first_status = first.wait_exit();
+  ASSERT_TRUE(first_status) << "the running engine was not stopped";
+  EXPECT_TRUE(WIFEXITED(*first_status) && WEXITSTATUS(*first_status) == 0);
+}
+
 TEST(EngineAccess, SecondEngineOnTheSameDirectoryExitsWithThreeWhileTheFirstServesOn) {
   EngineProcess first;
   ASSERT_TRUE(first.start());

@@ -580,6 +580,30 @@ TEST_F(CliHistory, JsonPrintsTheRangeOnStderrOrOnStdoutWithAFile) {
   EXPECT_EQ(read_text(file), "c\r\n");
 }
 
+// ---- reload ----------------------------------------------------------------------------------
+
+TEST_F(CliCommandTest, ReloadListsWhatChangedAndWhatWaitsForARestart) {
+  EXPECT_EQ(cli({"reload"}).out,
+            "reloaded " + engine_.places().settings_path().string() + "\n  nothing changed\n");
+  fs::create_directories(engine_.places().settings_path().parent_path());
+  write_text(engine_.places().settings_path(),
+             "snapshot:\n  scrollback_lines: 9\nterminal_transcript:\n  persist: true\n");
+  const CliResult r = cli({"reload"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_NE(r.out.find("  snapshot.scrollback_lines: 512 -> 9\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  terminal_transcript.persist: false -> true (at the next engine start"),
+            std::string::npos)
+      << r.out;
+  const Json json = Json::parse(cli({"reload", "--json"}).out);
+  EXPECT_TRUE(json["applied"].empty()) << json;  // applied already
+  EXPECT_EQ(json["needs_restart"].size(), 1u) << json;
+  write_text(engine_.places().settings_path(), "retention_days: soon\n");
+  EXPECT_TRUE(
+      FailsWithOneLine(cli({"reload"}), 1,
+                       "backscroll: bad_request: " + engine_.places().settings_path().string() +
+                           " line 1: retention_days: expected a whole number"));
+}
+
 // ---- wait ------------------------------------------------------------------------------------
 
 class CliWait : public CliCommandTest {};

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tools/install.sh into a scratch prefix (the build is done already): the binaries, the man pages
+# tools/install.sh --no-build into a scratch prefix (ctest runs after the build; building here
+# would race the tests that run beside it): the binaries, the man pages
 # generated from --help (every command has its section in backscroll(1)), the docs, and the
 # systemd unit pointing at the installed engine. $1: the build folder.
 set -uo pipefail
@@ -8,7 +9,7 @@ build="$1"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "verify_install: $*" >&2; exit 1; }
-out=$("$root/tools/install.sh" --prefix "$prefix" --build "$build" 2>&1) || fail "install.sh failed: $out"
+out=$("$root/tools/install.sh" --prefix "$prefix" --build "$build" --no-build 2>&1) || fail "install.sh failed: $out"
 echo "$out" | grep -q "is not on PATH" || fail "no PATH hint for a prefix off PATH: $out"
 for f in bin/backscroll bin/backscrolld bin/backscroll-bridge; do
   [ -x "$prefix/$f" ] || fail "$f is missing"
@@ -19,7 +20,7 @@ for f in share/man/man1/backscroll.1 share/man/man1/backscroll-bridge.1 share/ma
          share/systemd/user/backscrolld.service; do
   [ -s "$prefix/$f" ] || fail "$f is missing or empty"
 done
-grep -qx "ExecStart=$prefix/bin/backscrolld" "$prefix/share/systemd/user/backscrolld.service" ||
+grep -qx "ExecStart=$prefix/bin/backscrolld --standby" "$prefix/share/systemd/user/backscrolld.service" ||
   fail "the unit does not start $prefix/bin/backscrolld"
 page="$prefix/share/man/man1/backscroll.1"
 for command in $("$prefix/bin/backscroll" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NF>1 {print $1}'); do

@@ -11,7 +11,7 @@ if [ $# -ge 3 ]; then
   trap 'rm -rf "$prefix"' EXIT
   "$3" --install "$2" --prefix "$prefix" >/dev/null || exit 1
   unit="$prefix/share/systemd/user/backscrolld.service"
-  grep -qx "ExecStart=$prefix/bin/backscrolld" "$unit" || { echo "ExecStart is not $prefix/bin/backscrolld" >&2; exit 1; }
+  grep -qx "ExecStart=$prefix/bin/backscrolld --standby" "$unit" || { echo "ExecStart is not $prefix/bin/backscrolld --standby" >&2; exit 1; }
 fi
 if ! command -v systemd-analyze >/dev/null; then
   echo "skipped: systemd-analyze is not installed" >&2
@@ -24,6 +24,6 @@ if [ $rc -ne 0 ] || [ -n "$out" ]; then
   echo "$out" >&2
   exit 1
 fi
-grep -q '^ExecStart=/.*/backscrolld$' "$unit" || { echo "no absolute ExecStart" >&2; exit 1; }
+grep -q '^ExecStart=/.*/backscrolld --standby$' "$unit" || { echo "no absolute ExecStart" >&2; exit 1; }
 grep -q '^KillMode=mixed$' "$unit" || { echo "the engine must stop its actors itself" >&2; exit 1; }
 echo "ok: $unit"
