@@ -35,8 +35,8 @@ std::vector<SettingChange> reload_settings(EngineSettings& settings, const Setti
     now.snapshot_scrollback_lines = file.snapshot_scrollback_lines;
   }
   if (file.retention_days != now.retention_days) {
-    changes.push_back({"retention_days", text(now.retention_days), text(file.retention_days),
-                       true});
+    changes.push_back(
+        {"retention_days", text(now.retention_days), text(file.retention_days), true});
     settings.retention = retention_of(file.retention_days);
     now.retention_days = file.retention_days;
   }

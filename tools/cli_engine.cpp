@@ -186,13 +186,25 @@ bool process_running(std::int64_t pid) {
 }
 
 Result<control::ControlClient> EngineTarget::connect_existing() const {
-  return control::ControlClient::connect(places);
+  return connect_live(places);
 }
 
 Result<control::ControlClient> EngineTarget::connect() const {
-  auto client = control::ControlClient::connect(places);
+  auto client = connect_live(places);
   if (client || client.error().code != Errc::engine_unavailable || !autostart) return client;
   return start_engine(places, kEngineStartTimeout);
+}
+
+Result<control::ControlClient> connect_live(const Places& places) {
+  auto client = control::ControlClient::connect(places);
+  // A killed engine's socket can still accept for a few milliseconds (the kernel tears its
+  // io_uring down, with the accept queued there, after the process is gone): such a connection
+  // is reset at the first request. Its peer is no running process: no engine answers.
+  if (client && !process_running(client->peer_pid())) {
+    return fail(Errc::engine_unavailable, "the engine (pid " + std::to_string(client->peer_pid()) +
+                                              ") that owned the socket is gone");
+  }
+  return client;
 }
 
 Result<control::ControlClient> start_engine(const Places& places,
@@ -202,12 +214,12 @@ Result<control::ControlClient> start_engine(const Places& places,
   const fs::path log = places.runtime_dir / "engine.log";
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    auto client = control::ControlClient::connect(places);
+    auto client = connect_live(places);
     if (client || client.error().code != Errc::engine_unavailable) return client;
     if (!process_running(*pid)) {
       // It may have lost a start race to another engine, which then answers (once it listens:
       // the winner takes the lock before it binds the socket).
-      client = control::ControlClient::connect(places);
+      client = connect_live(places);
       if (client) return client;
       const std::int64_t holder = lock_holder(places);
       if (holder > 0 && holder != *pid && process_running(holder) &&

@@ -25,6 +25,10 @@ struct EngineTarget {
   Result<control::ControlClient> connect_existing() const;
 };
 
+// ControlClient::connect, refusing (engine_unavailable) a socket whose owner is no longer a
+// running process.
+Result<control::ControlClient> connect_live(const Places& places);
+
 // True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone.
 bool process_running(std::int64_t pid);
 

@@ -178,6 +178,23 @@ TEST(CliAutostart, SpawnInAFreshRuntimeDirRunsItsProgramOnTheNewEngine) {
   EXPECT_EQ(engines_for(rt.runtime_dir()).size(), 1u);
 }
 
+// A command right after the engine was killed starts a new one: the dead engine's socket,
+// which the kernel may let accept for a few milliseconds more, never answers it with a reset.
+TEST(CliAutostart, ACommandRightAfterTheEngineWasKilledStartsANewOne) {
+  AutostartedEngine rt;
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE(round);
+    const CliResult list = rt.run({"list"});
+    ASSERT_TRUE(Succeeds(list)) << ::testing::PrintToString(list);
+    const pid_t engine = rt.lock_pid();
+    ASSERT_EQ(::kill(engine, SIGKILL), 0);
+    // At once, while the dead engine may still be in its last moments.
+    const CliResult after = rt.run({"list"});
+    ASSERT_TRUE(Succeeds(after)) << ::testing::PrintToString(after);
+    EXPECT_NE(rt.lock_pid(), engine);
+  }
+}
+
 TEST(CliAutostart, CommandsStartingAtOnceShareOneEngine) {
   // Regression: a command whose engine lost the race (already_running) failed with
   // "engine_unavailable: backscrolld exited at startup" when it looked before the winner, which
