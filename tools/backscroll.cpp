@@ -606,30 +606,6 @@ Command add_attach(CLI::App& app) {
   return {command, run};
 }
 
-// Seconds as people type them: "30", "0.5"; positive, at most a day.
-std::optional<std::chrono::milliseconds> parse_seconds(const std::string& text) {
-  const auto dot = text.find('.');
-  const auto whole = parse_u64(text.substr(0, dot));
-  if (!whole || *whole > 86400) return std::nullopt;
-  std::uint64_t ms = *whole * 1000;
-  if (dot != std::string::npos) {
-    const std::string fraction = text.substr(dot + 1);
-    if (fraction.empty() || fraction.size() > 3 || !parse_u64(fraction)) return std::nullopt;
-    ms += *parse_u64((fraction + "00").substr(0, 3));
-  }
-  if (ms == 0) return std::nullopt;
-  return std::chrono::milliseconds(ms);
-}
-
-CLI::Validator seconds_value() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (parse_seconds(text)) return {};
-        return "expected seconds, more than 0 and at most 86400 (30, 0.5), got " + shown(text);
-      },
-      "");
-}
-
 Command add_wait(CLI::App& app) {
   struct Values {
     WaitArgs wait;

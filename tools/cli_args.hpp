@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ CLI::Validator detach_key();
 CLI::Validator at_value();
 // history --lines: A..B (tools/cli_line_range.hpp).
 CLI::Validator line_range_value();
+// Seconds as people type them ("30", "0.5": at most three decimals), more than 0, at most a
+// day; nullopt otherwise. And its validator.
+std::optional<std::chrono::milliseconds> parse_seconds(const std::string& text);
+CLI::Validator seconds_value();
 // A capture line number: a signed decimal, or "-".
 CLI::Validator line_value();
 

@@ -64,6 +64,15 @@ Json ending_json(const Json& object) {
           {"term_signal", signal > 0 ? Json(signal) : Json(nullptr)}};
 }
 
+// spawn and restart --json.
+Json spawned_json(const Json& r) {
+  return {{"name", r.value("actor", "")},
+          {"session", r.value("session", 0)},
+          {"pid", r.contains("pid") ? r["pid"] : Json(nullptr)},
+          {"cursor", r.value("cursor", 0)},
+          {"epoch", r.value("epoch", "")}};
+}
+
 // Prints `object` as one line of JSON, or `human`.
 int print_either(bool json, const Json& object, const std::string& human) {
   return print(json ? object.dump() : human);
@@ -214,19 +223,6 @@ std::string ending_text(const Json& object) {
   if (!ended["exit_code"].is_null()) return "exited(" + ended["exit_code"].dump() + ")";
   return "";
 }
-
-namespace {
-
-// spawn and restart --json.
-Json spawned_json(const Json& r) {
-  return {{"name", r.value("actor", "")},
-          {"session", r.value("session", 0)},
-          {"pid", r.contains("pid") ? r["pid"] : Json(nullptr)},
-          {"cursor", r.value("cursor", 0)},
-          {"epoch", r.value("epoch", "")}};
-}
-
-}  // namespace
 
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args, bool json) {
   auto fields = spawn_fields(args);

@@ -1,9 +1,11 @@
-// The near-miss suggestions of usage errors (tools/cli_usage.hpp).
+// The near-miss suggestions of usage errors (tools/cli_usage.hpp) and values typed as seconds
+// (tools/cli_args.hpp).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "tools/cli_args.hpp"
 #include "tools/cli_usage.hpp"
 
 namespace backscroll::cli {
@@ -32,6 +34,18 @@ TEST(Nearest, SuggestsOneCloseNameOrNone) {
   EXPECT_EQ(nearest("sto", commands), "stop");     // a unique prefix... or one edit
   EXPECT_EQ(nearest("even", commands), "events");  // a unique prefix
   EXPECT_EQ(nearest("", commands), std::nullopt);
+}
+
+TEST(Seconds, TakesWholeAndDecimalSecondsUpToADay) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_seconds("30"), milliseconds(30'000));
+  EXPECT_EQ(parse_seconds("0.5"), milliseconds(500));
+  EXPECT_EQ(parse_seconds("1.25"), milliseconds(1'250));
+  EXPECT_EQ(parse_seconds("0.001"), milliseconds(1));
+  EXPECT_EQ(parse_seconds("86400"), milliseconds(86'400'000));
+  for (const char* bad : {"", "0", "0.0", "-1", "1.", ".5", "1.2345", "86401", "1e3", "abc"}) {
+    EXPECT_FALSE(parse_seconds(bad)) << bad;
+  }
 }
 
 }  // namespace
