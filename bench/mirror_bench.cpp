@@ -86,9 +86,30 @@ void BM_LibvtermScreen(benchmark::State& state) {
   state.SetLabel(workload_name(static_cast<int>(state.range(0))));
 }
 
+// What one keyframe costs the mirror thread: the snapshot_v1 build of an 80x24 screen with
+// 512 history lines (recorder::kKeyframeHistoryLines), after 1 MiB of the workload. Times the
+// flood's keyframes per MB (the engine's `mirror.keyframes` counter) give their share.
+void BM_KeyframeBuild(benchmark::State& state) {
+  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  term::Mirror mirror(Cursor{0}, 80, 24);
+  feed_in_chunks(std::string_view(bytes).substr(0, 1u << 20),
+                 [&](std::string_view chunk) { mirror.feed(chunk); });
+  term::SnapshotOptions options;
+  options.scrollback_lines = 512;
+  std::size_t built = 0;
+  for (auto _ : state) {
+    const term::MirrorSnapshot taken = mirror.snapshot(options);
+    built = taken.snapshot.bytes.size();
+    benchmark::DoNotOptimize(built);
+  }
+  state.SetLabel(std::string(workload_name(static_cast<int>(state.range(0)))) + ", " +
+                 std::to_string(built) + " bytes");
+}
+
 BENCHMARK(BM_Mirror)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermStateOnly)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermScreen)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KeyframeBuild)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -70,7 +70,7 @@ inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 inline constexpr std::uint64_t kDefaultEventsPerReply = 1000;  // `events` without a limit
 inline constexpr std::uint64_t kMaxEventsPerReply = 10'000;
 // A snapshot at a past cursor replays at most this many bytes after its keyframe (keyframes
-// come every 1 MiB parsed or 8 MiB of stream; more means the mirror could not take one).
+// come every 1 MiB parsed or 3 MiB of stream; more means the mirror could not take one).
 inline constexpr std::uint64_t kMaxReplayBytes = 64u << 20;
 
 class Engine final : public ActorHost, public RequestHandler, public TranscriptListener {
