@@ -609,7 +609,7 @@ Command add_attach(CLI::App& app) {
 Command add_wait(CLI::App& app) {
   struct Values {
     WaitArgs wait;
-    std::string match, quiet, timeout;
+    std::string match, quiet, timeout, from;
   };
   auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand(
@@ -625,6 +625,12 @@ Command add_wait(CLI::App& app) {
                    "until a line of output after now matches REGEX (PCRE2; printed)")
       ->type_name("REGEX");
   command->add_flag("-i,--ignore-case", values->wait.ignore_case, "--match ignores case");
+  command
+      ->add_option("--from", values->from,
+                   "--match looks from this cursor on (default: now); take it before acting "
+                   "(status's committed) so nothing printed before wait starts is missed")
+      ->type_name("CURSOR")
+      ->check(u64_value());
   command->add_option("--quiet", values->quiet, "--idle's quiet time (default 3)")
       ->type_name("SECS")
       ->check(seconds_value());
@@ -642,6 +648,10 @@ Command add_wait(CLI::App& app) {
     }
     if (!values->quiet.empty()) wait.quiet = *parse_seconds(values->quiet);
     if (!values->timeout.empty()) wait.timeout = parse_seconds(values->timeout);
+    if (!values->from.empty()) {
+      if (!wait.match) return report_usage("wait: --from goes with --match");
+      wait.from = cursor_value(values->from);
+    }
     return run_wait(engine, wait);
   };
   return {command, run};

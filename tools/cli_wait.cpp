@@ -67,8 +67,21 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
   const auto already = session.ended(*reader);  // also picks the session: the newest now
   if (already && args.exit) return already->status;
 
-  // Output from now on: bytes already there are what the script saw before it asked.
-  const Cursor from = reader->committed();
+  // Output from now on (bytes already there are what the script saw before it asked), or from
+  // the cursor the script took before it acted.
+  const Cursor committed = reader->committed();
+  Cursor from = args.from.value_or(committed);
+  if (from > committed) {
+    return report(Error{Errc::cursor_in_future,
+                        "cursor " + std::to_string(value(from)) + " is past the committed cursor " +
+                            std::to_string(value(committed)),
+                        value(committed)});
+  }
+  if (from < reader->oldest()) {
+    warn("wait: output from cursor " + std::to_string(value(from)) + " is gone; looking from " +
+         std::to_string(value(reader->oldest())));
+    from = reader->oldest();
+  }
   std::optional<OutputMatcher> matcher;
   if (pattern) matcher.emplace(std::move(pattern), from);
   RingFollower follower(*reader, from);
@@ -90,10 +103,10 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
         return write_all(STDOUT_FILENO, *found + "\n") ? kExitOk : kExitError;
       }
     }
-    const Cursor committed = reader->committed();
+    const Cursor now_committed = reader->committed();
     const Clock::time_point now = Clock::now();
-    if (committed != last_seen) {
-      last_seen = committed;
+    if (now_committed != last_seen) {
+      last_seen = now_committed;
       last_output = now;
     }
     if (const auto end = session.ended(*reader)) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "shm/cursor.hpp"
 #include "tools/cli_engine.hpp"
 
 namespace backscroll::cli {
@@ -22,6 +23,10 @@ struct WaitArgs {
   bool exit = false;
   bool idle = false;
   std::optional<std::string> match;  // PCRE2, over plain text lines (search's)
+  // --match looks at output from this cursor on (default: the committed cursor when wait
+  // starts). A script takes it before it acts (status's `committed`, spawn's `cursor`) so output
+  // that comes before wait has started is not missed.
+  std::optional<Cursor> from;
   bool ignore_case = false;
   std::chrono::milliseconds quiet{3000};             // --idle without a recognised agent
   std::optional<std::chrono::milliseconds> timeout;  // none: wait as long as it takes

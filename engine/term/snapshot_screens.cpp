@@ -8,15 +8,6 @@
 namespace backscroll::term {
 namespace {
 
-// Printable ASCII glyphs and erased cells only, one column each: most lines of most output.
-bool is_plain(const std::vector<Cell>& cells) {
-  return std::all_of(cells.begin(), cells.end(), [](const Cell& x) {
-    if (x.width != 1 || x.dwl || x.dhl != 0) return false;
-    if (x.kind == Cell::Kind::erased) return true;
-    return x.kind == Cell::Kind::glyph && x.nchars == 1 && x.chars[0] >= 0x20 && x.chars[0] < 0x7f;
-  });
-}
-
 // Draws lines on rows of pristine cells of the fresh terminal; its scratch vectors are reused
 // across lines.
 class LineDrawer {
@@ -37,8 +28,8 @@ class LineDrawer {
     // Nothing to draw on a line of pristine cells.
     auto pristine = [](const Cell& x) { return is_pristine(x); };
     if (std::all_of(cells.begin(), cells.end(), pristine)) return;
-    if (is_plain(cells)) {
-      draw_plain_line(cells);
+    if (is_simple(cells)) {
+      draw_simple_line(cells);
       return;
     }
     draw_leading_continuations(cells);
@@ -63,29 +54,61 @@ class LineDrawer {
   }
 
  private:
-  // draw_line() for an is_plain() line, writing the same bytes without its per-cell passes:
-  // runs of glyphs in one pen are copied as they are (SnapshotTerminal::print_ascii_run), runs
-  // of erased cells are erased as draw_line() erases them.
-  void draw_plain_line(const std::vector<Cell>& cells) {
+  // Erased cells one column wide and glyphs of one printable character as wide as the width
+  // table makes it (one column, or two followed by exactly one continuation cell), on a
+  // single-width line: most lines of most output, UTF-8 and CJK text included. Combining marks,
+  // controls, stale halves and a wide character cut at the row's end take draw_line()'s
+  // per-cell passes.
+  bool is_simple(const std::vector<Cell>& cells) const {
+    const std::size_t W = cells.size();
+    for (std::size_t c = 0; c < W; ++c) {
+      const Cell& x = cells[c];
+      if (x.dwl || x.dhl != 0) return false;
+      if (x.kind == Cell::Kind::erased) {
+        if (x.width != 1) return false;
+        continue;
+      }
+      if (x.kind != Cell::Kind::glyph || x.nchars != 1) return false;
+      const char32_t ch = x.chars[0];
+      if (ch < 0x7f) {
+        if (ch < 0x20 || x.width != 1) return false;
+        continue;
+      }
+      if (ch < 0xa0 || m_.glyph_width(ch) != x.width) return false;
+      if (x.width == 1) continue;
+      if (x.width != 2 || c + 1 >= W || cells[c + 1].kind != Cell::Kind::continuation) {
+        return false;
+      }
+      if (c + 2 < W && cells[c + 2].kind == Cell::Kind::continuation) return false;
+      ++c;  // its continuation
+    }
+    return true;
+  }
+
+  // draw_line() for an is_simple() line, writing the same bytes without its per-cell passes:
+  // runs of glyphs in one pen (with the continuation cells of the wide ones) are copied as they
+  // are (SnapshotTerminal::print_run), runs of erased cells are erased as draw_line() erases
+  // them.
+  void draw_simple_line(const std::vector<Cell>& cells) {
     const int W = m_.cols();
     auto at = [&](int c) -> const Cell& { return cells[static_cast<std::size_t>(c)]; };
     int c = 0;
     while (c < W) {
       const Cell& cell = at(c);
       int end = c + 1;
-      while (end < W && at(end).kind == cell.kind && at(end).pen == cell.pen) ++end;
       if (cell.kind == Cell::Kind::erased) {
-        if (is_pristine(cell)) {
-          c = end;
-          continue;
-        }
-        t_.erase_run(c, end, cell.pen);
+        while (end < W && at(end).kind == Cell::Kind::erased && at(end).pen == cell.pen) ++end;
+        if (!is_pristine(cell)) t_.erase_run(c, end, cell.pen);
         c = end;
         continue;
       }
+      end = c + cell.width;
+      while (end < W && at(end).kind == Cell::Kind::glyph && at(end).pen == cell.pen) {
+        end += at(end).width;
+      }
       t_.move_to(c);
       t_.pen(cell.pen);
-      t_.print_ascii_run(
+      t_.print_run(
           std::span(cells).subspan(static_cast<std::size_t>(c), static_cast<std::size_t>(end - c)));
       c = end;
     }

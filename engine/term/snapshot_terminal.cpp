@@ -153,10 +153,16 @@ void SnapshotTerminal::print_stand_in(int row_width) {
   print(&c, 1, 2, row_width);
 }
 
-void SnapshotTerminal::print_ascii_run(std::span<const Cell> run) {
-  for (std::size_t k = 0; k + 1 < run.size(); ++k) out_ += static_cast<char>(run[k].chars[0]);
-  col_ += static_cast<int>(run.size()) - 1;
-  print(run.back().chars.data(), 1, 1, cols_);
+void SnapshotTerminal::print_run(std::span<const Cell> run) {
+  std::size_t last = run.size() - 1;
+  if (run[last].kind == Cell::Kind::continuation) --last;  // the wide glyph it belongs to
+  for (std::size_t k = 0; k < last; ++k) {
+    const Cell& cell = run[k];
+    if (cell.kind == Cell::Kind::continuation) continue;
+    append_utf8(out_, cell.chars[0]);
+    col_ += cell.width;
+  }
+  print(run[last].chars.data(), 1, run[last].width, cols_);
 }
 
 void SnapshotTerminal::print_unfollowed(const LastGlyph& glyph) {

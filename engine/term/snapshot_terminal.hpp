@@ -72,9 +72,10 @@ class SnapshotTerminal {
   // Prints a wide character where only a wide glyph's side effect is wanted (it is overwritten).
   void print_stand_in(int row_width);
 
-  // Prints the one-column ASCII glyphs of `run` (at least one) at the cursor, as print() one
-  // by one would: only the last one may reach the row's end.
-  void print_ascii_run(std::span<const Cell> run);
+  // Prints the one-character glyphs of `run` at the cursor (the continuation cells of the wide
+  // ones in between; at least one glyph), as print() one by one would: only the last one may
+  // reach the row's end.
+  void print_run(std::span<const Cell> run);
 
   // Prints `glyph` where moves the model does not follow left the cursor: only the last glyph
   // printed is tracked.

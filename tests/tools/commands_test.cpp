@@ -625,8 +625,12 @@ TEST_F(CliWait, MatchLooksOnlyAtOutputAfterNowAndPrintsTheLine) {
   // "ready" is already on the screen; the wait is for the next one, which has no newline.
   spawn("m", {"sh", "-c", R"(echo old ready; read x; printf "\033[1mnew ready\033[0m> "; read y)"});
   engine_.wait_output("m", "old ready");
-  const auto wait = start({"wait", "m", "--match", "READY>", "-i", "--timeout", "20"});
+  // The cursor before acting: whatever the program prints after it counts, even if it comes
+  // before `wait` has started.
+  const std::string before = std::to_string(committed("m"));
   ASSERT_TRUE(Succeeds(cli({"send", "m", "go"})));
+  const auto wait =
+      start({"wait", "m", "--match", "READY>", "-i", "--timeout", "20", "--from", before});
   const CliResult r = wait->finish();
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
   EXPECT_EQ(r.out, "new ready> \n");  // plain text, as search prints it
@@ -658,8 +662,9 @@ TEST_F(CliWait, IdleWithAnAgentFollowsItsStatusNotTheQuiet) {
 
 TEST_F(CliWait, AProgramThatEndsFirstFailsWithoutExit) {
   spawn("e", {"sh", "-c", "read x; exit 0"});
-  const auto wait = start({"wait", "e", "--match", "never printed"});
+  const std::string before = std::to_string(committed("e"));
   ASSERT_TRUE(Succeeds(cli({"send", "e", "go"})));
+  const auto wait = start({"wait", "e", "--match", "never printed", "--from", before});
   EXPECT_TRUE(FailsWithOneLine(wait->finish(), 1, "backscroll: not_running: e's program ended"));
 }
 
@@ -672,6 +677,10 @@ TEST_F(CliWait, UsageErrors) {
   EXPECT_TRUE(FailsWithOneLine(cli({"wait", "u", "--idle", "--timeout", "0"}), 2,
                                "backscroll: usage: --timeout: expected seconds"));
   EXPECT_TRUE(FailsWithOneLine(cli({"wait", "nobody", "--exit"}), 1, "backscroll: no_such_actor"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"wait", "u", "--exit", "--from", "0"}), 2,
+                               "backscroll: usage: wait: --from goes with --match"));
+  EXPECT_TRUE(FailsWithOneLine(cli({"wait", "u", "--match", "x", "--from", "999999"}), 1,
+                               "backscroll: cursor_in_future"));
 }
 
 class CliSnapshot : public CliCommandTest {};
