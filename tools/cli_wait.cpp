@@ -136,7 +136,9 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
           std::chrono::duration_cast<std::chrono::milliseconds>(*args.timeout - (now - started));
       slice = std::clamp(left, std::chrono::milliseconds{1}, kPollSlice);
     }
-    switch (reader->wait(follower.cursor(), slice)) {
+    // Without --match nothing reads the bytes: sleep until more than what was seen is
+    // committed, or the slice ends (the quiet time and the agent status are looked at then).
+    switch (reader->wait(matcher ? follower.cursor() : now_committed, slice)) {
       case shm::WaitResult::ready:
       case shm::WaitResult::timeout:
         if (!ring_owner_alive(*reader)) return report(ring_owner_gone(*reader, args.actor));
