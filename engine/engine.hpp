@@ -142,8 +142,9 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
   struct SnapshotAsk {
-    control::Json id;                  // the request's, echoed in the answer
-    std::uint64_t scrollback = 0;      // history lines
+    control::Json id;              // the request's, echoed in the answer
+    std::uint64_t scrollback = 0;  // history lines
+    term::SnapshotCanvas canvas = term::SnapshotCanvas::fresh;
     const char* raw_reason = nullptr;  // "client": no snapshot_v1 in "formats"
   };
   Result<SnapshotAsk> check_snapshot_request(ConnectionId connection,

@@ -129,6 +129,7 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
     job.bytes = std::move(*bytes);
     job.changes = r.keyframes.size_changes(*keyframe, target, point->session_end);
     job.options.scrollback_lines = ask.scrollback;
+    job.options.canvas = ask.canvas;
     pending_snapshots_.emplace(job.token,
                                PendingSnapshot{connection, ask.id, actor.name(),
                                                Json{{"keyframe", value(keyframe->cursor)},

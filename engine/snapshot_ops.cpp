@@ -47,6 +47,13 @@ Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connecti
                 "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
   }
   ask.scrollback = *scrollback;
+  if (const auto canvas = request.find("canvas"); canvas != request.end()) {
+    if (*canvas == "alternate") {
+      ask.canvas = term::SnapshotCanvas::alternate;
+    } else if (*canvas != "fresh") {
+      return fail(Errc::bad_request, "\"canvas\" must be \"fresh\" or \"alternate\"");
+    }
+  }
   const auto waiting =
       std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
                     [connection](const auto& p) { return p.second.connection == connection; });
@@ -85,6 +92,7 @@ Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, c
   SnapshotRequest r;
   r.token = token;
   r.options.scrollback_lines = ask.scrollback;
+  r.options.canvas = ask.canvas;
   r.not_before = not_before;
   pending_snapshots_.emplace(token,
                              PendingSnapshot{connection, ask.id, actor.name(), std::move(reply)});

@@ -5,7 +5,8 @@
 //   byte 0       cols: < 192 gives 1 + b % 40, else 41..200
 //   byte 1       rows: < 192 gives 1 + b % 12, else 13..60
 //   bytes 2-3    the cut, as a fraction (big-endian / 65536) of the stream length
-//   byte 4       seeds how the stream is split into feed() calls (1-64 bytes, now and then 1 KiB)
+//   byte 4       seeds how the stream is split into feed() calls (1-64 bytes, now and then 1 KiB);
+//                bit 7 set: the snapshot is drawn for the alternate canvas (below)
 //   byte 5       bits 0-1: how many resizes (0-3); bit 2: snapshot scrollback_lines is
 //                (byte 5 >> 3) instead of the default 512
 //   bytes 6-14   three resizes: offset (fraction / 256 of the stream), cols, rows (as above)
@@ -20,6 +21,12 @@
 //   - both again after a probe suffix fed to each (text in the current pen and charset, REP,
 //     scrolling in the region, origin addressing, DECRC, leaving the alternate screen), which
 //     exposes state that shows only in how later bytes are drawn.
+// On the alternate canvas (SnapshotCanvas::alternate, attach's): B enters its alternate screen
+// (CSI ? 1047 h) before the snapshot, and the contract holds up to the first screen switch
+// after the snapshot's cursor or the first resize after the cut, whichever comes first (attach
+// starts again from a new snapshot there): B is compared with a mirror fed the stream up to
+// there, screen shown against screen shown, without history; then the probe suffix without its
+// switch.
 // And on every input, before that: a mirror with a short history that looks ahead and jumps over
 // scrolled-off text (docs/plain-scroll-skip.md) ends in the state of one that parses every byte
 // (history exact again, first_difference() finds nothing, also after the probe suffix); and the
@@ -36,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +52,7 @@
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
+#include "engine/term/vt_scanner.hpp"
 
 namespace {
 
@@ -220,6 +229,22 @@ void feed_range(Mirror& m, std::string_view stream, std::size_t from, std::size_
   }
 }
 
+// How many bytes of `bytes` (from a clean boundary) come before the first screen switch.
+std::size_t before_screen_switch(std::string_view bytes) {
+  struct FirstSwitch final : backscroll::term::VtEvents {
+    std::optional<std::uint64_t> at;
+    void on_title(std::string_view, Cursor) noexcept override {}
+    void on_bell(Cursor) noexcept override {}
+    void on_screen_switch(Cursor begin, Cursor) noexcept override {
+      if (!at) at = backscroll::value(begin);
+    }
+  } first;
+  backscroll::term::VtScanner scanner(Cursor{0}, 80, 24);
+  scanner.set_events(&first);
+  scanner.scan(bytes);
+  return first.at ? static_cast<std::size_t>(*first.at) : bytes.size();
+}
+
 std::string probe_suffix(int rows) {
   std::string p = "X\x1b[2bqx";
   for (int i = 0; i <= rows; ++i) p += "\r\nZ";
@@ -298,6 +323,40 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
   ctx_a = ctx_b = nullptr;
 }
 
+// The alternate canvas's contract (the header comment): `snap` was taken of a mirror fed the
+// stream up to the cut (tagged `cursor`) with the `before` resizes.
+void check_canvas(std::string_view stream, std::uint16_t cols, std::uint16_t rows,
+                  const MirrorSnapshot& snap, std::size_t cursor, const std::vector<Resize>& before,
+                  const std::vector<Resize>& after, std::uint32_t seed, CompareOptions compare) {
+  std::size_t end = cursor + before_screen_switch(stream.substr(cursor));
+  if (!after.empty()) end = std::min(end, after.front().at);
+  Mirror ref(Cursor{kStart}, cols, rows, kLimits);
+  std::uint32_t seed_ref = seed;
+  feed_range(ref, stream, 0, end, before, true, seed_ref);
+  Mirror b(Cursor{0}, static_cast<std::uint16_t>(snap.snapshot.cols),
+           static_cast<std::uint16_t>(snap.snapshot.rows), kLimits);
+  ctx_a = &ref;
+  ctx_b = &b;
+  b.feed("\x1b[?1047h");
+  b.feed(snap.snapshot.bytes);
+  check_bounds(b);
+  std::uint32_t seed_b = seed ^ 0x5bd1e995u;
+  feed_range(b, stream, cursor, std::max(cursor, end), {}, false, seed_b);
+  b.feed("\x18");
+  ref.feed("\x18");
+  compare.history_lines = 0;
+  compare.screens = false;
+  if (const std::string d = backscroll::term::first_difference(ref, b, compare); !d.empty())
+    fail("on the alternate canvas, after the stream: " + d);
+  std::string probe = probe_suffix(ref.screen().rows());
+  probe.resize(before_screen_switch(probe));
+  ref.feed(probe);
+  b.feed(probe);
+  if (const std::string d = backscroll::term::first_difference(ref, b, compare); !d.empty())
+    fail("on the alternate canvas, after the probe: " + d);
+  ctx_a = ctx_b = nullptr;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -310,10 +369,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t cut =
       static_cast<std::size_t>(((std::uint64_t{data[2]} << 8 | data[3]) * (n + 1)) >> 16);
   std::uint32_t seed = data[4];
+  const bool canvas = (data[4] & 0x80) != 0;
   const int nresize = data[5] & 3;
   SnapshotOptions options;
   bool short_history = (data[5] & 4) != 0;
   if (short_history) options.scrollback_lines = data[5] >> 3;
+  if (canvas) options.canvas = backscroll::term::SnapshotCanvas::alternate;
   std::vector<Resize> resizes;
   for (int i = 0; i < nresize; ++i) {
     const std::uint8_t* r = data + 6 + 3 * i;
@@ -374,6 +435,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool glyph_moved = glyph && (glyph->row >= a.screen().rows() ||
                                      glyph->col + std::max(glyph->width, 1) > a.screen().cols());
   if (wide_history || short_history || glyph_moved) after.clear();
+  if (canvas) {
+    check_canvas(stream, cols, rows, snap, cursor, before, after, seed, compare);
+    return 0;
+  }
 
   // B: the snapshot, then the raw bytes from its cursor.
   Mirror b(Cursor{0}, static_cast<std::uint16_t>(a.screen().cols()),

@@ -585,6 +585,11 @@ Command add_attach(CLI::App& app) {
       ->check(detach_key());
   command->add_flag("-r,--read-only", values->attach.read_only,
                     "watch as a viewer: never resize the actor, never send keys");
+  command->add_flag("-q,--quiet", values->attach.quiet,
+                    "no \"attached to NAME\" line at the start");
+  command->add_flag("--history", values->attach.history,
+                    "draw on the terminal's main screen, with the last lines of history in its "
+                    "scrollback (default: the alternate screen; your screen is back at detach)");
   command->add_flag("--spawn", values->attach.spawn,
                     "spawn NAME first (CMD, default $SHELL) unless it exists");
   add_spawn_options(command, values->cols, values->rows, values->attach.spawn_args,

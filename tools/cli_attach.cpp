@@ -35,6 +35,9 @@ constexpr int kSettleRounds = 4;
 // The output side may ask for fresh snapshots in a row (a growing actor whose mirror is behind
 // a flood): one at most this often.
 constexpr std::chrono::milliseconds kResyncInterval{100};
+// When the engine cannot draw the screen on the canvas (a raw replay: docs/snapshot.md,
+// "Fallbacks"), the view is rendered and passthrough is tried again this much later.
+constexpr std::chrono::milliseconds kPassthroughRetry{2000};
 
 // Signals the attach loop handles, through a self-pipe (the handler only writes one byte).
 constexpr int kHandledSignals[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
@@ -178,12 +181,23 @@ class AttachClient {
   // When on_deadline() is due next: the catch-up's answer timeout, a deferred resync.
   std::optional<Clock::time_point> deadline() const;
   bool control_lost() const { return control_lost_; }
+  // After the view stopped: the status answers the terminal still owes (the view's sentinels).
+  unsigned answers_outstanding() { return guard_.answers_outstanding() + view_.take_answers_due(); }
+  // The actor's size, as the engine said last.
+  std::string actor_size() const { return actor_.text(); }
 
  private:
   bool owns() const { return !args_.read_only && owner_ == attachment_; }
   ViewMode wanted_mode() const {
-    return owns() && actor_ == terminal_ ? ViewMode::passthrough : ViewMode::render;
+    return owns() && actor_ == terminal_ && !passthrough_retry_at_ ? ViewMode::passthrough
+                                                                   : ViewMode::render;
   }
+  // A snapshot request's fields for a start in `mode`: passthrough on the canvas draws the
+  // screen shown, no history; a rendered model takes the history (a growing actor takes lines
+  // back from it, as its own terminal does).
+  Json snapshot_fields(ViewMode mode) const;
+  // Gives the output side a start from a snapshot answer asked for `mode`.
+  void start_view(const control::Frame& answer, ViewMode mode);
   ViewStart start_from(const control::Frame& answer, ViewMode mode) const;
   // Handles the events read so far; true when there were any.
   bool drain_events();
@@ -211,15 +225,43 @@ class AttachClient {
   TerminalInput displaced_input_;  // what a displaced client types: only a plain `t` counts
   std::string status_;
   bool control_lost_ = false;
-  std::optional<Clock::time_point> resync_at_;  // a fresh render start is due then
+  std::optional<Clock::time_point> resync_at_;  // a fresh start is due then
   Clock::time_point last_resync_{};
+  std::optional<Clock::time_point> passthrough_retry_at_;  // rendered until then
+  bool view_started_ = false;
 };
 
 std::optional<Clock::time_point> AttachClient::deadline() const {
-  const auto guard = guard_.deadline();
-  if (!guard) return resync_at_;
-  if (!resync_at_) return guard;
-  return std::min(*guard, *resync_at_);
+  std::optional<Clock::time_point> next;
+  for (const auto& t : {guard_.deadline(), resync_at_, passthrough_retry_at_}) {
+    if (t && (!next || *t < *next)) next = t;
+  }
+  return next;
+}
+
+Json AttachClient::snapshot_fields(ViewMode mode) const {
+  Json fields{{"actor", args_.actor}, {"formats", Json::array({"snapshot_v1"})}};
+  if (!args_.history && mode == ViewMode::passthrough) {
+    fields["canvas"] = "alternate";
+    fields["scrollback"] = 0;
+  }
+  return fields;
+}
+
+void AttachClient::start_view(const control::Frame& answer, ViewMode mode) {
+  if (mode == ViewMode::passthrough && !args_.history &&
+      answer.header.value("format", "") != "snapshot_v1") {
+    // A raw replay cannot be passed through on the canvas (it would stop at its first screen
+    // switch, again and again): the model replays it, and passthrough is tried again later.
+    // A model already running goes on (replaying the ring again would only cost).
+    passthrough_retry_at_ = Clock::now() + kPassthroughRetry;
+    if (view_started_ && mode_ == ViewMode::render) return;
+    mode = ViewMode::render;
+  }
+  if (mode == ViewMode::passthrough) guard_.begin();
+  view_.start(start_from(answer, mode), std::exchange(resizes_, {}));
+  mode_ = mode;
+  view_started_ = true;
 }
 
 ViewStart AttachClient::start_from(const control::Frame& answer, ViewMode mode) const {
@@ -236,9 +278,11 @@ ViewStart AttachClient::start_from(const control::Frame& answer, ViewMode mode) 
 
 Result<void> AttachClient::attach() {
   terminal_ = terminal_now().value_or(Size{80, 24});
-  Json fields{{"actor", args_.actor},
-              {"role", args_.read_only ? "viewer" : "controller"},
-              {"formats", Json::array({"snapshot_v1"})}};
+  // A controller at the terminal's size passes the output through: its snapshot is drawn on
+  // the canvas. A viewer renders.
+  const ViewMode expected = args_.read_only ? ViewMode::render : ViewMode::passthrough;
+  Json fields = snapshot_fields(expected);
+  fields["role"] = args_.read_only ? "viewer" : "controller";
   if (!args_.read_only) {
     asked_ = engine_size(terminal_);
     fields["cols"] = asked_->cols;
@@ -252,9 +296,12 @@ Result<void> AttachClient::attach() {
   if (!args_.read_only) owner_ = attachment_;  // attaching made it the owner
   // The attach's own events, and any that came after it, arrived before the answer.
   drain_events();
-  mode_ = wanted_mode();
-  if (mode_ == ViewMode::passthrough) guard_.begin();
-  view_.start(start_from(*r, mode_), std::exchange(resizes_, {}));
+  const ViewMode mode = wanted_mode();
+  if (mode == expected) {
+    start_view(*r, mode);
+  } else if (auto again = restart_view(mode); !again) {  // its snapshot was drawn for the other
+    return again;
+  }
   update_status();
   return {};
 }
@@ -324,9 +371,7 @@ void AttachClient::resize_actor(Size size) {
 }
 
 Result<void> AttachClient::restart_view(ViewMode mode) {
-  // With its history: a model that grows takes lines back from it, as the actor's does.
-  auto r =
-      client_.call("snapshot", {{"actor", args_.actor}, {"formats", Json::array({"snapshot_v1"})}});
+  auto r = client_.call("snapshot", snapshot_fields(mode));
   if (!r) {
     // Deleted meanwhile, or the engine gone: the output side ends the attachment.
     if (r.error().code == Errc::no_such_actor || r.error().code == Errc::engine_unavailable) {
@@ -336,9 +381,7 @@ Result<void> AttachClient::restart_view(ViewMode mode) {
   }
   // Resizes announced before the answer belong with it (AttachView::start).
   drain_events();
-  if (mode == ViewMode::passthrough) guard_.begin();
-  view_.start(start_from(*r, mode), std::exchange(resizes_, {}));
-  mode_ = mode;
+  start_view(*r, mode);
   return {};
 }
 
@@ -412,10 +455,10 @@ Result<void> AttachClient::on_deadline(Clock::time_point now) {
   if (resync_at_ && *resync_at_ <= now) {
     resync_at_.reset();
     last_resync_ = now;
-    if (mode_ == ViewMode::render) {
-      if (auto r = restart_view(ViewMode::render); !r) return r;
-    }
+    if (auto r = restart_view(mode_); !r) return r;
   }
+  // Passthrough again, if the policy wants it (settle() restarts the view).
+  if (passthrough_retry_at_ && *passthrough_retry_at_ <= now) passthrough_retry_at_.reset();
   held_ += guard_.expire(now);  // the terminal did not answer the sentinel: stop waiting
   if (!guard_.active() && !held_.empty()) return deliver(std::exchange(held_, {}));
   return {};
@@ -432,6 +475,35 @@ void AttachClient::update_status() {
   if (line == status_) return;
   status_ = line;
   view_.set_status(line);
+}
+
+// Asks the terminal a last `CSI 5 n` and reads stdin until it answered it after the `due` status
+// answers it still owed (at most kLastAnswerWait): terminals answer in order, so every answer to
+// a query written while attached (a sentinel, the program's own) is read and dropped here
+// instead of landing in the shell as text. Keys typed meanwhile go too: they came after the
+// detach.
+void drain_answers(unsigned due) {
+  constexpr std::chrono::milliseconds kLastAnswerWait{250};
+  constexpr std::string_view kAnswer = "\x1b[0n";
+  if (!write_all(STDOUT_FILENO, "\x1b[5n")) return;
+  const auto deadline = Clock::now() + kLastAnswerWait;
+  unsigned seen = 0;
+  std::string tail;  // an answer split between two reads is found whole
+  char buf[4096];
+  while (seen <= due) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n <= 0) return;
+    tail.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t at = tail.find(kAnswer); at != std::string::npos; at = tail.find(kAnswer)) {
+      ++seen;
+      tail.erase(0, at + kAnswer.size());
+    }
+    if (tail.size() > kAnswer.size()) tail.erase(0, tail.size() - kAnswer.size());
+  }
 }
 
 // Waits for the output side's kEnded, reading past its other messages; false on timeout.
@@ -488,11 +560,20 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
   RawTerminal terminal(STDIN_FILENO);
   if (auto raw = terminal.enter(); !raw) return report(raw.error());
   const auto size = terminal_now().value_or(Size{80, 24});
-  AttachView view(*reader, messages.write_fd(), size.cols, size.rows);
+  AttachView view(*reader, messages.write_fd(), size.cols, size.rows, /*canvas=*/!args.history);
   AttachClient session(*client, args, view);
   if (auto attached = session.attach(); !attached) {
     terminal.leave();
     return report(attached.error());
+  }
+  if (!args.quiet) {
+    // On the user's screen, before the view takes the terminal: it is there again, above the
+    // line that says how the attachment ended, once it is over.
+    std::string banner = "attached to " + args.actor + " (" + session.actor_size() + ")";
+    if (args.read_only) banner += ", read-only";
+    banner += args.detach_key ? " \u2014 " + key_name(args.detach_key) + " detaches"
+                              : " \u2014 no detach key";
+    (void)write_all(STDOUT_FILENO, banner + "\r\n");
   }
   std::thread output([&view] {
     // Signals belong to the self-pipe: keep this thread's waits quiet.
@@ -587,9 +668,11 @@ int run_attach(const EngineTarget& engine, const AttachArgs& args) {
   // Still raw (no output translation): undo the program's modes (or leave the screen the view
   // drew on), then start a fresh line unless that already put the cursor at one.
   std::string farewell;
-  if (::isatty(STDOUT_FILENO) == 1) farewell = view.farewell();
+  const bool to_terminal = ::isatty(STDOUT_FILENO) == 1;
+  if (to_terminal) farewell = view.farewell();
   if (!view.farewell_starts_line()) farewell += "\r\n";
   (void)write_all(STDOUT_FILENO, farewell);
+  if (to_terminal && outcome.end != End::signal) drain_answers(session.answers_outstanding());
   terminal.leave();
 
   switch (outcome.end) {

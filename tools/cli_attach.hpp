@@ -10,6 +10,8 @@
 // displaced one offers `t` to take control back, a read-only one says keys are not sent. Ends
 // on the detach key, when the watched session is sealed, when the actor is deleted, or on a
 // signal; the terminal mode and the modes the program switched on are restored on every path.
+// Unless --history, all of it happens on the terminal's alternate screen (the canvas), so the
+// user's screen and scrollback are as they were after detaching.
 #pragma once
 
 #include <optional>
@@ -25,8 +27,13 @@ struct AttachArgs {
   std::string actor;
   std::optional<unsigned char> detach_key = kDefaultDetachKey;  // nullopt: no detach key
   bool read_only = false;  // attach as a viewer: never resize, never send keys
-  bool spawn = false;      // spawn the actor first when it does not exist
-  SpawnArgs spawn_args;    // for --spawn; cols and rows default to the terminal's
+  bool quiet = false;      // no banner
+  // Passthrough on the terminal's main screen, the snapshot's history drawn into its
+  // scrollback (else everything happens on the alternate screen: the user's screen comes back
+  // at detach and repeated attaches add nothing to the scrollback).
+  bool history = false;
+  bool spawn = false;    // spawn the actor first when it does not exist
+  SpawnArgs spawn_args;  // for --spawn; cols and rows default to the terminal's
 };
 
 int run_attach(const EngineTarget& engine, const AttachArgs& args);

@@ -38,8 +38,8 @@ std::uint16_t model_dimension(std::uint16_t v) {
 }  // namespace
 
 AttachView::AttachView(const shm::RingReader& reader, int notify_fd, int terminal_cols,
-                       int terminal_rows)
-    : reader_(reader), notify_fd_(notify_fd) {
+                       int terminal_rows, bool canvas)
+    : reader_(reader), notify_fd_(notify_fd), canvas_(canvas) {
   renderer_.set_terminal(terminal_cols, terminal_rows);
 }
 
@@ -139,33 +139,38 @@ Result<void> AttachView::begin(ViewStart start) {
   // A catch-up cut short still ends with its sentinel: the input side counts on its answer.
   if (auto r = finish_catch_up(); !r) return r;
   std::string out;
-  if (start.mode == ViewMode::passthrough) {
-    if (on_alternate_) out += kLeaveAlternate;
-    on_alternate_ = false;
+  const bool render = start.mode == ViewMode::render;
+  const bool from_passthrough = started_ && mode_ == ViewMode::passthrough;
+  // The program's modes, switched on in passthrough, do not belong to a rendered view (on the
+  // canvas the screen stays: the view is drawn there next).
+  if (render && from_passthrough) out += modes_.reset_sequence(/*leave_alternate=*/!canvas_);
+  const bool alternate = canvas_ || render;
+  if (alternate && !on_alternate_) out += kEnterAlternate;
+  if (!alternate && on_alternate_) out += kLeaveAlternate;
+  if (render && (!started_ || from_passthrough)) renderer_.invalidate();  // unknown contents
+  on_alternate_ = alternate;
+  modes_ = DetachModes{};
+  switch_at_.reset();
+  scout_.reset();
+  awaiting_start_ = false;
+  follower_.emplace(reader_, start.cursor);
+  start_cursor_ = start.cursor;
+  actor_size_ = {start.cols, start.rows};
+  if (!render) {
     out += kFreshTerminal;
     out += start.snapshot;
     if (auto w = write_all(STDOUT_FILENO, out); !w) return w;
-    modes_ = DetachModes{};
     modes_.observe(std::as_bytes(std::span(start.snapshot.data(), start.snapshot.size())));
+    if (canvas_) scout_.emplace(reader_, start.cursor);
     model_.reset();
-    follower_.emplace(reader_, start.cursor);
     // Everything committed so far is old output: its queries' answers must not reach the actor.
     catch_up_end_ = reader_.committed();
     status_requests_ = StatusRequestCounter{};
   } else {
-    if (!on_alternate_) {
-      if (started_) out += modes_.reset_sequence();  // the program's modes, in passthrough
-      out += kEnterAlternate;
-      renderer_.invalidate();
-      on_alternate_ = true;
-    }
     if (auto w = write_all(STDOUT_FILENO, out); !w) return w;
-    modes_ = DetachModes{};
     model_ = std::make_unique<term::Mirror>(Cursor{0}, model_dimension(start.cols),
                                             model_dimension(start.rows), kModelHistory);
     model_->feed(start.snapshot);
-    model_start_ = start.cursor;
-    follower_.emplace(reader_, start.cursor);
     std::erase_if(resizes_, [&](const ActorResize& r) { return r.at < start.cursor; });
     dirty_ = true;
   }
@@ -175,8 +180,15 @@ Result<void> AttachView::begin(ViewStart start) {
 }
 
 void AttachView::add_resize(const ActorResize& resize) {
+  if (resize.at >= start_cursor_ && mode_ == ViewMode::passthrough && canvas_ && follower_) {
+    // The actor's terminal shows again what a smaller screen hid (lines taken back from its
+    // history, columns it kept); the canvas has neither: go on from a snapshot after it.
+    const bool grows = resize.cols > actor_size_.first || resize.rows > actor_size_.second;
+    actor_size_ = {resize.cols, resize.rows};
+    if (grows) switch_at_ = min(switch_at_.value_or(resize.at), resize.at);
+  }
   if (mode_ == ViewMode::render && model_) {
-    if (resize.at < model_start_) return;  // the snapshot was taken after it
+    if (resize.at < start_cursor_) return;  // the snapshot was taken after it
     if (resize.at < follower_->cursor()) {
       // Bytes after it were laid out at the old size: show the new size now, and start again
       // from a snapshot to be exact.
@@ -200,13 +212,37 @@ void AttachView::resize_model(const ActorResize& resize) {
   if (grows) notify(kResyncWanted);
 }
 
+Result<void> AttachView::scout(Cursor until) {
+  if (switch_at_) return {};
+  auto progress = scout_->pump_to(
+      [this](std::span<const std::byte> b) -> Result<void> {
+        const std::uint64_t before = modes_.observed();
+        const Cursor at = scout_->cursor();  // of b's first byte (pump_to moves on after)
+        modes_.observe(b);
+        if (const auto first = modes_.first_switch(); first && !switch_at_) {
+          // It may have begun in an earlier run (a sequence split between two), never before
+          // the start: the snapshot has no switch.
+          const std::uint64_t back = before - std::min(before, *first);
+          switch_at_ = Cursor{value(at) - std::min(back, value(at))};
+        }
+        return {};
+      },
+      until);
+  if (!progress) return tl::unexpected(progress.error());
+  return {};
+}
+
 Result<AttachView::Step> AttachView::pump() {
-  if (!follower_) return Step::idle;
+  if (!follower_ || awaiting_start_) return Step::idle;
   if (mode_ == ViewMode::passthrough) {
     Cursor until = follower_->cursor() + kPumpSliceBytes;
     if (catch_up_end_) until = min(until, *catch_up_end_);
+    if (canvas_) {
+      if (auto r = scout(until); !r) return tl::unexpected(r.error());
+      if (switch_at_) until = min(until, max(*switch_at_, follower_->cursor()));
+    }
     auto progress = follower_->pump(STDOUT_FILENO, until, [this](std::span<const std::byte> b) {
-      modes_.observe(b);
+      if (!canvas_) modes_.observe(b);  // on the canvas the scout did
       if (catch_up_end_) {
         status_requests_.observe(
             std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
@@ -215,6 +251,13 @@ Result<AttachView::Step> AttachView::pump() {
     if (!progress) return tl::unexpected(progress.error());
     if (catch_up_end_ && follower_->cursor() >= *catch_up_end_) {
       if (auto r = finish_catch_up(); !r) return tl::unexpected(r.error());
+    }
+    if (switch_at_ && follower_->cursor() >= *switch_at_) {
+      // The terminal cannot follow the switch on its alternate screen: a snapshot taken after
+      // it shows the screen the program switched to.
+      awaiting_start_ = true;
+      notify(kResyncWanted);
+      return Step::idle;
     }
     return progress->written + progress->skipped > 0 ? Step::more : Step::idle;
   }
@@ -306,9 +349,15 @@ void AttachView::run() noexcept {
         finish({End::failed, r.error(), 0, std::nullopt});
         break;
       }
-      if (!follower_) {  // no start yet (the input side gives one before run()): commands only
-        (void)wait_ring(reader_, Cursor{std::numeric_limits<std::uint64_t>::max()}, bell_, bell,
-                        kWaitSlice);
+      if (!follower_ || awaiting_start_) {
+        // No start yet (the input side gives one before run()), or waiting for the next one:
+        // commands only. A delete meanwhile ends it (no start will come).
+        const RingWake wake = wait_ring(reader_, Cursor{std::numeric_limits<std::uint64_t>::max()},
+                                        bell_, bell, kWaitSlice);
+        if (wake == RingWake::closed) {
+          finish({End::deleted, {}, 0, std::nullopt});
+          break;
+        }
         continue;
       }
       auto step = pump();
@@ -360,13 +409,17 @@ void AttachView::run() noexcept {
 // ---- after run() ----
 
 std::string AttachView::farewell() const {
-  if (on_alternate_) return std::string(kLeaveAlternate);
-  return modes_.reset_sequence();
+  std::string out;
+  if (started_ && mode_ == ViewMode::passthrough) out += modes_.reset_sequence(!on_alternate_);
+  if (on_alternate_) out += kLeaveAlternate;
+  return out;
 }
 
 bool AttachView::farewell_starts_line() const {
-  // Leaving the program's alternate screen put the cursor back where the line was left.
-  return !on_alternate_ && modes_.alternate_screen();
+  // Leaving the canvas puts the cursor back where the attach began, at the start of a line;
+  // leaving the program's alternate screen, where the line was left.
+  if (on_alternate_) return canvas_;
+  return modes_.alternate_screen();
 }
 
 }  // namespace backscroll::cli

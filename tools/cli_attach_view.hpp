@@ -5,6 +5,12 @@
 //   bytes before the committed cursor at the start are a catch-up: after them it writes the
 //   sentinel query `CSI 5 n` and tells the input side how many status answers are due
 //   (CatchUpGuard). The modes the program switches on are tracked to undo them at the end.
+//   On the alternate canvas (the default: the whole attachment happens on the terminal's
+//   alternate screen, so the user's screen and scrollback are untouched) the snapshot is one
+//   drawn for it (SnapshotCanvas::alternate), and the stream is read ahead of writing: the
+//   bytes stop before the first screen switch (the program's own 1049 h/l, RIS), which the
+//   terminal, already on its alternate screen, cannot follow, and the view asks for a fresh
+//   snapshot (kResyncWanted) and writes nothing until it comes.
 // - render: the snapshot and the raw bytes feed a local terminal model (term::Mirror) at the
 //   actor's size, resized at each `resized` event's cursor, and ScreenRenderer draws it into
 //   the terminal at the terminal's size, at most once per kFrameInterval, on the terminal's
@@ -25,6 +31,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/term/mirror.hpp"
@@ -71,7 +78,10 @@ class AttachView {
   static constexpr char kEnded = 'e';
   static constexpr std::chrono::milliseconds kFrameInterval{16};  // at most ~60 frames a second
 
-  AttachView(const shm::RingReader& reader, int notify_fd, int terminal_cols, int terminal_rows);
+  // `canvas`: draw on the terminal's alternate screen throughout (else passthrough uses the
+  // terminal's main screen, snapshot history included, as `attach --history` does).
+  AttachView(const shm::RingReader& reader, int notify_fd, int terminal_cols, int terminal_rows,
+             bool canvas);
 
   // ---- the input side (any thread) ----
   // A new start, with the resizes the input side learned of while asking for it (one batch:
@@ -125,6 +135,8 @@ class AttachView {
   void add_resize(const ActorResize& resize);
   void resize_model(const ActorResize& resize);
   Result<Step> pump();
+  // On the canvas: reads ahead up to `until` while no screen switch is known (switch_at_).
+  Result<void> scout(Cursor until);
   Result<void> feed_model(std::span<const std::byte> bytes);
   // Draws a frame when one is due; returns when the next is due, if one waits.
   Result<std::optional<std::chrono::steady_clock::time_point>> render_if_due(bool now_or_never);
@@ -134,6 +146,7 @@ class AttachView {
 
   const shm::RingReader& reader_;
   const int notify_fd_;
+  const bool canvas_;
   Doorbell bell_;
 
   std::mutex mutex_;  // guards commands_ and answers_due_
@@ -144,13 +157,20 @@ class AttachView {
   bool started_ = false;
   ViewMode mode_ = ViewMode::passthrough;
   std::optional<RingFollower> follower_;
+  Cursor start_cursor_{0};                                      // of the last start
+  std::pair<std::uint16_t, std::uint16_t> actor_size_{80, 24};  // after the resizes seen
   // passthrough
   DetachModes modes_;
+  // on the canvas: reads the stream ahead of `follower_` for the first screen switch
+  std::optional<RingFollower> scout_;
+  // Where it begins, or where the actor grew (the canvas cannot show what it takes back):
+  // passthrough stops there.
+  std::optional<Cursor> switch_at_;
+  bool awaiting_start_ = false;         // stopped at it: nothing more until the next start
   std::optional<Cursor> catch_up_end_;  // set while a catch-up is being written
   StatusRequestCounter status_requests_;
   // render
   std::unique_ptr<term::Mirror> model_;
-  Cursor model_start_{0};
   std::deque<ActorResize> resizes_;  // by cursor; kept for the next start in passthrough
   ScreenRenderer renderer_;
   bool dirty_ = false;

@@ -56,6 +56,8 @@ class CatchUpGuard {
   // for the sentinel, one per `CSI 5 n` in the output).
   void sentinel_written(unsigned answers, Clock::time_point now);
   bool active() const noexcept { return in_flight_ > 0 || answered_ < expected_; }
+  // Status answers due (sentinels written) and not received yet.
+  unsigned answers_outstanding() const noexcept { return expected_ - answered_; }
   // While active, the bytes without the replies in them; else the bytes as they are. A unit
   // split across calls comes out whole in the call that completes it.
   std::string filter(std::string_view bytes);

@@ -96,12 +96,12 @@ std::string first_difference(const Mirror& a, const Mirror& b, const CompareOpti
   Diff d;
   d.check("size", std::pair(sa.cols(), sa.rows()), std::pair(sb.cols(), sb.rows()));
   if (d.found()) return d.text();
-  d.check("alternate screen", sa.alt_screen(), sb.alt_screen());
+  if (options.screens) d.check("alternate screen", sa.alt_screen(), sb.alt_screen());
   d.check("reverse video", sa.reverse_video(), sb.reverse_video());
   for (int r = 0; r < sa.rows() && !d.found(); ++r)
     for (int c = 0; c < sa.cols() && !d.found(); ++c)
       d.cells("cell " + where(r, c), sa.cell(r, c), sb.cell(r, c));
-  if (sa.alt_screen() && sb.alt_screen()) {
+  if (options.screens && sa.alt_screen() && sb.alt_screen()) {
     for (int r = 0; r < sa.rows() && !d.found(); ++r)
       for (int c = 0; c < sa.cols() && !d.found(); ++c)
         d.cells("main screen cell " + where(r, c), sa.main_cell(r, c), sb.main_cell(r, c));

@@ -18,6 +18,9 @@ struct CompareOptions {
   // Titles pushed with CSI 22 t are not in a snapshot (docs/snapshot.md, "Known limitations"):
   // after a pop the title differs, so a caller that knows of a push turns this off.
   bool titles = true;
+  // false: only the screen each shows is compared, not which one it is nor the hidden one
+  // (a snapshot on the alternate canvas draws only the screen shown).
+  bool screens = true;
 };
 
 // "" when `a` (the reference) and `b` show the same terminal, else the first difference in

@@ -47,8 +47,8 @@ void place_pending_wrap(SnapshotTerminal& t, const MirrorScreen& m, const LastGl
       t.csi("P");
       return;
     }
-  } else if (cell.kind == Cell::Kind::erased && m.alt_screen()) {
-    // On the main screen the hidden alternate one serves (below): ECH after the glyph ends
+  } else if (cell.kind == Cell::Kind::erased && !t.may_borrow_alternate(m)) {
+    // Where the hidden alternate screen is free it serves (below): ECH after the glyph ends
     // the wrap in xterm.js.
     if (c == W - 1) {
       print_wrap_glyph(t, plan.glyph, 1);
@@ -78,7 +78,7 @@ void place_pending_wrap(SnapshotTerminal& t, const MirrorScreen& m, const LastGl
       }
     }
   }
-  if (!m.alt_screen() && (c == W - 1 || c == W - 2)) {
+  if (t.may_borrow_alternate(m) && (c == W - 1 || c == W - 2)) {
     // The wrap state is the cursor's, not the screen's: set it on the (hidden, erased on
     // every entry) alternate screen and come back.
     t.csi("?1047h");

@@ -117,7 +117,7 @@ void write_last_glyph(SnapshotTerminal& t, const MirrorScreen& m, const LastGlyp
     }
     return;
   }
-  if (m.alt_screen()) {
+  if (!t.may_borrow_alternate(m)) {
     t.fail("unreproducible_cursor", "last glyph's cell changed");
     return;
   }

@@ -293,10 +293,10 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   return n;
 }
 
-void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m) {
+void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter) {
   t.section("alternate screen");
   t.pen(Pen{});
-  t.csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
+  if (enter) t.csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
   LineDrawer lines(t, m);
   std::vector<Cell> cells(static_cast<std::size_t>(m.cols()));
   for (int r = 0; r < m.rows(); ++r) {

@@ -15,7 +15,8 @@ namespace backscroll::term {
 // many history lines it drew.
 std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want);
 
-// After the main screen (and the saved cursor): the alternate screen's cells.
-void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m);
+// After the main screen (and the saved cursor): the alternate screen's cells, entered first
+// with `enter` (else the terminal is on it already: SnapshotCanvas::alternate).
+void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter);
 
 }  // namespace backscroll::term

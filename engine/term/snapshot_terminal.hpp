@@ -29,10 +29,18 @@ inline void append_num(std::string& out, unsigned v) {
 
 class SnapshotTerminal {
  public:
-  SnapshotTerminal(int cols, int rows) : cols_(cols), rows_(rows) {}
+  // `spare_alternate`: the terminal is on its main screen and its alternate screen is free to
+  // borrow (false on SnapshotCanvas::alternate, which is drawn there).
+  SnapshotTerminal(int cols, int rows, bool spare_alternate = true)
+      : cols_(cols), rows_(rows), spare_alternate_(spare_alternate) {}
 
   int cols() const { return cols_; }
   int rows() const { return rows_; }
+  // Whether the hidden alternate screen may serve as scratch space while `m`'s main screen is
+  // drawn (it is erased on every entry, so nothing drawn there shows).
+  bool may_borrow_alternate(const MirrorScreen& m) const {
+    return spare_alternate_ && !m.alt_screen();
+  }
   // The cursor as the model has it.
   int row() const { return row_; }
   int col() const { return col_; }
@@ -121,6 +129,7 @@ class SnapshotTerminal {
  private:
   const int cols_;
   const int rows_;
+  const bool spare_alternate_;
   std::string out_;
   const char* failure_ = nullptr;
   std::string detail_;

@@ -100,17 +100,28 @@ Snapshot build_snapshot(const MirrorScreen& m, const TerminalModes& modes, std::
   if (!m.clean()) return fallback("incomplete_sequence");
   if (const std::uint32_t f = m.unmodelled(); f != 0) return fallback(unmodelled_reason(f));
 
-  SnapshotTerminal t(m.cols(), m.rows());
+  const bool canvas = options.canvas == SnapshotCanvas::alternate;
+  SnapshotTerminal t(m.cols(), m.rows(), /*spare_alternate=*/!canvas);
   const LastGlyphPlan plan = plan_last_glyph(m, modes);
   write_title(t, title);
   if (m.cursor().shape == 0 || (saved && saved->shape == 0)) t.zeroed_restore();
-  snap.scrollback_lines = write_history_and_main(t, m, options.scrollback_lines);
-  if (saved) write_saved_cursor(t, m, *saved);
-  if (m.alt_screen()) {
-    write_alternate_screen(t, m);
-    // The saved cursor again when it was saved there (xterm.js keeps a slot per screen;
-    // libvterm's one slot gets the same values twice).
-    if (saved && saved->on_alt) write_saved_cursor(t, m, *saved);
+  if (canvas) {
+    // One screen, the one the actor shows, and one saved-cursor slot: the canvas's.
+    if (m.alt_screen()) {
+      write_alternate_screen(t, m, /*enter=*/false);
+    } else {
+      write_history_and_main(t, m, 0);
+    }
+    if (saved) write_saved_cursor(t, m, *saved);
+  } else {
+    snap.scrollback_lines = write_history_and_main(t, m, options.scrollback_lines);
+    if (saved) write_saved_cursor(t, m, *saved);
+    if (m.alt_screen()) {
+      write_alternate_screen(t, m, /*enter=*/true);
+      // The saved cursor again when it was saved there (xterm.js keeps a slot per screen;
+      // libvterm's one slot gets the same values twice).
+      if (saved && saved->on_alt) write_saved_cursor(t, m, *saved);
+    }
   }
   write_last_glyph(t, m, plan);
   const ScrollRegion region = write_scroll_region(t, m, modes);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,9 +17,19 @@
 
 namespace backscroll::term {
 
+// The terminal a snapshot is drawn on. `fresh`: a reset terminal on its main screen, with a
+// scrollback (the contract above). `alternate`: a reset terminal already on its alternate
+// screen, as `attach` draws so that the user's own screen comes back at detach: no history
+// (nothing scrolls into a scrollback there), only the screen the actor shows, drawn without
+// switching screens and without borrowing the hidden screen for the cursor's pending wrap (a
+// state that needs it falls back). Bytes after the cursor that switch screens (DECSET 47,
+// 1047, 1049 either way, RIS) are not covered: the client starts again from a new snapshot.
+enum class SnapshotCanvas : std::uint8_t { fresh, alternate };
+
 struct SnapshotOptions {
   std::size_t scrollback_lines = 512;  // history lines drawn before the screen (at most)
   std::size_t max_bytes = 8u << 20;    // larger snapshots fall back with "too_large"
+  SnapshotCanvas canvas = SnapshotCanvas::fresh;
   bool operator==(const SnapshotOptions&) const = default;
 };
 

@@ -388,6 +388,7 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
       case 'c':
         hard_reset();
         mark(MarkKind::hard_reset, seq_begin_, end);
+        if (events_) events_->on_screen_switch(seq_begin_, end);
         break;
       case 'n':  // LS2, LS3: GL from G2 / G3, which TerminalModes cannot express
       case 'o':
@@ -499,11 +500,13 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
     std::array<MarkKind, kMaxParams> kinds{};
     std::size_t nkinds = 0;
     bool fixup = param_count_ > 1;
+    bool screen = false;
     for (std::uint32_t i = 0; i < kept; ++i) {
       if ((sub_params_ >> i) & 1u || params_[i] == kMissing) continue;
       const std::int32_t mode = params_[i];
       const bool on = final == 'h';
       if (mode == 47) fixup = true;
+      if (mode == 47 || mode == 1047 || mode == 1049) screen = true;
       if (mode == 1048)
         kinds[nkinds++] = on ? MarkKind::save_cursor_1048 : MarkKind::restore_cursor_1048;
       if (mode == 1049) kinds[nkinds++] = on ? MarkKind::enter_alt_1049 : MarkKind::leave_alt_1049;
@@ -511,6 +514,7 @@ void VtScanner::csi_dispatch(std::uint8_t final) noexcept {
     }
     for (std::size_t k = 0; k < nkinds; ++k) mark(kinds[k], seq_begin_, end);
     if (fixup) mark(MarkKind::mode_fixup, seq_begin_, end);
+    if (screen && events_) events_->on_screen_switch(seq_begin_, end);
     return;
   }
   if (leader != 0) return;

@@ -73,6 +73,10 @@ class VtEvents {
   // follows) or D (it ended; `exit_status` when the shell gave one as "D;N").
   virtual void on_shell_mark(char /*mark*/, std::optional<int> /*exit_status*/,
                              Cursor /*after*/) noexcept {}
+  // The terminal may have switched screens: DECSET or DECRST with 47, 1047 or 1049 among its
+  // parameters, or RIS (which leaves the alternate screen in xterm). [begin, after) is the
+  // sequence.
+  virtual void on_screen_switch(Cursor /*begin*/, Cursor /*after*/) noexcept {}
 
  protected:
   ~VtEvents() = default;

@@ -157,6 +157,22 @@ class CliAttachSize : public CliTest {
   }
 };
 
+// Passing through on the alternate screen, a taller window: the actor's terminal takes lines
+// back from its history, which the alternate screen does not have; the view goes on from a
+// snapshot taken after the resize, and shows what the actor shows.
+TEST_F(CliAttachSize, GrowingTheWindowShowsTheLinesTheActorTakesBackFromItsHistory) {
+  ASSERT_TRUE(Succeeds(cli(rows_printer("g"))));
+  engine_.wait_output("g", "all-rows-printed");
+  const auto pty = attach({"attach", "g"}, 100, 20);
+  wait_shows_actor(*pty, "g", false);
+  pty->resize(100, 30);
+  wait_until([&] { return size_of("g") == "100x30"; }, "the actor to grow");
+  wait_shows_actor(*pty, "g", false);
+  pty->type("\x1d");
+  pty->wait_for("[detached from g]\r\n");
+  EXPECT_EQ(pty->wait_exit(), 0);
+}
+
 TEST_F(CliAttachSize, ReadOnlyNeverResizesAndDropsKeysWithAHint) {
   const auto typed = scratch_.path() / "typed";
   ASSERT_TRUE(Succeeds(
@@ -278,7 +294,8 @@ TEST_F(CliAttachSize, AnswersToQueriesInReplayedOutputNeverReachTheActor) {
       },
       "the mirror to have parsed the image");
 
-  const auto pty = attach({"attach", "q"}, 100, 30);
+  // --history: the raw replay is passed through (on the canvas a raw replay is rendered).
+  const auto pty = attach({"attach", "q", "--history"}, 100, 30);
   pty->type("early");  // typed at once: while the catch-up is written, queued
   pty->wait_for_screen("recording");
   // DA, CPR and the CLI's own status request, answered in that order.

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -165,7 +167,32 @@ TEST_F(CliAttach, TheActorTakesTheTerminalsSizeAndFollowsWindowChanges) {
 
 TEST_F(CliAttach, ModesTheProgramLeftOnAreSwitchedOffOnDetach) {
   // Alternate screen, hidden cursor, bracketed paste: left on by a program that is still running.
+  // On the canvas (the default) the program's own switch never reaches the terminal: it ends
+  // on its main screen, with the modes off.
   const auto pty = attach({"attach", "m", "--spawn", "--", "sh", "-c",
+                           R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"});
+  pty->wait_for_screen("modes-on");
+  pty->type("\x1d");
+  pty->wait_for("[detached from m]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  EXPECT_TRUE(ModeRestored(*pty));
+  const std::string& all = pty->screen();
+  const std::size_t entered = all.find("\x1b[?1049h");
+  ASSERT_NE(entered, std::string::npos) << "the canvas";
+  EXPECT_EQ(all.find("\x1b[?1049h", entered + 1), std::string::npos) << "the program's own switch";
+  const std::string after = all.substr(all.rfind("modes-on"));
+  const auto show_cursor = after.find("\x1b[?25h");
+  const auto no_paste = after.find("\x1b[?2004l");
+  const auto leave = after.find("\x1b[?1049l");
+  ASSERT_NE(show_cursor, std::string::npos) << after;
+  ASSERT_NE(no_paste, std::string::npos) << after;
+  ASSERT_NE(leave, std::string::npos) << after;
+  EXPECT_EQ(after.find("\x1b[?1049l", leave + 1), std::string::npos) << "left once: " << after;
+  EXPECT_LT(leave, after.find("[detached from m]"));
+}
+
+TEST_F(CliAttach, WithHistoryTheProgramsModesAndScreenAreSwitchedOffOnDetach) {
+  const auto pty = attach({"attach", "m", "--history", "--spawn", "--", "sh", "-c",
                            R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"});
   pty->wait_for_screen("modes-on");
   pty->type("\x1d");
@@ -181,6 +208,93 @@ TEST_F(CliAttach, ModesTheProgramLeftOnAreSwitchedOffOnDetach) {
   EXPECT_LT(leave_alt, show_cursor) << "the alternate screen is left first";
   EXPECT_NE(after.find("\x1b[?2004l"), std::string::npos) << after;
   EXPECT_LT(show_cursor, after.find("[detached from m]"));
+}
+
+// Feeds `bytes` to `terminal` as xterm, VTE, kitty, alacritty, tmux and xterm.js show them: the
+// cursor CSI ? 1049 h saves is the main screen's own (libvterm, the test's emulator, keeps one
+// slot for it and DECSC, which a snapshot drawn on the alternate screen sets).
+void feed_with_screen_slots(term::MirrorScreen& terminal, std::string_view bytes) {
+  std::optional<term::CursorState> saved;
+  for (;;) {
+    const std::size_t enter = bytes.find("\x1b[?1049h");
+    const std::size_t leave = bytes.find("\x1b[?1049l");
+    const std::size_t at = std::min(enter, leave);
+    if (at == std::string_view::npos) break;
+    terminal.feed(bytes.substr(0, at));
+    if (at == enter) {
+      saved = terminal.cursor();
+      terminal.feed("\x1b[?1047h");
+    } else {
+      terminal.feed("\x1b[?1047l");
+      if (saved) {
+        terminal.feed("\x1b[" + std::to_string(saved->row + 1) + ";" +
+                      std::to_string(saved->col + 1) + "H");
+      }
+    }
+    bytes.remove_prefix(at + 8);
+  }
+  terminal.feed(bytes);
+}
+
+// The user's screen and scrollback after three attach-detach rounds to an actor with a long
+// history and a program on its alternate screen: exactly as before, plus each round's banner
+// and closing line; with --quiet, only the closing line.
+TEST_F(CliAttach, DetachingGivesTheUsersScreenBackAndAddsNothingToItsScrollback) {
+  ASSERT_TRUE(Succeeds(cli({"spawn", "h", "--", "sh", "-c",
+                            "i=0; while [ $i -lt 300 ]; do echo actor-history-$i; i=$((i+1)); "
+                            "done; printf '\\033[?1049hfull-screen-program'; exec cat"})));
+  engine_.wait_output("h", "full-screen-program");
+  std::string users;  // the user's own screen, more than a screenful
+  for (int i = 0; i < 45; ++i) users += "user-line-" + std::to_string(i) + "\r\n";
+  term::MirrorScreen terminal(100, 30);
+  term::MirrorScreen expected(100, 30);
+  terminal.feed(users);
+  expected.feed(users);
+  for (int round = 0; round < 3; ++round) {
+    const bool quiet = round == 2;
+    std::vector<std::string> args = {"attach", "h"};
+    if (quiet) args.push_back("--quiet");
+    const auto pty = attach(args);
+    pty->wait_for_screen("full-screen-program");
+    pty->type("\x1d");
+    pty->wait_for("[detached from h]\r\n");
+    EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+    feed_with_screen_slots(terminal, pty->screen());
+    if (!quiet) expected.feed("attached to h (100x30) \u2014 Ctrl-] detaches\r\n");
+    expected.feed("[detached from h]\r\n");
+    EXPECT_EQ(pty->screen().find("actor-history-"), std::string::npos) << "history drawn";
+  }
+  EXPECT_FALSE(terminal.alt_screen());
+  EXPECT_EQ(terminal_text(terminal), terminal_text(expected));
+  EXPECT_EQ(terminal.cursor().row, expected.cursor().row);
+  EXPECT_EQ(terminal.cursor().col, expected.cursor().col);
+}
+
+// Programs that switch screens while attached (vim, less, a pager after a command): the
+// terminal, on its alternate screen throughout, shows each screen the program shows.
+TEST_F(CliAttach, AProgramSwitchingScreensShowsEachScreenWithoutLeavingTheCanvas) {
+  const auto pty =
+      attach({"attach", "s", "--spawn", "--", "sh", "-c",
+              "echo main-before; stty -echo; while read line; do "
+              "if [ \"$line\" = enter ]; then printf '\\033[?1049h\\033[Halt-content'; "
+              "else printf '\\033[?1049lback-on-main'; fi; done"});
+  pty->wait_for_screen("main-before");
+  pty->type("enter\r");
+  pty->wait_for_screen("alt-content");
+  EXPECT_EQ(pty->screen_text().find("main-before"), std::string::npos) << pty->screen_text();
+  pty->type("leave\r");
+  pty->wait_for_screen("back-on-main");
+  EXPECT_NE(pty->screen_text().find("main-before"), std::string::npos) << pty->screen_text();
+  EXPECT_EQ(pty->screen_text().find("alt-content"), std::string::npos) << pty->screen_text();
+  pty->type("enter\r");
+  pty->wait_for_screen("alt-content");
+  pty->type("\x1d");
+  pty->wait_for("[detached from s]\r\n");
+  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+  // One switch onto the canvas, one off it: none of the program's reached the terminal.
+  EXPECT_EQ(count_of(pty->screen(), "\x1b[?1049h"), 1u) << pty->screen();
+  EXPECT_EQ(count_of(pty->screen(), "\x1b[?1049l"), 1u) << pty->screen();
+  EXPECT_FALSE(pty->emulator().alt_screen());
 }
 
 TEST_F(CliAttach, DeletingTheActorEndsTheAttachment) {

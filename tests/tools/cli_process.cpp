@@ -389,23 +389,42 @@ void PtyCli::wait_for(std::string_view needle, std::size_t count) {
   }
 }
 
-std::string PtyCli::screen_text() const {
+namespace {
+
+void append_cell(std::string& text, const term::Cell& cell) {
+  if (cell.kind == term::Cell::Kind::continuation) return;
+  if (cell.kind == term::Cell::Kind::erased) {
+    text += ' ';
+    return;
+  }
+  for (int i = 0; i < cell.nchars; ++i)
+    term::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
+}
+
+}  // namespace
+
+std::string screen_rows_text(const term::MirrorScreen& screen) {
   std::string text;
-  for (int r = 0; r < emulator_->rows(); ++r) {
+  for (int r = 0; r < screen.rows(); ++r) {
     if (r > 0) text += '\n';
-    for (int c = 0; c < emulator_->cols(); ++c) {
-      const term::Cell cell = emulator_->cell(r, c);
-      if (cell.kind == term::Cell::Kind::continuation) continue;
-      if (cell.kind == term::Cell::Kind::erased) {
-        text += ' ';
-        continue;
-      }
-      for (int i = 0; i < cell.nchars; ++i)
-        term::append_utf8(text, cell.chars[static_cast<std::size_t>(i)]);
-    }
+    for (int c = 0; c < screen.cols(); ++c) append_cell(text, screen.cell(r, c));
   }
   return text;
 }
+
+std::string terminal_text(const term::MirrorScreen& screen) {
+  std::string text;
+  std::vector<term::Cell> row;
+  for (std::size_t line = 0; line < screen.scrollback_lines(); ++line) {
+    row.resize(static_cast<std::size_t>(screen.scrollback_cols(line)));
+    screen.scrollback_row(line, row);
+    for (const term::Cell& cell : row) append_cell(text, cell);
+    text += '\n';
+  }
+  return text + screen_rows_text(screen);
+}
+
+std::string PtyCli::screen_text() const { return screen_rows_text(*emulator_); }
 
 void PtyCli::wait_for_screen(std::string_view needle, std::size_t count) {
   const auto deadline = std::chrono::steady_clock::now() + kHangGuard;

@@ -133,6 +133,11 @@ class PtyCli {
   std::unique_ptr<term::MirrorScreen> emulator_;
 };
 
+// A terminal's visible rows, each `cols` characters, joined with '\n'.
+std::string screen_rows_text(const term::MirrorScreen& screen);
+// Its scrollback lines (oldest first), then its visible rows, each ended by '\n' but the last.
+std::string terminal_text(const term::MirrorScreen& screen);
+
 // How often `needle` occurs in `haystack` (occurrences may not overlap).
 std::size_t count_of(std::string_view haystack, std::string_view needle);
 

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "engine/term/snapshot_writer.hpp"
 #include "engine/term/terminal_modes.hpp"
 #include "engine/term/utf8.hpp"
+#include "engine/term/vt_scanner.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -116,9 +118,42 @@ std::string modes_difference(const TerminalModes& scanned, const TerminalModes& 
   return d;
 }
 
-// Returns "" when the contract holds at `cut`, else what differs.
+// The bytes before the first screen switch (term::VtEvents::on_screen_switch) in `bytes`, a
+// stream that starts at a clean boundary: what a snapshot on the alternate canvas covers.
+std::string before_screen_switch(const std::string& bytes, int cols, int rows) {
+  struct FirstSwitch final : term::VtEvents {
+    std::optional<std::uint64_t> at;
+    void on_title(std::string_view, Cursor) noexcept override {}
+    void on_bell(Cursor) noexcept override {}
+    void on_screen_switch(Cursor begin, Cursor) noexcept override {
+      if (!at) at = value(begin);
+    }
+  } first;
+  term::VtScanner scanner(Cursor{0}, static_cast<std::uint16_t>(cols),
+                          static_cast<std::uint16_t>(rows));
+  scanner.set_events(&first);
+  scanner.scan(bytes);
+  return first.at ? bytes.substr(0, *first.at) : bytes;
+}
+
+// A DECRQM report without the alternate screen's entry (the canvas is always on it).
+std::string without_alternate_mode(std::string report) {
+  const std::string entry = "\x1b[?1047;";
+  if (const std::size_t at = report.find(entry); at != std::string::npos) {
+    report.erase(at, report.find('y', at) + 1 - at);
+  }
+  return report;
+}
+
+// Returns "" when the contract holds at `cut`, else what differs. On the alternate canvas
+// (SnapshotCanvas::alternate) the terminal fed the snapshot starts on its alternate screen, the
+// stream after the cut ends at its first screen switch, and what is compared is the screen
+// each shows (not which one it is), without history.
 std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int cols, int rows,
-                      std::size_t scrollback = 512) {
+                      std::size_t scrollback = 512,
+                      term::SnapshotCanvas canvas = term::SnapshotCanvas::fresh) {
+  const bool on_canvas = canvas == term::SnapshotCanvas::alternate;
+  if (on_canvas) scrollback = 0;
   TerminalModes modes;
   std::string prefix;
   for (std::size_t i = 0; i < cut; ++i) {
@@ -136,6 +171,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
     return "the scanner's modes differ from the stream's: " + d;
   term::SnapshotOptions options;
   options.scrollback_lines = scrollback;
+  options.canvas = canvas;
   const term::MirrorSnapshot taken = composed.snapshot(options);
   // The tag is the cut itself when the cut is clean, else the last clean boundary before it
   // (an unfinished sequence or character is the only thing the mirror holds back).
@@ -145,6 +181,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
            std::to_string(value(composed.scanner().clean_position()));
   std::string rest = prefix.substr(value(taken.cursor));
   for (std::size_t i = cut; i < pieces.size(); ++i) rest += pieces[i].bytes;
+  if (on_canvas) rest = before_screen_switch(rest, cols, rows);
   const term::Snapshot& snap = taken.snapshot;
   if (snap.fallback_reason) {
     const auto cur = mirror.cursor();
@@ -175,11 +212,21 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
   // One stream each, cut into writes only after line feeds: a plain libvterm joins a combining
   // mark to the glyph before it only inside one write (the mirror does for any split).
   ReferenceTerminal fresh(cols, rows);
+  // attach enters the canvas with CSI ? 1049 h, whose saved cursor xterm, xterm.js and VTE keep
+  // in the main screen's slot; libvterm has one slot for both: 1047 leaves it fresh, as the
+  // canvas's own slot is in those terminals.
+  if (on_canvas) fresh.feed("\x1b[?1047h");
   feed_chunked(fresh, snap.bytes + rest);
   ReferenceTerminal whole(cols, rows);
   feed_chunked(whole, prefix.substr(0, value(taken.cursor)) + rest);
 
-  const ScreenModel a = fresh.model();
+  // On the canvas: the screen shown, whichever it is.
+  const auto model = [&](const ReferenceTerminal& t, const ReferenceTerminal& other) {
+    ScreenModel m = t.model();
+    if (on_canvas) m.alt_screen = other.model().alt_screen;
+    return m;
+  };
+  const ScreenModel a = model(fresh, whole);
   const ScreenModel b = whole.model();
   std::string diff = first_difference(a, b, scrollback);
   if (!diff.empty()) {
@@ -205,12 +252,14 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
     return "after the stream: " + diff + "\nsnapshot+rest:\n" + render(a) + "all bytes:\n" +
            render(b);
   }
-  if (fresh.mode_report() != whole.mode_report()) return "DEC mode reports differ";
+  if (without_alternate_mode(fresh.mode_report()) != without_alternate_mode(whole.mode_report()))
+    return "DEC mode reports differ";
   if (fresh.input_report() != whole.input_report()) return "key/mouse encodings differ";
-  const std::string probe = probe_suffix(rows);
+  std::string probe = probe_suffix(rows);
+  if (on_canvas) probe = before_screen_switch(probe, cols, rows);
   fresh.feed(probe);
   whole.feed(probe);
-  diff = first_difference(fresh.model(), whole.model(), scrollback);
+  diff = first_difference(model(fresh, whole), whole.model(), scrollback);
   if (!diff.empty()) return "after the probe: " + diff;
   return "";
 }
@@ -222,9 +271,10 @@ bool is_declared_fallback(const std::string& r) {
 // Every cut of a stream; the first failure. With `fallbacks`, a raw_replay fallback for a
 // state the writer declares it cannot reproduce is counted there instead of failing.
 std::string check_all_cuts(const std::vector<Piece>& pieces, int cols, int rows,
-                           std::size_t* fallbacks = nullptr) {
+                           std::size_t* fallbacks = nullptr,
+                           term::SnapshotCanvas canvas = term::SnapshotCanvas::fresh) {
   for (std::size_t cut = 0; cut <= pieces.size(); ++cut) {
-    const std::string r = check_cut(pieces, cut, cols, rows);
+    const std::string r = check_cut(pieces, cut, cols, rows, 512, canvas);
     if (fallbacks && is_declared_fallback(r)) {
       ++*fallbacks;
       if (std::getenv("BACKSCROLL_CONTRACT_FALLBACKS"))
@@ -838,6 +888,56 @@ TEST(SnapshotContract, HoldsForGeneratedTortureStreamsAtEveryCut) {
   EXPECT_LE(fallbacks * 100, 3 * cuts);
 }
 
+// attach's canvas (SnapshotCanvas::alternate): the same streams, each cut drawn on a terminal
+// already on its alternate screen, up to the next screen switch. Without a spare screen to set
+// a pending wrap on, more cuts fall back (declared, counted).
+TEST(SnapshotContract, HoldsOnTheAlternateCanvas) {
+  const auto alternate = term::SnapshotCanvas::alternate;
+  std::size_t fallbacks = 0;
+  std::size_t cuts = 0;
+  for (Size s : kSizes) {
+    const std::vector<std::vector<Piece>> streams = {pending_wrap_stream(s.cols),
+                                                     scroll_region_stream(s.rows),
+                                                     alternate_screen_stream(),
+                                                     save_restore_stream(),
+                                                     charset_stream(),
+                                                     bce_stream(),
+                                                     edit_stream(),
+                                                     colour_stream(),
+                                                     wide_stream()};
+    for (const auto& pieces : streams) {
+      EXPECT_EQ(check_all_cuts(pieces, s.cols, s.rows, &fallbacks, alternate), "");
+      cuts += pieces.size() + 1;
+    }
+    for (std::uint32_t seed = 1; seed <= 2; ++seed) {
+      const auto pieces = Generator(s.cols, s.rows, seed).stream(50);
+      ASSERT_EQ(check_all_cuts(pieces, s.cols, s.rows, &fallbacks, alternate), "")
+          << "seed " << seed;
+      cuts += pieces.size() + 1;
+    }
+  }
+  std::cout << "declared fallbacks on the canvas: " << fallbacks << " of " << cuts << " cuts\n";
+  EXPECT_LE(fallbacks * 100, 5 * cuts);
+}
+
+TEST(SnapshotContract, TheAlternateCanvasNeverSwitchesScreensNorDrawsHistory) {
+  for (const bool alt : {false, true}) {
+    term::Mirror mirror(Cursor{0}, 20, 5);
+    for (int i = 0; i < 30; ++i) mirror.feed("line " + std::to_string(i) + "\r\n");
+    if (alt) mirror.feed("\x1b[?1049hfull screen");
+    term::SnapshotOptions options;
+    options.canvas = term::SnapshotCanvas::alternate;
+    const term::Snapshot snap = mirror.snapshot(options).snapshot;
+    ASSERT_FALSE(snap.fallback_reason) << *snap.fallback_reason;
+    EXPECT_EQ(snap.scrollback_lines, 0u);
+    EXPECT_EQ(snap.bytes.find("\x1b[?1047"), std::string::npos);
+    EXPECT_EQ(snap.bytes.find("\x1b[?1049"), std::string::npos);
+    EXPECT_EQ(snap.bytes.find("line 24"), std::string::npos);  // scrolled off: history
+    EXPECT_EQ(snap.bytes.find("line 29") != std::string::npos, !alt);
+    EXPECT_EQ(snap.bytes.find("full screen") != std::string::npos, alt);
+  }
+}
+
 RC_GTEST_PROP(SnapshotContract, HoldsForRandomStreamsAndCuts, ()) {
   const Size s = *rc::gen::elementOf(std::vector<Size>(std::begin(kSizes), std::end(kSizes)));
   const auto seed = *rc::gen::inRange<std::uint32_t>(1000, 1u << 30);
@@ -845,7 +945,9 @@ RC_GTEST_PROP(SnapshotContract, HoldsForRandomStreamsAndCuts, ()) {
   Generator gen(s.cols, s.rows, seed);
   const auto pieces = gen.stream(count);
   const auto cut = *rc::gen::inRange<std::size_t>(0, pieces.size() + 1);
-  const std::string r = check_cut(pieces, cut, s.cols, s.rows);
+  const auto canvas =
+      *rc::gen::element(term::SnapshotCanvas::fresh, term::SnapshotCanvas::alternate);
+  const std::string r = check_cut(pieces, cut, s.cols, s.rows, 512, canvas);
   RC_CLASSIFY(is_declared_fallback(r));
   RC_ASSERT(r == "" || is_declared_fallback(r));
 }

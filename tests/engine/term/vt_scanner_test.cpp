@@ -555,6 +555,39 @@ TEST(VtScanner, ReportsEveryTitleSetAndBellWhereItHappensForAnySplit) {
   EXPECT_EQ(silent.bells(), 2u);
 }
 
+// Screen switches (attach on the alternate canvas starts again from a snapshot at each one):
+// DECSET/DECRST 47, 1047, 1049 wherever they stand among the parameters, and RIS; never other
+// modes, 1048, an SM without '?', or a switch inside a string.
+struct SwitchLog final : term::VtEvents {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+  void on_title(std::string_view, Cursor) noexcept override {}
+  void on_bell(Cursor) noexcept override {}
+  void on_screen_switch(Cursor begin, Cursor after) noexcept override {
+    seen.emplace_back(value(begin) - kStart, value(after) - kStart);
+  }
+};
+
+TEST(VtScanner, ReportsEveryScreenSwitchWithItsRangeForAnySplit) {
+  const std::string stream =
+      "a\x1b[?1049h"  // [1, 9)
+      "\x1b[?25;47l"  // [9, 18)
+      "\x1b[?1048h\x1b[47h\x1b[?1000h"
+      "\x1b]2;\x1b[?1047h"  // the ESC ends the OSC: the switch counts, [43, 51)
+      "\x1b"
+      "c"                  // [51, 53)
+      "\x1bP\x1b[?1049l";  // a DCS cut by ESC as well, [55, 63)
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
+      {1, 9}, {9, 18}, {43, 51}, {51, 53}, {55, 63}};
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    VtScanner scanner(Cursor{kStart}, 80, 24);
+    SwitchLog log;
+    scanner.set_events(&log);
+    scanner.scan(std::string_view(stream).substr(0, cut));
+    scanner.scan(std::string_view(stream).substr(cut));
+    EXPECT_EQ(log.seen, expected) << "split at " << cut;
+  }
+}
+
 TEST(VtScanner, TitleStackPushesAndPops) {
   const VtScanner s = scanned(
       "\x1b]2;one\x07\x1b[22;0t\x1b]2;two\x07\x1b[22t\x1b]2;three\x07"
