@@ -152,6 +152,19 @@ bool Actor::lease_used_up() const noexcept {
   return live_ && settings_.leased_cursors && lease_limit_ <= ring_.committed();
 }
 
+bool Actor::reads_held() const noexcept {
+  return gate_.paused() || lease_used_up() || output_held_;
+}
+
+void Actor::hold_output(bool held) noexcept {
+  output_held_ = held;
+  if (!held) {
+    resume_if_possible();
+  } else if (reading_) {
+    host_.loop().cancel(&read_op_);  // on_read commits what it got, then finds the hold
+  }
+}
+
 void Actor::submit_read() noexcept {
   if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
   if (ring_.committed() == kCursorEnd) {
@@ -160,7 +173,7 @@ void Actor::submit_read() noexcept {
     live_->output_done = true;
     return;
   }
-  if (gate_.hold(ring_.committed()) || lease_used_up()) {
+  if (gate_.hold(ring_.committed()) || lease_used_up() || output_held_) {
     live_->held_in_window = true;
     return;
   }
@@ -358,7 +371,7 @@ void Actor::on_exit(int) noexcept {
       record.term_signal ? record.term_signal : record.exit_code);
   host_.on_exited(*this, record);
   // A descendant may keep the PTY open: read until EOF, but no longer than the drain window.
-  live_->held_in_window = gate_.paused() || lease_used_up();
+  live_->held_in_window = reads_held();
   live_->drain_timer = host_.timers().schedule(
       std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });
   maybe_seal();
@@ -369,7 +382,7 @@ void Actor::on_drain_window() noexcept {
   // The window counts only while the engine may read: while an internal consumer holds the
   // reads back, the program's last bytes wait in the PTY and must not be dropped. After a
   // hold, a whole new window follows.
-  if (const bool held = gate_.paused() || lease_used_up(); live_->held_in_window || held) {
+  if (const bool held = reads_held(); live_->held_in_window || held) {
     live_->held_in_window = held;
     live_->drain_timer = host_.timers().schedule(
         std::chrono::steady_clock::now() + settings_.drain_window, [this] { on_drain_window(); });

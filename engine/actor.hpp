@@ -99,6 +99,8 @@ class Actor {
   void drop_lease() noexcept;
   // Reads wait for the writer thread's next grant.
   bool lease_used_up() const noexcept;
+  // Reads wait: for a consumer (the gate), a lease, or hold_output().
+  bool reads_held() const noexcept;
   // SIGHUP to the process group now, SIGKILL to the group after `grace` or at the seal, whichever
   // comes first. A second stop can only shorten the grace period. Nothing when idle.
   void stop(std::chrono::milliseconds grace);
@@ -109,6 +111,11 @@ class Actor {
   // Empties the readable range and zeroes the cleared bytes in the ring; returns the new floor
   // (= committed).
   Cursor clear();
+  // Holds the output: no more is read from the PTY (the kernel keeps it) until released, and a
+  // read under way is cancelled (the bytes it got are committed). A clear that keeps the screen
+  // holds it while the mirror catches up with the committed cursor. The drain window after
+  // the program's exit does not count while held.
+  void hold_output(bool held) noexcept;
   // An idle actor's ring memory goes back to the system once every internal consumer has its
   // bytes (false while one is behind, or while a session runs): the floor rises to committed.
   bool release_ring() noexcept;
@@ -208,6 +215,7 @@ class Actor {
   // Ops in flight; each refers to this object, which must outlive them (busy()).
   bool reading_ = false;
   bool read_polling_ = false;
+  bool output_held_ = false;  // hold_output()
   bool writing_ = false;
   bool write_polling_ = false;
   bool exit_polling_ = false;

@@ -96,7 +96,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   if (*op == "status") return op_status(h);
   if (*op == "input") return op_input(request);
   if (*op == "resize") return op_resize(h);
-  if (*op == "clear") return op_clear(h);
+  if (*op == "clear") return op_clear(connection, h);
   if (*op == "history") return op_history(connection, h);
   if (*op == "events") return op_events(h);
   if (*op == "snapshot") return op_snapshot(connection, h);
@@ -389,23 +389,6 @@ Result<Json> Engine::op_resize(const Json& request) {
     attachments_.set_size(*owner, {*cols, *rows});  // check_resize: it came from the owner
   }
   return Json{{"cols", *cols}, {"rows", *rows}};
-}
-
-Result<Json> Engine::op_clear(const Json& request) {
-  auto actor = find_actor(request);
-  if (!actor) return tl::unexpected(actor.error());
-  const Cursor floor = (*actor)->clear();
-  mirror_reset(**actor, floor);
-  transcripts_.clear(**actor, floor);
-  cache_.erase((*actor)->name());  // cleared output is never served again
-  if (recorder::Recording* r = recording((*actor)->name())) {
-    r->events.discard_below(floor);  // events read from the cleared bytes go with them
-    r->keyframes.drop_below(floor);
-  }
-  record_fresh_terminal(**actor, floor);
-  record_event((*actor)->name(), recorder::EventKind::clear, floor);
-  broadcast({{"event", "cleared"}, {"actor", (*actor)->name()}, {"floor", value(floor)}});
-  return Json{{"floor", value(floor)}};
 }
 
 Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,

@@ -126,7 +126,22 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   Result<control::Json> op_reload();
   Result<control::Json> op_input(const control::Frame& request);
   Result<control::Json> op_resize(const control::Json& request);
-  Result<control::Json> op_clear(const control::Json& request);
+  // clear (clear_ops.cpp): keeps the screen unless asked not to, answered once the mirror
+  // gave it (finish_clear()).
+  Result<control::Json> op_clear(ConnectionId connection, const control::Json& request);
+  struct PendingClear {
+    std::vector<std::pair<ConnectionId, control::Json>> waiters;  // connection, request id
+    std::uint64_t token = 0;                                      // of the mirror's answer
+    int rounds = 0;                                               // questions asked
+  };
+  void ask_kept_screen(Actor& actor);
+  // The old clear: the ring, the mirror and the recording from a fresh terminal at the floor.
+  control::Json clear_everything(Actor& actor, const char* why);
+  void finish_clear_below(Actor& actor, Cursor floor);
+  // The `cleared` event and the answer's fields.
+  control::Json cleared(Actor& actor, Cursor floor, bool screen_kept, const char* why);
+  // The mirror's answer to a clear's question; false when `token` is none of theirs.
+  bool finish_clear(std::uint64_t token, const SnapshotReply& reply);
   Result<control::Json> op_history(ConnectionId connection, const control::Json& request);
   // stop / restart / delete: replies now when idle, else when sealed.
   Result<control::Json> op_lifecycle(ConnectionId connection, const control::Json& request,
@@ -276,6 +291,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // of each actor being deleted (the actor's name).
   std::map<std::uint64_t, PendingSnapshot> pending_snapshots_;
   std::map<std::uint64_t, std::string> deletion_texts_;
+  std::map<std::string, PendingClear> clears_;             // by actor
   store::SessionCache cache_;                              // stopped actors' tails
   std::map<std::string, recorder::Recording> recordings_;  // per actor, while it exists
   Transcripts transcripts_;

@@ -281,7 +281,7 @@ bool MirrorThread::drain_commands() {
         reply(SnapshotReply{snap->request.token, false, {}});
         continue;
       }
-      if (!snap->request.plain_text) {
+      if (!snap->request.plain_text && !snap->request.drop_history) {
         slot->asked = snap->request.options;
         slot->asked_at = std::chrono::steady_clock::now();
       }
@@ -423,7 +423,7 @@ void MirrorThread::answer_ready(Slot& slot) {
     const std::size_t lines = r.plain_text ? kReadyHistoryLines : r.options.scrollback_lines;
     if (!slot.mirror->history_ready(std::min(lines, kReadyHistoryLines))) {
       // Never older than an answer already given, and its bytes after it still in the ring.
-      if (r.plain_text || !slot.held || !(slot.held->options == r.options) ||
+      if (r.plain_text || r.drop_history || !slot.held || !(slot.held->options == r.options) ||
           slot.held->taken.cursor < std::max(r.not_before, slot.answered) ||
           slot.held->taken.cursor < slot.ring->oldest())
         return false;
@@ -431,6 +431,10 @@ void MirrorThread::answer_ready(Slot& slot) {
       stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
       stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
       return true;
+    }
+    if (r.drop_history) {
+      slot.mirror->drop_history();
+      slot.held.reset();  // it shows the history
     }
     term::MirrorSnapshot taken =
         r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);

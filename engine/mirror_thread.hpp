@@ -43,6 +43,9 @@ struct SnapshotRequest {
   Cursor not_before{0};
   // Instead of a snapshot: the terminal's final plain text (Mirror::final_text; deletion).
   bool plain_text = false;
+  // A clear that keeps the screen: the mirror drops its history first (Mirror::drop_history),
+  // then answers the snapshot; never one held from before a jump.
+  bool drop_history = false;
 };
 
 struct SnapshotReply {

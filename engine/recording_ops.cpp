@@ -121,7 +121,8 @@ std::optional<MirrorStart::Cold> Engine::restore_recording(const Actor& actor,
   // the transcript kept and that cursor are lost (history says so): the screen as of the last
   // byte kept.
   const Cursor start = actor.ring().committed();
-  const Cursor until = min(start, restored.store.end());
+  // An empty transcript (a clear, and nothing since) holds no byte after a keyframe at `start`.
+  const Cursor until = restored.store.empty() ? start : min(start, restored.store.end());
   const recorder::Keyframe* keyframe = r->keyframes.at_or_before(until);
   if (!keyframe) return std::nullopt;
   r->durable_keyframe = keyframe->cursor;
@@ -139,6 +140,7 @@ std::optional<MirrorStart::Cold> Engine::restore_recording(const Actor& actor,
         actor.name(), until - keyframe->cursor);
     return std::nullopt;
   }
+  if (keyframe->cursor == until) return cold;  // nothing to replay
   auto bytes = read_transcript(restored.store, keyframe->cursor, until);
   if (!bytes) {
     log(LogLevel::warn, "actor {}: restored with a blank screen ({})", actor.name(),

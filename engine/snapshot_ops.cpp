@@ -109,8 +109,9 @@ void Engine::answer_snapshots() {
     } else if (auto d = deletion_texts_.extract(r.token); !d.empty()) {
       finish_deletion(d.mapped(),
                       r.found ? std::optional(std::move(r.taken.snapshot.bytes)) : std::nullopt);
+    } else {
+      (void)finish_clear(r.token, r);  // or none: its connection went away
     }
-    // Neither: its connection went away.
   }
 }
 

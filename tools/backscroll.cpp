@@ -274,12 +274,16 @@ Command add_resize(CLI::App& app) {
 
 Command add_clear(CLI::App& app) {
   auto actor = std::make_shared<std::string>();
+  auto screen = std::make_shared<bool>(false);
   auto* command = app.add_subcommand(
-      "clear", "Drop an actor's retained output (cursors keep counting; nothing is restorable)");
+      "clear",
+      "Drop an actor's history, keeping its screen (cursors keep counting; nothing is restorable)");
   add_actor(command, *actor);
-  const auto json = add_json(command, "{name, floor}");
-  return {command,
-          [actor, json](const EngineTarget& engine) { return run_clear(engine, *actor, *json); }};
+  command->add_flag("--screen", *screen, "clear the screen as well: a blank terminal from here");
+  const auto json = add_json(command, "{name, floor, screen_kept}");
+  return {command, [actor, screen, json](const EngineTarget& engine) {
+            return run_clear(engine, *actor, *screen, *json);
+          }};
 }
 
 Command add_stop(CLI::App& app) {

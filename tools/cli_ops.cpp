@@ -331,11 +331,22 @@ int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32
                       actor + " resized to " + text(result, "cols") + "x" + text(result, "rows"));
 }
 
-int run_clear(const EngineTarget& engine, const std::string& actor, bool json) {
-  auto r = call(engine, "clear", {{"actor", actor}});
+int run_clear(const EngineTarget& engine, const std::string& actor, bool screen, bool json) {
+  auto r = call(engine, "clear", {{"actor", actor}, {"screen", screen}});
   if (!r) return report(r.error());
-  const Json result{{"name", actor}, {"floor", r->header.value("floor", std::uint64_t{0})}};
-  return print_either(json, result, actor + " cleared, floor " + text(result, "floor"));
+  const bool kept = r->header.value("screen_kept", false);
+  const Json result{{"name", actor},
+                    {"floor", r->header.value("floor", std::uint64_t{0})},
+                    {"screen_kept", kept}};
+  std::string line = actor + " cleared, floor " + text(result, "floor");
+  if (kept) {
+    line += ", screen kept";
+  } else if (!screen) {
+    // Asked to keep it, and the engine could not: say why.
+    line += ", screen cleared too (" + r->header.value("screen_cleared", std::string("no mirror")) +
+            ")";
+  }
+  return print_either(json, result, line);
 }
 
 int run_stop(const EngineTarget& engine, const std::string& actor,

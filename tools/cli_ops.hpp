@@ -87,7 +87,7 @@ int run_status(const EngineTarget& engine, const std::optional<std::string>& act
 int run_send(const EngineTarget& engine, const SendArgs& args);
 int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
                std::uint32_t rows, bool json);
-int run_clear(const EngineTarget& engine, const std::string& actor, bool json);
+int run_clear(const EngineTarget& engine, const std::string& actor, bool screen, bool json);
 int run_stop(const EngineTarget& engine, const std::string& actor,
              std::optional<std::uint64_t> grace_ms, bool json);
 int run_restart(const EngineTarget& engine, const std::string& actor, bool json);

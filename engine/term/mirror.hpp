@@ -58,6 +58,9 @@ class Mirror {
   MirrorSnapshot final_text();
   // A fresh terminal whose stream starts at `at` (a clear, or a new session).
   void reset(Cursor at);
+  // The same screen without its history (the engine's clear that keeps the screen), from the
+  // bytes parsed so far on.
+  void drop_history() { screen_.erase_history(); }
   // The same terminal, its stream continuing at `at`: a mirror rebuilt from a keyframe and the
   // bytes after it takes over an actor whose stream goes on from there (a cold restore). Only
   // when settled at a clean position (false, unchanged, otherwise).

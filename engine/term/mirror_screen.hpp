@@ -139,6 +139,9 @@ class MirrorScreen {
   std::uint64_t pushed_lines() const { return scrollback_.pushed(); }
   std::size_t scrollback_bytes() const { return scrollback_.bytes(); }
   void set_scrollback_limits(ScrollbackLimits limits) { scrollback_.set_limits(limits); }
+  // Drops every history line, as CSI 3 J does (pushed_lines() keeps counting): the engine's
+  // clear that keeps the screen.
+  void erase_history() { scrollback_.erase_lines(); }
   // Width the line had when it scrolled off; columns past it read as pristine cells.
   int scrollback_cols(std::size_t line) const { return scrollback_.cols(line); }
   Cell scrollback_cell(std::size_t line, int col) const { return scrollback_.cell(line, col); }

@@ -215,7 +215,7 @@ TEST_F(Attach, ReattachWithARetainedCursorResumesAndAfterAClearSnapshots) {
       "attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", cursor}, {"epoch", "0"}});
   EXPECT_EQ(other_epoch.header.at("mode"), "snapshot");
 
-  engine_.call("clear", {{"actor", "sh"}});
+  engine_.call("clear", {{"actor", "sh"}, {"screen", true}});  // the screen showed the secret
   const Frame after =
       engine_.call("attach", {{"actor", "sh"}, {"role", "viewer"}, {"since", 0}, {"epoch", epoch}});
   EXPECT_EQ(after.header.at("mode"), "snapshot");
@@ -261,8 +261,10 @@ TEST_F(Attach, OutputTheMirrorCannotReproduceGetsARawReplayWithItsReason) {
   EXPECT_EQ(r.header.at("format"), "raw_replay");
   EXPECT_EQ(r.header.at("reason"), "dcs_sixel") << r.header.dump();
   EXPECT_EQ(r.header.at("cursor"), engine_.status("img").at("floor"));
-  // A clear forgets it: snapshots come back.
-  engine_.call("clear", {{"actor", "img"}});
+  // A clear forgets it: snapshots come back. The screen with the image cannot be kept.
+  const Json cleared = engine_.call("clear", {{"actor", "img"}}).header;
+  EXPECT_EQ(cleared.at("screen_kept"), false);
+  EXPECT_EQ(cleared.at("screen_cleared"), "snapshot_fallback");
   EXPECT_EQ(snapshot("img").header.at("format"), "snapshot_v1");
 }
 

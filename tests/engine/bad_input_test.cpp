@@ -432,9 +432,11 @@ TEST_F(BadInput, SubscriberThatNeverReadsIsDisconnectedInsteadOfBuffered) {
   const long rss_before = vm_rss_kb(engine_.pid());
 
   // Each clear broadcasts a "cleared" event and its "track" frame, about 150 bytes: 100000 of
-  // them are well past the 4 MiB a subscriber may leave unread.
+  // them are well past the 4 MiB a subscriber may leave unread. (Clears of the screen too: one
+  // that keeps the screen waits for the mirror, and those pipelined meanwhile share its answer.)
   RawConnection driver(engine_.places());
-  const std::string clear = control::encode_frame({{"op", "clear"}, {"actor", "witness"}});
+  const std::string clear =
+      control::encode_frame({{"op", "clear"}, {"actor", "witness"}, {"screen", true}});
   for (int batch = 0; batch < 10; ++batch) {
     std::string requests;
     for (int i = 0; i < 10000; ++i) requests += clear;

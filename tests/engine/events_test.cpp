@@ -168,7 +168,9 @@ TEST_F(Events, TheRingHeaderAndStatusCarryTheTitleBellsAndAgentStatus) {
       },
       "the track's rate limit to drop some");
 
-  const std::uint64_t floor = engine_.call("clear", {{"actor", "s"}}).header.at("floor");
+  // A clear of the screen too: a fresh terminal, without the title.
+  const std::uint64_t floor =
+      engine_.call("clear", {{"actor", "s"}, {"screen", true}}).header.at("floor");
   wait_until([&] { return ring->output() && ring->output()->title_bytes == 0; }, "a fresh title");
   EXPECT_EQ(ring->output()->agent_status, shm::OutputAgentStatus::unknown);
   EXPECT_EQ(ring->output()->bells, 1000u);

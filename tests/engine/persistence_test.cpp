@@ -638,6 +638,29 @@ TEST_F(Persistence, AClearEmptiesTheTranscriptAndCursorsNeverGoBack) {
   EXPECT_EQ(gone.code, Errc::cursor_expired);
 }
 
+// The screen a clear kept is the recording's keyframe at the floor: after a restart the actor
+// shows it (cold restore), still without the history.
+TEST_F(Persistence, TheScreenAClearKeptComesBackAfterARestart) {
+  {
+    EngineProcess engine;
+    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    engine.spawn("kept", {"sh", "-c",
+                          "i=0; while [ $i -lt 60 ]; do echo kept-$i; i=$((i+1)); done; "
+                          "exec sleep 1000"});
+    engine.wait_output("kept", "kept-59\r\n");
+    ASSERT_EQ(engine.call("clear", {{"actor", "kept"}}).header.at("screen_kept"), true);
+    engine.stop();
+  }
+  EngineProcess engine;
+  ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+  const Frame snap = engine.call("snapshot", {{"actor", "kept"}, {"scrollback", 100}});
+  ASSERT_EQ(snap.header.at("format"), "snapshot_v1") << snap.header.dump();
+  EXPECT_EQ(snap.header.at("scrollback_lines"), 0);
+  EXPECT_NE(snap.payload.find("kept-59"), std::string::npos);
+  EXPECT_NE(snap.payload.find("kept-37"), std::string::npos);  // the screen's top row
+  EXPECT_EQ(snap.payload.find("kept-30"), std::string::npos);  // history, cleared
+}
+
 TEST_F(Persistence, AClearSurvivesACrashRightAfterItsAnswer) {
   std::uint64_t floor = 0;
   {
@@ -691,7 +714,9 @@ TEST_F(Persistence, AClearLeavesNoTraceInTheRingTheMirrorTheCacheOrTheTranscript
       },
       "the marker to reach the transcript");
 
-  const std::uint64_t floor = engine.call("clear", {{"actor", "a"}}).header.at("floor");
+  // The screen shows marker lines too: clear it as well.
+  const std::uint64_t floor =
+      engine.call("clear", {{"actor", "a"}, {"screen", true}}).header.at("floor");
   wait_until([&] { return !contains_marker(segment); }, "the ring's shared memory to be wiped");
   wait_until(
       [&] {

@@ -1241,14 +1241,28 @@ TEST_F(CliLifecycle, ClearPrintsTheNewFloorAndDropsTheOutput) {
   engine_.wait_output("c", "abc");
   const CliResult r = cli({"clear", "c"});
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
-  EXPECT_EQ(r.out, "c cleared, floor 3\n");
+  EXPECT_EQ(r.out, "c cleared, floor 3, screen kept\n");
   EXPECT_EQ(engine_.status("c").at("floor"), 3);
+  const CliResult screen = cli({"capture", "c"});
+  ASSERT_TRUE(Succeeds(screen)) << ::testing::PrintToString(screen);
+  EXPECT_EQ(screen.out.substr(0, 4), "abc\n") << "the screen stays";
   const CliResult tail = cli({"tail", "c"});
   ASSERT_TRUE(Succeeds(tail)) << ::testing::PrintToString(tail);
   EXPECT_EQ(tail.out, "");
   const CliResult history = cli({"history", "c", "--from", "3"});
   ASSERT_TRUE(Succeeds(history)) << ::testing::PrintToString(history);
   EXPECT_EQ(history.out, "");
+}
+
+TEST_F(CliLifecycle, ClearScreenStartsOverBlankAndSaysSoInJson) {
+  spawn("c", print_then_wait("abc"));
+  engine_.wait_output("c", "abc");
+  const CliResult r = cli({"clear", "c", "--screen", "--json"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(Json::parse(r.out), (Json{{"name", "c"}, {"floor", 3}, {"screen_kept", false}}));
+  const CliResult screen = cli({"capture", "c"});
+  ASSERT_TRUE(Succeeds(screen)) << ::testing::PrintToString(screen);
+  EXPECT_EQ(screen.out.find("abc"), std::string::npos) << screen.out;
 }
 
 TEST_F(CliLifecycle, ResizeReportsTheNewSize) {
