@@ -19,6 +19,16 @@ class Clear : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(engine_.start()); }
 
+  // Waits until the mirror has parsed everything committed: a snapshot answers from the state
+  // it has reached, tagged with its cursor.
+  void settle(const std::string& actor) {
+    wait_until(
+        [&] {
+          return engine_.call("snapshot", {{"actor", actor}, {"scrollback", 0}})
+                     .header.at("cursor") == engine_.status(actor).at("committed");
+        },
+        "the mirror to catch up");
+  }
   // A terminal fed the answer to a snapshot request.
   std::unique_ptr<term::Mirror> screen_of(Json request) {
     const Frame answer = engine_.call("snapshot", std::move(request));
@@ -52,6 +62,7 @@ const std::vector<std::string> kNumbered = {
 TEST_F(Clear, KeepsTheScreenDropsTheHistoryAndGoesOn) {
   engine_.spawn("n", kNumbered);
   engine_.wait_output("n", "line-59\r\n");
+  settle("n");
   const auto before = screen_of({{"actor", "n"}, {"scrollback", 100}});
   ASSERT_GT(last_scrollback_, 30u);
 
@@ -79,6 +90,7 @@ TEST_F(Clear, KeepsTheScreenDropsTheHistoryAndGoesOn) {
   // Output goes on: the screen scrolls, and its top lines start a new history.
   engine_.call("input", {{"actor", "n"}}, "one\ntwo\nthree\n");
   engine_.wait_output("n", "got three\r\n");
+  settle("n");
   const auto later = screen_of({{"actor", "n"}, {"scrollback", 100}});
   EXPECT_GT(last_scrollback_, 0u);
   EXPECT_LE(last_scrollback_, 6u);  // at most the lines the new output pushed
