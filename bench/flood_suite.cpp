@@ -1,6 +1,6 @@
 // bench/flood_suite: the end-to-end flood comparison of issue 5, every configuration in one run.
 //
-//   flood_suite [--bytes N] [--rounds R] [--workloads log,build,tui] [--json FILE]
+//   flood_suite [--bytes N] [--rounds R] [--workloads log,build,color,utf8,tui] [--json FILE]
 //
 // For each workload, a file of N bytes (bench/workloads.hpp, with "\n" line ends) is printed by
 // `cat` on a cooked 80x24 PTY (a shell's default termios) and drained by:
@@ -48,6 +48,7 @@ std::string file_text(const std::string& name, std::size_t bytes) {
   std::string text = name == "log"     ? bench::log_lines(bytes)
                      : name == "build" ? bench::build_output(bytes)
                      : name == "utf8"  ? bench::utf8_lines(bytes)
+                     : name == "color" ? bench::colored_build(bytes)
                                        : bench::tui_redraws(bytes, 24);
   std::string out;
   out.reserve(text.size());
@@ -111,7 +112,8 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", bytes, "size of each workload file")->capture_default_str();
   app.add_option("--rounds", rounds, "floods per configuration (alternating)")
       ->capture_default_str();
-  app.add_option("--workloads", workload_list, "log, build, utf8, tui")->capture_default_str();
+  app.add_option("--workloads", workload_list, "log, build, color, utf8, tui")
+      ->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
   app.add_flag("!--no-tmux", with_tmux, "leave tmux out");
   CLI11_PARSE(app, argc, argv);

@@ -32,6 +32,51 @@ inline std::string build_output(std::size_t bytes) {
   }
   return out;
 }
+// Colored build output as compilers, ls and highlighters print it (issue 20): gcc diagnostics
+// (bold locations, `ESC [ K` after every SGR, UTF-8 quotes, the source line with its caret),
+// `ls --color` listings, and source code highlighted with 256-colour and truecolor SGR (bat,
+// delta: a colour per token kind, many distinct colours over a file).
+inline std::string colored_build(std::size_t bytes) {
+  static constexpr const char* kTokens[] = {"fn",   "let", "match",  "return", "self", "Some",
+                                            "impl", "pub", "struct", "u64",    "Vec",  "String"};
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    const std::string n = std::to_string(i);
+    switch (i % 6) {
+      case 0:  // a gcc warning, its source line and caret
+        out += "\x1b[01m\x1b[Ksrc/module" + n + ".cpp:" + std::to_string(i % 900 + 1) +
+               ":17:\x1b[m\x1b[K \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[Kunused variable "
+               "\u2018\x1b[01m\x1b[Kcount" +
+               n +
+               "\x1b[m\x1b[K\u2019 [\x1b[01;35m\x1b[K"
+               "-Wunused-variable\x1b[m\x1b[K]\r\n";
+        out += "  " + std::to_string(i % 900 + 1) + " |     int \x1b[01;35m\x1b[Kcount" + n +
+               "\x1b[m\x1b[K = compute(" + n +
+               ");\r\n      |         \x1b[01;35m\x1b[K^~~~~\x1b[m"
+               "\x1b[K\r\n";
+        break;
+      case 1:  // ls --color
+        out += "\x1b[0m\x1b[01;34mbuild" + n +
+               "\x1b[0m  \x1b[01;32mrun.sh\x1b[0m  "
+               "\x1b[01;36mlink" +
+               n + "\x1b[0m  notes.txt  \x1b[01;31marchive.tar.gz\x1b[0m\r\n";
+        break;
+      default: {  // a highlighted source line: truecolor per token, 256-colour comments
+        const unsigned r = static_cast<unsigned>(i * 37 % 256);
+        const unsigned g = static_cast<unsigned>(i * 91 % 256);
+        const unsigned b = static_cast<unsigned>(i * 53 % 256);
+        out += "\x1b[38;5;242m" + std::to_string(i % 9000 + 1) + "\x1b[0m \x1b[38;2;" +
+               std::to_string(r) + ";" + std::to_string(g) + ";" + std::to_string(b) + "m" +
+               kTokens[i % 12] + "\x1b[0m \x1b[38;2;166;226;46mvalue_" + n +
+               "\x1b[0m(\x1b[38;2;253;151;31m" + n + "\x1b[0m) \x1b[38;5;" +
+               std::to_string(i % 216 + 16) + "m// note " + n + "\x1b[0m\r\n";
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 // A top-like TUI on the alternate screen: full redraws with cursor addressing, no scrolling.
 inline std::string tui_redraws(std::size_t bytes, int rows) {
   std::string out = "\x1b[?1049h";

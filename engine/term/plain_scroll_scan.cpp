@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/term/zero_width.hpp"
+
 namespace backscroll::term {
 namespace {
 
@@ -29,6 +31,8 @@ void PlainScrollScan::restart(Cursor at) {
   column0_ = false;
   line_ = Line::none;
   sgrs_.clear();
+  effects_.clear();
+  sgr_index_.clear();
   pen_.clear();
   targets_.clear();
 }
@@ -109,10 +113,31 @@ void PlainScrollScan::text(std::uint8_t b) {
       }
       break;
     case Line::glyph:
-      // A combining mark after the glyph would join it within one libvterm write: only an
-      // ASCII byte may follow a target's end.
-      if (b < 0x80) add_target();
+      // A combining mark after the glyph would join it within one libvterm write: an ASCII
+      // byte may follow a target's end, or a character that is not zero-width (decoded next).
       line_ = Line::none;
+      if (b < 0x80) {
+        add_target();
+      } else if (b >= 0xc2 && b <= 0xf4) {
+        const int length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+        next_ = static_cast<char32_t>(b & (0x7f >> length));
+        next_bytes_left_ = static_cast<std::uint8_t>(length - 1);
+        next_min_ = length == 4 ? 0x10000 : length == 3 ? 0x800 : 0xa0;
+        line_ = Line::next;
+      }
+      break;
+    case Line::next:
+      line_ = Line::none;             // unless the character goes on
+      if ((b & 0xc0) != 0x80) break;  // malformed: no target
+      next_ = next_ << 6 | (b & 0x3f);
+      if (--next_bytes_left_ > 0) {
+        line_ = Line::next;
+      } else if (next_ >= next_min_ && next_ <= 0x10ffff && !(next_ >= 0xd800 && next_ <= 0xdfff) &&
+                 !is_zero_width(next_)) {
+        // (U+0080-U+009F are C1 controls to libvterm; overlong forms and surrogates are no
+        // character: none of them makes a target.)
+        add_target();
+      }
       break;
   }
 }
@@ -149,19 +174,57 @@ void PlainScrollScan::sequence_end(std::uint8_t final) {
 }
 
 void PlainScrollScan::add_sgr(std::string_view sequence) {
-  auto it = std::find(sgrs_.begin(), sgrs_.end(), sequence);
-  if (it == sgrs_.end()) {
-    if (sgrs_.size() == kMaxDistinctSgrs) return brk();
+  auto found = sgr_index_.find(sequence);
+  if (found == sgr_index_.end()) {
+    if (sgrs_.size() == kMaxDistinctSgrs && !compact_sgrs()) return brk();
+    const auto index = static_cast<std::uint8_t>(sgrs_.size());
     sgrs_.emplace_back(sequence);
-    it = sgrs_.end() - 1;
+    effects_.push_back(sgr_effect(sequence));
+    found = sgr_index_.emplace(sgrs_.back(), index).first;
   }
-  const auto index = static_cast<std::uint8_t>(it - sgrs_.begin());
+  const std::uint8_t index = found->second;
   if (resets_pen(sequence)) {
     pen_.assign(1, index);
-  } else {
-    std::erase(pen_, index);
-    pen_.push_back(index);
+    return;
   }
+  const SgrEffect& effect = effects_[index];
+  std::erase_if(pen_, [&](std::uint8_t earlier) {
+    return earlier == index || effects_[earlier].overridden_by(effect);
+  });
+  pen_.push_back(index);
+}
+
+bool PlainScrollScan::compact_sgrs() {
+  std::vector<bool> used(sgrs_.size(), false);
+  const auto mark = [&](const std::vector<std::uint8_t>& pen) {
+    for (const std::uint8_t i : pen) used[i] = true;
+  };
+  mark(pen_);
+  mark(pending_.pen);
+  for (const Target& t : targets_) mark(t.pen);
+  std::vector<std::uint8_t> renumbered(sgrs_.size(), 0);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < sgrs_.size(); ++i) {
+    if (!used[i]) continue;
+    renumbered[i] = static_cast<std::uint8_t>(kept);
+    if (kept != i) {
+      sgrs_[kept] = std::move(sgrs_[i]);
+      effects_[kept] = effects_[i];
+    }
+    ++kept;
+  }
+  if (kept == sgrs_.size()) return false;
+  sgrs_.resize(kept);
+  effects_.resize(kept);
+  sgr_index_.clear();
+  for (std::size_t i = 0; i < kept; ++i) sgr_index_.emplace(sgrs_[i], static_cast<std::uint8_t>(i));
+  const auto renumber = [&](std::vector<std::uint8_t>& pen) {
+    for (std::uint8_t& i : pen) i = renumbered[i];
+  };
+  renumber(pen_);
+  renumber(pending_.pen);
+  for (Target& t : targets_) renumber(t.pen);
+  return true;
 }
 
 void PlainScrollScan::add_target() {

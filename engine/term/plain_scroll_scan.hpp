@@ -11,15 +11,19 @@
 //
 // The scan finds such points ("targets"): L is the start of a line (just after an LF, the
 // column known to be 0 because a CR came after the last text), and the line begins with SGR/EL
-// bytes and then one printable ASCII glyph g that an ASCII byte, CR or LF follows. The mirror
+// bytes and then one printable ASCII glyph g that an ASCII byte, CR, LF or a character that is
+// not zero-width follows (a combining mark would join g: docs/plain-scroll-skip.md). The mirror
 // may then replace the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead):
 // the pen at L, CR, `rows` LFs (the cursor on the bottom row, as it is at L), and the line's
 // bytes up to g (so the last glyph, what REP repeats, is the same one at the same cell).
 //
 // The pen at L: SGR only ever overwrites attributes, so the pen at L is the pen at any earlier
 // point of the run with every SGR of the run before L applied again in order; an earlier copy
-// of the same SGR is redundant, and a reset (CSI m, CSI 0 m, CSI 0;... m) makes everything
-// before it redundant. Each target keeps that reduced list (at most kMaxDistinctSgrs entries).
+// of the same SGR is redundant, a reset (CSI m, CSI 0 m, CSI 0;... m) makes everything before
+// it redundant, and so does a later SGR that sets every part of the pen an earlier one set
+// (sgr_effect.hpp: a new truecolor foreground makes the previous one redundant). Each target
+// keeps that reduced list, as indices into the run's table of distinct SGRs; when the table is
+// full, the entries no list refers to any more are dropped (kMaxDistinctSgrs).
 //
 // Single-threaded (the mirror thread). Memory: one target per kTargetSpacing bytes of look
 // ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
@@ -27,11 +31,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "engine/term/sgr_effect.hpp"
 #include "shm/cursor.hpp"
 
 namespace backscroll::term {
@@ -40,8 +47,9 @@ class PlainScrollScan {
  public:
   static constexpr std::size_t kMaxSequenceBytes = 64;  // a longer SGR/EL ends the run
   static constexpr std::size_t kMaxSgrParams = 16;      // libvterm 0.1.4's limit
-  static constexpr std::size_t kMaxDistinctSgrs = 64;   // more distinct SGRs end the run
-  static constexpr std::size_t kMaxPrefixBytes = 256;   // SGR/EL bytes before a line's glyph
+  // Distinct SGRs a run's pens may refer to at once; more end the run.
+  static constexpr std::size_t kMaxDistinctSgrs = 255;
+  static constexpr std::size_t kMaxPrefixBytes = 256;  // SGR/EL bytes before a line's glyph
 
   struct Target {
     Cursor line_start;      // L: just after an LF, the column 0
@@ -85,6 +93,7 @@ class PlainScrollScan {
     none,    // not a candidate (text before, or the column is not known to be 0)
     prefix,  // after an LF at column 0: collecting SGR/EL bytes before the glyph
     glyph,   // the glyph was the last byte: waiting for the byte after it
+    next,    // after the glyph, a UTF-8 character: decoding it (next_, next_bytes_left_)
   };
 
   void byte(std::uint8_t b);
@@ -107,9 +116,24 @@ class PlainScrollScan {
 
   bool column0_ = false;  // a CR came after the last text byte (LF keeps the column)
   Line line_ = Line::none;
-  Target pending_;  // the current line's target while line_ != none
+  Target pending_;                    // the current line's target while line_ != none
+  char32_t next_ = 0;                 // Line::next: the character decoded so far
+  std::uint8_t next_bytes_left_ = 0;  // its continuation bytes still to come
+  char32_t next_min_ = 0;             // the least code point its length may encode
 
-  std::vector<std::string> sgrs_;  // distinct SGR sequences of the run
+  // Drops the table entries no pen refers to and renumbers the pens; false when none is free.
+  bool compact_sgrs();
+
+  std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
+  std::vector<SgrEffect> effects_;  // sgr_effect() of each
+  struct SgrHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  // sgrs_'s entries by sequence
+  std::unordered_map<std::string, std::uint8_t, SgrHash, std::equal_to<>> sgr_index_;
   std::vector<std::uint8_t> pen_;  // the reduced SGR list at the scan position
   std::deque<Target> targets_;     // in stream order
 };

@@ -33,6 +33,7 @@
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/plain_scroll_scan.hpp"
+#include "engine/term/sgr_effect.hpp"
 #include "tests/engine/test_ring.hpp"
 
 namespace backscroll::testing {
@@ -88,6 +89,27 @@ TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
   EXPECT_EQ(scan.best(Cursor{0}, 2, 0)->prefix, "x");
 }
 
+// The glyph may be followed by any character that cannot join it: accented letters, CJK, an
+// emoji; not by a combining mark, a C1 control, a malformed or overlong sequence (issue 20: a
+// flood of UTF-8 text lines had no target at all and was parsed whole).
+TEST(PlainScrollScan, ALineIsATargetWhenWhatFollowsItsGlyphCannotJoinIt) {
+  const std::pair<std::string_view, bool> cases[] = {{"r\xc3\xa9sum\xc3\xa9", true},
+                                                     {"a\xe4\xb8\xad\xe6\x96\x87", true},
+                                                     {"x\xf0\x9f\x9a\x80 rocket", true},
+                                                     {"e\xcc\x81t", false},
+                                                     {"x\xc2\x85", false},
+                                                     {"x\xe0\x82\xa0 overlong", false},
+                                                     {"x\xe4\xb8 cut", false},
+                                                     {"x\xed\xa0\x80 surrogate", false},
+                                                     {"x\xe2\x80\x8d zwj", false}};
+  for (const auto& [line, target] : cases) {
+    const std::string stream = "\r\n" + std::string(line) + "\r\n";
+    const PlainScrollScan scan = scanned(stream);
+    EXPECT_EQ(scan.best(Cursor{0}, 1, 0) != nullptr, target)
+        << ::testing::PrintToString(std::string(line));
+  }
+}
+
 TEST(PlainScrollScan, KeepsTheSgrAndElBytesBeforeTheGlyph) {
   const PlainScrollScan scan = scanned("a\r\n\x1b[1m\x1b[K\r\x1b[32mx\r\nb\r\n");
   const auto* t = scan.best(Cursor{0}, 2, 0);
@@ -108,6 +130,64 @@ TEST(PlainScrollScan, ReducesThePenToTheSgrsThatStillMatter) {
   EXPECT_EQ(pen(1), "\x1b[0;4m\x1b[44m");  // a reset dropped what came before
 }
 
+// A later SGR that sets every part an earlier one set makes it redundant (issue 20: highlighted
+// source with a truecolor per token ran out of the 64 distinct SGRs a run could hold, so the
+// look ahead never found a target there).
+TEST(PlainScrollScan, ALaterSgrThatSetsTheSamePartsDropsTheEarlierOne) {
+  PlainScrollScan scan(0);
+  scan.restart(Cursor{0});
+  scan.scan(
+      "\x1b[38;2;1;2;3m\x1b[1m\x1b[38;5;208mq\r\n"  // the truecolor fg goes, bold stays
+      "\x1b[44m\x1b[1;4m\x1b[4m\x1b[49mz\r\n"       // 1;4 stays (4 does not set bold)
+      "\x1b[2m\x1b[1mw\r\n"                         // faint is not modelled: it stays
+      "v\r\n");
+  auto pen = [&](std::uint64_t keep) {
+    std::string out;
+    for (std::uint8_t i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
+    return out;
+  };
+  EXPECT_EQ(pen(3), "\x1b[1m\x1b[38;5;208m");
+  EXPECT_EQ(pen(2), "\x1b[38;5;208m\x1b[1;4m\x1b[4m\x1b[49m");  // 49 dropped 44, 1;4 the bold
+  EXPECT_EQ(pen(1), "\x1b[38;5;208m\x1b[1;4m\x1b[4m\x1b[49m\x1b[2m\x1b[1m");
+}
+
+TEST(PlainScrollScan, ThousandsOfDistinctColoursDoNotEndTheRun) {
+  std::string stream;
+  for (int i = 0; i < 5000; ++i) {
+    stream += "\x1b[38;2;" + std::to_string(i % 256) + ";" + std::to_string(i / 256) + ";7mtoken " +
+              std::to_string(i) + "\x1b[48;5;" + std::to_string(i % 256) + "m x\x1b[49m\r\n";
+  }
+  PlainScrollScan scan;  // a target per 16 KiB, as the mirror keeps them
+  scan.restart(Cursor{0});
+  scan.scan(stream);
+  EXPECT_FALSE(scan.broken());
+  EXPECT_EQ(scan.lfs(), 5000u);
+  const auto* t = scan.best(Cursor{0}, 1, 0);
+  ASSERT_NE(t, nullptr);
+  std::string pen;
+  for (std::uint8_t i : t->pen) pen += scan.sgr(i);
+  // The pen at a line start: the line before's truecolor, then 49 (which dropped its 48;5).
+  EXPECT_EQ(pen.rfind("\x1b[38;2;", 0), 0u) << ::testing::PrintToString(pen);
+  EXPECT_EQ(pen.find("\x1b[38;2;", 1), std::string::npos) << ::testing::PrintToString(pen);
+  EXPECT_EQ(pen.substr(pen.size() - 5), "\x1b[49m");
+}
+
+TEST(SgrEffect, ModelsOnlyWhatItKnowsExactly) {
+  using term::SgrEffect;
+  EXPECT_EQ(term::sgr_effect("\x1b[38;2;1;2;3m").parts, SgrEffect::kForeground);
+  EXPECT_EQ(term::sgr_effect("\x1b[01;35m").parts, SgrEffect::kBold | SgrEffect::kForeground);
+  EXPECT_EQ(term::sgr_effect("\x1b[48;5;9;7m").parts, SgrEffect::kBackground | SgrEffect::kReverse);
+  for (const char* unknown :
+       {"\x1b[m", "\x1b[0m", "\x1b[1;0m", "\x1b[2m", "\x1b[22m", "\x1b[21m", "\x1b[38;5m",
+        "\x1b[38;2;1;2m", "\x1b[38;5;256m", "\x1b[1;;4m", "\x1b[53m", "\x1b[11m", "\x1b[38;3;1m"}) {
+    EXPECT_FALSE(term::sgr_effect(unknown).known) << ::testing::PrintToString(std::string(unknown));
+  }
+  const auto fg = term::sgr_effect("\x1b[31m");
+  EXPECT_TRUE(fg.overridden_by(term::sgr_effect("\x1b[38;2;9;9;9;1m")));
+  EXPECT_FALSE(term::sgr_effect("\x1b[1;31m").overridden_by(fg));
+  EXPECT_FALSE(term::sgr_effect("\x1b[2m").overridden_by(term::sgr_effect("\x1b[2m")));
+}
+
 TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
   for (std::string_view breaker : {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K",
                                    "\x1b"
@@ -120,9 +200,11 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
     EXPECT_EQ(value(scan.scanned()), lines(5).size());
     EXPECT_EQ(scan.lfs(), 5u);
   }
+  // More distinct SGRs than the table holds, each still part of the pen (none sets a part a
+  // later one sets again: unmodelled ones stay).
   std::string many;
   for (int i = 0; i <= static_cast<int>(PlainScrollScan::kMaxDistinctSgrs); ++i)
-    many += "\x1b[38;5;" + std::to_string(i) + "mx\r\n";
+    many += "\x1b[" + std::to_string(i % 2 ? 53 : 21) + ";" + std::to_string(i) + "1mx\r\n";
   EXPECT_TRUE(scanned(many).broken());
 }
 
@@ -238,6 +320,17 @@ struct Case {
   int rows = 5;
 };
 
+// Lines of highlighted code: a truecolor per token, a 256-colour comment, no resets between.
+std::string bench_like_highlighting() {
+  std::string out;
+  for (int i = 0; i < 300; ++i) {
+    out += "\x1b[38;2;" + std::to_string(i * 37 % 256) + ";" + std::to_string(i * 91 % 256) +
+           ";9mfn\x1b[38;2;166;226;46m value_" + std::to_string(i) + "\x1b[38;5;" +
+           std::to_string(i % 216 + 16) + "m // c\x1b[39m\r\n";
+  }
+  return out;
+}
+
 std::vector<Case> boundary_cases() {
   std::vector<Case> cases;
   cases.push_back({"plain lines", lines(1, "log line ")});
@@ -258,6 +351,14 @@ std::vector<Case> boundary_cases() {
   cases.push_back({"empty lines", "x\r\n\r\n\r\n"});
   cases.push_back({"combining marks", "x e\xcc\x81t\xcc\x83 a\r\n"});
   cases.push_back({"UTF-8 first", "\xc3\xa9t\xc3\xa9\r\nok\r\n"});
+  cases.push_back({"truecolor highlighting", bench_like_highlighting()});
+  cases.push_back({"SGRs overriding each other",
+                   "\x1b[1;31mx\x1b[38;2;1;2;3m y\x1b[7m\x1b[27m\x1b[48;5;3mz\x1b[1m\r\n"
+                   "\x1b[4mu\x1b[24m\x1b[39;49m\r\n\x1b[2m\x1b[1mf\x1b[22m\r\n"});
+  cases.push_back({"UTF-8 after the first glyph", "r\xc3\xa9sum\xc3\xa9 \xe6\x97\xa5 done\r\n"});
+  cases.push_back({"CJK after the first glyph", "a\xe4\xb8\xad\xe6\x96\x87 x\r\n"});
+  cases.push_back({"marks after the first glyphs",
+                   "e\xcc\x81 acute\r\nn\xcc\x83\xcc\x83 two\r\nr\xc3\xa9gime\r\n"});
   cases.push_back({"a cursor move now and then", "x\r\n\x1b[A\x1b[Bup\r\n" + lines(30)});
   cases.push_back({"wide screen", lines(1, "log line "), 200, 50});
   cases.push_back({"two rows", lines(1, "r "), 10, 2});
