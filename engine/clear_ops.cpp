@@ -104,6 +104,7 @@ bool Engine::finish_clear(std::uint64_t token, const SnapshotReply& r) {
   Json answer;
   std::optional<Error> error;
   if (!r.found || a == actors_.end()) {
+    if (a != actors_.end()) a->second->hold_output(false);  // never left held
     error = Error{Errc::no_such_actor, "actor '" + name + "' was deleted", std::nullopt};
   } else {
     Actor& actor = *a->second;
