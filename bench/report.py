@@ -255,7 +255,7 @@ def main():
         description="backscroll benchmark report: runs flood_suite (plain read() loop, "
         "backscroll, tmux on the same files), snapshot_bench, reader_bench and scale_bench one "
         "after another and writes report.md, results.json, flood.png and snapshot.png.",
-        epilog="A full report takes about 17 minutes on 2 cores (scale_bench soaks for 10); "
+        epilog="A full report takes about 21 minutes on 2 cores (scale_bench soaks for 10); "
         "--quick about 1 minute. Run it on an otherwise idle machine: the figures are ratios "
         "within one run, but a busy machine widens their spread. See docs/performance.md.")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), metavar="DIR",
@@ -273,7 +273,8 @@ def main():
 
     results = {"machine": machine(), "quick": args.quick}
     flood_args = ["--bytes", str(4 << 20), "--rounds", "1"] if args.quick else \
-                 ["--bytes", str(128 << 20), "--rounds", "3"]
+                 ["--bytes", str(128 << 20), "--rounds", "3",
+                  "--workloads", "log,build,color,utf8,tui"]
     results["flood"] = run_json([os.path.join(bin_dir, "flood_suite")] + flood_args, "flood suite")
     snap_args = ["--quick"] if args.quick else []
     results["snapshot"] = run_json([os.path.join(bin_dir, "snapshot_bench")] + snap_args,
