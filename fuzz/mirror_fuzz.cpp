@@ -43,16 +43,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
+#include "engine/term/reference/screen_switch.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
-#include "engine/term/vt_scanner.hpp"
 
 namespace {
 
@@ -229,22 +228,6 @@ void feed_range(Mirror& m, std::string_view stream, std::size_t from, std::size_
   }
 }
 
-// How many bytes of `bytes` (from a clean boundary) come before the first screen switch.
-std::size_t before_screen_switch(std::string_view bytes) {
-  struct FirstSwitch final : backscroll::term::VtEvents {
-    std::optional<std::uint64_t> at;
-    void on_title(std::string_view, Cursor) noexcept override {}
-    void on_bell(Cursor) noexcept override {}
-    void on_screen_switch(Cursor begin, Cursor) noexcept override {
-      if (!at) at = backscroll::value(begin);
-    }
-  } first;
-  backscroll::term::VtScanner scanner(Cursor{0}, 80, 24);
-  scanner.set_events(&first);
-  scanner.scan(bytes);
-  return first.at ? static_cast<std::size_t>(*first.at) : bytes.size();
-}
-
 std::string probe_suffix(int rows) {
   std::string p = "X\x1b[2bqx";
   for (int i = 0; i <= rows; ++i) p += "\r\nZ";
@@ -328,7 +311,7 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
 void check_canvas(std::string_view stream, std::uint16_t cols, std::uint16_t rows,
                   const MirrorSnapshot& snap, std::size_t cursor, const std::vector<Resize>& before,
                   const std::vector<Resize>& after, std::uint32_t seed, CompareOptions compare) {
-  std::size_t end = cursor + before_screen_switch(stream.substr(cursor));
+  std::size_t end = cursor + backscroll::testing::bytes_before_screen_switch(stream.substr(cursor));
   if (!after.empty()) end = std::min(end, after.front().at);
   Mirror ref(Cursor{kStart}, cols, rows, kLimits);
   std::uint32_t seed_ref = seed;
@@ -349,7 +332,7 @@ void check_canvas(std::string_view stream, std::uint16_t cols, std::uint16_t row
   if (const std::string d = backscroll::term::first_difference(ref, b, compare); !d.empty())
     fail("on the alternate canvas, after the stream: " + d);
   std::string probe = probe_suffix(ref.screen().rows());
-  probe.resize(before_screen_switch(probe));
+  probe.resize(backscroll::testing::bytes_before_screen_switch(probe));
   ref.feed(probe);
   b.feed(probe);
   if (const std::string d = backscroll::term::first_difference(ref, b, compare); !d.empty())

@@ -9,6 +9,22 @@ namespace {
 // Parameters beyond this are left unmodelled (libvterm keeps 16).
 constexpr std::size_t kMaxParams = 16;
 
+// The attribute SGR n switches on, and 20 + n off (0: not one modelled here; 21 is a double
+// underline and 22 also ends faint, which libvterm 0.1.4 does not model).
+std::uint16_t attribute_part(std::uint32_t p) {
+  if (p >= 23 && p <= 29) p -= 20;
+  switch (p) {
+    case 1: return SgrEffect::kBold;
+    case 3: return SgrEffect::kItalic;
+    case 4: return SgrEffect::kUnderline;
+    case 5: return SgrEffect::kBlink;
+    case 7: return SgrEffect::kReverse;
+    case 8: return SgrEffect::kConceal;
+    case 9: return SgrEffect::kStrike;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 SgrEffect sgr_effect(std::string_view sgr) noexcept {
@@ -40,27 +56,14 @@ SgrEffect sgr_effect(std::string_view sgr) noexcept {
   SgrEffect effect{true, 0};
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint32_t p = params[i];
-    if (p == 1 || p == 22) {
-      effect.parts |= SgrEffect::kBold;  // 22 also ends faint, which 1 leaves: only as a pair
-      if (p == 22) return unknown;
-    } else if (p == 3 || p == 23) {
-      effect.parts |= SgrEffect::kItalic;
-    } else if (p == 4 || p == 24) {
-      effect.parts |= SgrEffect::kUnderline;
-    } else if (p == 5 || p == 25) {
-      effect.parts |= SgrEffect::kBlink;
-    } else if (p == 7 || p == 27) {
-      effect.parts |= SgrEffect::kReverse;
-    } else if (p == 8 || p == 28) {
-      effect.parts |= SgrEffect::kConceal;
-    } else if (p == 9 || p == 29) {
-      effect.parts |= SgrEffect::kStrike;
+    if (const std::uint16_t part = attribute_part(p); part != 0) {
+      effect.parts |= part;
     } else if ((p >= 30 && p <= 37) || p == 39 || (p >= 90 && p <= 97)) {
       effect.parts |= SgrEffect::kForeground;
     } else if ((p >= 40 && p <= 47) || p == 49 || (p >= 100 && p <= 107)) {
       effect.parts |= SgrEffect::kBackground;
     } else if (p == 38 || p == 48) {
-      const std::uint16_t part = p == 38 ? SgrEffect::kForeground : SgrEffect::kBackground;
+      const std::uint16_t colour = p == 38 ? SgrEffect::kForeground : SgrEffect::kBackground;
       // 5;n (an index) or 2;r;g;b, each argument a byte; anything else is left unmodelled.
       if (i + 2 < count && params[i + 1] == 5 && params[i + 2] <= 255) {
         i += 2;
@@ -70,7 +73,7 @@ SgrEffect sgr_effect(std::string_view sgr) noexcept {
       } else {
         return unknown;
       }
-      effect.parts |= part;
+      effect.parts |= colour;
     } else {
       return unknown;  // 0 (a reset), 2 (faint), fonts, 21, 53, ...: not modelled here
     }

@@ -25,19 +25,6 @@ namespace {
 
 constexpr const char* kPrompt = "bs-prompt> ";
 
-class CliAttach : public CliTest {
- protected:
-  // `backscroll --no-autostart ARGS` on a 100x30 terminal.
-  std::unique_ptr<PtyCli> attach(std::vector<std::string> args) {
-    args.insert(args.begin(), "--no-autostart");
-    return std::make_unique<PtyCli>(args, runtime_dir(), 100, 30);
-  }
-  // A shell with a prompt the test can wait for.
-  static std::vector<std::string> shell_options() {
-    return {"--env", std::string("PS1=") + kPrompt};
-  }
-};
-
 // The terminal is back in the mode it had before attach.
 ::testing::AssertionResult ModeRestored(const PtyCli& pty) {
   const termios now = pty.mode();
@@ -58,6 +45,35 @@ class CliAttach : public CliTest {
   }
   return ::testing::AssertionFailure() << "wait status " << wait_status;
 }
+
+class CliAttach : public CliTest {
+ protected:
+  // `backscroll --no-autostart ARGS` on a 100x30 terminal.
+  std::unique_ptr<PtyCli> attach(std::vector<std::string> args) {
+    args.insert(args.begin(), "--no-autostart");
+    return std::make_unique<PtyCli>(args, runtime_dir(), 100, 30);
+  }
+  // Attaches (with `options`) to a program that leaves the alternate screen, a hidden cursor and
+  // bracketed paste on, then detaches: the CLI exited 0 with the terminal's mode restored.
+  std::unique_ptr<PtyCli> attach_modes_on_then_detach(const std::vector<std::string>& options) {
+    std::vector<std::string> args = {"attach", "m"};
+    args.insert(args.end(), options.begin(), options.end());
+    for (const char* a : {"--spawn", "--", "sh", "-c",
+                          R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"})
+      args.emplace_back(a);
+    auto pty = attach(args);
+    pty->wait_for_screen("modes-on");
+    pty->type("\x1d");
+    pty->wait_for("[detached from m]\r\n");
+    EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
+    EXPECT_TRUE(ModeRestored(*pty));
+    return pty;
+  }
+  // A shell with a prompt the test can wait for.
+  static std::vector<std::string> shell_options() {
+    return {"--env", std::string("PS1=") + kPrompt};
+  }
+};
 
 TEST_F(CliAttach, SpawnTypeAndDetachLeavesTheProgramRunning) {
   std::vector<std::string> args{"attach", "work", "--spawn"};
@@ -169,13 +185,7 @@ TEST_F(CliAttach, ModesTheProgramLeftOnAreSwitchedOffOnDetach) {
   // Alternate screen, hidden cursor, bracketed paste: left on by a program that is still running.
   // On the canvas (the default) the program's own switch never reaches the terminal: it ends
   // on its main screen, with the modes off.
-  const auto pty = attach({"attach", "m", "--spawn", "--", "sh", "-c",
-                           R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"});
-  pty->wait_for_screen("modes-on");
-  pty->type("\x1d");
-  pty->wait_for("[detached from m]\r\n");
-  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
-  EXPECT_TRUE(ModeRestored(*pty));
+  const auto pty = attach_modes_on_then_detach({});
   const std::string& all = pty->screen();
   const std::size_t entered = all.find("\x1b[?1049h");
   ASSERT_NE(entered, std::string::npos) << "the canvas";
@@ -192,13 +202,7 @@ TEST_F(CliAttach, ModesTheProgramLeftOnAreSwitchedOffOnDetach) {
 }
 
 TEST_F(CliAttach, WithHistoryTheProgramsModesAndScreenAreSwitchedOffOnDetach) {
-  const auto pty = attach({"attach", "m", "--history", "--spawn", "--", "sh", "-c",
-                           R"(printf '\033[?1049h\033[?25l\033[?2004hmodes-on\n'; exec cat)"});
-  pty->wait_for_screen("modes-on");
-  pty->type("\x1d");
-  pty->wait_for("[detached from m]\r\n");
-  EXPECT_TRUE(ExitedZero(pty->wait_exit())) << pty->screen();
-  EXPECT_TRUE(ModeRestored(*pty));
+  const auto pty = attach_modes_on_then_detach({"--history"});
   const std::string after = pty->screen().substr(pty->screen().rfind("modes-on"));
   // ?1049 when the program's own bytes switched; ?1047 when a snapshot drew the alternate screen.
   const auto leave_alt = std::min(after.find("\x1b[?1049l"), after.find("\x1b[?1047l"));

@@ -24,19 +24,18 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_screen.hpp"
+#include "engine/term/reference/screen_switch.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
 #include "engine/term/snapshot_writer.hpp"
 #include "engine/term/terminal_modes.hpp"
 #include "engine/term/utf8.hpp"
-#include "engine/term/vt_scanner.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -118,24 +117,6 @@ std::string modes_difference(const TerminalModes& scanned, const TerminalModes& 
   return d;
 }
 
-// The bytes before the first screen switch (term::VtEvents::on_screen_switch) in `bytes`, a
-// stream that starts at a clean boundary: what a snapshot on the alternate canvas covers.
-std::string before_screen_switch(const std::string& bytes, int cols, int rows) {
-  struct FirstSwitch final : term::VtEvents {
-    std::optional<std::uint64_t> at;
-    void on_title(std::string_view, Cursor) noexcept override {}
-    void on_bell(Cursor) noexcept override {}
-    void on_screen_switch(Cursor begin, Cursor) noexcept override {
-      if (!at) at = value(begin);
-    }
-  } first;
-  term::VtScanner scanner(Cursor{0}, static_cast<std::uint16_t>(cols),
-                          static_cast<std::uint16_t>(rows));
-  scanner.set_events(&first);
-  scanner.scan(bytes);
-  return first.at ? bytes.substr(0, *first.at) : bytes;
-}
-
 // A DECRQM report without the alternate screen's entry (the canvas is always on it).
 std::string without_alternate_mode(std::string report) {
   const std::string entry = "\x1b[?1047;";
@@ -181,7 +162,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
            std::to_string(value(composed.scanner().clean_position()));
   std::string rest = prefix.substr(value(taken.cursor));
   for (std::size_t i = cut; i < pieces.size(); ++i) rest += pieces[i].bytes;
-  if (on_canvas) rest = before_screen_switch(rest, cols, rows);
+  if (on_canvas) rest.resize(bytes_before_screen_switch(rest));
   const term::Snapshot& snap = taken.snapshot;
   if (snap.fallback_reason) {
     const auto cur = mirror.cursor();
@@ -256,7 +237,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
     return "DEC mode reports differ";
   if (fresh.input_report() != whole.input_report()) return "key/mouse encodings differ";
   std::string probe = probe_suffix(rows);
-  if (on_canvas) probe = before_screen_switch(probe, cols, rows);
+  if (on_canvas) probe.resize(bytes_before_screen_switch(probe));
   fresh.feed(probe);
   whole.feed(probe);
   diff = first_difference(model(fresh, whole), whole.model(), scrollback);
