@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -29,6 +30,7 @@ inline std::uint64_t g_checksum = 0;  // keeps the reader's reads from being opt
 struct Sample {
   double seconds = 0;
   std::uint64_t bytes = 0;
+  double cpu_seconds = 0;  // the draining thread's own CPU time, where measured (plain_loop)
   double mb_per_s() const { return static_cast<double>(bytes) / seconds / 1e6; }
 };
 
@@ -37,8 +39,16 @@ inline std::vector<std::string> flood_writer_argv(std::uint64_t bytes) {
   return {(bin_dir() / "flood_writer").string(), std::to_string(bytes)};
 }
 
+// This thread's CPU time (user + system) so far.
+inline double thread_cpu_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 // The limit: `argv` on a fresh cooked PTY (a shell's default termios), drained by blocking
-// read() of 64 KiB until EIO (the child exited and every byte was read).
+// read() of 64 KiB until EIO (the child exited and every byte was read). Also measures the
+// reader's CPU time: what any consumer of the PTY spends at least.
 inline Sample plain_loop(const std::vector<std::string>& argv) {
   const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   ::grantpt(master);
@@ -65,6 +75,7 @@ inline Sample plain_loop(const std::vector<std::string>& argv) {
   }
   std::vector<char> buffer(65536);
   std::uint64_t total = 0;
+  const double cpu_start = thread_cpu_now();
   for (;;) {
     const ssize_t n = ::read(master, buffer.data(), buffer.size());
     if (n > 0) {
@@ -76,11 +87,12 @@ inline Sample plain_loop(const std::vector<std::string>& argv) {
     }
   }
   const auto end = Clock::now();
+  const double cpu = thread_cpu_now() - cpu_start;
   ::waitpid(pid, nullptr, 0);
   ::close(master);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  return {std::chrono::duration<double>(end - start).count(), total};
+  return {std::chrono::duration<double>(end - start).count(), total, cpu};
 }
 
 // One shm reader draining `session` of `actor` in place from `from` until the session is
