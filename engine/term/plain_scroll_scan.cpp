@@ -1,7 +1,9 @@
 #include "engine/term/plain_scroll_scan.hpp"
 
 #include <algorithm>
+#include <cstring>
 
+#include "engine/term/text_run.hpp"
 #include "engine/term/zero_width.hpp"
 
 namespace backscroll::term {
@@ -10,7 +12,29 @@ namespace {
 constexpr std::uint8_t kEsc = 0x1b;
 
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
-bool text_byte(std::uint8_t b) { return b >= 0x20 && b != 0x7f; }
+bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';'; }
+
+// A hash of a sequence (SGRs are 3 to 64 bytes), from whole-word loads.
+std::uint64_t sequence_hash(std::string_view s) {
+  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ull;
+  const auto load = [&s]<typename Word>(std::size_t at, Word) -> std::uint64_t {
+    Word w;
+    std::memcpy(&w, s.data() + at, sizeof w);
+    return w;
+  };
+  std::uint64_t h = s.size() * kMultiplier;
+  const auto mix = [&h](std::uint64_t word) { h = (h ^ word) * kMultiplier; };
+  const std::size_t n = s.size();
+  if (n >= 8) {
+    for (std::size_t at = 0; at + 8 < n; at += 8) mix(load(at, std::uint64_t{}));
+    mix(load(n - 8, std::uint64_t{}));  // the last 8, overlapping the previous word
+  } else if (n >= 4) {
+    mix(load(0, std::uint32_t{}) | load(n - 4, std::uint32_t{}) << 32);
+  } else {
+    for (const char c : s) mix(static_cast<std::uint8_t>(c));
+  }
+  return h ^ (h >> 32);
+}
 
 // CSI m whose first parameter is 0 (or missing): every attribute is set again.
 bool resets_pen(std::string_view sgr) {
@@ -18,7 +42,6 @@ bool resets_pen(std::string_view sgr) {
   const std::string_view first = params.substr(0, params.find(';'));
   return first.find_first_not_of('0') == std::string_view::npos;
 }
-
 }  // namespace
 
 void PlainScrollScan::restart(Cursor at) {
@@ -32,7 +55,7 @@ void PlainScrollScan::restart(Cursor at) {
   line_ = Line::none;
   sgrs_.clear();
   effects_.clear();
-  sgr_index_.clear();
+  sgr_slots_.fill({});
   pen_.clear();
   targets_.clear();
 }
@@ -42,13 +65,22 @@ void PlainScrollScan::scan(std::string_view bytes) {
   const std::size_t size = bytes.size();
   std::size_t i = 0;
   while (i < size && !broken_) {
-    // Fast path: the rest of a line's text, where nothing is tracked but the column.
-    if (state_ == State::ground && line_ == Line::none && text_byte(data[i])) {
-      column0_ = false;
-      const std::size_t from = i;
-      while (i < size && text_byte(data[i])) ++i;
-      scanned_ = scanned_ + (i - from);
-      continue;
+    if (state_ == State::ground) {
+      // The rest of a line's text, where nothing is tracked but the column.
+      if (line_ == Line::none && is_text_byte(data[i])) {
+        column0_ = false;
+        const std::size_t run = text_run_length(data + i, size - i);
+        i += run;
+        scanned_ = scanned_ + run;
+        continue;
+      }
+      if (data[i] == kEsc) {
+        const std::size_t used = sequence_in_place(data + i, size - i);
+        if (broken_) break;
+        i += used;
+        scanned_ = scanned_ + used;
+        if (used > 0) continue;
+      }
     }
     byte(data[i]);
     if (broken_) break;
@@ -57,11 +89,35 @@ void PlainScrollScan::scan(std::string_view bytes) {
   }
 }
 
+std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_t n) {
+  if (line_ == Line::glyph) add_target();  // what byte() does at an ESC, done once
+  if (n < 2) return 0;
+  if (p[1] != '[') {
+    brk();
+    return 0;
+  }
+  // The same limits as byte()'s: at most kMaxSequenceBytes, ESC and final byte included.
+  for (std::size_t k = 2; k < n; ++k) {
+    if (k + 1 > kMaxSequenceBytes) {
+      brk();
+      return 0;
+    }
+    if (csi_parameter_byte(p[k])) continue;
+    if (p[k] != 'm' && p[k] != 'K') {
+      brk();
+      return 0;
+    }
+    sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1));
+    return broken_ ? 0 : k + 1;
+  }
+  return 0;  // goes on in the next piece
+}
+
 // One byte at scanned_ (not counted yet).
 void PlainScrollScan::byte(std::uint8_t b) {
   switch (state_) {
     case State::ground:
-      if (text_byte(b)) {
+      if (is_text_byte(b)) {
         text(b);
       } else if (b == '\n') {
         if (line_ == Line::glyph) add_target();
@@ -92,8 +148,8 @@ void PlainScrollScan::byte(std::uint8_t b) {
     case State::csi:
       sequence_ += static_cast<char>(b);
       if (sequence_.size() > kMaxSequenceBytes) return brk();
-      if ((b >= '0' && b <= '9') || b == ';') return;
-      if (b == 'm' || b == 'K') return sequence_end(b);
+      if (csi_parameter_byte(b)) return;
+      if (b == 'm' || b == 'K') return sequence_end(sequence_);
       brk();  // another CSI, a private or sub-parameter form, a control inside it
       break;
   }
@@ -155,34 +211,30 @@ void PlainScrollScan::line_feed() {
   pending_.pen = pen_;
 }
 
-void PlainScrollScan::sequence_end(std::uint8_t final) {
-  if (final == 'm') {
-    if (static_cast<std::size_t>(std::count(sequence_.begin(), sequence_.end(), ';')) >=
+void PlainScrollScan::sequence_end(std::string_view sequence) {
+  if (sequence.back() == 'm') {
+    if (static_cast<std::size_t>(std::count(sequence.begin(), sequence.end(), ';')) >=
         kMaxSgrParams)
       return brk();
-    add_sgr(sequence_);
+    add_sgr(sequence);
     if (broken_) return;
-  } else if (sequence_.find(';') != std::string::npos) {
+  } else if (sequence.find(';') != std::string_view::npos) {
     return brk();  // EL takes one parameter
   }
   state_ = State::ground;
   // (A line in Line::glyph was settled at the ESC.)
   if (line_ == Line::prefix) {
-    if (pending_.prefix.size() + sequence_.size() > kMaxPrefixBytes) line_ = Line::none;
-    else pending_.prefix += sequence_;
+    if (pending_.prefix.size() + sequence.size() > kMaxPrefixBytes) line_ = Line::none;
+    else pending_.prefix += sequence;
   }
 }
 
 void PlainScrollScan::add_sgr(std::string_view sequence) {
-  auto found = sgr_index_.find(sequence);
-  if (found == sgr_index_.end()) {
-    if (sgrs_.size() == kMaxDistinctSgrs && !compact_sgrs()) return brk();
-    const auto index = static_cast<std::uint8_t>(sgrs_.size());
-    sgrs_.emplace_back(sequence);
-    effects_.push_back(sgr_effect(sequence));
-    found = sgr_index_.emplace(sgrs_.back(), index).first;
-  }
-  const std::uint8_t index = found->second;
+  // The pen's last SGR again changes nothing: whatever it overrides is gone already.
+  if (!pen_.empty() && sgrs_[pen_.back()] == sequence) return;
+  const std::optional<std::uint8_t> found = sgr_index(sequence);
+  if (!found) return brk();
+  const std::uint8_t index = *found;
   if (resets_pen(sequence)) {
     pen_.assign(1, index);
     return;
@@ -192,6 +244,38 @@ void PlainScrollScan::add_sgr(std::string_view sequence) {
     return earlier == index || effects_[earlier].overridden_by(effect);
   });
   pen_.push_back(index);
+}
+
+std::optional<std::uint8_t> PlainScrollScan::sgr_index(std::string_view sequence) {
+  constexpr std::size_t kMask = kSgrSlots - 1;
+  const std::uint64_t hash = sequence_hash(sequence);
+  const auto tag = static_cast<std::uint16_t>(hash >> 48);
+  std::size_t slot = hash & kMask;
+  for (; sgr_slots_[slot].index_plus_1 != 0; slot = (slot + 1) & kMask) {
+    if (sgr_slots_[slot].tag != tag) continue;
+    const auto index = static_cast<std::uint8_t>(sgr_slots_[slot].index_plus_1 - 1);
+    if (sgrs_[index] == sequence) return index;
+  }
+  if (sgrs_.size() == kMaxDistinctSgrs) {
+    if (!compact_sgrs()) return std::nullopt;
+    // The table was rebuilt: find the free slot again.
+    for (slot = hash & kMask; sgr_slots_[slot].index_plus_1 != 0; slot = (slot + 1) & kMask) {
+    }
+  }
+  const auto index = static_cast<std::uint8_t>(sgrs_.size());
+  sgrs_.emplace_back(sequence);
+  effects_.push_back(sgr_effect(sequence));
+  sgr_slots_[slot] = {static_cast<std::uint16_t>(index + 1), tag};
+  return index;
+}
+
+void PlainScrollScan::index_sgr(std::uint8_t index) {
+  constexpr std::size_t kMask = kSgrSlots - 1;
+  const std::uint64_t hash = sequence_hash(sgrs_[index]);
+  std::size_t slot = hash & kMask;
+  while (sgr_slots_[slot].index_plus_1 != 0) slot = (slot + 1) & kMask;
+  sgr_slots_[slot] = {static_cast<std::uint16_t>(index + 1),
+                      static_cast<std::uint16_t>(hash >> 48)};
 }
 
 bool PlainScrollScan::compact_sgrs() {
@@ -216,8 +300,8 @@ bool PlainScrollScan::compact_sgrs() {
   if (kept == sgrs_.size()) return false;
   sgrs_.resize(kept);
   effects_.resize(kept);
-  sgr_index_.clear();
-  for (std::size_t i = 0; i < kept; ++i) sgr_index_.emplace(sgrs_[i], static_cast<std::uint8_t>(i));
+  sgr_slots_.fill({});
+  for (std::size_t i = 0; i < kept; ++i) index_sgr(static_cast<std::uint8_t>(i));
   const auto renumber = [&](std::vector<std::uint8_t>& pen) {
     for (std::uint8_t& i : pen) i = renumbered[i];
   };

@@ -29,13 +29,12 @@
 // ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/term/sgr_effect.hpp"
@@ -97,9 +96,14 @@ class PlainScrollScan {
   };
 
   void byte(std::uint8_t b);
+  // At an ESC in the ground state: the whole sequence when it lies within [p, p + n) (the
+  // common case), without copying it; returns the bytes it used, 0 when it goes on past n
+  // (byte() then reads it) or ended the run.
+  std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
   void line_feed();
-  void sequence_end(std::uint8_t final);
+  // A whole SGR or EL sequence, ESC to final byte.
+  void sequence_end(std::string_view sequence);
   void add_sgr(std::string_view sequence);
   void add_target();
   void brk();
@@ -123,17 +127,21 @@ class PlainScrollScan {
 
   // Drops the table entries no pen refers to and renumbers the pens; false when none is free.
   bool compact_sgrs();
+  // The table index of `sequence`, added if new; nullopt when the table is full.
+  std::optional<std::uint8_t> sgr_index(std::string_view sequence);
+  void index_sgr(std::uint8_t index);
 
   std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
   std::vector<SgrEffect> effects_;  // sgr_effect() of each
-  struct SgrHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
+  // sgrs_'s entries by sequence: open addressing with linear probing over a power-of-two
+  // table at most half full (entries are only added, or all rebuilt by compact_sgrs()).
+  struct SgrSlot {
+    std::uint16_t index_plus_1 = 0;  // 0: free
+    std::uint16_t tag = 0;           // the hash's top bits: most mismatches need no compare
   };
-  // sgrs_'s entries by sequence
-  std::unordered_map<std::string, std::uint8_t, SgrHash, std::equal_to<>> sgr_index_;
+  static constexpr std::size_t kSgrSlots = 512;
+  static_assert(kSgrSlots >= 2 * kMaxDistinctSgrs && (kSgrSlots & (kSgrSlots - 1)) == 0);
+  std::array<SgrSlot, kSgrSlots> sgr_slots_{};
   std::vector<std::uint8_t> pen_;  // the reduced SGR list at the scan position
   std::deque<Target> targets_;     // in stream order
 };

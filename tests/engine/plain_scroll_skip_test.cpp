@@ -497,7 +497,12 @@ rc::Gen<std::string> plain_piece() {
                                          "\x1b"
                                          "8",
                                          "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
-                                         "\x1b[r")}});
+                                         "\x1b[r")},
+       // Many distinct colours: the SGR table fills, drops what no pen uses, or ends the run
+       // (38;5 past 255 is an SGR whose effect is not modelled, so it is never dropped).
+       {10, rc::gen::map(rc::gen::inRange(0, 600), [](int i) {
+          return (i % 2 ? "\x1b[38;5;" : "\x1b[1;38;2;9;") + std::to_string(i) + "m";
+        })}});
 }
 
 RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
@@ -516,6 +521,43 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   std::uint64_t skipped = 0;
   RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped) == "");
   RC_CLASSIFY(skipped > 0, "jumped");
+}
+
+// Everything a scan found, as text: where it ended, why, and each target it offers.
+std::string scan_result(const PlainScrollScan& scan) {
+  std::string out = std::to_string(value(scan.scanned())) + (scan.broken() ? " broken " : " ") +
+                    std::to_string(scan.lfs()) + "\n";
+  for (std::uint64_t keep = 0; keep <= scan.lfs(); ++keep) {
+    const PlainScrollScan::Target* t = scan.best(scan.run_start(), keep, 0);
+    if (t == nullptr) break;
+    out += std::to_string(keep) + ": " + std::to_string(value(t->line_start)) + "-" +
+           std::to_string(value(t->end)) + " after " + std::to_string(t->lfs) + " " +
+           ::testing::PrintToString(t->prefix) + " pen ";
+    for (const std::uint8_t i : t->pen) out += ::testing::PrintToString(std::string(scan.sgr(i)));
+    out += "\n";
+  }
+  return out;
+}
+
+// Sequences are read in place when a piece holds them whole and byte by byte when they span
+// pieces: the two readings must agree, whatever the split.
+RC_GTEST_PROP(PlainScrollScan, FindsTheSameWhateverPiecesTheBytesComeIn, ()) {
+  const auto pieces =
+      *rc::gen::container<std::vector<std::string>>(*rc::gen::inRange(20, 300), plain_piece());
+  std::string stream;
+  for (const std::string& p : pieces) stream += p;
+  const PlainScrollScan whole = scanned(stream);
+  PlainScrollScan split(0);
+  split.restart(Cursor{0});
+  const auto sizes =
+      *rc::gen::container<std::vector<std::size_t>>(8, rc::gen::inRange<std::size_t>(1, 40));
+  for (std::size_t at = 0, i = 0; at < stream.size(); ++i) {
+    const std::size_t n = std::min(sizes[i % sizes.size()], stream.size() - at);
+    split.scan(std::string_view(stream).substr(at, n));
+    at += n;
+  }
+  RC_ASSERT(scan_result(split) == scan_result(whole));
+  RC_CLASSIFY(whole.broken(), "broken");
 }
 
 // --- the mirror thread -----------------------------------------------------------------------
