@@ -27,8 +27,8 @@ inline std::size_t text_run_length(const std::uint8_t* p, std::size_t n) noexcep
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     // A byte stops the run when it is below 0x20 (unsigned: max(b, 0x20) != b) or DEL.
     const __m128i text = _mm_cmpeq_epi8(_mm_max_epu8(v, space), v);
-    const __m128i stop = _mm_or_si128(_mm_xor_si128(text, _mm_set1_epi8(-1)),
-                                      _mm_cmpeq_epi8(v, del));
+    const __m128i stop =
+        _mm_or_si128(_mm_xor_si128(text, _mm_set1_epi8(-1)), _mm_cmpeq_epi8(v, del));
     const auto mask = static_cast<unsigned>(_mm_movemask_epi8(stop));
     if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(mask));
   }
