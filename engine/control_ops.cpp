@@ -199,7 +199,13 @@ Result<Json> Engine::op_spawn(const Json& request) {
   if (!rows) return tl::unexpected(rows.error());
   spec.size = {*cols, *rows};
 
-  if (auto fits = MemoryBudget::check_spawn(*name, settings_.actor.ring_bytes); !fits) {
+  if (auto fits = MemoryBudget::check_budget(*name, reserved_for(spec.size), reserved_by_actors(),
+                                             memory_budget_of(settings_.memory_budget));
+      !fits) {
+    log(LogLevel::warn, "spawn of {} refused: {}", *name, fits.error().message);
+    return tl::unexpected(fits.error());
+  }
+  if (auto fits = MemoryBudget::check_cap(*name, settings_.actor.ring_bytes); !fits) {
     log(LogLevel::warn, "spawn of {} refused: {}", *name, fits.error().message);
     return tl::unexpected(fits.error());
   }
@@ -283,6 +289,7 @@ Json Engine::status_of(const Actor& actor) const {
               {"argv", std::move(argv)},
               {"cwd", actor.spec().cwd},
               {"input_queued", actor.input_queued()},
+              {"memory", memory_status(actor)},
               {"paused", actor.paused()},
               {"waiting_for_lease", actor.lease_used_up()},
               {"controller", owner ? Json(*owner) : Json(nullptr)},
@@ -310,7 +317,7 @@ Result<Json> Engine::op_status(const Json& request) const {
   } else {
     for (const auto& [name, actor] : actors_) actors.push_back(status_of(*actor));
   }
-  Json out{{"actors", std::move(actors)}};
+  Json out{{"actors", std::move(actors)}, {"memory", memory_status()}};
   if (mirror_) {
     const MirrorStats m = mirror_->stats();
     out["mirror"] = {{"fed_bytes", m.bytes},

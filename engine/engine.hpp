@@ -17,6 +17,7 @@
 #include "engine/actor.hpp"
 #include "engine/attachments.hpp"
 #include "engine/control_server.hpp"
+#include "engine/memory_budget.hpp"
 #include "engine/mirror_thread.hpp"
 #include "engine/recorder/recording.hpp"
 #include "engine/replay_thread.hpp"
@@ -49,6 +50,9 @@ struct EngineSettings {
   recorder::TrackLimits track;
   // Deletion snapshots older than this are purged (settings.yaml retention_days).
   std::chrono::hours retention{24 * 7};
+  // What all actors together may reserve (settings.yaml memory_budget; engine/memory_budget.hpp),
+  // in bytes; 0: an eighth of the machine's RAM (memory_budget_of).
+  std::uint64_t memory_budget = 0;
   // A stopped actor's ring is released this long after its seal (its tail stays in the
   // completed-session cache, everything retained in its transcript).
   std::chrono::milliseconds release_idle_ring{60'000};
@@ -264,6 +268,14 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // once an idle ring was released); a transcript may reach further back.
   Cursor oldest_in_memory(const Actor& actor) const;
   control::Json status_of(const Actor& actor) const;
+  // Memory (engine/memory_budget.hpp; memory_ops.cpp): what an actor of this size reserves,
+  // what one reserves and holds now, what all reserve, and status's view of it.
+  ActorMemory reserved_for(WindowSize size) const;
+  ActorMemory reserved_memory(const Actor& actor) const;
+  ActorMemory used_memory(const Actor& actor) const;
+  std::uint64_t reserved_by_actors() const;
+  control::Json memory_status(const Actor& actor) const;
+  control::Json memory_status() const;
   void finish_deferred(Actor& actor, const shm::SessionRecord& session);
   void remove_actor(const std::string& name);
   void broadcast(const control::Json& event);
@@ -298,6 +310,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::unique_ptr<MirrorThread> mirror_;
   std::unique_ptr<ReplayThread> replay_;  // with the mirror only
   std::map<std::string, MirrorActorId> mirror_ids_;
+  std::map<std::string, std::shared_ptr<MirrorUsage>> mirror_usage_;  // by actor, with the id
   std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;

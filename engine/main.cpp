@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);
   settings.retention = engine::retention_of(file->retention_days);
+  settings.memory_budget = file->memory_budget;
   settings.file_at_start = *file;
   settings.file_now = *file;
 

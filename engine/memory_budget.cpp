@@ -3,8 +3,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <optional>
+
+#include "engine/recorder/keyframe_store.hpp"
+#include "engine/recorder/time_index.hpp"
+#include "engine/term/grid_cell.hpp"
 
 namespace backscroll::engine {
 namespace {
@@ -43,9 +48,59 @@ std::optional<std::string> cgroup_folder() {
 
 std::string mib(std::uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
 
+// libvterm 0.1.4's ScreenCell (six code points and a pen), rounded up.
+constexpr std::uint64_t kVtermCellBytes = 48;
+// An event on the track with its text (titles, agent names), on average, rounded up.
+constexpr std::uint64_t kTrackEventBytes = 128;
+// A time index sample (a cursor and a time).
+constexpr std::uint64_t kTimeSampleBytes = 16;
+
 }  // namespace
 
-Result<void> MemoryBudget::check_spawn(const std::string& actor, std::uint64_t ring_bytes) {
+std::string format_bytes(std::uint64_t bytes) {
+  char text[32];
+  if (bytes >= (std::uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+  } else {
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / kMiB);
+  }
+  return text;
+}
+
+std::uint64_t MemoryBudget::recorder_bytes(std::uint64_t events, std::uint64_t time_samples) {
+  return events * kTrackEventBytes + time_samples * kTimeSampleBytes;
+}
+
+ActorMemory MemoryBudget::reserved(const ActorLimits& limits) {
+  ActorMemory m;
+  m.ring = limits.ring_capacity;
+  m.input = limits.input_capacity;
+  m.recorder = recorder_bytes(limits.track_events, recorder::TimeIndex::kMaxSamples);
+  if (limits.mirror) {
+    m.history = limits.history_bytes;
+    // Main and alternate screens, each in the grid and in libvterm.
+    m.screen =
+        std::uint64_t{2} * limits.cols * limits.rows * (sizeof(term::GridCell) + kVtermCellBytes);
+    if (limits.keyframes) m.keyframes = recorder::KeyframeStore::kMaxBytes;
+  }
+  return m;
+}
+
+Result<void> MemoryBudget::check_budget(const std::string& actor, const ActorMemory& asked,
+                                        std::uint64_t reserved_now, std::uint64_t budget) {
+  if (reserved_now + asked.total() <= budget) return {};
+  return fail(Errc::over_budget,
+              "spawning '" + actor + "' would reserve " + format_bytes(asked.total()) + " (ring " +
+                  format_bytes(asked.ring) + ", history " + format_bytes(asked.history) +
+                  ", keyframes " + format_bytes(asked.keyframes) + ", the rest " +
+                  format_bytes(asked.screen + asked.recorder + asked.input) +
+                  "); the actors reserve " + format_bytes(reserved_now) + " of the " +
+                  format_bytes(budget) +
+                  " memory_budget (settings.yaml): delete an actor, lower "
+                  "terminal_transcript.per_actor_bytes or raise memory_budget");
+}
+
+Result<void> MemoryBudget::check_cap(const std::string& actor, std::uint64_t ring_bytes) {
   const std::uint64_t need = ring_bytes + kActorOverhead;
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {

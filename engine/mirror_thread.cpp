@@ -26,6 +26,7 @@ struct MirrorThread::Slot {
   MirrorActorId id;
   std::unique_ptr<shm::RingReader> ring;
   std::shared_ptr<InternalConsumer> consumer;
+  std::shared_ptr<MirrorUsage> usage;  // may be null
   std::unique_ptr<term::Mirror> mirror;
   // Hears the mirror's scanner (titles, bells, shell marks); reset with the mirror.
   std::unique_ptr<recorder::OutputEvents> output;
@@ -162,9 +163,10 @@ void MirrorThread::wake() noexcept { wake_.wake_for_data(); }
 
 void MirrorThread::add_actor(MirrorActorId id, shm::RingReader ring,
                              std::shared_ptr<InternalConsumer> consumer, std::uint16_t cols,
-                             std::uint16_t rows, MirrorStart start) {
+                             std::uint16_t rows, MirrorStart start,
+                             std::shared_ptr<MirrorUsage> usage) {
   send(Add{id, std::make_unique<shm::RingReader>(std::move(ring)), std::move(consumer), cols, rows,
-           std::move(start)});
+           std::move(start), std::move(usage)});
 }
 void MirrorThread::remove_actor(MirrorActorId id) { send(Remove{id}); }
 void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows) {
@@ -197,6 +199,10 @@ void MirrorThread::run() {
         const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
         answer_ready(slot);
         maybe_keyframe(slot, now);
+        if (slot.usage) {
+          slot.usage->history_bytes.store(slot.mirror->screen().scrollback_bytes(),
+                                          std::memory_order_relaxed);
+        }
         if (slot.output->has_pending() || !slot.keyframes.empty() ||
             slot.output->state_version() != slot.sent_state_version) {
           send_output_events(slot, now);
@@ -247,6 +253,7 @@ bool MirrorThread::drain_commands() {
       fresh->id = add->id;
       fresh->ring = std::move(add->ring);
       fresh->consumer = std::move(add->consumer);
+      fresh->usage = std::move(add->usage);
       const Cursor start = fresh->consumer->position();
       if (add->start.cold) fresh->mirror = resume(*add->start.cold, start);
       if (!fresh->mirror) {

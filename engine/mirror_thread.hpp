@@ -82,6 +82,13 @@ struct MirrorStart {
   std::optional<Cold> cold{};
 };
 
+// What one actor's mirror holds now, for the io thread's memory accounting (status, the memory
+// budget). The mirror thread stores it after each turn, the io thread loads it: relaxed, a
+// figure that orders nothing else.
+struct MirrorUsage {
+  std::atomic<std::uint64_t> history_bytes{0};
+};
+
 struct MirrorStats {
   std::uint64_t bytes = 0;    // fed to mirrors
   std::uint64_t skipped = 0;  // jumped over (Mirror::skip_ahead), not fed
@@ -152,9 +159,10 @@ class MirrorThread {
   MirrorThread& operator=(const MirrorThread&) = delete;
 
   // Io thread only. The mirror starts at the consumer's position(), with a fresh terminal of
-  // cols x rows or the one `start.cold` rebuilds.
+  // cols x rows or the one `start.cold` rebuilds; `usage` (optional) hears what it holds.
   void add_actor(MirrorActorId id, shm::RingReader ring, std::shared_ptr<InternalConsumer> consumer,
-                 std::uint16_t cols, std::uint16_t rows, MirrorStart start = {});
+                 std::uint16_t cols, std::uint16_t rows, MirrorStart start = {},
+                 std::shared_ptr<MirrorUsage> usage = nullptr);
   void remove_actor(MirrorActorId id);
   void resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::uint16_t rows);
   // A fresh terminal from `at` on (a clear, a new session); bytes before it are skipped.
@@ -180,6 +188,7 @@ class MirrorThread {
     std::uint16_t cols;
     std::uint16_t rows;
     MirrorStart start;
+    std::shared_ptr<MirrorUsage> usage;
   };
   struct Remove {
     MirrorActorId id;

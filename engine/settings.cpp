@@ -86,6 +86,46 @@ Take number(std::string_view origin, std::uint64_t& out, std::uint64_t minimum =
   };
 }
 
+// A size: a whole number of bytes, or one followed by KiB, MiB, GiB or TiB ("2GiB"); 0 keeps the
+// default, sizes above Settings::kMaxMemoryBudget are capped there, and anything else below
+// `minimum` is an error that names the minimum.
+Take size(std::string_view origin, std::uint64_t& out, std::uint64_t minimum) {
+  return [origin, &out, minimum](const YAML::Node& v, const std::string& key) -> Result<void> {
+    static constexpr std::pair<std::string_view, int> kUnits[] = {
+        {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+    const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+    const std::size_t digits_end = text.find_first_not_of("0123456789");
+    const std::string digits = text.substr(0, digits_end);
+    const std::string unit = digits_end == std::string::npos ? "" : text.substr(digits_end);
+    int shift = 0;
+    bool unit_known = unit.empty();
+    for (const auto& [name, bits] : kUnits) {
+      if (unit == name) {
+        shift = bits;
+        unit_known = true;
+      }
+    }
+    if (digits.empty() || !unit_known) {
+      return bad(origin, v, key,
+                 "expected a size: a whole number of bytes, or with KiB, MiB, GiB or TiB (0 "
+                 "means the default)");
+    }
+    const std::size_t first = digits.find_first_not_of('0');
+    const std::string significant = first == std::string::npos ? "0" : digits.substr(first);
+    // More than 15 significant digits is past the cap whatever they are.
+    std::uint64_t n =
+        significant.size() > 15 ? Settings::kMaxMemoryBudget : std::stoull(significant);
+    n = n > (Settings::kMaxMemoryBudget >> shift) ? Settings::kMaxMemoryBudget : n << shift;
+    if (n != 0 && n < minimum) {
+      return bad(origin, v, key,
+                 "expected at least " + std::to_string(minimum >> 20) +
+                     " MiB (or 0 for the default), got " + text);
+    }
+    if (n != 0) out = n;
+    return {};
+  };
+}
+
 // Checks the file's shape on the parser's events, before a tree is built: one document, nesting
 // no deeper than kMaxDepth, no anchors or aliases (nothing here needs them, and an alias bomb
 // expands exponentially), and no key given twice in one mapping (yaml-cpp would keep the last
@@ -194,6 +234,7 @@ Result<Settings> parse_settings(std::string_view yaml, std::string_view origin) 
       {"snapshot",
        section(origin, {{"scrollback_lines", number(origin, s.snapshot_scrollback_lines)}})},
       {"retention_days", number(origin, s.retention_days)},
+      {"memory_budget", size(origin, s.memory_budget, Settings::kMinMemoryBudget)},
   };
   if (auto r = read_section(root, "", origin, top); !r) return tl::unexpected(r.error());
   return s;

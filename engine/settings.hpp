@@ -7,9 +7,11 @@
 //   snapshot:
 //     scrollback_lines: 512
 //   retention_days: 7
+//   memory_budget: 2GiB      # what the actors may reserve in all; 0: an eighth of the RAM
 //
 // Every key is optional. A number of 0 means the key's default; numbers above 50,000,000 are
-// capped there, numbers below a key's minimum are an error. A file that is not YAML, a key this
+// capped there, numbers below a key's minimum are an error; memory_budget is a size in bytes,
+// KiB, MiB, GiB or TiB (at least 64 MiB). A file that is not YAML, a key this
 // engine does not know or gives twice, a value of the wrong type (booleans are exactly true or
 // false), anchors, aliases or deep nesting are an error that names the line (and the dotted
 // key): a typo must not silently turn persistence off. A missing file means every default.
@@ -27,12 +29,15 @@ namespace backscroll::engine {
 struct Settings {
   static constexpr std::uint64_t kMaxNumber = 50'000'000;
   static constexpr std::uint64_t kMinPerActorBytes = 65'536;  // the smallest ring
+  static constexpr std::uint64_t kMinMemoryBudget = 64ull << 20;
+  static constexpr std::uint64_t kMaxMemoryBudget = 1ull << 50;  // larger sizes are capped here
 
   bool transcript_enabled = true;
   bool persist = false;
   std::uint64_t per_actor_bytes = 10'485'760;  // the ring per actor; on disk, what retention keeps
   std::uint64_t snapshot_scrollback_lines = 512;
   std::uint64_t retention_days = 7;
+  std::uint64_t memory_budget = 0;  // bytes; 0: an eighth of the machine's RAM
 
   bool operator==(const Settings&) const = default;
 };

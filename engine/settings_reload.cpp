@@ -1,5 +1,7 @@
 #include "engine/settings_reload.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace backscroll::engine {
@@ -23,6 +25,15 @@ std::chrono::hours retention_of(std::uint64_t retention_days) {
   return std::chrono::hours(24 * std::min<std::uint64_t>(retention_days, 36'500));
 }
 
+std::uint64_t memory_budget_of(std::uint64_t configured) {
+  if (configured != 0) return configured;
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t{2} << 30;  // unknown RAM: 2 GiB
+  return std::max(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 8,
+                  Settings::kMinMemoryBudget);
+}
+
 std::vector<SettingChange> reload_settings(EngineSettings& settings, const Settings& file) {
   std::vector<SettingChange> changes;
   Settings& now = settings.file_now;
@@ -39,6 +50,11 @@ std::vector<SettingChange> reload_settings(EngineSettings& settings, const Setti
         {"retention_days", text(now.retention_days), text(file.retention_days), true});
     settings.retention = retention_of(file.retention_days);
     now.retention_days = file.retention_days;
+  }
+  if (file.memory_budget != now.memory_budget) {
+    changes.push_back({"memory_budget", text(now.memory_budget), text(file.memory_budget), true});
+    settings.memory_budget = file.memory_budget;
+    now.memory_budget = file.memory_budget;
   }
   if (file.per_actor_bytes != now.per_actor_bytes && !settings.ring_bytes_from_flag) {
     // The rings of actors spawned from now on; a running actor keeps its ring.

@@ -4,6 +4,8 @@
 //
 //   snapshot.scrollback_lines         live: snapshots asked from now on
 //   retention_days                    live: the next purge of deletion snapshots
+//   memory_budget                     live: spawns from now on (running actors stay, even
+//                                     when they reserve more than a lowered budget)
 //   terminal_transcript.per_actor_bytes
 //                                     live for the rings of actors spawned from now on (unless
 //                                     backscrolld --ring-bytes set them); the durable
@@ -38,5 +40,6 @@ std::vector<SettingChange> reload_settings(EngineSettings& settings, const Setti
 std::uint64_t ring_bytes_of(std::uint64_t per_actor_bytes);
 std::uint64_t snapshot_scrollback_of(std::uint64_t scrollback_lines);
 std::chrono::hours retention_of(std::uint64_t retention_days);
+std::uint64_t memory_budget_of(std::uint64_t configured);
 
 }  // namespace backscroll::engine

@@ -27,8 +27,10 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
     start.sizes_applied = r->keyframes.next_size_seq() - 1;
   }
   start.cold = std::move(cold);
+  auto usage = std::make_shared<MirrorUsage>();
+  mirror_usage_[actor.name()] = usage;
   mirror_->add_actor(id, std::move(*ring), actor.attach_consumer(), actor.size().cols,
-                     actor.size().rows, std::move(start));
+                     actor.size().rows, std::move(start), std::move(usage));
 }
 
 void Engine::mirror_reset(const Actor& actor, Cursor at) {

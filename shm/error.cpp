@@ -7,7 +7,7 @@
 namespace backscroll {
 namespace {
 
-constexpr std::array<std::pair<Errc, std::string_view>, 22> kNames{{
+constexpr std::array<std::pair<Errc, std::string_view>, 23> kNames{{
     {Errc::bad_request, "bad_request"},
     {Errc::unknown_op, "unknown_op"},
     {Errc::no_such_actor, "no_such_actor"},
@@ -29,6 +29,7 @@ constexpr std::array<std::pair<Errc, std::string_view>, 22> kNames{{
     {Errc::shutting_down, "shutting_down"},
     {Errc::io_error, "io_error"},
     {Errc::out_of_memory, "out_of_memory"},
+    {Errc::over_budget, "over_budget"},
     {Errc::internal, "internal"},
 }};
 

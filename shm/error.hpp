@@ -34,6 +34,7 @@ enum class Errc : std::uint8_t {
   shutting_down,       // the engine is stopping and takes no new work
   io_error,            // an OS call failed (errno in the message)
   out_of_memory,       // a spawn would bring the engine near its memory cap (RLIMIT_AS, cgroup)
+  over_budget,         // a spawn would take the actors' reserved memory past memory_budget
   internal,            // a bug: the engine logs it with context
 };
 

@@ -163,6 +163,7 @@ Command add_status(CLI::App& app) {
   struct Values {
     std::vector<std::string> actors;
     bool json = false;
+    bool engine = false;
     StatusFollowArgs follow;
     bool follow_on = false;
   };
@@ -174,6 +175,9 @@ Command add_status(CLI::App& app) {
   command->add_flag("--json", values->json,
                     "print the engine's `actors` array as JSON (fields: docs/protocol.md); "
                     "with -f, one JSON object per line");
+  command->add_flag("--engine", values->engine,
+                    "with --json: the engine's whole reply, an object: `actors`, `memory` (the "
+                    "memory_budget, what the actors reserve and use in all) and `mirror`");
   command->add_flag("-f,--follow", values->follow_on,
                     "follow the agent status (title, bells, working/idle/permission) of every "
                     "actor, or of NAME...: one line per change (docs/status-detector.md)");
@@ -189,9 +193,10 @@ Command add_status(CLI::App& app) {
     }
     if (!values->follow.rules_path.empty()) return report_usage("status: --rules needs -f");
     if (values->actors.size() > 1) return report_usage("status: one NAME at most without -f");
+    if (values->engine && !values->json) return report_usage("status: --engine needs --json");
     return run_status(engine,
                       values->actors.empty() ? std::nullopt : std::optional(values->actors.front()),
-                      values->json);
+                      values->json, values->engine);
   };
   return {command, run};
 }

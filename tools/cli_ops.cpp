@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "tools/cli_output.hpp"
 
 namespace backscroll::cli {
@@ -30,6 +32,12 @@ std::string text(const Json& object, const char* key) {
   if (it->is_string()) return it->get<std::string>();
   if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
   return it->dump();
+}
+
+// A byte count in MiB, "27.8 MiB"; "-" when absent (an engine that does not report it).
+std::string mib_text(const Json& object, const Json::json_pointer& at) {
+  if (!object.contains(at) || !object.at(at).is_number()) return "-";
+  return fmt::format("{:.1f} MiB", object.at(at).get<double>() / (1u << 20));
 }
 
 std::int64_t integer(const Json& object, const char* key, std::int64_t fallback = 0) {
@@ -160,6 +168,8 @@ std::string status_detail(const Json& actor) {
   line("cwd", text(actor, "cwd"));
   line("input", text(actor, "input_queued") + " bytes queued" +
                     (text(actor, "paused") == "yes" ? ", output paused" : ""));
+  line("memory", mib_text(actor, "/memory/used/total"_json_pointer) + " used of " +
+                     mib_text(actor, "/memory/reserved/total"_json_pointer) + " reserved");
   const auto sessions = actor.find("sessions");
   if (sessions != actor.end() && sessions->is_array() && !sessions->empty()) {
     Table table({"SESSION", "START", "END", "PID", "EXIT", "SEALED"});
@@ -245,26 +255,40 @@ int run_list(const EngineTarget& engine, bool json) {
   return kExitOk;
 }
 
-int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json) {
+int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json,
+               bool whole) {
   Json fields = Json::object();
   if (actor) fields["actor"] = *actor;
   auto r = call(engine, "status", std::move(fields));
   if (!r) return report(r.error());
   const Json actors = r->header.value("actors", Json::array());
   std::string out;
-  if (json) {
+  if (json && whole) {
+    Json reply = r->header;
+    reply.erase("id");
+    out = reply.dump(2) + "\n";
+  } else if (json) {
     out = actors.dump(2) + "\n";
   } else if (actor && actors.size() == 1) {
     out = status_detail(actors.front());
   } else {
     // list's columns first, in list's order.
-    Table table({"NAME", "STATE", "SESSION", "PID", "SIZE", "FLOOR", "COMMITTED", "COMMAND"});
+    Table table(
+        {"NAME", "STATE", "SESSION", "PID", "SIZE", "FLOOR", "COMMITTED", "MEMORY", "COMMAND"});
     for (const auto& a : actors) {
       table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a),
                  text(a, "cols") + "x" + text(a, "rows"), text(a, "floor"), text(a, "committed"),
+                 mib_text(a, "/memory/reserved/total"_json_pointer),
                  shell_join(strings(a, "argv"))});
     }
     out = table.render();
+    // The engine's total against memory_budget (docs/settings.md).
+    const Json& header = r->header;
+    if (header.contains("memory")) {
+      out += "\nmemory: " + mib_text(header, "/memory/reserved"_json_pointer) +
+             " reserved of the " + mib_text(header, "/memory/budget"_json_pointer) +
+             " memory_budget, " + mib_text(header, "/memory/used"_json_pointer) + " used\n";
+    }
   }
   if (auto w = write_all(STDOUT_FILENO, out); !w) return report(w.error());
   return kExitOk;

@@ -83,7 +83,9 @@ struct SnapshotArgs {
 // field names of docs/cli.md ("JSON output"), instead of the line or table people read.
 int run_spawn(const EngineTarget& engine, const SpawnArgs& args, bool json = false);
 int run_list(const EngineTarget& engine, bool json);
-int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json);
+// `whole`: with json, the engine's reply whole (actors, memory, mirror) instead of the actors.
+int run_status(const EngineTarget& engine, const std::optional<std::string>& actor, bool json,
+               bool whole = false);
 int run_send(const EngineTarget& engine, const SendArgs& args);
 int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
                std::uint32_t rows, bool json);

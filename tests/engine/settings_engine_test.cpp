@@ -136,5 +136,74 @@ TEST(EngineSettings, AReloadAppliesWhatCanChangeLiveAndListsTheRest) {
   EXPECT_EQ(engine.status("sh")["pid"], pid);
 }
 
+// memory_budget bounds what the actors reserve together: a spawn past it is over_budget with the
+// numbers, what runs is untouched, and status shows each actor's share beside the total.
+TEST(EngineSettings, TheMemoryBudgetRefusesASpawnPastItAndHarmsNothingRunning) {
+  EngineProcess engine;
+  EngineConfig config;
+  config.settings_yaml =
+      "memory_budget: 100MiB\nterminal_transcript:\n  per_actor_bytes: 1048576\n";
+  ASSERT_TRUE(engine.start(config));
+  std::optional<Error> refused;
+  int spawned = 0;
+  for (; spawned < 20 && !refused; ++spawned) {
+    auto r = engine.try_call(
+        "spawn", {{"actor", "a" + std::to_string(spawned)}, {"argv", {"sh", "-c", "cat"}}});
+    if (!r) refused = r.error();
+  }
+  ASSERT_TRUE(refused) << "20 actors fit a 100 MiB budget";
+  EXPECT_EQ(refused->code, Errc::over_budget) << refused->describe();
+  EXPECT_NE(refused->message.find("100.0 MiB memory_budget"), std::string::npos)
+      << refused->message;
+  const int running = spawned - 1;
+  ASSERT_GE(running, 1);
+
+  // Status: each actor's reservation within the budget, their sum the total, the use within it.
+  const Json status = engine.call("status").header;
+  const Json& memory = status.at("memory");
+  EXPECT_EQ(memory.at("budget"), 100u << 20);
+  std::uint64_t reserved = 0, used = 0;
+  for (const Json& actor : status.at("actors")) {
+    const Json& m = actor.at("memory");
+    reserved += m.at("reserved").at("total").get<std::uint64_t>();
+    used += m.at("used").at("total").get<std::uint64_t>();
+    EXPECT_EQ(m.at("reserved").at("ring"), actor.at("capacity"));
+    for (const auto& [part, bytes] : m.at("used").items())
+      EXPECT_LE(bytes.get<std::uint64_t>(), m.at("reserved").at(part).get<std::uint64_t>()) << part;
+  }
+  EXPECT_EQ(memory.at("reserved"), reserved);
+  EXPECT_EQ(memory.at("used"), used);
+  EXPECT_LE(reserved, 100u << 20);
+  // The refused spawn would have passed it: one more reservation does not fit.
+  EXPECT_GT(reserved + reserved / running, 100u << 20);
+
+  // Nothing running was harmed: every actor still echoes, its use counted as it grows.
+  for (int i = 0; i < running; ++i) {
+    const std::string name = "a" + std::to_string(i);
+    engine.call("input", {{"actor", name}}, "still here " + name + "\r");
+    engine.wait_output(name, "still here " + name + "\r\n");
+  }
+  EXPECT_GT(engine.status("a0").at("memory").at("used").at("ring").get<std::uint64_t>(), 0u);
+  wait_until(
+      [&] {
+        return engine.status("a0").at("memory").at("used").at("history").get<std::uint64_t>() > 0 ||
+               (engine.call("input", {{"actor", "a0"}}, std::string(30, '\r')), false);
+      },
+      "lines in a0's history");
+
+  // Deleting one makes room; a raised budget (reload, live) takes more.
+  engine.call("delete", {{"actor", "a0"}});
+  engine.spawn("again", {"sh", "-c", "cat"});
+  EXPECT_EQ(expect_error(engine.try_call("spawn", {{"actor", "more"}, {"argv", {"true"}}}),
+                         "a spawn past the budget")
+                .code,
+            Errc::over_budget);
+  write_settings(engine, "memory_budget: 1GiB\nterminal_transcript:\n  per_actor_bytes: 1048576\n");
+  const Frame reloaded = engine.call("reload");
+  EXPECT_EQ(reloaded.header["applied"][0]["key"], "memory_budget") << reloaded.header.dump();
+  engine.spawn("more", {"sh", "-c", "cat"});
+  EXPECT_EQ(engine.call("status").header.at("memory").at("budget"), 1u << 30);
+}
+
 }  // namespace
 }  // namespace backscroll::testing

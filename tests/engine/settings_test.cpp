@@ -46,8 +46,10 @@ TEST(Settings, ReadsEveryKey) {
       "  per_actor_bytes: 4194304\n"
       "snapshot:\n"
       "  scrollback_lines: 2000\n"
-      "retention_days: 30\n");
+      "retention_days: 30\n"
+      "memory_budget: 3GiB\n");
   EXPECT_TRUE(s.persist);
+  EXPECT_EQ(s.memory_budget, 3ull << 30);
   EXPECT_EQ(s.per_actor_bytes, 4'194'304u);
   EXPECT_EQ(s.snapshot_scrollback_lines, 2000u);
   EXPECT_EQ(s.retention_days, 30u);
@@ -107,6 +109,31 @@ TEST(Settings, BooleansAreExactlyTrueOrFalse) {
   }
   EXPECT_TRUE(parsed("terminal_transcript: {persist: true}\n").persist);
   EXPECT_FALSE(parsed("terminal_transcript: {persist: false}\n").persist);
+}
+
+TEST(Settings, TheMemoryBudgetIsASizeInBytesOrWithAUnit) {
+  EXPECT_EQ(Settings{}.memory_budget, 0u);  // an eighth of the RAM, resolved by the engine
+  EXPECT_EQ(parsed("memory_budget: 2GiB\n").memory_budget, 2ull << 30);
+  EXPECT_EQ(parsed("memory_budget: 512MiB\n").memory_budget, 512ull << 20);
+  EXPECT_EQ(parsed("memory_budget: 65536KiB\n").memory_budget, 64ull << 20);
+  EXPECT_EQ(parsed("memory_budget: 1TiB\n").memory_budget, 1ull << 40);
+  EXPECT_EQ(parsed("memory_budget: 100000000\n").memory_budget, 100'000'000u);
+  EXPECT_EQ(parsed("memory_budget: 0\n").memory_budget, 0u);
+  EXPECT_EQ(parsed("memory_budget: 0GiB\n").memory_budget, 0u);
+  // Past the cap (1 PiB), in digits or through the unit: capped, never wrapped around.
+  EXPECT_EQ(parsed("memory_budget: 99999999999999999999999\n").memory_budget,
+            Settings::kMaxMemoryBudget);
+  EXPECT_EQ(parsed("memory_budget: 4000000TiB\n").memory_budget, Settings::kMaxMemoryBudget);
+  EXPECT_EQ(parsed("memory_budget: 17592186044416KiB\n").memory_budget, Settings::kMaxMemoryBudget);
+  const std::string expected =
+      "settings.yaml line 1: memory_budget: expected a size: a whole number of bytes, or with "
+      "KiB, MiB, GiB or TiB (0 means the default)";
+  for (const char* bad : {"2GB", "2 GiB", "1.5GiB", "-1", "GiB", "lots", "2gib", "[1]", "''"}) {
+    EXPECT_EQ(error_of(std::string("memory_budget: ") + bad + "\n"), expected) << bad;
+  }
+  EXPECT_EQ(error_of("memory_budget: 1MiB\n"),
+            "settings.yaml line 1: memory_budget: expected at least 64 MiB (or 0 for the "
+            "default), got 1MiB");
 }
 
 TEST(Settings, AValueBelowItsMinimumNamesTheMinimum) {

@@ -236,6 +236,30 @@ TEST_F(CliStatus, JsonIsAnArrayWithEveryStableFieldOfTheStatusObject) {
   EXPECT_TRUE(k["pid"].is_null()) << all.out;  // no program: null, never 0
   EXPECT_EQ(k["exit_code"], 0) << all.out;
   EXPECT_TRUE(k["term_signal"].is_null()) << all.out;
+
+  // --engine: the whole reply, with the engine's memory against its budget; the table and
+  // the detail show the same figures.
+  const CliResult whole = cli({"status", "--json", "--engine"});
+  ASSERT_TRUE(Succeeds(whole)) << ::testing::PrintToString(whole);
+  const Json reply = Json::parse(whole.out);
+  ASSERT_EQ(reply.at("actors").size(), 2u) << whole.out;
+  const std::uint64_t reserved = reply.at("memory").at("reserved");
+  EXPECT_EQ(reserved,
+            reply.at("actors")[0].at("memory").at("reserved").at("total").get<std::uint64_t>() +
+                reply.at("actors")[1].at("memory").at("reserved").at("total").get<std::uint64_t>());
+  EXPECT_GE(reply.at("memory").at("budget").get<std::uint64_t>(), reserved);
+  const CliResult table = cli({"status"});
+  ASSERT_TRUE(Succeeds(table)) << ::testing::PrintToString(table);
+  EXPECT_NE(table.out.find("MEMORY"), std::string::npos) << table.out;
+  char totals[64];
+  std::snprintf(totals, sizeof totals, "memory: %.1f MiB reserved of the ",
+                static_cast<double>(reserved) / (1u << 20));
+  EXPECT_NE(table.out.find(totals), std::string::npos) << table.out;
+  const CliResult detail = cli({"status", "j"});
+  EXPECT_NE(detail.out.find(" MiB used of "), std::string::npos) << detail.out;
+  const CliResult usage = cli({"status", "--engine"});
+  EXPECT_EQ(usage.exit_code(), 2) << ::testing::PrintToString(usage);
+  EXPECT_NE(usage.err.find("--engine needs --json"), std::string::npos) << usage.err;
 }
 
 TEST_F(CliStatus, JsonListsEachAttachmentWithItsRoleSizeAndAge) {
@@ -378,6 +402,7 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
     EXPECT_NE(("\n" + r.out).find("\n" + line + "\n"), std::string::npos) << line << " in\n"
                                                                           << r.out;
   }
+  EXPECT_NE(r.out.find("\nmemory    "), std::string::npos) << r.out;  // used of reserved, in MiB
   const auto rows = lines(r.out);
   ASSERT_GE(rows.size(), 2u);
   EXPECT_EQ(words(rows[rows.size() - 2]),
@@ -387,10 +412,12 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   const CliResult all = cli({"status"});
   ASSERT_TRUE(Succeeds(all)) << ::testing::PrintToString(all);
   const auto table = lines(all.out);
-  ASSERT_EQ(table.size(), 2u) << all.out;
+  ASSERT_EQ(table.size(), 4u) << all.out;  // the table, a blank line, the memory totals
   EXPECT_EQ(words(table[0]), (std::vector<std::string>{"NAME", "STATE", "SESSION", "PID", "SIZE",
-                                                       "FLOOR", "COMMITTED", "COMMAND"}));
+                                                       "FLOOR", "COMMITTED", "MEMORY", "COMMAND"}));
   EXPECT_EQ(words(table[1]).at(0), "d");
+  EXPECT_EQ(words(table[1]).at(8), "MiB");  // what d reserves, e.g. "37.4 MiB"
+  EXPECT_EQ(table[3].rfind("memory: ", 0), 0u) << all.out;
 }
 
 // ---- tail ----------------------------------------------------------------------------------
