@@ -36,6 +36,7 @@ Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {
   const auto m = mirror_ids_.find(actor.name());
   if (mirror_ && m != mirror_ids_.end()) {
     mirror_->resize(m->second, at, size.cols, size.rows);
+    mirror_changed(actor.name());
     // Numbered as the mirror applies them (Keyframe::sizes_applied counts the same resizes).
     record_size_change(actor, at, size);
   }

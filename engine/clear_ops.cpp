@@ -66,6 +66,7 @@ void Engine::ask_kept_screen(Actor& actor) {
   pending.token = request.token;
   ++pending.rounds;
   mirror_->request_snapshot(mirror_ids_.at(actor.name()), request);
+  mirror_changed(actor.name());  // its history goes
 }
 
 Json Engine::clear_everything(Actor& actor, const char* why) {

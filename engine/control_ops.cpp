@@ -325,6 +325,7 @@ Result<Json> Engine::op_status(const Json& request) const {
                      {"resyncs", m.resyncs},
                      {"snapshots", m.snapshots},
                      {"held_snapshots", m.held_snapshots},
+                     {"quick_snapshots", quick_answers_},
                      {"keyframes", m.keyframes}};
   }
   return out;

@@ -240,6 +240,7 @@ void Engine::remove_actor(const std::string& name) {
     if (mirror_) mirror_->remove_actor(m->second);
     mirror_ids_.erase(m);
     mirror_usage_.erase(name);
+    quick_snapshots_.erase(name);
   }
   transcripts_.remove(name);
   cache_.erase(name);

@@ -156,7 +156,25 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     control::Json id;
     std::string actor;
     control::Json reply;  // fields the answer carries besides the snapshot's (attach)
+    // A request of the present screen: its options and the actor's QuickSnapshot::generation
+    // when asked (the lane keeps the answer if no event came since). Empty for the others.
+    term::SnapshotOptions options{};
+    std::optional<std::uint64_t> generation{};
   };
+  // The snapshot lane (snapshot_ops.cpp): the last snapshot of an actor whose mirror has
+  // parsed every committed byte answers a request with the same options at once, on the io
+  // thread, without waiting for the mirror thread (busy with other actors' floods). Valid
+  // while the actor commits nothing and its mirror gets no event (resize, clear, reset): every
+  // such event bumps `generation`, and a snapshot asked before one is never kept.
+  struct QuickSnapshot {
+    std::uint64_t generation = 0;
+    std::optional<term::SnapshotOptions> options;  // of `taken`, when one is kept
+    term::MirrorSnapshot taken;
+  };
+  // Larger snapshots (200x50 with 10,000 lines: ~1 MB) go through the mirror every time.
+  static constexpr std::size_t kMaxQuickSnapshotBytes = 1u << 20;
+  // The actor's mirror changes without new bytes (an event): the kept snapshot is stale.
+  void mirror_changed(const std::string& actor);
 
   // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
@@ -311,7 +329,9 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::unique_ptr<ReplayThread> replay_;  // with the mirror only
   std::map<std::string, MirrorActorId> mirror_ids_;
   std::map<std::string, std::shared_ptr<MirrorUsage>> mirror_usage_;  // by actor, with the id
-  std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
+  std::map<std::string, QuickSnapshot> quick_snapshots_;              // by actor, with the id
+  std::uint64_t quick_answers_ = 0;  // snapshots the lane answered (status: mirror.quick_snapshots)
+  std::uint64_t next_id_ = 1;        // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)

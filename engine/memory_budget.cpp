@@ -82,6 +82,7 @@ ActorMemory MemoryBudget::reserved(const ActorLimits& limits) {
     m.screen =
         std::uint64_t{2} * limits.cols * limits.rows * (sizeof(term::GridCell) + kVtermCellBytes);
     if (limits.keyframes) m.keyframes = recorder::KeyframeStore::kMaxBytes;
+    m.snapshot = limits.snapshot_bytes;
   }
   return m;
 }
@@ -93,7 +94,7 @@ Result<void> MemoryBudget::check_budget(const std::string& actor, const ActorMem
               "spawning '" + actor + "' would reserve " + format_bytes(asked.total()) + " (ring " +
                   format_bytes(asked.ring) + ", history " + format_bytes(asked.history) +
                   ", keyframes " + format_bytes(asked.keyframes) + ", the rest " +
-                  format_bytes(asked.screen + asked.recorder + asked.input) +
+                  format_bytes(asked.screen + asked.recorder + asked.input + asked.snapshot) +
                   "); the actors reserve " + format_bytes(reserved_now) + " of the " +
                   format_bytes(budget) +
                   " memory_budget (settings.yaml): delete an actor, lower "

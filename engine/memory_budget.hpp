@@ -2,10 +2,10 @@
 //
 // The budget: every actor reserves what it can come to hold at most (its ring, its mirror's
 // screens and history up to their limits, its keyframes, event track and time index, its input
-// queue: ActorMemory). A spawn whose reservation would take the actors' total past
-// memory_budget is refused with over_budget, naming the numbers; what already runs is never
-// shrunk or stopped to make room, and since each actor stays within its reservation, the
-// total stays within the budget whatever the actors print.
+// queue, the snapshot kept for the next request: ActorMemory). A spawn whose reservation would take
+// the actors' total past memory_budget is refused with over_budget, naming the numbers; what
+// already runs is never shrunk or stopped to make room, and since each actor stays within its
+// reservation, the total stays within the budget whatever the actors print.
 //
 // The cap: a spawn that would bring the engine's address space near its limit is refused with
 // out_of_memory, so the engine never meets the limit inside an allocation it cannot refuse (a
@@ -29,9 +29,10 @@ struct ActorMemory {
   std::uint64_t keyframes = 0;  // the recorder's keyframes
   std::uint64_t recorder = 0;   // the event track and the time index
   std::uint64_t input = 0;      // input waiting for the PTY
+  std::uint64_t snapshot = 0;   // the last snapshot, kept to answer the next request at once
 
   std::uint64_t total() const noexcept {
-    return ring + history + screen + keyframes + recorder + input;
+    return ring + history + screen + keyframes + recorder + input + snapshot;
   }
 };
 
@@ -45,6 +46,7 @@ struct ActorLimits {
   std::uint64_t history_bytes = 0;  // the mirror's history bound (ScrollbackLimits::max_bytes)
   std::uint64_t track_events = 0;   // the event track's bound, in events (both groups)
   std::uint64_t input_capacity = 0;
+  std::uint64_t snapshot_bytes = 0;  // the largest snapshot kept (Engine::kMaxQuickSnapshotBytes)
 };
 
 struct MemoryBudget {

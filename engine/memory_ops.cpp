@@ -11,7 +11,7 @@ using control::Json;
 Json parts(const ActorMemory& m) {
   return {{"total", m.total()}, {"ring", m.ring},           {"history", m.history},
           {"screen", m.screen}, {"keyframes", m.keyframes}, {"recorder", m.recorder},
-          {"input", m.input}};
+          {"input", m.input},   {"snapshot", m.snapshot}};
 }
 
 }  // namespace
@@ -42,6 +42,8 @@ ActorMemory Engine::used_memory(const Actor& actor) const {
   m.screen = reserved_for(actor.size()).screen;  // allocated whole at the actor's size
   if (const auto usage = mirror_usage_.find(actor.name()); usage != mirror_usage_.end())
     m.history = usage->second->history_bytes.load(std::memory_order_relaxed);
+  if (const auto q = quick_snapshots_.find(actor.name()); q != quick_snapshots_.end())
+    m.snapshot = q->second.taken.snapshot.bytes.size();
   if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {
     m.keyframes = r->second.keyframes.bytes();
     m.recorder = MemoryBudget::recorder_bytes(r->second.events.size(), r->second.times.size());

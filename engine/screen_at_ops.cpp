@@ -131,9 +131,13 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
     job.options.scrollback_lines = ask.scrollback;
     job.options.canvas = ask.canvas;
     pending_snapshots_.emplace(job.token,
-                               PendingSnapshot{connection, ask.id, actor.name(),
+                               PendingSnapshot{connection,
+                                               ask.id,
+                                               actor.name(),
                                                Json{{"keyframe", value(keyframe->cursor)},
-                                                    {"replayed_bytes", job.bytes.size()}}});
+                                                    {"replayed_bytes", job.bytes.size()}},
+                                               {},
+                                               std::nullopt});
     replay_->submit(std::move(job));
     return Json(nullptr);  // answered by answer_replays()
   }

@@ -29,6 +29,7 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   start.cold = std::move(cold);
   auto usage = std::make_shared<MirrorUsage>();
   mirror_usage_[actor.name()] = usage;
+  mirror_changed(actor.name());
   mirror_->add_actor(id, std::move(*ring), actor.attach_consumer(), actor.size().cols,
                      actor.size().rows, std::move(start), std::move(usage));
 }
@@ -36,6 +37,14 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
 void Engine::mirror_reset(const Actor& actor, Cursor at) {
   const auto m = mirror_ids_.find(actor.name());
   if (mirror_ && m != mirror_ids_.end()) mirror_->reset(m->second, at);
+  mirror_changed(actor.name());
+}
+
+void Engine::mirror_changed(const std::string& actor) {
+  QuickSnapshot& quick = quick_snapshots_[actor];
+  ++quick.generation;
+  quick.options.reset();
+  quick.taken = {};
 }
 
 Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
@@ -90,14 +99,22 @@ Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, c
     return reply;
   }
 
-  const std::uint64_t token = next_id_++;
   SnapshotRequest r;
-  r.token = token;
   r.options.scrollback_lines = ask.scrollback;
   r.options.canvas = ask.canvas;
   r.not_before = not_before;
-  pending_snapshots_.emplace(token,
-                             PendingSnapshot{connection, ask.id, actor.name(), std::move(reply)});
+  const QuickSnapshot& quick = quick_snapshots_[actor.name()];
+  PendingSnapshot pending{connection,       ask.id,    actor.name(),
+                          std::move(reply), r.options, quick.generation};
+  // The lane: nothing committed and no event since the kept snapshot (so the mirror's state is
+  // the one it shows, at or after not_before): answered here and now.
+  if (quick.options == r.options && quick.taken.cursor == actor.ring().committed()) {
+    ++quick_answers_;
+    answer_snapshot(std::move(pending), SnapshotReply{0, true, quick.taken});
+    return Json(nullptr);  // answered
+  }
+  r.token = next_id_++;
+  pending_snapshots_.emplace(r.token, std::move(pending));
   mirror_->request_snapshot(m->second, r);
   return Json(nullptr);  // answered by answer_snapshots()
 }
@@ -148,6 +165,13 @@ void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
                     {"scrollback_lines", snap.scrollback_lines}});
   server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
                  snap.bytes);
+  // Kept for the lane when no event came since it was asked: the mirror's state at its cursor.
+  QuickSnapshot& quick = quick_snapshots_[pending.actor];
+  if (r.token != 0 && pending.generation == quick.generation &&
+      snap.bytes.size() <= kMaxQuickSnapshotBytes) {
+    quick.options = pending.options;
+    quick.taken = r.taken;
+  }
 }
 
 Result<Json> Engine::op_snapshot(ConnectionId connection, const Json& request) {

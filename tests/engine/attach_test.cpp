@@ -237,6 +237,52 @@ TEST_F(Attach, ANewSessionStartsAFreshScreen) {
   EXPECT_EQ(snap.payload.find("pid:" + old_pid), std::string::npos);
 }
 
+// The snapshot lane: an actor whose mirror has parsed every committed byte is answered from its
+// last snapshot on the io thread (the mirror thread may be busy with other actors' floods),
+// exactly as the mirror would answer; new output, other options, a resize or a clear go to
+// the mirror again.
+TEST_F(Attach, AQuietActorsSnapshotIsAnsweredAtOnceUntilAnythingChangesIt) {
+  engine_.spawn("q", {"sh", "-c", "seq 1 40; exec cat"});
+  engine_.wait_output("q", "40\r\n");
+  const auto quick = [&] {
+    return engine_.call("status").header.at("mirror").at("quick_snapshots").get<std::uint64_t>();
+  };
+  const auto committed = [&] { return engine_.status("q").at("committed"); };
+  Frame first;
+  wait_until([&] { return (first = snapshot("q")).header.at("cursor") == committed(); },
+             "a snapshot at the committed cursor");
+  const std::uint64_t before = quick();
+  const Frame again = snapshot("q");
+  EXPECT_EQ(quick(), before + 1) << "answered by the lane";
+  EXPECT_EQ(again.header.at("format"), "snapshot_v1");
+  for (const char* field : {"cursor", "cols", "rows", "bytes", "scrollback_lines"})
+    EXPECT_EQ(again.header.at(field), first.header.at(field)) << field;
+  EXPECT_EQ(again.payload, first.payload);
+  snapshot("q", {{"scrollback", 5}});
+  EXPECT_EQ(quick(), before + 1) << "other options go to the mirror";
+
+  // New output: the next answer shows it.
+  engine_.call("input", {{"actor", "q"}}, "fresh line\r");
+  engine_.wait_output("q", "fresh line\r\nfresh line\r\n");  // echo, then cat
+  Frame fresh;
+  wait_until([&] { return (fresh = snapshot("q")).header.at("cursor") == committed(); },
+             "a snapshot with the new line");
+  EXPECT_NE(fresh.payload.find("fresh line"), std::string::npos);
+
+  // A resize changes the screen without a byte: the kept snapshot is not used.
+  engine_.call("resize", {{"actor", "q"}, {"cols", 50}, {"rows", 10}});
+  const Frame resized = snapshot("q");
+  EXPECT_EQ(resized.header.at("cols"), 50);
+  EXPECT_EQ(resized.header.at("rows"), 10);
+  EXPECT_EQ(snapshot("q").payload, resized.payload);  // kept again, at the new size
+
+  // Neither does a clear that keeps the screen and drops the history.
+  ASSERT_GT(resized.header.at("scrollback_lines").get<int>(), 0);
+  engine_.call("clear", {{"actor", "q"}});
+  const Frame cleared = snapshot("q");
+  EXPECT_EQ(cleared.header.at("scrollback_lines"), 0) << cleared.header.dump();
+}
+
 TEST_F(Attach, ClientsWithoutSnapshotV1GetARawReplayFromTheOldestCursor) {
   engine_.spawn("sh", {"sh", "-c", "printf 'a\\n'; exec sleep 60"});
   engine_.wait_output("sh", "a");
