@@ -25,7 +25,8 @@ ActorMemory Engine::reserved_for(WindowSize size) const {
        .keyframes = settings_.keyframes,
        .history_bytes = settings_.scrollback.max_bytes,
        .track_events = settings_.track.events + settings_.track.minor_events,
-       .input_capacity = settings_.actor.input_capacity});
+       .input_capacity = settings_.actor.input_capacity,
+       .snapshot_bytes = kMaxQuickSnapshotBytes});
 }
 
 ActorMemory Engine::reserved_memory(const Actor& actor) const {

@@ -158,7 +158,14 @@ TEST(EngineSettings, TheMemoryBudgetRefusesASpawnPastItAndHarmsNothingRunning) {
   const int running = spawned - 1;
   ASSERT_GE(running, 1);
 
-  // Status: each actor's reservation within the budget, their sum the total, the use within it.
+  // Status: each actor's reservation within the budget, their sum the total, the use within it
+  // (a snapshot kept for the lane too).
+  wait_until(
+      [&] {
+        return engine.call("snapshot", {{"actor", "a0"}}).header.at("cursor") ==
+               engine.status("a0").at("committed");
+      },
+      "a snapshot of a0 at its committed cursor");
   const Json status = engine.call("status").header;
   const Json& memory = status.at("memory");
   EXPECT_EQ(memory.at("budget"), 100u << 20);
@@ -174,6 +181,7 @@ TEST(EngineSettings, TheMemoryBudgetRefusesASpawnPastItAndHarmsNothingRunning) {
   EXPECT_EQ(memory.at("reserved"), reserved);
   EXPECT_EQ(memory.at("used"), used);
   EXPECT_LE(reserved, 100u << 20);
+  EXPECT_GT(status.at("actors")[0].at("memory").at("used").at("snapshot").get<std::uint64_t>(), 0u);
   // The refused spawn would have passed it: one more reservation does not fit.
   EXPECT_GT(reserved + reserved / running, 100u << 20);
 
