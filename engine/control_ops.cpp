@@ -115,6 +115,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
     return Json::object();
   }
   if (*op == "reload") return op_reload();
+  if (*op == "reader") return op_reader(connection, h);
   return fail(Errc::unknown_op, "unknown op '" + *op + "'");
 }
 
@@ -297,6 +298,7 @@ Json Engine::status_of(const Actor& actor) const {
               {"sessions", std::move(sessions)}};
   status.update(ending(actor));
   status.update(transcripts_.status(actor));  // persist, archive_error, unarchived_bytes, ...
+  status.update(readers_status(actor));       // readers, mirror_lag, transcript_lag
   // What the output says (the ring header carries the same: shm OutputStatus).
   if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {
     const recorder::OutputState& o = r->second.output;

@@ -16,8 +16,11 @@ namespace backscroll::engine {
 // send is in flight) while new bytes gather in `pending_`.
 class ControlServer::Connection {
  public:
-  Connection(ControlServer& server, ConnectionId id, int fd) : server_(server), id_(id), fd_(fd) {}
+  Connection(ControlServer& server, ConnectionId id, int fd, pid_t peer_pid)
+      : server_(server), id_(id), fd_(fd), peer_pid_(peer_pid) {}
   ~Connection() { ::close(fd_); }
+
+  pid_t peer_pid() const noexcept { return peer_pid_; }
 
   void start() noexcept { receive(); }
   bool busy() const noexcept { return receiving_ || sending_in_flight_; }
@@ -157,6 +160,7 @@ class ControlServer::Connection {
   ControlServer& server_;
   ConnectionId id_;
   int fd_;
+  pid_t peer_pid_;  // SO_PEERCRED at accept
   control::FrameDecoder decoder_;
   std::vector<char> buffer_ = std::vector<char>(kSmallReceive);
   std::string sending_;
@@ -235,8 +239,15 @@ void ControlServer::on_accept(int result) noexcept {
     return;
   }
   const ConnectionId id = next_id_++;
-  auto [it, inserted] = connections_.emplace(id, std::make_unique<Connection>(*this, id, fd));
+  auto [it, inserted] =
+      connections_.emplace(id, std::make_unique<Connection>(*this, id, fd, peer.pid));
   it->second->start();
+}
+
+std::optional<pid_t> ControlServer::peer_pid(ConnectionId connection) const {
+  const auto it = connections_.find(connection);
+  if (it == connections_.end()) return std::nullopt;
+  return it->second->peer_pid();
 }
 
 bool ControlServer::reply(ConnectionId connection, const control::Json& header,

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +55,8 @@ class ControlServer {
   // True while an op still refers to the server or a connection.
   bool busy() const noexcept;
   std::size_t connections() const noexcept { return connections_.size(); }
+  // The process that connected (SO_PEERCRED when it was accepted); nullopt when gone.
+  std::optional<pid_t> peer_pid(ConnectionId connection) const;
 
  private:
   class Connection;

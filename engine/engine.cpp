@@ -225,6 +225,7 @@ void Engine::broadcast(const control::Json& event) {
 
 void Engine::on_disconnect(ConnectionId connection) noexcept {
   subscribers_.erase(connection);
+  readers_.drop_connection(connection);
   std::erase_if(pending_snapshots_,
                 [connection](const auto& p) { return p.second.connection == connection; });
   // A connection's attachments end with it; an owner among them hands control back.
@@ -242,6 +243,7 @@ void Engine::remove_actor(const std::string& name) {
     mirror_usage_.erase(name);
     quick_snapshots_.erase(name);
   }
+  readers_.drop_actor(name);
   transcripts_.remove(name);
   cache_.erase(name);
   recordings_.erase(name);

@@ -19,6 +19,7 @@
 #include "engine/control_server.hpp"
 #include "engine/memory_budget.hpp"
 #include "engine/mirror_thread.hpp"
+#include "engine/reader_registry.hpp"
 #include "engine/recorder/recording.hpp"
 #include "engine/replay_thread.hpp"
 #include "engine/runtime_dir.hpp"
@@ -128,6 +129,11 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // Re-reads settings.yaml and applies what can change live (engine/settings_reload.hpp):
   // {file, applied: [{key, from, to}], needs_restart: [...]}; a malformed file changes nothing.
   Result<control::Json> op_reload();
+  // Readers that announce themselves (reader_ops.cpp, engine/reader_registry.hpp).
+  Result<control::Json> op_reader(ConnectionId connection, const control::Json& request);
+  // Status's view of an actor's consumers: each announced reader's lag, the mirror's, the
+  // transcript writer's.
+  control::Json readers_status(const Actor& actor) const;
   Result<control::Json> op_input(const control::Frame& request);
   Result<control::Json> op_resize(const control::Json& request);
   // clear (clear_ops.cpp): keeps the screen unless asked not to, answered once the mirror
@@ -330,6 +336,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::map<std::string, MirrorActorId> mirror_ids_;
   std::map<std::string, std::shared_ptr<MirrorUsage>> mirror_usage_;  // by actor, with the id
   std::map<std::string, QuickSnapshot> quick_snapshots_;              // by actor, with the id
+  ReaderRegistry readers_;           // announced shm readers (reader_ops.cpp)
   std::uint64_t quick_answers_ = 0;  // snapshots the lane answered (status: mirror.quick_snapshots)
   std::uint64_t next_id_ = 1;        // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;

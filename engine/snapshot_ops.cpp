@@ -28,9 +28,11 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   }
   start.cold = std::move(cold);
   auto usage = std::make_shared<MirrorUsage>();
+  auto consumer = actor.attach_consumer();  // the mirror starts where it stands
+  usage->position.store(value(consumer->position()), std::memory_order_relaxed);
   mirror_usage_[actor.name()] = usage;
   mirror_changed(actor.name());
-  mirror_->add_actor(id, std::move(*ring), actor.attach_consumer(), actor.size().cols,
+  mirror_->add_actor(id, std::move(*ring), std::move(consumer), actor.size().cols,
                      actor.size().rows, std::move(start), std::move(usage));
 }
 

@@ -175,10 +175,12 @@ void Transcripts::adopt(Actor& actor, RestorableActor restored) {
   }
   const std::uint64_t bytes = restored.store.bytes();
   const WriterActorId id = next_id_++;
-  kept_[name] = Kept{id, restored.folder, restored.cleared_at, std::nullopt, Cursor{0}, {}};
+  kept_[name] = Kept{id, restored.folder, restored.cleared_at, std::nullopt, Cursor{0}, {}, {}};
   for (const store::TranscriptGap& gap : restored.damaged) report_damage(name, gap);
   const auto& sessions = restored.past.sessions;
-  writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(restored.store),
+  auto consumer = actor.attach_consumer();
+  kept_[name].consumer = consumer;
+  writer_->add_actor(id, std::move(*ring), std::move(consumer), std::move(restored.store),
                      actor.epoch(), sessions.empty() ? 0 : sessions.back().id);
   save_record(actor);
   log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes", name,
@@ -189,7 +191,7 @@ void Transcripts::add(Actor& actor) {
   if (!writer_) return;
   const std::string& name = actor.name();
   const fs::path folder = root_ / name;
-  Kept t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}};
+  Kept t{0, folder, Cursor{0}, std::nullopt, actor.ring().committed(), {}, {}};
   const auto give_up = [&](const Error& e) {
     actor.drop_lease();
     t.folder.clear();  // nothing there is this actor's to read or delete
@@ -216,8 +218,8 @@ void Transcripts::add(Actor& actor) {
   t.id = next_id_++;
   const auto session = actor.current_session();
   const WriterActorId id = t.id;
-  writer_->add_actor(id, std::move(*ring), actor.attach_consumer(), std::move(*store),
-                     actor.epoch(), 0);
+  t.consumer = actor.attach_consumer();
+  writer_->add_actor(id, std::move(*ring), t.consumer, std::move(*store), actor.epoch(), 0);
   kept_[name] = std::move(t);
   // The record first, then the session's lease, which its first byte waits for: no byte is
   // published before a restarted engine can bring the actor back.
@@ -349,6 +351,13 @@ Result<std::string> Transcripts::read(const Actor& actor, Cursor from, Cursor li
     return tl::unexpected(n.error());
   }
   return std::string(buffer.get(), *n);
+}
+
+std::optional<Cursor> Transcripts::written_to(const std::string& actor) const {
+  const auto t = kept_.find(actor);
+  if (t == kept_.end() || !t->second.consumer || t->second.consumer->detached())
+    return std::nullopt;
+  return t->second.consumer->position();
 }
 
 control::Json Transcripts::status(const Actor& actor) const {

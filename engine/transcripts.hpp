@@ -86,6 +86,9 @@ class Transcripts {
   // Handles the writer's events (leases, seals, failures); on the io thread's wake-up.
   void answer();
   void wake() noexcept;
+  // How far the writer has taken `actor`'s stream (written, not necessarily synced); nullopt
+  // when it keeps no transcript of it.
+  std::optional<Cursor> written_to(const std::string& actor) const;
   // Joins the writer thread.
   void stop() noexcept { writer_.reset(); }
 
@@ -97,6 +100,7 @@ class Transcripts {
     std::optional<std::string> archive_error;
     Cursor archived_to{0};  // with archive_error: bytes from here on are in memory only
     std::vector<store::TranscriptGap> damaged;  // found at restore or by a read since, oldest first
+    std::shared_ptr<InternalConsumer> consumer{};  // the writer's progress, while it writes
   };
   struct PendingSeal {
     std::string actor;

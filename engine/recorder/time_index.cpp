@@ -34,4 +34,11 @@ std::optional<Cursor> TimeIndex::cursor_at(std::int64_t time_ms) const noexcept 
   return std::prev(it)->cursor;
 }
 
+std::optional<std::int64_t> TimeIndex::time_past(Cursor cursor) const noexcept {
+  const auto it = std::upper_bound(samples_.begin(), samples_.end(), cursor,
+                                   [](Cursor c, const TimeSample& s) { return c < s.cursor; });
+  if (it == samples_.end()) return std::nullopt;
+  return it->time_ms;
+}
+
 }  // namespace backscroll::recorder

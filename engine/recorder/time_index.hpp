@@ -33,6 +33,10 @@ class TimeIndex {
   // The cursor the stream had reached at `time_ms`: the newest sample at or before it; none
   // before the first.
   std::optional<Cursor> cursor_at(std::int64_t time_ms) const noexcept;
+  // When the stream went past `cursor` (the bytes after it were committed): the time of the
+  // oldest sample beyond it, to the second; none when no sample is (nothing came after it, or
+  // too long ago for the samples kept).
+  std::optional<std::int64_t> time_past(Cursor cursor) const noexcept;
   std::size_t size() const noexcept { return samples_.size(); }
 
  private:
