@@ -28,6 +28,7 @@
 #include "tools/cli_status_follow.hpp"
 #include "tools/cli_tail.hpp"
 #include "tools/cli_time.hpp"
+#include "tools/cli_top.hpp"
 #include "tools/cli_usage.hpp"
 #include "tools/cli_verify.hpp"
 #include "tools/cli_wait.hpp"
@@ -199,6 +200,21 @@ Command add_status(CLI::App& app) {
                       values->json, values->engine);
   };
   return {command, run};
+}
+
+Command add_top(CLI::App& app) {
+  auto values = std::make_shared<TopArgs>();
+  auto* command = app.add_subcommand(
+      "top", "A live view: output rates, the mirror's, the writer's and each reader's lag, memory");
+  command
+      ->add_option("-d,--delay", values->delay_seconds,
+                   "seconds between frames (at least 0.1; default 1)")
+      ->type_name("SECS");
+  command->add_option("-n,--frames", values->frames, "stop after this many frames")->type_name("N");
+  command->add_flag("--json", values->json,
+                    "one JSON object per frame and line: time_ms, memory, actors (each with "
+                    "bytes_per_s, mirror_lag, transcript_lag, memory, readers)");
+  return {command, [values](const EngineTarget& engine) { return run_top(engine, *values); }};
 }
 
 Command add_tail(CLI::App& app) {
@@ -734,11 +750,11 @@ int main(int argc, char** argv) {
 
   // Registration order is the order --help lists them in.
   const std::vector<Command> commands = {
-      add_spawn(app),   add_list(app),     add_status(app),   add_tail(app),    add_send(app),
-      add_resize(app),  add_clear(app),    add_stop(app),     add_restart(app), add_delete(app),
-      add_restore(app), add_history(app),  add_snapshot(app), add_capture(app), add_search(app),
-      add_events(app),  add_verify(app),   add_attach(app),   add_wait(app),    add_reload(app),
-      add_ping(app),    add_shutdown(app), add_help(app)};
+      add_spawn(app),   add_list(app),    add_status(app),   add_tail(app),    add_send(app),
+      add_resize(app),  add_clear(app),   add_stop(app),     add_restart(app), add_delete(app),
+      add_restore(app), add_history(app), add_snapshot(app), add_capture(app), add_search(app),
+      add_events(app),  add_verify(app),  add_attach(app),   add_wait(app),    add_reload(app),
+      add_top(app),     add_ping(app),    add_shutdown(app), add_help(app)};
 
   if (argc <= 1) {
     (void)write_all(STDOUT_FILENO, app.help());

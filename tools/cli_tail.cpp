@@ -9,6 +9,7 @@
 
 #include "tools/cli_capture.hpp"
 #include "tools/cli_output.hpp"
+#include "tools/cli_reader_announcer.hpp"
 #include "tools/cli_ring_follower.hpp"
 
 namespace backscroll::cli {
@@ -105,8 +106,10 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
 
   SessionWatch session;
   (void)session.ended(*reader);  // picks the session to watch: the newest now
+  ReaderAnnouncer announcer(engine.places, args.actor, "tail");  // status and top show it
   for (;;) {
     if (auto r = drain(follower); !r) return report(r.error());
+    announcer.report(follower.cursor());
     if (args.until_exit) {
       // Every byte of the session written: end with the program's own status.
       if (const auto end = session.ended(*reader); end && follower.cursor() >= end->end) {

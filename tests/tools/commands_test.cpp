@@ -9,11 +9,13 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shm/ring_writer.hpp"
@@ -420,6 +422,62 @@ TEST_F(CliStatus, DetailShowsTheFieldsAndTheSessionsTable) {
   EXPECT_EQ(table[3].rfind("memory: ", 0), 0u) << all.out;
 }
 
+// ---- top -----------------------------------------------------------------------------------
+
+class CliTop : public CliCommandTest {};
+
+TEST_F(CliTop, FramesShowEachActorsRateLagsMemoryAndReaders) {
+  spawn("t", {"cat"});
+  const auto tail = start({"tail", "t", "-f"});
+  wait_until([&] { return !engine_.status("t").at("readers").empty(); }, "tail to announce");
+
+  const auto sender = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      (void)cli({"send", "t", "line " + std::to_string(i)});
+    }
+  });
+  const CliResult frames = cli({"top", "-n", "2", "-d", "0.4"});
+  sender.wait();
+  ASSERT_TRUE(Succeeds(frames)) << ::testing::PrintToString(frames);
+  std::vector<std::string> rows;
+  for (const std::string& row : lines(frames.out)) {
+    if (row.rfind("t ", 0) == 0) rows.push_back(row);
+  }
+  ASSERT_EQ(rows.size(), 2u) << frames.out;  // one row per frame
+  EXPECT_EQ(words(rows[0]).at(2), "-") << "no rate before a second frame";
+  EXPECT_EQ(words(rows[1]).at(3).substr(words(rows[1]).at(3).size() - 2), "/s") << frames.out;
+  EXPECT_NE(frames.out.find("\ntail "), std::string::npos) << frames.out;  // the readers table
+  EXPECT_NE(frames.out.find("MIRROR LAG"), std::string::npos);
+
+  const CliResult json = cli({"top", "-n", "1", "--json"});
+  ASSERT_TRUE(Succeeds(json)) << ::testing::PrintToString(json);
+  const Json frame = Json::parse(json.out);
+  EXPECT_GT(frame.at("memory").at("budget").get<std::uint64_t>(), 0u);
+  const Json& t = frame.at("actors").at(0);
+  EXPECT_EQ(t.at("name"), "t");
+  EXPECT_EQ(t.at("committed"), committed("t"));
+  EXPECT_GT(t.at("memory").at("reserved").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(t.at("readers").at(0).at("name"), "tail");
+
+  EXPECT_EQ(cli({"top", "-d", "0.01"}).exit_code(), 2);
+  EXPECT_EQ(cli({"top", "-n", "0"}).exit_code(), 2);
+  ASSERT_TRUE(Succeeds(cli({"delete", "t"})));
+  EXPECT_TRUE(Succeeds(tail->finish()));
+}
+
+TEST_F(CliTop, OnATerminalItRedrawsInPlaceUntilQ) {
+  spawn("t", {"cat"});
+  PtyCli top({"top", "-d", "0.2"}, runtime_dir(), 100, 30);
+  top.wait_for_screen("MIRROR LAG");
+  top.wait_for("backscroll top", 2);  // redrawn
+  top.type("q");
+  top.wait_for("\x1b[?25h\x1b[?1049l");  // the cursor and the user's screen back
+  const int status = top.wait_exit();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(top.mode().c_lflag & ICANON, top.original_mode().c_lflag & ICANON);
+}
+
 // ---- tail ----------------------------------------------------------------------------------
 
 class CliTail : public CliCommandTest {};
@@ -470,6 +528,22 @@ TEST_F(CliTail, FollowWritesNewOutputAndEndsWithExitZeroWhenTheActorIsDeleted) {
   const CliResult r = tail->finish();
   ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
   EXPECT_EQ(r.out, "first\r\nfirst\r\nsecond\r\nsecond\r\n");
+}
+
+// tail -f announces itself as a reader (at most once a second), so status and top show it.
+TEST_F(CliTail, FollowAnnouncesItselfAsAReaderWithItsPid) {
+  spawn("a", {"cat"});
+  const auto tail = start({"tail", "a", "-f"});
+  ASSERT_TRUE(Succeeds(cli({"send", "a", "hello"})));
+  tail->wait_stdout("hello\r\nhello\r\n");
+  wait_until([&] { return !engine_.status("a").at("readers").empty(); }, "tail to announce");
+  const Json reader = engine_.status("a").at("readers")[0];
+  EXPECT_EQ(reader.at("name"), "tail");
+  EXPECT_EQ(reader.at("pid"), tail->pid());
+  wait_until([&] { return engine_.status("a").at("readers")[0].at("lag_bytes") == 0; },
+             "tail's report to reach the committed cursor");
+  ASSERT_TRUE(Succeeds(cli({"delete", "a"})));
+  EXPECT_TRUE(Succeeds(tail->finish()));
 }
 
 TEST_F(CliTail, FollowGetsWhatTheProgramPrintsWhileADeleteStopsIt) {
