@@ -44,22 +44,6 @@ using bench::Clock;
 using bench::Sample;
 namespace fs = std::filesystem;
 
-// A workload as a file `cat` prints: "\r\n" line ends become "\n" (the PTY adds the CR back).
-std::string file_text(const std::string& name, std::size_t bytes) {
-  std::string text = name == "log"     ? bench::log_lines(bytes)
-                     : name == "build" ? bench::build_output(bytes)
-                     : name == "utf8"  ? bench::utf8_lines(bytes)
-                     : name == "color" ? bench::colored_build(bytes)
-                                       : bench::tui_redraws(bytes, 24);
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
-    out += text[i];
-  }
-  return out;
-}
-
 int run(const std::vector<std::string>& argv, bool quiet = false) {
   std::string line;
   for (const auto& a : argv) line += "'" + a + "' ";
@@ -149,7 +133,13 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       rounds);
   for (const std::string& workload : workloads) {
     const fs::path file = dir / (workload + ".txt");
-    std::ofstream(file, std::ios::binary) << file_text(workload, bytes);
+    const auto text = bench::workload_named(workload, bytes);
+    if (!text) {
+      std::fprintf(stderr, "flood_suite: no workload '%s' (log, build, color, utf8, tui)\n",
+                   workload.c_str());
+      return 2;
+    }
+    std::ofstream(file, std::ios::binary) << bench::as_printed_file(*text);
     const std::vector<std::string> cat = {"cat", file.string()};
     std::map<std::string, std::vector<double>> mb;
     std::map<std::string, std::vector<double>> cpu;  // engine CPU ms per MB, by thread

@@ -1,6 +1,6 @@
 // bench/scale_bench: many actors (issue 5, goal 4).
 //
-//   scale_bench [--quick] [--json FILE]
+//   scale_bench [--quick] [--json FILE] [--workload plain|log|build|color|utf8|tui]
 //
 // 1. Aggregate drain: one engine (as shipped) with 64 actors, 8 of them flooding at once (each
 //    drained by a reader thread here), against 8 plain read() loops flooding at once on their
@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -33,6 +34,7 @@
 #include "bench/engine_under_test.hpp"
 #include "bench/flood_block.hpp"
 #include "bench/flood_drain.hpp"
+#include "bench/workloads.hpp"
 
 namespace {
 
@@ -51,24 +53,23 @@ double seconds_since(bench::Clock::time_point t) {
   return std::chrono::duration<double>(bench::Clock::now() - t).count();
 }
 
-// 8 floods at once: aggregate MB/s.
-double plain_loops(int n, std::uint64_t bytes) {
+// 8 floods of `argv` at once: aggregate MB/s.
+double plain_loops(int n, const std::vector<std::string>& argv) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(n));
   std::vector<std::uint64_t> drained(static_cast<std::size_t>(n));
   const auto start = bench::Clock::now();
   for (int i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
-      drained[static_cast<std::size_t>(i)] =
-          bench::plain_loop(bench::flood_writer_argv(bytes)).bytes;
-    });
+    threads.emplace_back(
+        [&, i] { drained[static_cast<std::size_t>(i)] = bench::plain_loop(argv).bytes; });
   for (auto& t : threads) t.join();
   std::uint64_t total = 0;
   for (auto d : drained) total += d;
   return static_cast<double>(total) / seconds_since(start) / 1e6;
 }
 
-double engine_floods(bench::EngineUnderTest& engine, int n, std::uint64_t bytes, int round) {
+double engine_floods(bench::EngineUnderTest& engine, int n, const std::vector<std::string>& argv,
+                     int round) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(n));
   std::vector<std::uint64_t> drained(static_cast<std::size_t>(n));
@@ -80,8 +81,7 @@ double engine_floods(bench::EngineUnderTest& engine, int n, std::uint64_t bytes,
       if (!client) bench::fail(client.error());
       drained[static_cast<std::size_t>(i)] =
           bench::engine_flood(engine.places(), *client,
-                              "flood" + std::to_string(round) + "-" + std::to_string(i),
-                              bench::flood_writer_argv(bytes))
+                              "flood" + std::to_string(round) + "-" + std::to_string(i), argv)
               .bytes;
     });
   }
@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "small floods, a 10 s soak (CI smoke run)");
   app.add_option("--soak-seconds", soak_seconds, "length of the soak")->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
+  std::string workload = "plain";
+  app.add_option("--workload", workload,
+                 "what the 8 floods of part 1 print: plain (flood_writer's text lines), or a file "
+                 "of log, build, color, utf8 or tui output printed by cat")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (quick) soak_seconds = std::min(soak_seconds, 10);
   const std::uint64_t flood_bytes = quick ? (4u << 20) : (64u << 20);
@@ -195,12 +200,25 @@ int main(int argc, char** argv) {
 
   // 1. Aggregate drain, 8 of 64 actors flooding.
   {
+    std::vector<std::string> flood = bench::flood_writer_argv(flood_bytes);
+    char folder[] = "/tmp/backscroll-scale-XXXXXX";
+    const std::filesystem::path dir = ::mkdtemp(folder);
+    if (workload != "plain") {
+      const auto text = bench::workload_named(workload, flood_bytes);
+      if (!text) {
+        std::fprintf(stderr, "scale_bench: no workload '%s'\n", workload.c_str());
+        return 2;
+      }
+      const std::filesystem::path file = dir / (workload + ".txt");
+      std::ofstream(file, std::ios::binary) << bench::as_printed_file(*text);
+      flood = {"cat", file.string()};
+    }
     bench::EngineUnderTest engine({});
     spawn_idle(engine, 56);
     std::vector<double> plain, shipped;
     for (int r = 0; r < rounds; ++r) {
-      plain.push_back(plain_loops(8, flood_bytes));
-      shipped.push_back(engine_floods(engine, 8, flood_bytes, r));
+      plain.push_back(plain_loops(8, flood));
+      shipped.push_back(engine_floods(engine, 8, flood, r));
       std::fprintf(stderr,
                    "round %d: 8 plain loops %.1f MB/s, engine (64 actors, 8 flooding) %.1f MB/s\n",
                    r, plain.back(), shipped.back());
@@ -208,10 +226,12 @@ int main(int argc, char** argv) {
     const double p = bench::median(plain), e = bench::median(shipped);
     std::printf("| scale | figure |\n|---|---|\n");
     std::printf(
-        "| aggregate drain, 8 of 64 actors flooding / 8 plain loops (medians of %d) | "
+        "| aggregate drain, 8 of 64 actors flooding %s / 8 plain loops (medians of %d) | "
         "%.1f / %.1f MB/s: ratio %.3f |\n",
-        rounds, e, p, e / p);
-    out["aggregate"] = {{"plain_mb_s", plain}, {"engine_mb_s", shipped}, {"ratio", e / p}};
+        workload.c_str(), rounds, e, p, e / p);
+    out["aggregate"] = {
+        {"workload", workload}, {"plain_mb_s", plain}, {"engine_mb_s", shipped}, {"ratio", e / p}};
+    std::filesystem::remove_all(dir);
   }
 
   // 2. Memory per idle actor.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace backscroll::bench {
@@ -101,6 +102,29 @@ inline std::string utf8_lines(std::size_t bytes) {
            "na\u00efve caf\u00e9 \u00fcber \u2713 \U0001f680 \u03b1\u03b2\u03b3 done\r\n";
   }
   return out;
+}
+
+// A workload as a file `cat` prints on a cooked PTY: "\r\n" line ends become "\n" (the PTY's
+// ONLCR adds the CR back).
+inline std::string as_printed_file(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  return out;
+}
+
+// A named workload ("log", "build", "color", "utf8", "tui") of about `bytes`; nullopt for
+// another name.
+inline std::optional<std::string> workload_named(const std::string& name, std::size_t bytes) {
+  if (name == "log") return log_lines(bytes);
+  if (name == "build") return build_output(bytes);
+  if (name == "color") return colored_build(bytes);
+  if (name == "utf8") return utf8_lines(bytes);
+  if (name == "tui") return tui_redraws(bytes, 24);
+  return std::nullopt;
 }
 
 }  // namespace backscroll::bench
