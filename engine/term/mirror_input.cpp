@@ -354,6 +354,7 @@ void MirrorInput::dispatch_esc(unsigned char final, std::size_t at, Sink& sink) 
       case 'c':  // RIS: vterm_state_reset(state, 1)
         autowrap_ = true;
         insert_ = false;
+        origin_ = false;
         lnm_ = false;
         declrmm_ = false;
         margin_left_ = 0;
@@ -430,6 +431,7 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
     }
   } else if (c.dec_private() && (cmd == 'h' || cmd == 'l') && c.argcount > 0) {
     const std::uint32_t mode = c.args[0] & ~kArgMore;
+    if (mode == 6) origin_ = (cmd == 'h');
     if (mode == 7) autowrap_ = (cmd == 'h');
     if (mode == 69) declrmm_ = (cmd == 'h');
   } else if (c.leader_len == 0 && c.intermed_len == 1 && c.intermed[0] == '"' && cmd == 'q') {

@@ -154,6 +154,11 @@ class MirrorInput {
   // DECAWM as libvterm has it after the bytes scanned so far.
   bool autowrap() const { return autowrap_; }
   bool insert() const { return insert_; }  // IRM, as libvterm has it
+  // DECOM on, and `row` outside the scroll region: libvterm clamps the cursor into the region
+  // at the end of every CSI, so a relative move (CUF) would take it there.
+  bool csi_moves_cursor_from(int row) const {
+    return origin_ && (row < region_top_ || row >= (region_bottom_ > -1 ? region_bottom_ : rows_));
+  }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
@@ -253,6 +258,7 @@ class MirrorInput {
   // Modes and sticky flags (see Unmodelled).
   bool autowrap_ = true;
   bool insert_ = false;
+  bool origin_ = false;  // DECOM (libvterm applies a DECSET's first parameter only)
   bool lnm_ = false;
   bool declrmm_ = false;
   int margin_left_ = 0;

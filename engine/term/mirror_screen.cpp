@@ -931,15 +931,18 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
     return 0;
   // Where libvterm cannot take the glyph again in its cell, the grid's cell takes the marks
   // itself; libvterm's last glyph (what REP repeats) keeps the glyph's own characters, and
-  // libvterm's screen layer no longer matches the grid. Two such places:
+  // libvterm's screen layer no longer matches the grid. Three such places:
   //   - GL holds a table (ESC ( B, as `tput sgr0` prints, included): libvterm decodes a piece
   //     that starts with ASCII by the table and the marks after it in a call of their own,
   //     which joins nothing at the row's end, so a glyph printed again would not take them;
   //   - the glyph is wider than its row (a wide one on a double-width line of a 2- or
   //     3-column mirror): printed again it would wrap to the next row, which it only reached
   //     by wrapping (rep() drops a REP of it: libvterm would repeat it without the marks).
+  //   - DECOM is on and the cursor is outside the scroll region (a DECRC or a resize left it
+  //     there): the CUF below would end, as every CSI does then, with the cursor clamped into
+  //     the region, and the glyph printed again there (found by the fuzzer).
   const bool table = g.chars[0] < 0x80 && gl_table;
-  if (table || g.width > impl_->row_width(g.row)) {
+  if (table || g.width > impl_->row_width(g.row) || input_.csi_moves_cursor_from(g.row)) {
     for (std::size_t at = 0; at < marks;) {
       const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));
       if (!ch) break;

@@ -835,6 +835,26 @@ TEST(MirrorFuzzFindings, MarksJoinAtTheRowEndWithMarginsAndInColumnZero) {
   }
 }
 
+// With DECOM on and the cursor outside the scroll region (a DECRC, or a resize that popped a
+// history line, put it there), a mark that started a write was joined by printing the glyph
+// again after a BS and a CUF: libvterm ends every CSI by clamping the cursor into the region in
+// origin mode, so the glyph and its mark landed there (and so did the cursor), while the same
+// bytes in one write joined in place (found by the fork-mode tools/fuzz.sh run of 2026-12-03,
+// three inputs, one of them a snapshot round trip; fuzz/corpus/mirror/
+// finding_mark_outside_the_region_in_origin_mode*). The grid's cell takes the marks itself.
+TEST(MirrorFuzzFindings, MarksJoinInPlaceWhenOriginModeLeftTheCursorOutsideTheRegion) {
+  // Saved at row 10 with DECOM off, restored after DECOM homed the cursor into rows 2-3.
+  const std::string stream =
+      "\x1b[10;1H\x1b"
+      "7\x1b[2;3r\x1b[?6h\x1b"
+      "8abcde\xcc\x81\xcc\x81x";
+  EXPECT_EQ(split_difference(stream, 5, 12), "");
+  MirrorScreen whole(5, 12);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(9, 4).nchars, 3) << "e and both marks, in place";
+  EXPECT_EQ(whole.cell(1, 4).kind, Cell::Kind::erased) << "nothing printed in the region";
+}
+
 // A wide glyph on a double-width line of a two-column mirror (a PTY of one column) is wider
 // than its row: libvterm reaches it only by wrapping, so join_marks() printing it again with a
 // mark that started a write wrapped once more and scrolled, while the same bytes in one write
