@@ -240,7 +240,7 @@ void Engine::remove_actor(const std::string& name) {
   if (const auto m = mirror_ids_.find(name); m != mirror_ids_.end()) {
     if (mirror_) mirror_->remove_actor(m->second);
     mirror_ids_.erase(m);
-    mirror_usage_.erase(name);
+    mirror_watch_.erase(name);
     quick_snapshots_.erase(name);
   }
   readers_.drop_actor(name);

@@ -334,9 +334,15 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::unique_ptr<MirrorThread> mirror_;
   std::unique_ptr<ReplayThread> replay_;  // with the mirror only
   std::map<std::string, MirrorActorId> mirror_ids_;
-  std::map<std::string, std::shared_ptr<MirrorUsage>> mirror_usage_;  // by actor, with the id
-  std::map<std::string, QuickSnapshot> quick_snapshots_;              // by actor, with the id
-  ReaderRegistry readers_;           // announced shm readers (reader_ops.cpp)
+  // What status reads of an actor's mirror: what it holds, and how far it got (its consumer's
+  // position, as the consumer gate sees it). By actor, with the id.
+  struct MirrorWatch {
+    std::shared_ptr<MirrorUsage> usage;
+    std::shared_ptr<InternalConsumer> consumer;
+  };
+  std::map<std::string, MirrorWatch> mirror_watch_;
+  std::map<std::string, QuickSnapshot> quick_snapshots_;  // by actor, with the id
+  ReaderRegistry readers_;                                // announced shm readers (reader_ops.cpp)
   std::uint64_t quick_answers_ = 0;  // snapshots the lane answered (status: mirror.quick_snapshots)
   std::uint64_t next_id_ = 1;        // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;

@@ -46,8 +46,6 @@ std::optional<std::string> cgroup_folder() {
   return std::nullopt;
 }
 
-std::string mib(std::uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
-
 // libvterm 0.1.4's ScreenCell (six code points and a pen), rounded up.
 constexpr std::uint64_t kVtermCellBytes = 48;
 // An event on the track with its text (titles, agent names), on average, rounded up.
@@ -55,8 +53,7 @@ constexpr std::uint64_t kTrackEventBytes = 128;
 // A time index sample (a cursor and a time).
 constexpr std::uint64_t kTimeSampleBytes = 16;
 
-}  // namespace
-
+// "35.2 MiB", "3.0 GiB": a size for messages.
 std::string format_bytes(std::uint64_t bytes) {
   char text[32];
   if (bytes >= (std::uint64_t{1} << 30)) {
@@ -66,6 +63,8 @@ std::string format_bytes(std::uint64_t bytes) {
   }
   return text;
 }
+
+}  // namespace
 
 std::uint64_t MemoryBudget::recorder_bytes(std::uint64_t events, std::uint64_t time_samples) {
   return events * kTrackEventBytes + time_samples * kTimeSampleBytes;
@@ -107,21 +106,22 @@ Result<void> MemoryBudget::check_cap(const std::string& actor, std::uint64_t rin
   if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     const auto used = address_space();
     if (used && *used + need + kHeadroom > limit.rlim_cur) {
-      return fail(Errc::out_of_memory, "spawning '" + actor + "' needs about " + mib(need) +
-                                           " more address space; the " + "engine uses " +
-                                           mib(*used) + " of its " + mib(limit.rlim_cur) +
-                                           " limit (RLIMIT_AS), keeping " + mib(kHeadroom) +
-                                           " free");
+      return fail(Errc::out_of_memory,
+                  "spawning '" + actor + "' needs about " + format_bytes(need) +
+                      " more address space; the " + "engine uses " + format_bytes(*used) +
+                      " of its " + format_bytes(limit.rlim_cur) + " limit (RLIMIT_AS), keeping " +
+                      format_bytes(kHeadroom) + " free");
     }
   }
   if (const auto folder = cgroup_folder()) {
     const auto max = cgroup_number(*folder + "/memory.max");
     const auto current = cgroup_number(*folder + "/memory.current");
     if (max && current && *current + need + kHeadroom > *max) {
-      return fail(Errc::out_of_memory, "spawning '" + actor + "' needs about " + mib(need) +
-                                           " more memory; the " + "engine's cgroup uses " +
-                                           mib(*current) + " of its " + mib(*max) +
-                                           " (memory.max), keeping " + mib(kHeadroom) + " free");
+      return fail(Errc::out_of_memory,
+                  "spawning '" + actor + "' needs about " + format_bytes(need) +
+                      " more memory; the " + "engine's cgroup uses " + format_bytes(*current) +
+                      " of its " + format_bytes(*max) + " (memory.max), keeping " +
+                      format_bytes(kHeadroom) + " free");
     }
   }
   return {};

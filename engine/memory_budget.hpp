@@ -71,7 +71,4 @@ struct MemoryBudget {
   static Result<void> check_cap(const std::string& actor, std::uint64_t ring_bytes);
 };
 
-// "35.2 MiB", "3.0 GiB": a size for messages.
-std::string format_bytes(std::uint64_t bytes);
-
 }  // namespace backscroll::engine

@@ -41,8 +41,8 @@ ActorMemory Engine::used_memory(const Actor& actor) const {
   m.ring = actor.ring().committed() - actor.ring().floor();  // the bytes retained
   m.input = actor.input_queued();
   m.screen = reserved_for(actor.size()).screen;  // allocated whole at the actor's size
-  if (const auto usage = mirror_usage_.find(actor.name()); usage != mirror_usage_.end())
-    m.history = usage->second->history_bytes.load(std::memory_order_relaxed);
+  if (const auto watch = mirror_watch_.find(actor.name()); watch != mirror_watch_.end())
+    m.history = watch->second.usage->history_bytes.load(std::memory_order_relaxed);
   if (const auto q = quick_snapshots_.find(actor.name()); q != quick_snapshots_.end())
     m.snapshot = q->second.taken.snapshot.bytes.size();
   if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {

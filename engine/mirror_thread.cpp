@@ -202,7 +202,6 @@ void MirrorThread::run() {
         if (slot.usage) {
           slot.usage->history_bytes.store(slot.mirror->screen().scrollback_bytes(),
                                           std::memory_order_relaxed);
-          slot.usage->position.store(value(slot.mirror->position()), std::memory_order_relaxed);
         }
         if (slot.output->has_pending() || !slot.keyframes.empty() ||
             slot.output->state_version() != slot.sent_state_version) {

@@ -82,12 +82,11 @@ struct MirrorStart {
   std::optional<Cold> cold{};
 };
 
-// What one actor's mirror holds now and how far it got, for the io thread's status (memory,
-// lag). The mirror thread stores it after each turn, the io thread loads it: relaxed, a
-// figure that orders nothing else.
+// What one actor's mirror holds now, for the io thread's memory accounting (status, the memory
+// budget). The mirror thread stores it after each turn, the io thread loads it: relaxed, a
+// figure that orders nothing else. (How far the mirror got is its consumer's position.)
 struct MirrorUsage {
   std::atomic<std::uint64_t> history_bytes{0};
-  std::atomic<std::uint64_t> position{0};  // the end of the bytes fed (or jumped over)
 };
 
 struct MirrorStats {

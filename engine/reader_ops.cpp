@@ -56,10 +56,8 @@ Json Engine::readers_status(const Actor& actor) const {
                        {"since_ms", reader.since_ms}});
   }
   Json mirror_lag = nullptr;
-  if (const auto u = mirror_usage_.find(actor.name()); u != mirror_usage_.end()) {
-    const Cursor at{u->second->position.load(std::memory_order_relaxed)};
-    mirror_lag = committed - min(committed, at);
-  }
+  if (const auto watch = mirror_watch_.find(actor.name()); watch != mirror_watch_.end())
+    mirror_lag = committed - min(committed, watch->second.consumer->position());
   Json transcript_lag = nullptr;
   if (const auto at = transcripts_.written_to(actor.name()))
     transcript_lag = committed - min(committed, *at);

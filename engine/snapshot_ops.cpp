@@ -27,13 +27,11 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
     start.sizes_applied = r->keyframes.next_size_seq() - 1;
   }
   start.cold = std::move(cold);
-  auto usage = std::make_shared<MirrorUsage>();
-  auto consumer = actor.attach_consumer();  // the mirror starts where it stands
-  usage->position.store(value(consumer->position()), std::memory_order_relaxed);
-  mirror_usage_[actor.name()] = usage;
+  const MirrorWatch watch{std::make_shared<MirrorUsage>(), actor.attach_consumer()};
+  mirror_watch_[actor.name()] = watch;
   mirror_changed(actor.name());
-  mirror_->add_actor(id, std::move(*ring), std::move(consumer), actor.size().cols,
-                     actor.size().rows, std::move(start), std::move(usage));
+  mirror_->add_actor(id, std::move(*ring), watch.consumer, actor.size().cols, actor.size().rows,
+                     std::move(start), watch.usage);
 }
 
 void Engine::mirror_reset(const Actor& actor, Cursor at) {

@@ -250,22 +250,17 @@ std::optional<std::uint8_t> PlainScrollScan::sgr_index(std::string_view sequence
   constexpr std::size_t kMask = kSgrSlots - 1;
   const std::uint64_t hash = sequence_hash(sequence);
   const auto tag = static_cast<std::uint16_t>(hash >> 48);
-  std::size_t slot = hash & kMask;
-  for (; sgr_slots_[slot].index_plus_1 != 0; slot = (slot + 1) & kMask) {
+  for (std::size_t slot = hash & kMask; sgr_slots_[slot].index_plus_1 != 0;
+       slot = (slot + 1) & kMask) {
     if (sgr_slots_[slot].tag != tag) continue;
     const auto index = static_cast<std::uint8_t>(sgr_slots_[slot].index_plus_1 - 1);
     if (sgrs_[index] == sequence) return index;
   }
-  if (sgrs_.size() == kMaxDistinctSgrs) {
-    if (!compact_sgrs()) return std::nullopt;
-    // The table was rebuilt: find the free slot again.
-    for (slot = hash & kMask; sgr_slots_[slot].index_plus_1 != 0; slot = (slot + 1) & kMask) {
-    }
-  }
+  if (sgrs_.size() == kMaxDistinctSgrs && !compact_sgrs()) return std::nullopt;
   const auto index = static_cast<std::uint8_t>(sgrs_.size());
   sgrs_.emplace_back(sequence);
   effects_.push_back(sgr_effect(sequence));
-  sgr_slots_[slot] = {static_cast<std::uint16_t>(index + 1), tag};
+  index_sgr(index);
   return index;
 }
 

@@ -129,6 +129,7 @@ class PlainScrollScan {
   bool compact_sgrs();
   // The table index of `sequence`, added if new; nullopt when the table is full.
   std::optional<std::uint8_t> sgr_index(std::string_view sequence);
+  // Puts sgrs_[index] in the first free slot of its probe sequence.
   void index_sgr(std::uint8_t index);
 
   std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
