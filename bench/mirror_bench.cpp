@@ -37,16 +37,27 @@ void feed_in_chunks(std::string_view bytes, Feed&& feed) {
   for (std::size_t at = 0; at < bytes.size(); at += kFeedBytes) feed(bytes.substr(at, kFeedBytes));
 }
 
-void BM_Mirror(benchmark::State& state) {
+void mirror_feed(benchmark::State& state, bool fast_path) {
   const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  std::uint64_t fast_bytes = 0;
   for (auto _ : state) {
     term::Mirror mirror(Cursor{0}, 80, 24);
+    mirror.set_fast_path(fast_path);
     feed_in_chunks(bytes, [&](std::string_view chunk) { mirror.feed(chunk); });
     benchmark::DoNotOptimize(mirror.parsed());
+    fast_bytes = mirror.screen().fast_path_bytes();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+  state.counters["fast_path_share"] =
+      static_cast<double>(fast_bytes) / static_cast<double>(bytes.size());
   state.SetLabel(workload_name(static_cast<int>(state.range(0))));
 }
+
+// The mirror as the engine runs it: the fast path (grid_fast_path.hpp) where it applies,
+// libvterm elsewhere.
+void BM_Mirror(benchmark::State& state) { mirror_feed(state, true); }
+// The same with libvterm parsing every byte: what the fast path saves.
+void BM_MirrorLibvtermOnly(benchmark::State& state) { mirror_feed(state, false); }
 
 // The look ahead alone (PlainScrollScan over the bytes, as the mirror thread hands them over in
 // pieces): what a flood that the mirror jumps over costs it per byte.
@@ -128,6 +139,7 @@ void BM_KeyframeBuild(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Mirror)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MirrorLibvtermOnly)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LookAheadScan)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermStateOnly)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermScreen)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);

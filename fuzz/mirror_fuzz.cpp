@@ -29,8 +29,9 @@
 // switch.
 // And on every input, before that: a mirror with a short history that looks ahead and jumps over
 // scrolled-off text (docs/plain-scroll-skip.md) ends in the state of one that parses every byte
-// (history exact again, first_difference() finds nothing, also after the probe suffix); and the
-// one that parses every byte holds what libvterm's own screen layer holds when fed the same
+// (history exact again, first_difference() finds nothing, also after the probe suffix); so does
+// one whose libvterm parses every byte (no fast path, docs/fast-path.md), split otherwise; and
+// the one that parses every byte holds what libvterm's own screen layer holds when fed the same
 // writes and resizes (ScreenLayerTap: cells, flags, every history line).
 // Memory stays bounded: scrollback lines and bytes within the limits, the scanner's buffers
 // within kMaxBufferedBytes, libvterm behind the scanner by at most the mirror's hold bounds.
@@ -284,8 +285,13 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
   Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, kJumpAnywhere);
   feed_jumping(jumped, stream, resizes, seed ^ 0x9e3779b9u);
   if (jumped.skips() > 0) ++stats.jumped;
+  Mirror libvterm_only(Cursor{kStart}, cols, rows, kJumpLimits);
+  libvterm_only.set_fast_path(false);
+  std::uint32_t seed_l = seed ^ 0x7f4a7c15u;
+  feed_range(libvterm_only, stream, 0, stream.size(), resizes, true, seed_l);
   parsed.feed("\x18");
   jumped.feed("\x18");
+  libvterm_only.feed("\x18");
   check(jumped.screen_exact() && jumped.exact_history_lines() == jumped.screen().scrollback_lines(),
         "the history is not exact again at the end of the stream");
   const CompareOptions all{.history_lines = kJumpLimits.max_lines,
@@ -296,9 +302,16 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
     fail("the grid and libvterm's screen layer fed the same, after the stream: " + d);
   if (const std::string d = backscroll::term::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the stream: " + d);
+  if (const std::string d = backscroll::term::first_difference(libvterm_only, parsed, all);
+      !d.empty())
+    fail("a mirror without the fast path, after the stream: " + d);
   const std::string probe = probe_suffix(parsed.screen().rows());
   parsed.feed(probe);
   jumped.feed(probe);
+  libvterm_only.feed(probe);
+  if (const std::string d = backscroll::term::first_difference(libvterm_only, parsed, all);
+      !d.empty())
+    fail("a mirror without the fast path, after the probe: " + d);
   if (const std::string d = screen_layer.difference(parsed.screen()); !d.empty())
     fail("the grid and libvterm's screen layer fed the same, after the probe: " + d);
   if (const std::string d = backscroll::term::first_difference(parsed, jumped, all); !d.empty())

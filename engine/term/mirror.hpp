@@ -121,6 +121,8 @@ class Mirror {
   }
   // MirrorScreen::set_tap: what reaches libvterm, reported (tests compare a second libvterm).
   void set_tap(VtermTap* tap) { screen_.set_tap(tap); }
+  // MirrorScreen::set_fast_path: off, libvterm parses every byte (tests compare the two).
+  void set_fast_path(bool on) { screen_.set_fast_path(on); }
 
  private:
   // Where skip_ahead(at_least) would land, or nullptr.

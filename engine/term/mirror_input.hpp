@@ -161,6 +161,18 @@ class MirrorInput {
   }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }
+  // Whole tokens of printable ASCII, CR, LF, BS and CSIs that change no mode this tracks were
+  // applied without a scan (MirrorScreen's fast path, grid_fast_path.hpp), from a clean state:
+  // the state after them. `text_last`: the last of them was text (a glyph is being printed).
+  void skipped_plain(bool text_last) {
+    in_text_ = false;
+    cluster_ = text_last ? 1 : 0;
+    prev_ascii_ = text_last;
+  }
+  bool origin() const { return origin_; }  // DECOM, as libvterm has it
+  // The scroll region as libvterm holds it: rows [region_top(), region_bottom()).
+  int region_top() const { return region_top_; }
+  int region_bottom() const { return region_bottom_ > -1 ? region_bottom_ : rows_; }
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
   // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'
   // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.

@@ -15,6 +15,7 @@
 //     libvterm clamp the cursor (ED 1 there writes past its line-info array);
 //   - the size is at least 2 columns (a wide character at one column writes past the row).
 #include "engine/term/mirror_screen.hpp"
+#include "engine/term/grid_fast_path.hpp"
 #include "engine/term/screen_grid.hpp"
 #include "engine/term/utf8.hpp"
 #include "engine/term/zero_width.hpp"
@@ -22,6 +23,7 @@
 #include <vterm.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -80,6 +82,7 @@ struct MirrorScreenCallbacks {
 
   static int putglyph(VTermGlyphInfo* info, VTermPos pos, void* user) {
     MirrorScreen& m = of(user);
+    if (m.muted_) return 1;
     if (!m.grid_->put_glyph(pos.row, pos.col, info->chars, info->width, info->protected_cell != 0,
                             LineAttrs{info->dwl != 0, static_cast<int>(info->dhl)}))
       return 0;
@@ -91,6 +94,7 @@ struct MirrorScreenCallbacks {
     return 1;
   }
   static int movecursor(VTermPos, VTermPos, int, void* user) {
+    if (of(user).muted_) return 1;
     of(user).pending_wrap_ = false;
     return 1;
   }
@@ -596,6 +600,7 @@ void MirrorScreen::reset() {
   cursor_blink_ = true;
   cursor_shape_ = 1;
   pending_wrap_ = false;
+  wrap_unknown_ = false;
   vt_autowrap_ = true;
   text_last_ = false;
   pen_extras_ = 0;
@@ -733,6 +738,118 @@ void MirrorScreen::write(const char* bytes, std::size_t len) {
 void MirrorScreen::feed(std::span<const std::byte> bytes) {
   std::span<const unsigned char> buf(reinterpret_cast<const unsigned char*>(bytes.data()),
                                      bytes.size());
+  // Invariant: the fast path starts only where libvterm would start a write (ground state,
+  // nothing held) and libvterm is up to date after it, so libvterm takes over anywhere.
+  // Between fast runs libvterm gets the bytes up to the next ESC (the next token that may be
+  // one of the fast path's), or all of them once a mode rules the fast path out.
+  while (!buf.empty()) {
+    if (!fast_path_on_ || !fast_path_modes()) {
+      feed_libvterm(buf);
+      return;
+    }
+    if (fast_path_ready()) {
+      if (const std::size_t taken = feed_fast(buf); taken > 0) {
+        buf = buf.subspan(taken);
+        continue;  // it may have stopped only to bring libvterm up to date
+      }
+    }
+    const void* esc = std::memchr(buf.data() + 1, 0x1b, buf.size() - 1);
+    const std::size_t next =
+        esc ? static_cast<std::size_t>(static_cast<const unsigned char*>(esc) - buf.data())
+            : buf.size();
+    feed_libvterm(buf.first(next));
+    buf = buf.subspan(next);
+  }
+}
+
+bool MirrorScreen::fast_path_modes() const {
+  constexpr std::uint32_t kRuledOut = MirrorInput::kLineSize | MirrorInput::kProtectedCells |
+                                      MirrorInput::kMargins | MirrorInput::kNewlineMode |
+                                      MirrorInput::kCharsets;
+  const char gl = input_.designation(input_.gl_set());
+  return !input_.insert() && !input_.origin() && (gl == 'u' || gl == 'B') &&
+         (unmodelled() & kRuledOut) == 0;
+}
+
+bool MirrorScreen::fast_path_ready() const {
+  return carry_.empty() && pending_bytes_ == 0 && !skipping_csi_ && vt_state_ == VtState::ground &&
+         input_.clean();
+}
+
+// libvterm is brought to where the fast run left the terminal, with the grid left alone
+// (muted_): the run's last glyph printed again in its cell (libvterm's cursor, pending wrap and
+// the glyph REP repeats and marks join, exactly as printing it the first time left them), the
+// cursor put where the run left it, and the run's SGRs since its last reset.
+std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
+  VTermPos pos;
+  vterm_state_get_cursorpos(impl_->state, &pos);
+  GridFastPath::State s;
+  s.rows = rows_;
+  s.cols = cols_;
+  s.region_top = input_.region_top();
+  s.region_bottom = input_.region_bottom();
+  s.autowrap = input_.autowrap();
+  s.row = pos.row;
+  s.col = pos.col;
+  // libvterm's pending wrap is off where it cannot be on: it is set only with the cursor on a
+  // glyph that reaches the row's end (at most two columns wide), and stays through a resize.
+  s.wrap_known = !wrap_unknown_ && !pending_wrap_ && pos.col < cols_ - 2;
+  const bool wrap_was_known = s.wrap_known;
+  s.pen_extras = pen_extras_;
+  const std::size_t n = GridFastPath::run(*grid_, buf, s);
+  if (n == 0) return 0;
+  if (tap_) tap_->wrote(std::string_view(reinterpret_cast<const char*>(buf.data()), n));
+  fast_path_bytes_ += n;
+
+  sync_.clear();
+  auto cup = [&](int row, int col) {
+    sync_ += "[" + std::to_string(row + 1) + ';' + std::to_string(col + 1) + 'H';
+  };
+  int row = pos.row;
+  int col = pos.col;
+  bool pending = false;
+  bool pending_known = wrap_was_known;  // libvterm's, before the update
+  if (s.printed) {
+    pending_known = true;
+    cup(s.last_row, s.last_col);
+    sync_ += s.last_char;
+    row = s.last_row;
+    col = s.last_col + 1 < cols_ ? s.last_col + 1 : s.last_col;
+    pending = s.autowrap && s.last_col + 1 >= cols_;
+  }
+  // A pending wrap is left only by the run's last glyph, in the last column, with nothing but
+  // SGRs after it: printing that glyph again left libvterm so.
+  assert(!s.pending_wrap || (pending && row == s.row && col == s.col));
+  // A run that did not know the pending wrap knows it after a cursor move (off): so must
+  // libvterm. A run that never learnt it took only SGRs.
+  if (row != s.row || col != s.col || pending != s.pending_wrap || (!pending_known && s.wrap_known))
+    cup(s.row, s.col);
+  sync_ += s.sgr_log;
+  muted_ = true;
+  vterm_input_write(impl_->vt, sync_.data(), sync_.size());
+  muted_ = false;
+
+  if (s.wrap_known) {  // else the run applied only SGRs
+    pending_wrap_ = s.pending_wrap;
+    wrap_unknown_ = false;
+  }
+  text_last_ = s.text_last;
+  pen_extras_ = s.pen_extras;
+  if (s.printed) {
+    LastGlyph g;
+    g.row = s.last_row;
+    g.col = s.last_col;
+    g.width = 1;
+    g.nchars = 1;
+    g.chars[0] = static_cast<char32_t>(s.last_char);
+    last_glyph_ = g;
+    combine_width_ = 1;
+  }
+  input_.skipped_plain(s.text_last);
+  return n;
+}
+
+void MirrorScreen::feed_libvterm(std::span<const unsigned char> buf) {
   std::vector<unsigned char> scratch;
   std::size_t from = 0;
   if (!carry_.empty()) {
@@ -778,6 +895,7 @@ void MirrorScreen::resize(int cols, int rows) {
   // end inside a text run.
   input_.end_glyph();
   text_last_ = false;
+  wrap_unknown_ = true;
   // Bytes before the resize reach libvterm before it when that matters: C0 controls inside a
   // sequence act at once. A held sequence without them acts only when it is complete, after
   // the resize either way, and part of a UTF-8 character has no effect until it is complete:
@@ -963,8 +1081,9 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
   glyph_damaged_ = false;
   write(again.data(), again.size());
   // A whole text write: its last glyph and pending wrap are read now, as after any (the
-  // write this piece belongs to may not be the last of its feed).
-  after_text_write(autowrap());
+  // write this piece belongs to may not be the last of its feed), with the autowrap mode
+  // libvterm has: the tokenizer may have read a DECAWM after the marks already.
+  after_text_write(vt_autowrap_);
   ++rewritten_;
   return marks;
 }
@@ -979,10 +1098,7 @@ std::size_t MirrorScreen::starts_with_mark(std::span<const unsigned char> text) 
 void MirrorScreen::set_pen_extras(std::uint32_t extras) {
   pen_extras_ = extras;
   GridPen& pen = grid_->pen();
-  pen.attrs = (pen.attrs & ~attr::kExtraMask) |
-              (extras & MirrorInput::kPenFaint ? attr::kFaint : 0u) |
-              (extras & MirrorInput::kPenConceal ? attr::kConceal : 0u) |
-              (extras & MirrorInput::kPenOverline ? attr::kOverline : 0u);
+  pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(extras);
 }
 
 void MirrorScreen::restore_pen_extras() {

@@ -177,8 +177,14 @@ class MirrorScreen {
   // MirrorInput::Unmodelled flags: state libvterm keeps that a snapshot cannot reproduce.
   std::uint32_t unmodelled() const { return input_.unmodelled() | unmodelled_; }
 
+  // The fast path (grid_fast_path.hpp): on by default; off, libvterm parses every byte (the
+  // tests compare the two).
+  void set_fast_path(bool on) { fast_path_on_ = on; }
+
   // Counters.
   std::uint64_t dropped_reply_bytes() const { return dropped_reply_bytes_; }
+  // Bytes the fast path applied without libvterm.
+  std::uint64_t fast_path_bytes() const { return fast_path_bytes_; }
   std::uint64_t rewritten_sequences() const { return rewritten_; }
 
   // Reports every call that reaches libvterm from now on, starting with created(); attach it
@@ -194,6 +200,16 @@ class MirrorScreen {
   class Feeder;
 
   void create();
+  // feed() through MirrorInput and libvterm.
+  void feed_libvterm(std::span<const unsigned char> buf);
+  // The fast path may run while these hold (grid_fast_path.hpp, preconditions): modes that
+  // only bytes libvterm parses change.
+  bool fast_path_modes() const;
+  // ... and these, which any sequence or text may change.
+  bool fast_path_ready() const;
+  // Applies the prefix of `buf` the fast path takes, brings libvterm's state to where it left
+  // the terminal, and returns its length.
+  std::size_t feed_fast(std::span<const unsigned char> buf);
   void write(const char* bytes, std::size_t len);
   void vt_write(const char* bytes, std::size_t len);
   void after_text_write(bool autowrap);
@@ -261,6 +277,15 @@ class MirrorScreen {
   std::optional<SavedCursor> saved_;
   std::optional<LastGlyph> last_glyph_;
   std::string title_;
+  bool fast_path_on_ = true;
+  // Set while libvterm is brought up to date after a fast run: the grid already shows what
+  // those writes would draw, so the callbacks leave it (and the pending wrap) alone.
+  bool muted_ = false;
+  // A resize came after the last fast run that knew libvterm's pending wrap: libvterm keeps
+  // it with the cursor anywhere (feed_fast).
+  bool wrap_unknown_ = false;
+  std::string sync_;  // the bytes of that update, reused
+  std::uint64_t fast_path_bytes_ = 0;
   std::uint64_t dropped_reply_bytes_ = 0;
   std::uint64_t rewritten_ = 0;
   std::uint32_t unmodelled_ = 0;  // MirrorInput::Unmodelled flags the screen itself sets

@@ -77,6 +77,21 @@ class ScreenGrid {
     for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
     return true;
   }
+  // put_glyph() of each byte of text[0, n) (printable ASCII: one column, one character each) at
+  // (row, col + i), on a row without line attributes, unprotected. The cells are on the screen.
+  void put_ascii(int row, int col, const unsigned char* text, int n) {
+    GridCell* cell = row_cells(row) + col;
+    const std::uint32_t fg = pen_.fg;
+    const std::uint32_t bg = pen_.bg;
+    const std::uint32_t attrs = pen_.attrs & attr::kPenMask;
+    for (int i = 0; i < n; ++i, ++cell) {
+      cell->chars[0] = text[i];
+      cell->chars[1] = 0;
+      cell->fg = fg;
+      cell->bg = bg;
+      cell->attrs = attrs;
+    }
+  }
   void scroll_rect(GridRect rect, int downward, int rightward);
   void erase(GridRect rect, bool selective);
   GridPen& pen() { return pen_; }  // setpenattr() writes it

@@ -294,6 +294,30 @@ TEST(MirrorScreen, TracksThePendingWrapAtTheLastColumn) {
   EXPECT_EQ(m.cursor().col, 8);
 }
 
+// Marks joined to a glyph at the row's end are written with the glyph again; the pending wrap
+// after that write follows the autowrap mode libvterm has then, not one a DECAWM later in the
+// same feed sets (found by the fast path's property test: one feed left a wrap pending that
+// feeding the same bytes in two did not).
+TEST(MirrorScreen, MarksJoinedAtTheRowEndKeepTheirAutowrapModesPendingWrap) {
+  const std::string start = "\x1b[?7l\x1b[1;10Haaae";
+  const std::string rest = "\xcc\x81\x1b[1K\x1b[?7h";
+  MirrorScreen whole(10, 2);
+  whole.set_fast_path(false);  // it would split the feed before each sequence itself
+  whole.feed(start);
+  whole.feed(rest);
+  MirrorScreen split(10, 2);
+  split.set_fast_path(false);
+  split.feed(start);
+  split.feed(rest.substr(0, 2));
+  split.feed(rest.substr(2));
+  EXPECT_FALSE(split.cursor().pending_wrap);
+  EXPECT_FALSE(whole.cursor().pending_wrap);
+  whole.feed("x");
+  split.feed("x");
+  EXPECT_EQ(whole.cursor().row, split.cursor().row);
+  EXPECT_EQ(whole.cursor().row, 0);
+}
+
 // EL 0 and ED 0 at a pending wrap erase from one past the last column, as in xterm.js (VTE and
 // kitty): nothing of the cursor's row. ED still erases the rows below, in the current
 // background. The wrap stays pending; the result does not depend on where writes end.

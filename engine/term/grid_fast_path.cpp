@@ -1,0 +1,313 @@
+// Each step below follows libvterm 0.1.4's state layer (state.c on_text, on_control, on_csi;
+// pen.c vterm_state_setpen) for the case the preconditions leave: no origin mode, no margins,
+// no insert mode, no line attributes, no protected cells. The mirror's tests and fuzzer compare
+// every result with a mirror that feeds libvterm every byte (docs/fast-path.md).
+#include "engine/term/grid_fast_path.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "engine/term/grid_cell.hpp"
+#include "engine/term/mirror_input.hpp"
+#include "engine/term/screen_grid.hpp"
+#include "engine/term/text_run.hpp"
+
+namespace backscroll::term {
+namespace {
+
+constexpr std::uint32_t kMissing = MirrorInput::kArgMissing;
+// Larger values are left to libvterm, which reads them into a C int (truncation included).
+constexpr std::uint32_t kMaxArgValue = 65535;
+
+struct CsiArgs {
+  std::array<std::uint32_t, MirrorInput::kMaxCsiArgs> args{};
+  int count = 0;
+  char final = 0;
+  std::size_t end = 0;  // one past the final byte
+
+  // libvterm's CSI_ARG_COUNT (missing or 0: 1) and CSI_ARG_OR.
+  int count_arg() const {
+    return args[0] == kMissing || args[0] == 0 ? 1 : static_cast<int>(args[0]);
+  }
+  int arg_or(int i, int def) const {
+    return i < count && args[static_cast<std::size_t>(i)] != kMissing
+               ? static_cast<int>(args[static_cast<std::size_t>(i)])
+               : def;
+  }
+};
+
+// ESC [ at bytes[at]: arguments (digits and ';' only) and a final byte. False when the sequence
+// is not one the fast path reads (a leader, ':', an intermediate, a control or a byte from 0x80
+// inside, more than 16 arguments, a value past kMaxArgValue) or is unfinished.
+bool parse_csi(std::span<const unsigned char> bytes, std::size_t at, CsiArgs& out) {
+  std::uint32_t value = kMissing;
+  for (std::size_t p = at + 2; p < bytes.size(); ++p) {
+    const unsigned char c = bytes[p];
+    if (c >= '0' && c <= '9') {
+      value = (value == kMissing ? 0 : value * 10) + (c - '0');
+      if (value > kMaxArgValue) return false;
+    } else if (c == ';') {
+      if (out.count == MirrorInput::kMaxCsiArgs - 1) return false;
+      out.args[static_cast<std::size_t>(out.count++)] = value;
+      value = kMissing;
+    } else if (c >= 0x40 && c <= 0x7e) {
+      out.args[static_cast<std::size_t>(out.count++)] = value;
+      out.final = static_cast<char>(c);
+      out.end = p + 1;
+      return true;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
+// linefeed(): scroll the region when on its bottom row, else down a row (not past the screen).
+void line_feed(ScreenGrid& grid, GridFastPath::State& s) {
+  if (s.row == s.region_bottom - 1) {
+    grid.scroll_rect(GridRect{s.region_top, s.region_bottom, 0, s.cols}, 1, 0);
+  } else if (s.row < s.rows - 1) {
+    ++s.row;
+  }
+}
+
+// on_text() for printable ASCII: one column per byte; at a pending wrap, a line feed to column
+// 0 first; the last column sets the pending wrap (autowrap on) or takes every byte after it.
+void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
+              GridFastPath::State& s) {
+  while (len > 0) {
+    if (s.pending_wrap) {
+      line_feed(grid, s);
+      s.col = 0;
+      s.pending_wrap = false;
+    }
+    const auto k =
+        static_cast<int>(std::min<std::size_t>(len, static_cast<std::size_t>(s.cols - s.col)));
+    grid.put_ascii(s.row, s.col, text, k);
+    s.printed = true;
+    s.last_row = s.row;
+    s.last_char = static_cast<char>(text[k - 1]);
+    text += k;
+    len -= static_cast<std::size_t>(k);
+    if (s.col + k < s.cols) {
+      s.col += k;
+      s.last_col = s.col - 1;
+      continue;
+    }
+    s.col = s.cols - 1;
+    s.last_col = s.col;
+    if (s.autowrap) {
+      s.pending_wrap = true;
+    } else if (len > 0) {
+      grid.put_ascii(s.row, s.col, text + len - 1, 1);
+      s.last_char = static_cast<char>(text[len - 1]);
+      len = 0;
+    }
+  }
+}
+
+// EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
+bool erase(ScreenGrid& grid, const CsiArgs& c, const GridFastPath::State& s) {
+  const int which = c.args[0] == kMissing ? 0 : static_cast<int>(c.args[0]);
+  auto erase_rect = [&](int top, int bottom, int left, int right) {
+    if (right > left && bottom > top) grid.erase(GridRect{top, bottom, left, right}, false);
+  };
+  if (c.final == 'K') {
+    switch (which) {
+      case 0: erase_rect(s.row, s.row + 1, s.col, s.cols); return true;
+      case 1: erase_rect(s.row, s.row + 1, 0, s.col + 1); return true;
+      case 2: erase_rect(s.row, s.row + 1, 0, s.cols); return true;
+      default: return false;
+    }
+  }
+  switch (which) {
+    case 0:
+      erase_rect(s.row, s.row + 1, s.col, s.cols);
+      erase_rect(s.row + 1, s.rows, 0, s.cols);
+      return true;
+    case 1:
+      erase_rect(0, s.row, 0, s.cols);
+      erase_rect(s.row, s.row + 1, 0, s.col + 1);
+      return true;
+    case 2: erase_rect(0, s.rows, 0, s.cols); return true;
+    default: return false;  // 3 empties the history (the mirror's own handling)
+  }
+}
+
+// vterm_state_setpen() into `pen` (the attributes libvterm keeps; MirrorScreen's setpenattr
+// callback packs them so). False, `pen` half done, for an attribute the fast path leaves to
+// libvterm and the mirror: one it does not know, or a colour form the mirror rewrites.
+bool apply_sgr(const CsiArgs& c, GridPen& pen) {
+  const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
+  if (MirrorInput::sgr_needs_rewrite(args)) return false;
+  auto set = [&](std::uint32_t bit, bool on) {
+    pen.attrs = on ? pen.attrs | bit : pen.attrs & ~bit;
+  };
+  auto field = [&](int shift, std::uint32_t mask, std::uint32_t value) {
+    pen.attrs = (pen.attrs & ~(mask << shift)) | (value & mask) << shift;
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::uint32_t a = args[i] == kMissing ? 0 : args[i];
+    switch (a) {
+      case 0:
+        pen.attrs &= attr::kExtraMask;
+        pen.fg = 0;
+        pen.bg = 0;
+        break;
+      case 1: set(attr::kBold, true); break;
+      case 3: set(attr::kItalic, true); break;
+      case 4: field(attr::kUnderlineShift, 3u, 1u); break;
+      case 5: set(attr::kBlink, true); break;
+      case 7: set(attr::kReverse, true); break;
+      case 9: set(attr::kStrike, true); break;
+      case 21: field(attr::kUnderlineShift, 3u, 2u); break;
+      case 22: set(attr::kBold, false); break;
+      case 23: set(attr::kItalic, false); break;
+      case 24: field(attr::kUnderlineShift, 3u, 0u); break;
+      case 25: set(attr::kBlink, false); break;
+      case 27: set(attr::kReverse, false); break;
+      case 29: set(attr::kStrike, false); break;
+      case 39: pen.fg = 0; break;
+      case 49: pen.bg = 0; break;
+      case 2:  // faint, conceal, overline: libvterm has none of them; the mirror's extras
+      case 8:  // (MirrorInput::sgr_extras) keep them
+      case 28:
+      case 53:
+      case 55: break;
+      case 38:
+      case 48: {
+        // sgr_needs_rewrite() let only 38/48;5;n and 38/48;2;r;g;b through, values <= 255.
+        std::uint32_t& colour = a == 38 ? pen.fg : pen.bg;
+        if (args[i + 1] == 5) {
+          colour = pack_color(Color::indexed(static_cast<std::uint8_t>(args[i + 2])));
+          i += 2;
+        } else {
+          colour = pack_color(Color::rgb(static_cast<std::uint8_t>(args[i + 2]),
+                                         static_cast<std::uint8_t>(args[i + 3]),
+                                         static_cast<std::uint8_t>(args[i + 4])));
+          i += 4;
+        }
+        break;
+      }
+      default:
+        if (a >= 10 && a <= 19) field(attr::kFontShift, 0xfu, a - 10);
+        else if (a >= 30 && a <= 37)
+          pen.fg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 30)));
+        else if (a >= 40 && a <= 47)
+          pen.bg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 40)));
+        else if (a >= 90 && a <= 97)
+          pen.fg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 82)));
+        else if (a >= 100 && a <= 107)
+          pen.bg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 92)));
+        else return false;
+        break;
+    }
+  }
+  return true;
+}
+
+// An SGR: applied to the grid's pen and logged for libvterm, or false with nothing changed.
+bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
+         GridFastPath::State& s) {
+  GridPen pen = grid.pen();
+  if (!apply_sgr(c, pen)) return false;
+  const bool resets = c.args[0] == kMissing || c.args[0] == 0;
+  if (resets) s.sgr_log.clear();
+  else if (s.sgr_log.size() + raw.size() > GridFastPath::kMaxSgrLog) return false;
+  s.sgr_log.append(reinterpret_cast<const char*>(raw.data()), raw.size());
+  const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
+  s.pen_extras = MirrorInput::sgr_extras(s.pen_extras, args);
+  pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(s.pen_extras);
+  grid.pen() = pen;
+  return true;
+}
+
+// A CSI of the subset; false (nothing changed) for any other.
+bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
+               GridFastPath::State& s) {
+  switch (c.final) {
+    case 'm': return sgr(grid, c, raw, s);
+    case 'K':
+    case 'J':
+      // At a pending wrap EL 0 / ED 0 keep the cursor's row (MirrorScreen follows xterm.js).
+      return s.wrap_known && !s.pending_wrap && erase(grid, c, s);
+    case 'A': s.row -= c.count_arg(); break;  // CUU
+    case 'B':                                 // CUD
+    case 'e': s.row += c.count_arg(); break;  // VPR
+    case 'C':                                 // CUF
+    case 'a': s.col += c.count_arg(); break;  // HPR
+    case 'D': s.col -= c.count_arg(); break;  // CUB
+    case 'E':                                 // CNL
+      s.col = 0;
+      s.row += c.count_arg();
+      break;
+    case 'F':  // CPL
+      s.col = 0;
+      s.row -= c.count_arg();
+      break;
+    case 'G':                                     // CHA
+    case '`': s.col = c.arg_or(0, 1) - 1; break;  // HPA
+    case 'H':                                     // CUP
+    case 'f':                                     // HVP
+      s.row = c.arg_or(0, 1) - 1;
+      s.col = c.count < 2 || c.args[1] == kMissing ? 0 : static_cast<int>(c.args[1]) - 1;
+      break;
+    case 'd': s.row = c.arg_or(0, 1) - 1; break;  // VPA
+    default: return false;
+  }
+  // Every move drops the pending wrap, even one that leaves the cursor where it was; then
+  // on_csi clamps the cursor to the screen.
+  s.pending_wrap = false;
+  s.wrap_known = true;
+  s.row = std::clamp(s.row, 0, s.rows - 1);
+  s.col = std::clamp(s.col, 0, s.cols - 1);
+  return true;
+}
+
+}  // namespace
+
+std::uint32_t GridFastPath::extra_attrs(std::uint32_t extras) {
+  return (extras & MirrorInput::kPenFaint ? attr::kFaint : 0u) |
+         (extras & MirrorInput::kPenConceal ? attr::kConceal : 0u) |
+         (extras & MirrorInput::kPenOverline ? attr::kOverline : 0u);
+}
+
+std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> bytes, State& s) {
+  const unsigned char* const b = bytes.data();
+  const std::size_t n = bytes.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = b[i];
+    if (!s.wrap_known && c != 0x1b) break;
+    if (c >= 0x20 && c < 0x7f) {
+      const std::size_t len = ascii_run_length(b + i, n - i);
+      put_text(grid, b + i, len, s);
+      i += len;
+      s.text_last = true;
+      continue;
+    }
+    if (c == 0x1b) {
+      CsiArgs csi;
+      if (i + 1 >= n || b[i + 1] != '[' || !parse_csi(bytes, i, csi) ||
+          !apply_csi(grid, csi, bytes.subspan(i, csi.end - i), s))
+        break;
+      i = csi.end;
+    } else if (c == '\r') {
+      s.col = 0;  // a pending wrap is always past column 0: the cursor moves, the wrap goes
+      s.pending_wrap = false;
+      ++i;
+    } else if (c == '\n' && !s.pending_wrap) {
+      line_feed(grid, s);
+      ++i;
+    } else if (c == '\b' && !s.pending_wrap) {
+      if (s.col > 0) --s.col;
+      ++i;
+    } else {
+      break;
+    }
+    s.text_last = false;
+  }
+  return i;
+}
+
+}  // namespace backscroll::term

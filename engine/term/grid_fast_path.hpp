@@ -1,0 +1,72 @@
+// GridFastPath: the bytes full-screen programs redraw with, applied straight to a ScreenGrid as
+// libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
+// (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
+// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA) and erasing (EL, ED 0-2): libvterm spends
+// tens of nanoseconds per byte on them, this a few.
+//
+// run() applies the longest prefix of whole such tokens it can apply exactly and stops before
+// anything else: another control or sequence, a byte from 0x80, a sequence with a leader, an
+// intermediate, a sub-parameter, more than 16 arguments or a value past 65535, an SGR attribute
+// it does not know or a colour form libvterm reads otherwise than xterm.js (the mirror rewrites
+// those), a pending wrap before an LF, BS or erase, an unfinished sequence at the end, and
+// anything that depends on the pending wrap while that is not known. What it
+// stopped before goes to libvterm, whose own state (cursor, pending wrap, pen, the glyph REP
+// repeats) MirrorScreen first brings to where the fast path left it.
+//
+// Preconditions (MirrorScreen::fast_path_modes): DECOM, IRM, LNM, DECLRMM and margins off; no
+// line attributes (DECDWL/DECDHL) nor DECSCA ever used; GL holds UTF-8 or US-ASCII (both read
+// printable ASCII as itself); libvterm in ground state and not at a pending wrap at the start.
+// Single-threaded, no state between runs: everything it needs and changes is in State.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace backscroll::term {
+
+class ScreenGrid;
+
+class GridFastPath {
+ public:
+  struct State {
+    // The terminal, as libvterm has it (unchanged by a run).
+    int rows = 0;
+    int cols = 0;
+    int region_top = 0;     // scroll region: rows [region_top, region_bottom)
+    int region_bottom = 0;  // exclusive
+    bool autowrap = true;
+    // The cursor, changed by a run.
+    int row = 0;
+    int col = 0;
+    bool pending_wrap = false;  // libvterm's at_phantom, when wrap_known
+    // Whether the caller knows at_phantom (libvterm keeps it to itself, and keeps it through a
+    // DECAWM reset, a REP that does not move, a resize). Until a cursor move sets it, a run
+    // takes only SGRs.
+    bool wrap_known = true;
+    std::uint32_t pen_extras = 0;  // MirrorInput::kPen* bits (also in the grid's pen)
+    // What the run did, for the caller to bring libvterm up to date.
+    bool text_last = false;  // the last token applied was text
+    bool printed = false;  // it printed a glyph: the last one is last_char at (last_row, last_col)
+    int last_row = 0;
+    int last_col = 0;
+    char last_char = 0;
+    // The SGRs it applied since the last one that resets the pen (first attribute 0 or
+    // missing), as they came: libvterm's pen is where the grid's is once it reads them.
+    std::string sgr_log;
+  };
+
+  // A run stops before an SGR that would make sgr_log longer than this: the caller brings
+  // libvterm up to date and starts a new run.
+  static constexpr std::size_t kMaxSgrLog = 4096;
+
+  // The grid's pen attribute bits for MirrorInput::kPen* extras (faint, conceal, overline).
+  static std::uint32_t extra_attrs(std::uint32_t extras);
+
+  // Applies the longest prefix of `bytes` made of whole tokens of the subset to `grid` and
+  // `state`; returns its length.
+  static std::size_t run(ScreenGrid& grid, std::span<const unsigned char> bytes, State& state);
+};
+
+}  // namespace backscroll::term

@@ -1,0 +1,245 @@
+// The mirror's fast path (engine/term/grid_fast_path.hpp, docs/fast-path.md) is exact: a mirror
+// that applies the bytes of full-screen redraws straight to its grid shows, after every feed,
+// what one whose libvterm parses every byte shows (term::first_difference: cells, cursor and
+// pending wrap, pen, saved cursor, modes, history), and its grid holds what libvterm's own
+// screen layer holds when fed the same stream (ScreenLayerTap). Where the fast path stops, in
+// the middle of a line or a run of SGRs, libvterm goes on from the state the fast path left:
+// the glyph REP repeats, the glyph a combining mark joins, the pending wrap, the pen.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/term/mirror.hpp"
+#include "engine/term/mirror_compare.hpp"
+#include "engine/term/reference/vterm_reference.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using term::Mirror;
+
+constexpr term::ScrollbackLimits kLimits{200, std::size_t{1} << 30};
+
+// Two mirrors fed the same steps, one with the fast path; the fast one also taps a libvterm
+// screen layer.
+struct Pair {
+  ScreenLayerTap tap{kLimits.max_lines};
+  Mirror fast;
+  Mirror slow;
+  Pair(int cols, int rows)
+      : fast(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows),
+             kLimits),
+        slow(Cursor{0}, static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows),
+             kLimits) {
+    fast.set_tap(&tap);
+    slow.set_fast_path(false);
+  }
+
+  // "" when both agree (and the grid with the screen layer) after feeding `bytes`.
+  std::string feed(std::string_view bytes) {
+    fast.feed(bytes);
+    slow.feed(bytes);
+    return difference();
+  }
+  std::string resize(int cols, int rows) {
+    fast.resize(static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+    slow.resize(static_cast<std::uint16_t>(cols), static_cast<std::uint16_t>(rows));
+    return difference();
+  }
+  std::string difference() const {
+    if (std::string d = term::first_difference(slow, fast); !d.empty()) return "mirrors: " + d;
+    if (std::string d = tap.difference(fast.screen()); !d.empty()) return "screen layer: " + d;
+    return "";
+  }
+};
+
+// Feeds `stream` to a pair in pieces of `piece` bytes; "" when they agree after every piece.
+std::string feed_in_pieces(Pair& p, const std::string& stream, std::size_t piece) {
+  for (std::size_t at = 0; at < stream.size(); at += piece) {
+    if (std::string d = p.feed(std::string_view(stream).substr(at, piece)); !d.empty())
+      return "at byte " + std::to_string(at) + ": " + d;
+  }
+  return "";
+}
+
+// A top-like program on the alternate screen: each frame rewrites every row in colour.
+std::string redraws(std::size_t bytes, int rows) {
+  std::string out = "\x1b[?1049h";
+  for (int frame = 0; out.size() < bytes; ++frame) {
+    out += "\x1b[H\x1b[7m frame " + std::to_string(frame) + "\x1b[K\x1b[0m";
+    for (int r = 2; r <= rows; ++r) {
+      out += "\x1b[" + std::to_string(r) + ";1H\x1b[3" + std::to_string(r % 8) + "m" +
+             std::to_string(1000 + r) + " user " + std::to_string(frame * 7 % 1000) +
+             " S  1.0 process-" + std::to_string(r) + "\x1b[0m\x1b[K";
+    }
+  }
+  return out;
+}
+
+TEST(GridFastPath, TakesNearlyAllOfAFullScreenRedrawAndShowsWhatLibvtermShows) {
+  const std::string stream = redraws(256 * 1024, 24);
+  Pair p(80, 24);
+  ASSERT_EQ(feed_in_pieces(p, stream, 4096), "");
+  // Only the switch to the alternate screen goes to libvterm.
+  EXPECT_GT(p.fast.screen().fast_path_bytes(), stream.size() - 64);
+  EXPECT_EQ(p.slow.screen().fast_path_bytes(), 0u);
+}
+
+TEST(GridFastPath, ScrollingTextWithColoursAndErasesIsExact) {
+  std::string stream;
+  for (int i = 0; i < 300; ++i) {
+    stream += "\x1b[1;3" + std::to_string(i % 8) + "mline " + std::to_string(i) +
+              "\x1b[0m: \x1b[38;5;" + std::to_string(i % 256) + "mtext\x1b[48;2;1;" +
+              std::to_string(i % 256) + ";3m bg\x1b[m\x1b[K\r\n";
+  }
+  Pair p(40, 10);  // lines wrap, the screen scrolls into the history
+  EXPECT_EQ(feed_in_pieces(p, stream, 333), "");
+  EXPECT_GT(p.fast.screen().fast_path_bytes(), stream.size() * 9 / 10);
+}
+
+TEST(GridFastPath, LibvtermRepeatsAndJoinsMarksToTheLastGlyphTheFastPathPrinted) {
+  Pair p(20, 5);
+  // REP of the fast path's last glyph; a combining mark after it; then both at the row's end.
+  EXPECT_EQ(p.feed("\x1b[2;3Habc"), "");
+  EXPECT_EQ(p.feed("\x1b[3b"), "");
+  EXPECT_EQ(p.feed("x\xcc\x81y"), "");
+  EXPECT_EQ(p.feed("\x1b[3;1H0123456789012345678Z"), "");
+  EXPECT_EQ(p.feed("\xcc\x81"), "");
+  EXPECT_EQ(p.feed("\x1b[2b"), "");
+  EXPECT_EQ(p.feed("\x1b[4;19Hqr\x1b[31m"), "");  // a pending wrap, then an SGR: still pending
+  EXPECT_TRUE(p.fast.screen().cursor().pending_wrap);
+  EXPECT_EQ(p.feed("\xe4\xb8\xad"), "");  // wide text from libvterm wraps first
+}
+
+TEST(GridFastPath, StopsWhereLibvtermMustTakeOverAndGoesOnAfter) {
+  Pair p(30, 8);
+  const char* steps[] = {
+      "\x1b[5;5Hplain \x1b[1;4;7;9;21;3;5mattrs\x1b[22;23;24;25;27;29m off",
+      "\x1b[2;8;53mextras\x1b[28;55m\x1b[11mfont\x1b[10m",
+      "\x1b[38:5:100mcolon\x1b[38;5mshort\x1b[58;5;3munder\x1b[m",  // left to the rewrites
+      "\x1b[?25l\x1b[H\x1b[2J\x1b[?25h",                            // DEC modes between
+      "\x1b[3;20r\x1b[20;1Hregion\n\n\n\x1b[r",                     // a scroll region
+      "\x1b[4hinsert\x1b[4l\x1b[?6horigin\x1b[?6l",                 // modes rule it out
+      "\x1b(0qqq\x1b(Bascii\x1b)0\x0elines\x0f",                    // charsets
+      "\x1b[1;30Hx\r\nwrap at the end of the row and on\x1b[K",
+      "\x1b[?7lno autowrap past the end of the row\x1b[?7h",
+      "\x1b[1;30Hy\n\x1b[1;30Hz\b\x1b[1;30Hw\x1b[K\x1b[1;30Hv\x1b[J",  // at a pending wrap
+      "\x1b[99999;99999Hbig\x1b[0;0Hzero\x1b[;7Hmissing\x1b[5`\x1b[2a\x1b[3d\x1b[2e",
+      "\x1b[3A\x1b[2B\x1b[4C\x1b[9D\x1b[2E\x1b[F\x1b[7G\x1b[6;6f",
+      "\x1b[1K\x1b[2K\x1b[1J\x1b[0J\x1b[3J\x1b[5K\x1b[5J",
+      "\x1b[1;2;3;4;5;6;7;8;9;21;22;23;24;25;27;29;30mseventeen\x1b[m",
+      "\x1b"
+      "7\x1b[10;10Hsaved\x1b"
+      "8restored\x1b[s\x1b[u",
+      "\xc3\xa9t\xc3\xa9 caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87\x07\x1b]2;title\x07end",
+      "\x1b[?1049h\x1b[Halt screen\x1b[?1049l",
+      "\x1b#6double\x1b[2;1Hafter line size",  // rules it out for good
+  };
+  for (const char* step : steps) {
+    SCOPED_TRACE(step);
+    ASSERT_EQ(p.feed(step), "");
+  }
+}
+
+TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
+  std::string stream = "\x1b[H";
+  for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
+  Pair p(80, 24);
+  EXPECT_EQ(feed_in_pieces(p, stream, 64 * 1024), "");
+  EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+}
+
+// ---- random streams -----------------------------------------------------------------------
+
+// Mostly what the fast path takes (ASCII text, CR, LF, BS, SGRs, moves, erases), with what it
+// leaves to libvterm in between: UTF-8, marks, REP, modes, regions, saves, resizes.
+rc::Gen<std::string> piece() {
+  using rc::gen::element;
+  using rc::gen::inRange;
+  const auto n = [](int lo, int hi) { return std::to_string(*inRange(lo, hi + 1)); };
+  return rc::gen::exec([n]() -> std::string {
+    switch (*inRange(0, 16)) {
+      case 0:
+      case 1:
+        return std::string(static_cast<std::size_t>(*inRange(1, 60)),
+                           static_cast<char>('a' + *inRange(0, 26)));
+      case 2: return *element<std::string>("\r", "\n", "\r\n", "\b", "\t", "\x07");
+      case 3: return "\x1b[" + n(0, 30) + ";" + n(0, 90) + *element<std::string>("H", "f");
+      case 4:
+        return "\x1b[" + n(0, 30) +
+               *element<std::string>("A", "B", "C", "D", "E", "F", "G", "`", "a", "d", "e");
+      case 5:
+        return "\x1b[" + *element<std::string>("", "0", "1", "2", "3") +
+               *element<std::string>("K", "J");
+      case 6:
+        return "\x1b[" +
+               *element<std::string>(
+                   "", "0", "1", "4", "7", "22", "39", "49", "2", "53", "38;5;" + n(0, 255),
+                   "48;2;" + n(0, 255) + ";" + n(0, 255) + ";" + n(0, 255),
+                   "3" + n(0, 7) + ";4" + n(0, 7), "9" + n(0, 7), "10" + n(0, 7)) +
+               "m";
+      case 7:
+        return *element<std::string>("\xc3\xa9", "\xe4\xb8\xad", "\xcc\x81", "e\xcc\x81",
+                                     "\xf0\x9f\x98\x80", "\xe2\x94\x80\xe2\x94\x80");
+      case 8: return "\x1b[" + n(0, 20) + "b";
+      case 9:
+        return *element<std::string>("\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[?6h",
+                                     "\x1b[?6l", "\x1b[?25l", "\x1b[?25h", "\x1b(B", "\x1b(0",
+                                     "\x1b[20h", "\x1b[20l");
+      case 10: return "\x1b[" + n(0, 20) + ";" + n(0, 20) + "r";
+      case 11:
+        return *element<std::string>(
+            "\x1b"
+            "7",
+            "\x1b"
+            "8",
+            "\x1bM",
+            "\x1b"
+            "D",
+            "\x1b[s", "\x1b[u");
+      case 12:
+        return *element<std::string>("\x1b[?1049h", "\x1b[?1049l", "\x1b[?1047h", "\x1b[?1047l");
+      case 13: return "\x1b[" + n(0, 9) + *element<std::string>("L", "M", "@", "P", "X", "S", "T");
+      case 14:
+        return *element<std::string>("\x1b[4:3m", "\x1b[38;5m", "\x1b[58;5;1m",
+                                     "\x1b[1;2;3;4;5;6;7;8;9;1;2;3;4;5;6;7;8m");
+      case 15: return "\x1b[" + n(0, 3) + "\x1b[" + n(0, 3) + "H";  // a sequence cut by another
+      default: return "#resize";
+    }
+  });
+}
+
+RC_GTEST_PROP(GridFastPath, ShowsWhatLibvtermShowsWhateverTheStreamAndItsPieces, ()) {
+  const int cols = *rc::gen::inRange(2, 41);
+  const int rows = *rc::gen::inRange(1, 15);
+  const auto pieces = *rc::gen::container<std::vector<std::string>>(piece());
+  Pair p(cols, rows);
+  std::string all;
+  for (const std::string& s : pieces) all += s + "|";
+  RC_LOG() << cols << "x" << rows << " " << ::testing::PrintToString(all) << "\n";
+  std::string pending;  // pieces fed together: splits fall anywhere between them
+  for (const std::string& s : pieces) {
+    if (s == "#resize") {
+      RC_ASSERT(p.feed(pending) == "");
+      pending.clear();
+      RC_ASSERT(p.resize(*rc::gen::inRange(2, 41), *rc::gen::inRange(1, 15)) == "");
+      continue;
+    }
+    pending += s;
+    if (*rc::gen::inRange(0, 3) == 0) {
+      const std::size_t cut = *rc::gen::inRange<std::size_t>(0, pending.size() + 1);
+      RC_ASSERT(p.feed(std::string_view(pending).substr(0, cut)) == "");
+      pending.erase(0, cut);
+    }
+  }
+  RC_ASSERT(p.feed(pending) == "");
+  // What later bytes show of the state left: text in the pen, REP, a mark, a wrap.
+  RC_ASSERT(p.feed("Xy\x1b[3b\xcc\x81" + std::string(static_cast<std::size_t>(cols), 'w') + "z") ==
+            "");
+}
+
+}  // namespace
+}  // namespace backscroll::testing
