@@ -25,6 +25,7 @@
 //    holds back at most 5 bytes; any byte that is not a continuation ends a partial character
 //    (libvterm keeps it across controls and sequences; that would make the hold unbounded).
 #include "engine/term/vt_scanner.hpp"
+#include "engine/term/text_run.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -157,6 +158,37 @@ Cursor VtScanner::feed_limit() const noexcept {
   return position_;
 }
 
+namespace {
+
+// The length of the CSI at p (ESC [, digits and ';', a final byte) when it is whole and
+// csi_dispatch() ignores it: no leader, no intermediate, no ':', at most libvterm's 16
+// arguments, and a final other than the ones it reads (h l r s t u). 0 otherwise.
+std::size_t inert_csi_length(const std::uint8_t* p, std::size_t n) noexcept {
+  if (n < 3 || p[0] != 0x1b || p[1] != '[') return 0;
+  std::uint32_t separators = 0;
+  for (std::size_t i = 2; i < n; ++i) {
+    const std::uint8_t b = p[i];
+    if (b >= '0' && b <= '9') continue;
+    if (b == ';') {
+      if (++separators == VtScanner::kLibvtermMaxArgs) return 0;
+      continue;
+    }
+    if (b < 0x40 || b > 0x7e) return 0;
+    switch (b) {
+      case 'h':
+      case 'l':
+      case 'r':
+      case 's':
+      case 't':
+      case 'u': return 0;
+      default: return i + 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 void VtScanner::scan(std::string_view bytes) noexcept {
   marks_.clear();
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -170,7 +202,7 @@ void VtScanner::scan(std::string_view bytes) noexcept {
       std::uint8_t remaining = utf8_remaining_;
       while (j < size && data[j] >= 0x20 && data[j] != kDel) {
         if (data[j] < 0x80) {
-          while (j < size && data[j] >= 0x20 && data[j] < kDel) ++j;
+          j += ascii_run_length(data + j, size - j);
           remaining = 0;
           clean_end = j;
           continue;
@@ -188,6 +220,16 @@ void VtScanner::scan(std::string_view bytes) noexcept {
         if (clean_end != 0) clean_position_ = position_ + (clean_end - i);
         position_ = position_ + (j - i);
         i = j;
+        continue;
+      }
+      // Fast path: a whole CSI that changes nothing the scanner keeps (SGR, cursor moves,
+      // erases...), as step() would end it: parsed, dispatched to nothing, back in ground.
+      if (const std::size_t n = inert_csi_length(data + i, size - i); n > 0) {
+        utf8_remaining_ = 0;
+        seq_begin_ = position_;
+        position_ = position_ + n;
+        clean_position_ = position_;
+        i += n;
         continue;
       }
     }
