@@ -39,6 +39,10 @@ struct MirrorThread::Slot {
   Cursor seen{0};
   std::chrono::steady_clock::time_point grew;
   bool coasting = false;  // the last turn stopped feeding while the stream went on
+  // The last turn caught up with a flooding stream: the mirror gathers the next bytes for
+  // kCoastTick instead of waking at every commit (a wake per 4 KiB read cost more than the
+  // parse once the fast path made the parse cheap).
+  bool batching = false;
   // The last snapshot request's options and when it came; the snapshot a jump held for them
   // (kHoldSnapshotFor), kept until the mirror is ready again, an event is queued or it jumps
   // again before that.
@@ -214,7 +218,8 @@ void MirrorThread::run() {
         const auto any = [this](auto pred) {
           return std::any_of(slots_.begin(), slots_.end(), pred);
         };
-        if (any([](const auto& s) { return s->coasting; })) return WorkerSleep{kCoastTickMs, false};
+        if (any([](const auto& s) { return s->coasting || s->batching; }))
+          return WorkerSleep{kCoastTickMs, false};
         // A run of bells is reported when its window ends, a keyframe taken when its gap
         // ends, output or not.
         if (any([](const auto& s) { return s->keyframe_waiting; })) {
@@ -314,6 +319,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
   const bool flooding =
       now - slot.grew < kCoastQuiet && slot.waiting.empty() && slot.events.empty();
   slot.coasting = false;
+  slot.batching = false;
   for (;;) {
     worked |= slot.apply_due_events();
     Cursor end = slot.limit;
@@ -373,6 +379,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     }
     if (!view || view->empty()) break;
   }
+  slot.batching = flooding && !slot.coasting && mirror.position() >= slot.limit;
   slot.consumer->advance_to(mirror.position());
   return worked;
 }
@@ -503,8 +510,9 @@ bool MirrorThread::has_work() {
   if (commands_.size_approx() > 0) return true;
   for (const auto& slot : slots_) {
     if (!slot->events.empty()) return true;
-    // A coasting mirror looks at new bytes every kCoastTick, not at every commit.
-    if (!slot->coasting && slot->ring->committed() > slot->mirror->position()) return true;
+    // A coasting or batching mirror looks at new bytes every kCoastTick, not at every commit.
+    if (!slot->coasting && !slot->batching && slot->ring->committed() > slot->mirror->position())
+      return true;
   }
   return false;
 }
