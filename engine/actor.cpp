@@ -115,9 +115,12 @@ void Actor::publish_session() noexcept { ring_.publish_session(session_record())
 
 Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   if (live_ || busy()) return fail(Errc::bad_request, "actor '" + name_ + "' is already running");
+  spec.session_token = new_session_token();
   auto process = spawn_on_pty(spec);
   if (!process) return tl::unexpected(process.error());
+  session_token_ = spec.session_token;
   spec_ = std::move(spec);
+  spec_.session_token.clear();  // a restart draws a new one
   live_ = std::make_unique<Live>();
   live_->process = *process;
 
@@ -310,7 +313,7 @@ void Actor::stop(std::chrono::milliseconds grace) {
     host_.timers().cancel(live_->grace_timer);
   } else {
     live_->stop_requested = true;
-    ::kill(-live_->process.pid, SIGHUP);
+    signal_session(SIGHUP);
     if (!live_->exited) {
       state_ = shm::ActorState::stopping;
       publish_meta();
@@ -319,16 +322,32 @@ void Actor::stop(std::chrono::milliseconds grace) {
   live_->kill_at = deadline;
   live_->grace_timer = host_.timers().schedule(deadline, [this] {
     live_->grace_timer = 0;
-    log(LogLevel::info, "actor {}: grace period over, sending SIGKILL to process group {}", name_,
-        live_->process.pid);
+    log(LogLevel::info, "actor {}: grace period over, sending SIGKILL to the session of pid {}",
+        name_, live_->process.pid);
     kill_group();
   });
 }
 
-void Actor::kill_group() noexcept {
-  // The leader is not reaped before the seal, so the group id still names this session's group.
-  if (live_) ::kill(-live_->process.pid, SIGKILL);
+void Actor::kill_group() noexcept { signal_session(SIGKILL); }
+
+void Actor::signal_session(int sig) noexcept {
+  if (!live_) return;
+  // The leader is not reaped before the seal, so the group id still names this session's group
+  // (a member that cleared its environment and left the leader's tree is still in it).
+  ::kill(-live_->process.pid, sig);
+  try {
+    signal_processes(session_processes(live_->process.pid, session_token_), sig);
+  } catch (const std::exception& e) {  // allocation: the group was signalled at least
+    log(LogLevel::warn, "actor {}: signalling the session's processes: {}", name_, e.what());
+  }
 }
+
+std::vector<ProcessRef> Actor::leftover_processes() const {
+  if (live_ || session_token_.empty()) return {};
+  return session_processes(0, session_token_);
+}
+
+pid_t Actor::leader_pid() const noexcept { return live_ ? live_->process.pid : 0; }
 
 void Actor::on_exit(int) noexcept {
   exit_polling_ = false;

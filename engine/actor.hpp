@@ -22,6 +22,7 @@
 
 #include "engine/consumer_gate.hpp"
 #include "engine/input_queue.hpp"
+#include "engine/process_tree.hpp"
 #include "engine/pty_process.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/uring_loop.hpp"
@@ -101,11 +102,18 @@ class Actor {
   bool lease_used_up() const noexcept;
   // Reads wait: for a consumer (the gate), a lease, or hold_output().
   bool reads_held() const noexcept;
-  // SIGHUP to the process group now, SIGKILL to the group after `grace` or at the seal, whichever
-  // comes first. A second stop can only shorten the grace period. Nothing when idle.
+  // SIGHUP to every process of the session now (its process group, its descendants and every
+  // process that carries its token: process_tree.hpp), SIGKILL to them after `grace` or at the
+  // seal, whichever comes first. A second stop can only shorten the grace period. Nothing when
+  // idle.
   void stop(std::chrono::milliseconds grace);
-  // SIGKILL to the live session's process group now (shutdown deadline).
+  // SIGKILL to every process of the live session now (shutdown deadline).
   void kill_group() noexcept;
+  // The processes of the last session still running after its seal (the ones it left behind:
+  // daemons, a `nohup` job), found by its token.
+  std::vector<ProcessRef> leftover_processes() const;
+  // The live session's leader (kept as a zombie until the seal), else 0.
+  pid_t leader_pid() const noexcept;
   Result<std::size_t> input(std::string_view bytes, bool paste);
   Result<void> resize(WindowSize size);
   // Empties the readable range and zeroes the cleared bytes in the ring; returns the new floor
@@ -178,11 +186,14 @@ class Actor {
         const ActorSettings& settings, int consumer_notify_fd);
 
   std::string working_directory_;  // note_working_directory()'s last answer
+  std::string session_token_;      // the current or last session's (process_tree.hpp)
   void submit_read() noexcept;
   void pump_input() noexcept;
   void maybe_seal() noexcept;
   void publish_meta() noexcept;
   void publish_session() noexcept;
+  // `sig` to the live session's process group and to every process of the session.
+  void signal_session(int sig) noexcept;
   shm::SessionRecord& session_record() noexcept { return sessions_.back(); }
 
   void on_read(int result) noexcept;

@@ -16,6 +16,7 @@ void Engine::begin_deletion(Actor& actor, std::vector<Deferred> waiters) {
   // A copy: finish_deletion() removes the actor, whose name a reference would outlive.
   const std::string name = actor.name();  // NOLINT(performance-unnecessary-copy-initialization)
   deletions_[name] = std::move(waiters);
+  end_leftovers(actor);  // what its last session left running ends with it
   const auto m = mirror_ids_.find(name);
   if (!mirror_ || m == mirror_ids_.end()) return finish_deletion(name, std::nullopt);
   SnapshotRequest request;

@@ -43,7 +43,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
+  // SIGCHLD: an orphan of an actor's program, reparented to the engine (the subreaper below),
+  // exited and is reaped (actors' leaders are waited for through their pidfds).
+  sigaddset(&mask, SIGCHLD);
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  // Descendants that leave an actor's process tree (double fork, setsid) stay the engine's, so
+  // stop can find and end them (docs/architecture.md, "Process trees").
+  if (!become_subreaper())
+    log(LogLevel::warn, "PR_SET_CHILD_SUBREAPER refused: {}", std::strerror(errno));
   ::signal(SIGPIPE, SIG_IGN);
   // An ignored SIGCHLD (inherited from whoever started us) makes the kernel reap children
   // itself, and the exit status would be lost: take the default.
@@ -124,6 +131,8 @@ void Engine::on_signal(int result) noexcept {
     if (info.ssi_signo == SIGHUP) {
       log(LogLevel::info, "SIGHUP: reloading settings");
       (void)op_reload();  // logs what changed, or why nothing did
+    } else if (info.ssi_signo == SIGCHLD) {
+      reap_orphans([this](pid_t pid) { return is_leader(pid); });
     } else {
       log(LogLevel::info, "signal {}: shutting down", info.ssi_signo);
       begin_shutdown();
@@ -260,11 +269,41 @@ void Engine::begin_shutdown() noexcept {
   log(LogLevel::info, "stopping {} actors", actors_.size());
   shutdown_deadline_ = std::chrono::steady_clock::now() + settings_.actor.grace +
                        settings_.actor.drain_window + settings_.shutdown_slack;
-  for (auto& [name, actor] : actors_) actor->stop(settings_.actor.grace);
+  for (auto& [name, actor] : actors_) {
+    actor->stop(settings_.actor.grace);
+    end_leftovers(*actor);
+  }
+}
+
+bool Engine::is_leader(pid_t pid) const noexcept {
+  for (const auto& [name, actor] : actors_) {
+    if (actor->leader_pid() == pid) return true;
+  }
+  return false;
+}
+
+void Engine::end_leftovers(const Actor& actor) {
+  std::vector<ProcessRef> left;
+  try {
+    left = actor.leftover_processes();
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
+  }
+  if (left.empty()) return;
+  log(LogLevel::info, "actor {}: ending {} processes its last session left", actor.name(),
+      left.size());
+  signal_processes(left, SIGHUP);
+  ++leftover_kills_;
+  timers_.schedule(std::chrono::steady_clock::now() + settings_.actor.grace,
+                   [this, left = std::move(left)] {
+                     signal_processes(left, SIGKILL);
+                     --leftover_kills_;
+                   });
 }
 
 bool Engine::shutdown_complete() const noexcept {
-  if (!shutting_down_ || transcripts_.seals_pending() || !deletions_.empty()) return false;
+  if (!shutting_down_ || transcripts_.seals_pending() || !deletions_.empty() || leftover_kills_ > 0)
+    return false;
   for (const auto& [name, actor] : actors_) {
     if (actor->live() || actor->busy()) return false;
   }

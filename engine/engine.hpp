@@ -304,6 +304,12 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   void remove_actor(const std::string& name);
   void broadcast(const control::Json& event);
   void begin_shutdown() noexcept;
+  // Whether `pid` is a live session's leader (kept as a zombie until its seal, never reaped as
+  // an orphan).
+  bool is_leader(pid_t pid) const noexcept;
+  // SIGHUP now, SIGKILL after the grace period, to the processes the actor's last session left
+  // running (Actor::leftover_processes): at its deletion and at shutdown.
+  void end_leftovers(const Actor& actor);
   bool shutdown_complete() const noexcept;
   void on_signal(int result) noexcept;
   void on_notify(int result) noexcept;
@@ -349,6 +355,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;
+  int leftover_kills_ = 0;  // end_leftovers() SIGKILLs still due: shutdown waits for them
   bool stopping_loop_ = false;
   std::chrono::steady_clock::time_point shutdown_deadline_{};
 

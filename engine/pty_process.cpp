@@ -1,4 +1,5 @@
 #include "engine/pty_process.hpp"
+#include "engine/process_tree.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -97,6 +98,8 @@ std::vector<std::string> child_environment(const SpawnSpec& spec, char** engine_
   }
   for (const auto& [k, v] : spec.env) set(k, v);
   set("TERM", "xterm-256color");
+  // A caller inside another actor sends that actor's token: the new session's own replaces it.
+  if (!spec.session_token.empty()) set(kSessionTokenVariable, spec.session_token);
   std::vector<std::string> env;
   env.reserve(entries.size());
   for (const auto& [k, v] : entries) env.push_back(k + "=" + v);

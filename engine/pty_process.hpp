@@ -33,6 +33,9 @@ struct SpawnSpec {
   // way TERM is xterm-256color.
   bool env_replace = false;
   WindowSize size;
+  // Set as BACKSCROLL_SESSION last, over any inherited value (process_tree.hpp): marks every
+  // process the session starts. Empty: not set.
+  std::string session_token;
 };
 
 struct PtyProcess {

@@ -130,9 +130,11 @@ TEST_F(CliSpawn, PassesTheCallersEnvironmentNotTheEngines) {
   EXPECT_EQ(cli({"tail", "inherits", "--until-exit"}).out,
             "caller value|inherits|xterm-256color\r\n");
   EXPECT_EQ(cli({"tail", "cleared", "--until-exit"}).out, "given|cleared|xterm-256color\r\n");
-  // Nothing of the engine's environment: only what backscroll sets.
-  EXPECT_EQ(cli({"tail", "listed", "--until-exit"}).out,
-            "BACKSCROLL_ACTOR=listed\r\nTERM=xterm-256color\r\n");
+  // Nothing of the engine's environment: only what backscroll sets (BACKSCROLL_SESSION: the
+  // token that marks the session's processes, docs/architecture.md "Process trees").
+  EXPECT_TRUE(std::regex_match(cli({"tail", "listed", "--until-exit"}).out,
+                               std::regex("BACKSCROLL_ACTOR=listed\r\nTERM=xterm-"
+                                          "256color\r\nBACKSCROLL_SESSION=[0-9a-f]{32}\r\n")));
 }
 
 TEST_F(CliSpawn, GivesTheProgramItsSizeDirectoryAndEnvironment) {
