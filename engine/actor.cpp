@@ -349,6 +349,15 @@ std::vector<ProcessRef> Actor::leftover_processes() const {
 
 pid_t Actor::leader_pid() const noexcept { return live_ ? live_->process.pid : 0; }
 
+bool Actor::refresh_foreground() {
+  foreground_.checked_at = std::chrono::steady_clock::now();
+  std::optional<Foreground> now;
+  if (live_) now = foreground_of(live_->process.master_fd, live_->process.pid);
+  if (now == foreground_.now) return false;
+  foreground_.now = std::move(now);
+  return true;
+}
+
 void Actor::on_exit(int) noexcept {
   exit_polling_ = false;
   if (!live_) return;
@@ -434,6 +443,7 @@ void Actor::maybe_seal() noexcept {
   ::close(live_->process.master_fd);
   ::close(live_->process.pidfd);
   live_.reset();
+  foreground_.now.reset();
   input_.clear();
 
   shm::SessionRecord& record = session_record();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/consumer_gate.hpp"
+#include "engine/foreground.hpp"
 #include "engine/input_queue.hpp"
 #include "engine/process_tree.hpp"
 #include "engine/pty_process.hpp"
@@ -114,6 +115,18 @@ class Actor {
   std::vector<ProcessRef> leftover_processes() const;
   // The live session's leader (kept as a zombie until the seal), else 0.
   pid_t leader_pid() const noexcept;
+
+  // The foreground program (foreground.hpp) as last looked at, and when: Engine's
+  // foreground_ops.cpp decides when to look. nullopt between sessions.
+  struct ForegroundWatch {
+    std::optional<Foreground> now;
+    std::chrono::steady_clock::time_point checked_at{};
+    bool scheduled = false;  // a check is due on the timer queue
+  };
+  ForegroundWatch& foreground_watch() noexcept { return foreground_; }
+  const std::optional<Foreground>& foreground() const noexcept { return foreground_.now; }
+  // Looks again now; true when it changed.
+  bool refresh_foreground();
   Result<std::size_t> input(std::string_view bytes, bool paste);
   Result<void> resize(WindowSize size);
   // Empties the readable range and zeroes the cleared bytes in the ring; returns the new floor
@@ -187,6 +200,7 @@ class Actor {
 
   std::string working_directory_;  // note_working_directory()'s last answer
   std::string session_token_;      // the current or last session's (process_tree.hpp)
+  ForegroundWatch foreground_;
   void submit_read() noexcept;
   void pump_input() noexcept;
   void maybe_seal() noexcept;

@@ -226,6 +226,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   mirror_add(a);
   transcripts_.add(a);
   announce_spawn(a, *session);
+  due_foreground_check(a, std::chrono::steady_clock::now() + kForegroundEvery);
   return Json{{"actor", *name},
               {"session", session->id},
               {"pid", session->pid},
@@ -289,6 +290,7 @@ Json Engine::status_of(const Actor& actor) const {
               {"nonce", announced.nonce},
               {"argv", std::move(argv)},
               {"cwd", actor.spec().cwd},
+              {"foreground", actor.foreground() ? foreground_json(*actor.foreground()) : Json()},
               {"input_queued", actor.input_queued()},
               {"memory", memory_status(actor)},
               {"paused", actor.paused()},
@@ -355,10 +357,13 @@ Result<Json> Engine::op_list() const {
   Json actors = Json::array();
   for (const auto& [name, actor] : actors_) {
     const auto current = actor->current_session();
-    Json entry{{"name", name},
-               {"state", state_name(actor->state())},
-               {"session", current ? current->id : 0},
-               {"pid", live_pid(*actor)}};
+    Json entry{
+        {"name", name},
+        {"state", state_name(actor->state())},
+        {"session", current ? current->id : 0},
+        {"pid", live_pid(*actor)},
+        {"argv", actor->spec().argv},
+        {"foreground", actor->foreground() ? foreground_json(*actor->foreground()) : Json()}};
     entry.update(ending(*actor));
     actors.push_back(std::move(entry));
   }
@@ -375,6 +380,7 @@ Result<Json> Engine::op_input(const control::Frame& request) {
   }
   auto queued = (*actor)->input(request.payload, paste);
   if (!queued) return tl::unexpected(queued.error());
+  watch_foreground(**actor);  // a command typed starts a program
   return Json{{"queued", *queued}};
 }
 
@@ -495,6 +501,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
               mirror_reset(actor, Cursor{s.start});  // a new session is a fresh terminal
               transcripts_.new_session(actor, s);
               announce_spawn(actor, s);
+              due_foreground_check(actor, std::chrono::steady_clock::now() + kForegroundEvery);
             }
           }
         }

@@ -332,7 +332,10 @@ int Engine::run() noexcept {
       // At most one wake-up per actor per batch, however many reads completed in it.
       if (!committed_.empty()) {
         const std::int64_t wall = wall_clock_ms();
-        for (const Actor* actor : committed_) note_activity(*actor, wall);
+        for (Actor* actor : committed_) {
+          note_activity(*actor, wall);
+          watch_foreground(*actor);
+        }
       }
       std::erase_if(committed_, [now](Actor* actor) {
         const bool woken = actor->wake_readers(now);

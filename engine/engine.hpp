@@ -32,6 +32,9 @@
 
 namespace backscroll::engine {
 
+// {pid, command, argv, cwd}: status's `foreground`, the `foreground` event's fields.
+control::Json foreground_json(const Foreground& f);
+
 struct EngineSettings {
   ActorSettings actor;
   // The mirror thread (snapshots). Off only for benchmarks that measure the drain without it:
@@ -248,6 +251,14 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // The events the mirror thread read in the actors' output, recorded.
   void record_output_events();
   void record_spawn(const Actor& actor, const shm::SessionRecord& session);
+
+  // The foreground program (foreground_ops.cpp): looked at on activity, at most every
+  // kForegroundEvery, once more after the last.
+  static constexpr std::chrono::milliseconds kForegroundEvery{250};
+  void watch_foreground(Actor& actor);
+  void due_foreground_check(Actor& actor, std::chrono::steady_clock::time_point at);
+  // Looks now; records and announces a change.
+  void check_foreground(Actor& actor);
   Result<control::Json> op_events(const control::Json& request) const;
   recorder::Recording* recording(const std::string& actor);
   // A fresh terminal from `at` on (a session's start, a clear): a keyframe of its own.

@@ -84,7 +84,7 @@ void add_spawn_options(CLI::App* command, std::string& cols, std::string& rows, 
   command
       ->add_option("CMD", spawn.argv,
                    "the program and its arguments, after -- "
-                   "(default: $SHELL, else /bin/sh)")
+                   "(default: the login shell, $SHELL -l)")
       ->type_name("");
 }
 
@@ -155,7 +155,8 @@ Command add_spawn(CLI::App& app) {
 }
 
 Command add_list(CLI::App& app) {
-  auto* command = app.add_subcommand("list", "List actors: NAME STATE SESSION PID");
+  auto* command = app.add_subcommand(
+      "list", "List actors: NAME STATE SESSION PID COMMAND (what runs in it now)");
   const auto json = add_json(command, "the actors");
   return {command, [json](const EngineTarget& engine) { return run_list(engine, *json); }};
 }

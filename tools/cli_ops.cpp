@@ -1,6 +1,7 @@
 #include "tools/cli_ops.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -146,6 +147,17 @@ Result<std::string> read_stdin() {
   }
 }
 
+// What runs in the actor: its foreground program while a session runs (the shell at its
+// prompt, or what it started: `vim README.md`), else the program it was spawned with.
+std::string command_text(const Json& actor) {
+  if (const auto f = actor.find("foreground"); f != actor.end() && f->is_object()) {
+    const std::vector<std::string> argv = strings(*f, "argv");
+    if (!argv.empty()) return shell_join(argv);
+    return text(*f, "command");
+  }
+  return shell_join(strings(actor, "argv"));
+}
+
 std::string status_detail(const Json& actor) {
   std::string out;
   auto line = [&out](std::string_view key, const std::string& value) {
@@ -166,6 +178,10 @@ std::string status_detail(const Json& actor) {
   line("capacity", text(actor, "capacity") + " bytes");
   line("command", shell_join(strings(actor, "argv")));
   line("cwd", text(actor, "cwd"));
+  if (const auto f = actor.find("foreground"); f != actor.end() && f->is_object()) {
+    line("foreground", shell_join(strings(*f, "argv")) + " (pid " + text(*f, "pid") + ", in " +
+                           text(*f, "cwd") + ")");
+  }
   line("input", text(actor, "input_queued") + " bytes queued" +
                     (text(actor, "paused") == "yes" ? ", output paused" : ""));
   line("memory", mib_text(actor, "/memory/used/total"_json_pointer) + " used of " +
@@ -186,13 +202,21 @@ std::string status_detail(const Json& actor) {
 
 }  // namespace
 
+std::vector<std::string> login_shell() {
+  std::string shell;
+  if (const char* env = std::getenv("SHELL"); env && *env) shell = env;
+  if (shell.empty()) {
+    if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_shell && *pw->pw_shell)
+      shell = pw->pw_shell;
+  }
+  if (shell.empty()) shell = "/bin/sh";
+  return {shell, "-l"};
+}
+
 Result<Json> spawn_fields(const SpawnArgs& args) {
   Json fields = {{"actor", args.actor}};
   std::vector<std::string> argv = args.argv;
-  if (argv.empty()) {
-    const char* shell = std::getenv("SHELL");
-    argv.emplace_back(shell && *shell ? shell : "/bin/sh");
-  }
+  if (argv.empty()) argv = login_shell();
   fields["argv"] = argv;
   if (!args.first_argv.empty()) fields["first_argv"] = args.first_argv;
   std::error_code ec;
@@ -247,9 +271,9 @@ int run_list(const EngineTarget& engine, bool json) {
   if (!r) return report(r.error());
   const Json actors = r->header.value("actors", Json::array());
   if (json) return print(actors.dump());
-  Table table({"NAME", "STATE", "SESSION", "PID"});
+  Table table({"NAME", "STATE", "SESSION", "PID", "COMMAND"});
   for (const auto& a : actors) {
-    table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a)});
+    table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a), command_text(a)});
   }
   if (auto w = write_all(STDOUT_FILENO, table.render()); !w) return report(w.error());
   return kExitOk;
@@ -278,8 +302,7 @@ int run_status(const EngineTarget& engine, const std::optional<std::string>& act
     for (const auto& a : actors) {
       table.add({text(a, "name"), state_text(a), text(a, "session"), pid_text(a),
                  text(a, "cols") + "x" + text(a, "rows"), text(a, "floor"), text(a, "committed"),
-                 mib_text(a, "/memory/reserved/total"_json_pointer),
-                 shell_join(strings(a, "argv"))});
+                 mib_text(a, "/memory/reserved/total"_json_pointer), command_text(a)});
     }
     out = table.render();
     // The engine's total against memory_budget (docs/settings.md).

@@ -23,12 +23,15 @@ struct SpawnArgs {
   std::string cwd;                    // empty: this process's working directory
   std::vector<std::string> env;       // K=V entries, already validated, over the caller's
   bool env_clear = false;             // the program gets only `env` (and TERM, BACKSCROLL_ACTOR)
-  std::vector<std::string> argv;      // empty: $SHELL, else /bin/sh
+  std::vector<std::string> argv;      // empty: login_shell()
   // The first session's program instead of `argv` (restore: print the saved scrollback, then
   // exec the shell); `argv` stays the actor's command, what restart runs. Empty: `argv`.
   std::vector<std::string> first_argv;
 };
 
+// What `spawn NAME` with no program starts: the user's login shell ($SHELL, else the passwd
+// entry's, else /bin/sh) with -l, as tmux does.
+std::vector<std::string> login_shell();
 // The `spawn` request fields for `args` (relative cwd made absolute here: the engine runs
 // elsewhere).
 Result<control::Json> spawn_fields(const SpawnArgs& args);

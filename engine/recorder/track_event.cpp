@@ -7,7 +7,7 @@ namespace {
 
 constexpr std::array<std::string_view, kEventKinds> kNames = {
     "spawn",       "resize", "clear", "title", "bell",     "prompt",  "command_start",
-    "command_end", "status", "exit",  "seal",  "keyframe", "dropped",
+    "command_end", "status", "exit",  "seal",  "keyframe", "dropped", "foreground",
 };
 
 }  // namespace
@@ -29,7 +29,8 @@ EventOrigin origin_of(EventKind kind) noexcept {
     case EventKind::resize:
     case EventKind::clear:
     case EventKind::exit:
-    case EventKind::seal: return EventOrigin::control;
+    case EventKind::seal:
+    case EventKind::foreground: return EventOrigin::control;
     default: return EventOrigin::stream;
   }
 }

@@ -27,8 +27,9 @@ enum class EventKind : std::uint8_t {
   seal,           // the session's last byte was read: session, end (= cursor)
   keyframe,       // the mirror kept the screen at this cursor: cols, rows
   dropped,        // count: stream events over the rate limit, not recorded, before the cursor
+  foreground,     // the terminal's foreground program changed: pid, command, argv, cwd
 };
-inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(EventKind::dropped) + 1;
+inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(EventKind::foreground) + 1;
 
 std::string_view to_string(EventKind kind) noexcept;
 std::optional<EventKind> parse_event_kind(std::string_view name) noexcept;

@@ -359,7 +359,7 @@ TEST_F(CliAttach, TerminationSignalRestoresTheTerminalAndKillsTheClient) {
 TEST_F(CliAttach, StdinThatIsNotATerminalIsAUsageErrorAndSpawnsNothing) {
   const CliResult r = cli({"attach", "n", "--spawn", "--", "sh"}, std::string("echo hi\r"));
   EXPECT_TRUE(FailsWithOneLine(r, 2, "backscroll: usage: attach: stdin is not a terminal"));
-  EXPECT_EQ(cli({"list"}).out, "NAME  STATE  SESSION  PID\n");
+  EXPECT_EQ(cli({"list"}).out, "NAME  STATE  SESSION  PID  COMMAND\n");
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ TEST(CliAutostart, ListStartsOneDetachedEngineInAFreshRuntimeDir) {
 
   const CliResult list = rt.run({"list"});
   ASSERT_TRUE(Succeeds(list)) << ::testing::PrintToString(list);
-  EXPECT_EQ(list.out, "NAME  STATE  SESSION  PID\n");
+  EXPECT_EQ(list.out, "NAME  STATE  SESSION  PID  COMMAND\n");
 
   // The runtime dir (0700), its socket, and the engine's log (0600) are there.
   EXPECT_EQ(mode_of(rt.runtime_dir()), 0700u);

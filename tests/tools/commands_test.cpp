@@ -110,12 +110,15 @@ TEST_F(CliSpawn, PrintsNameSessionPidAndCursorAndListShowsTheActor) {
   ASSERT_TRUE(Succeeds(list)) << ::testing::PrintToString(list);
   const auto rows = lines(list.out);
   ASSERT_EQ(rows.size(), 3u) << list.out;
-  EXPECT_EQ(words(rows[0]), (std::vector<std::string>{"NAME", "STATE", "SESSION", "PID"}));
+  EXPECT_EQ(words(rows[0]),
+            (std::vector<std::string>{"NAME", "STATE", "SESSION", "PID", "COMMAND"}));
   // In the engine's order; find each by name.
   std::map<std::string, std::vector<std::string>> by_name;
   for (std::size_t i = 1; i < rows.size(); ++i) by_name[words(rows[i]).at(0)] = words(rows[i]);
-  EXPECT_EQ(by_name["w"], (std::vector<std::string>{"w", "running", "1", m[1].str()}));
-  EXPECT_EQ(by_name["done"], (std::vector<std::string>{"done", "exited(0)", "1", "-"}));
+  // COMMAND: the foreground program while it runs, else what it was spawned with.
+  EXPECT_EQ(by_name["w"],
+            (std::vector<std::string>{"w", "running", "1", m[1].str(), "sleep", "1000"}));
+  EXPECT_EQ(by_name["done"], (std::vector<std::string>{"done", "exited(0)", "1", "-", "true"}));
 }
 
 // The program gets the caller's environment (not the engine's), BACKSCROLL_ACTOR, and with

@@ -294,6 +294,7 @@ void HttpSession::answer_actors(const Request& request) {
                  {"epoch", a.value("epoch", "")},
                  {"committed", a.value("committed", 0)},
                  {"argv", a.value("argv", Json::array())},
+                 {"foreground", a.value("foreground", Json())},
                  {"agent_status",
                   field("agent_status", [](const auto& s) { return term::to_string(s.status); })},
                  {"agent", field("agent", [](const auto& s) { return s.agent; })},

@@ -55,10 +55,14 @@ function showActors(actors, current) {
     name.textContent = a.name + (a.name === current ? ' •' : '');
     const state = document.createElement('span');
     state.textContent = a.state;
+    // What runs in it now (the foreground program), else what it was spawned with.
+    const command = document.createElement('span');
+    command.className = 'command';
+    command.textContent = (a.foreground?.argv?.length ? a.foreground.argv : a.argv || []).join(' ');
     const agent = document.createElement('span');
     agent.className = `agent-${a.agent_status || 'unknown'}`;
     agent.textContent = a.agent_status && a.agent_status !== 'unknown' ? `${a.agent || 'agent'}: ${a.agent_status}` : '';
-    link.append(name, state, agent);
+    link.append(name, state, command, agent);
     li.append(link);
     return li;
   }));
