@@ -181,6 +181,10 @@ class Actor {
   const SpawnSpec& spec() const noexcept { return spec_; }
   // Sets the program later sessions (restart, a restored actor) run; the running one stays.
   void set_command(std::vector<std::string> argv) { spec_.argv = std::move(argv); }
+  // Whether the actor deletes itself once its program ended (spawn --rm, --rm-always).
+  enum class Removal : std::uint8_t { never, on_success, always };
+  Removal removal() const noexcept { return removal_; }
+  void set_removal(Removal r) noexcept { removal_ = r; }
   // Reads the live program's current directory (working_directory_of) and remembers it.
   void note_working_directory();
   // The last directory noted (it outlives the program); empty before any was read.
@@ -201,6 +205,7 @@ class Actor {
   std::string working_directory_;  // note_working_directory()'s last answer
   std::string session_token_;      // the current or last session's (process_tree.hpp)
   ForegroundWatch foreground_;
+  Removal removal_ = Removal::never;
   void submit_read() noexcept;
   void pump_input() noexcept;
   void maybe_seal() noexcept;

@@ -94,7 +94,8 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   if (*op == "spawn") return op_spawn(h);
   if (*op == "list") return op_list();
   if (*op == "status") return op_status(h);
-  if (*op == "input") return op_input(request);
+  if (*op == "input") return op_input(connection, request);
+  if (*op == "cancel_send") return op_cancel_send(h);
   if (*op == "resize") return op_resize(h);
   if (*op == "clear") return op_clear(connection, h);
   if (*op == "history") return op_history(connection, h);
@@ -199,6 +200,13 @@ Result<Json> Engine::op_spawn(const Json& request) {
   auto rows = dimension(request, "rows", 24);
   if (!rows) return tl::unexpected(rows.error());
   spec.size = {*cols, *rows};
+  Actor::Removal removal = Actor::Removal::never;
+  if (const auto r = request.find("remove"); r != request.end() && !r->is_null()) {
+    if (*r == "on_success") removal = Actor::Removal::on_success;
+    else if (*r == "always") removal = Actor::Removal::always;
+    else if (*r != "never")
+      return fail(Errc::bad_request, "\"remove\" must be \"never\", \"on_success\" or \"always\"");
+  }
 
   if (auto fits = MemoryBudget::check_budget(*name, reserved_for(spec.size), reserved_by_actors(),
                                              memory_budget_of(settings_.memory_budget));
@@ -221,6 +229,7 @@ Result<Json> Engine::op_spawn(const Json& request) {
   }
   Actor& a = **actor;
   a.set_command(std::move(actor_command));
+  a.set_removal(removal);
   actors_.emplace(*name, std::move(*actor));
   recordings_.emplace(*name, recorder::Recording(settings_.track));
   mirror_add(a);
@@ -290,8 +299,12 @@ Json Engine::status_of(const Actor& actor) const {
               {"nonce", announced.nonce},
               {"argv", std::move(argv)},
               {"cwd", actor.spec().cwd},
+              {"remove", actor.removal() == Actor::Removal::always       ? "always"
+                         : actor.removal() == Actor::Removal::on_success ? "on_success"
+                                                                         : "never"},
               {"foreground", actor.foreground() ? foreground_json(*actor.foreground()) : Json()},
               {"input_queued", actor.input_queued()},
+              {"pending_sends", pending_sends_status(actor.name())},
               {"memory", memory_status(actor)},
               {"paused", actor.paused()},
               {"waiting_for_lease", actor.lease_used_up()},
@@ -370,13 +383,17 @@ Result<Json> Engine::op_list() const {
   return Json{{"actors", std::move(actors)}};
 }
 
-Result<Json> Engine::op_input(const control::Frame& request) {
+Result<Json> Engine::op_input(ConnectionId connection, const control::Frame& request) {
   auto actor = find_actor(request.header);
   if (!actor) return tl::unexpected(actor.error());
   bool paste = false;
   if (const auto it = request.header.find("paste"); it != request.header.end() && !it->is_null()) {
     if (!it->is_boolean()) return fail(Errc::bad_request, "\"paste\" must be a boolean");
     paste = it->get<bool>();
+  }
+  if (const auto w = request.header.find("when_idle"); w != request.header.end() && !w->is_null()) {
+    if (!w->is_boolean()) return fail(Errc::bad_request, "\"when_idle\" must be a boolean");
+    if (w->get<bool>()) return queue_send(connection, request, **actor, paste);
   }
   auto queued = (*actor)->input(request.payload, paste);
   if (!queued) return tl::unexpected(queued.error());

@@ -224,6 +224,32 @@ void Engine::report_sealed(Actor& actor, const shm::SessionRecord& session, bool
              {"durable", durable}});
   keep_sealed_tail(actor, session);
   finish_deferred(actor, session);
+  schedule_removal(actor, session);
+}
+
+void Engine::schedule_removal(const Actor& actor, const shm::SessionRecord& session) {
+  const bool success = session.exit_code == 0 && session.term_signal == 0;
+  std::chrono::steady_clock::duration after;
+  if (actor.removal() == Actor::Removal::always ||
+      (actor.removal() == Actor::Removal::on_success && success)) {
+    after = std::chrono::steady_clock::duration::zero();
+  } else if (settings_.file_now.close_idle_after_s > 0) {
+    after = std::chrono::seconds(settings_.file_now.close_idle_after_s);
+  } else {
+    return;
+  }
+  // On the timer queue, never inside the seal: a restart or delete that waited for the seal
+  // acts first, and the actor must still be this session's, idle, when its time comes.
+  timers_.schedule(std::chrono::steady_clock::now() + after,
+                   [this, name = actor.name(), id = session.id] {
+                     const auto it = actors_.find(name);
+                     if (it == actors_.end() || shutting_down_ || deletions_.contains(name)) return;
+                     Actor& a = *it->second;
+                     const auto current = a.current_session();
+                     if (a.live() || a.busy() || !current || current->id != id) return;
+                     log(LogLevel::info, "actor {}: its program ended: deleting it", name);
+                     begin_deletion(a, {});
+                   });
 }
 
 void Engine::broadcast(const control::Json& event) {
@@ -332,9 +358,11 @@ int Engine::run() noexcept {
       // At most one wake-up per actor per batch, however many reads completed in it.
       if (!committed_.empty()) {
         const std::int64_t wall = wall_clock_ms();
+        const auto now_steady = std::chrono::steady_clock::now();
         for (Actor* actor : committed_) {
           note_activity(*actor, wall);
           watch_foreground(*actor);
+          last_output_[actor->name()] = now_steady;
         }
       }
       std::erase_if(committed_, [now](Actor* actor) {

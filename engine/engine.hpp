@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -137,7 +138,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // Status's view of an actor's consumers: each announced reader's lag, the mirror's, the
   // transcript writer's.
   control::Json readers_status(const Actor& actor) const;
-  Result<control::Json> op_input(const control::Frame& request);
+  Result<control::Json> op_input(ConnectionId connection, const control::Frame& request);
   Result<control::Json> op_resize(const control::Json& request);
   // clear (clear_ops.cpp): keeps the screen unless asked not to, answered once the mirror
   // gave it (finish_clear()).
@@ -252,6 +253,34 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   void record_output_events();
   void record_spawn(const Actor& actor, const shm::SessionRecord& session);
 
+  // send --when-idle (when_idle_ops.cpp): input held in the engine until the actor waits for
+  // input, or its timeout passes (nothing is sent then).
+  struct PendingSend {
+    std::uint64_t id = 0;
+    std::string bytes;
+    bool paste = false;
+    std::chrono::steady_clock::time_point queued_at;
+    std::chrono::steady_clock::time_point deadline;  // max(): none
+    std::chrono::milliseconds quiet{0};              // how long a quiet program counts as waiting
+    ConnectionId connection = 0;
+    control::Json request_id;
+  };
+  static constexpr std::size_t kMaxPendingSends = 16;  // per actor
+  static constexpr std::chrono::milliseconds kSendTick{100};
+  static constexpr std::chrono::milliseconds kDefaultQuiet{1000};
+  Result<control::Json> queue_send(ConnectionId connection, const control::Frame& request,
+                                   Actor& actor, bool paste);
+  // Whether the actor waits for input: its agent status is idle or permission, or its shell's
+  // last mark is a prompt (OSC 133;A without a ;C after it), or the program it was spawned
+  // with is in the foreground and printed nothing for `quiet`.
+  bool waits_for_input(const Actor& actor, std::chrono::milliseconds quiet) const;
+  // Writes the first pending send of each actor that waits for input, fails the ones past
+  // their deadline or whose program ended; ticks every kSendTick while any is pending.
+  void deliver_sends();
+  void answer_send(const PendingSend& send, Result<control::Json> answer);
+  Result<control::Json> op_cancel_send(const control::Json& request);
+  control::Json pending_sends_status(const std::string& actor) const;
+
   // The foreground program (foreground_ops.cpp): looked at on activity, at most every
   // kForegroundEvery, once more after the last.
   static constexpr std::chrono::milliseconds kForegroundEvery{250};
@@ -321,6 +350,10 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // SIGHUP now, SIGKILL after the grace period, to the processes the actor's last session left
   // running (Actor::leftover_processes): at its deletion and at shutdown.
   void end_leftovers(const Actor& actor);
+  // After a seal: deletes the actor at once when spawn asked for it (remove: on_success with
+  // status 0, always), else after settings.yaml close_idle_after, if it is still idle in the
+  // same session then.
+  void schedule_removal(const Actor& actor, const shm::SessionRecord& session);
   bool shutdown_complete() const noexcept;
   void on_signal(int result) noexcept;
   void on_notify(int result) noexcept;
@@ -366,7 +399,15 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;
-  int leftover_kills_ = 0;  // end_leftovers() SIGKILLs still due: shutdown waits for them
+  int leftover_kills_ = 0;
+  std::map<std::string, std::deque<PendingSend>> pending_sends_;
+  bool send_tick_ = false;  // deliver_sends() is on the timer queue
+  std::uint64_t next_send_id_ = 1;
+  // For waits_for_input(): when each actor last printed, and whether its shell's last mark is
+  // a prompt.
+  std::map<std::string, std::chrono::steady_clock::time_point> last_output_;
+  std::map<std::string, bool>
+      at_prompt_;  // end_leftovers() SIGKILLs still due: shutdown waits for them
   bool stopping_loop_ = false;
   std::chrono::steady_clock::time_point shutdown_deadline_{};
 

@@ -78,6 +78,8 @@ void Engine::record_output_events() {
       }
     }
     for (recorder::OutputEvent& e : batch.events) {
+      if (e.kind == EventKind::prompt) at_prompt_[named->first] = true;
+      if (e.kind == EventKind::command_start) at_prompt_[named->first] = false;
       record_event(named->first, e.kind, e.cursor, std::move(e.fields), e.time_ms);
     }
     for (recorder::Keyframe& k : batch.keyframes) {
@@ -92,6 +94,7 @@ void Engine::record_output_events() {
       record_event(named->first, EventKind::keyframe, at, fields, time);
     }
   }
+  if (!pending_sends_.empty()) deliver_sends();  // an agent status or a prompt may say "waiting"
 }
 
 void Engine::record_spawn(const Actor& actor, const shm::SessionRecord& session) {

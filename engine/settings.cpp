@@ -86,6 +86,32 @@ Take number(std::string_view origin, std::uint64_t& out, std::uint64_t minimum =
   };
 }
 
+// A duration: a whole number of seconds, or one followed by s, m, h or d ("30m"); 0 keeps the
+// default. Capped at ten years.
+Take duration(std::string_view origin, std::uint64_t& out_seconds) {
+  return [origin, &out_seconds](const YAML::Node& v, const std::string& key) -> Result<void> {
+    static constexpr std::uint64_t kMax = 10ull * 365 * 86400;
+    const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+    const std::size_t digits_end = text.find_first_not_of("0123456789");
+    const std::string digits = text.substr(0, digits_end);
+    const std::string unit = digits_end == std::string::npos ? "s" : text.substr(digits_end);
+    const std::uint64_t scale = unit == "s"   ? 1
+                                : unit == "m" ? 60
+                                : unit == "h" ? 3600
+                                : unit == "d" ? 86400
+                                              : 0;
+    if (digits.empty() || scale == 0) {
+      return bad(origin, v, key,
+                 "expected a duration: whole seconds, or with s, m, h or d (0 means never)");
+    }
+    const std::size_t first = digits.find_first_not_of('0');
+    const std::string significant = first == std::string::npos ? "0" : digits.substr(first);
+    const std::uint64_t n = significant.size() > 9 ? kMax : std::stoull(significant);
+    out_seconds = std::min(n * scale, kMax);
+    return {};
+  };
+}
+
 // A size: a whole number of bytes, or one followed by KiB, MiB, GiB or TiB ("2GiB"); 0 keeps the
 // default, sizes above Settings::kMaxMemoryBudget are capped there, and anything else below
 // `minimum` is an error that names the minimum.
@@ -235,6 +261,7 @@ Result<Settings> parse_settings(std::string_view yaml, std::string_view origin) 
        section(origin, {{"scrollback_lines", number(origin, s.snapshot_scrollback_lines)}})},
       {"retention_days", number(origin, s.retention_days)},
       {"memory_budget", size(origin, s.memory_budget, Settings::kMinMemoryBudget)},
+      {"close_idle_after", duration(origin, s.close_idle_after_s)},
   };
   if (auto r = read_section(root, "", origin, top); !r) return tl::unexpected(r.error());
   return s;

@@ -8,6 +8,7 @@
 //     scrollback_lines: 512
 //   retention_days: 7
 //   memory_budget: 2GiB      # what the actors may reserve in all; 0: an eighth of the RAM
+//   close_idle_after: 1h     # delete actors whose program ended this long ago; 0: never
 //
 // Every key is optional. A number of 0 means the key's default; numbers above 50,000,000 are
 // capped there, numbers below a key's minimum are an error; memory_budget is a size in bytes,
@@ -38,6 +39,9 @@ struct Settings {
   std::uint64_t snapshot_scrollback_lines = 512;
   std::uint64_t retention_days = 7;
   std::uint64_t memory_budget = 0;  // bytes; 0: an eighth of the machine's RAM
+  // Seconds after its program ended that an actor is deleted (its deletion snapshot kept); 0:
+  // never. A duration: a whole number of seconds, or with s, m, h or d ("30m").
+  std::uint64_t close_idle_after_s = 0;
 
   bool operator==(const Settings&) const = default;
 };

@@ -56,6 +56,12 @@ std::vector<SettingChange> reload_settings(EngineSettings& settings, const Setti
     settings.memory_budget = file.memory_budget;
     now.memory_budget = file.memory_budget;
   }
+  if (file.close_idle_after_s != now.close_idle_after_s) {
+    // Actors whose program ends from now on (an ended one keeps the timer it has).
+    changes.push_back({"close_idle_after", text(now.close_idle_after_s) + " s",
+                       text(file.close_idle_after_s) + " s", true});
+    now.close_idle_after_s = file.close_idle_after_s;
+  }
   if (file.per_actor_bytes != now.per_actor_bytes && !settings.ring_bytes_from_flag) {
     // The rings of actors spawned from now on; a running actor keeps its ring.
     changes.push_back({"terminal_transcript.per_actor_bytes (rings of new actors)",

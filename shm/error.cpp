@@ -7,7 +7,7 @@
 namespace backscroll {
 namespace {
 
-constexpr std::array<std::pair<Errc, std::string_view>, 23> kNames{{
+constexpr std::array<std::pair<Errc, std::string_view>, 25> kNames{{
     {Errc::bad_request, "bad_request"},
     {Errc::unknown_op, "unknown_op"},
     {Errc::no_such_actor, "no_such_actor"},
@@ -30,6 +30,8 @@ constexpr std::array<std::pair<Errc, std::string_view>, 23> kNames{{
     {Errc::io_error, "io_error"},
     {Errc::out_of_memory, "out_of_memory"},
     {Errc::over_budget, "over_budget"},
+    {Errc::timed_out, "timed_out"},
+    {Errc::cancelled, "cancelled"},
     {Errc::internal, "internal"},
 }};
 

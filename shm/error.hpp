@@ -35,6 +35,8 @@ enum class Errc : std::uint8_t {
   io_error,            // an OS call failed (errno in the message)
   out_of_memory,       // a spawn would bring the engine near its memory cap (RLIMIT_AS, cgroup)
   over_budget,         // a spawn would take the actors' reserved memory past memory_budget
+  timed_out,           // a send --when-idle found the actor never waiting for input in time
+  cancelled,           // a queued send was cancelled (cancel_send), or its actor's program ended
   internal,            // a bug: the engine logs it with context
 };
 

@@ -142,6 +142,16 @@ Command add_spawn(CLI::App& app) {
   auto* command = app.add_subcommand("spawn", "Start a program on a new PTY as actor NAME");
   add_actor(command, values->spawn.actor);
   add_spawn_options(command, values->cols, values->rows, values->spawn, "80", "24");
+  command->add_flag("--rm", values->spawn.rm,
+                    "delete the actor once its program exits with status 0 (the deletion "
+                    "snapshot is kept)");
+  command->add_flag("--rm-always", values->spawn.rm_always,
+                    "delete the actor once its program ends, however it ends");
+  command
+      ->add_option("--cwd-of", values->spawn.cwd_of,
+                   "start in the directory of OTHER's foreground program")
+      ->type_name("OTHER")
+      ->excludes(command->get_option("--cwd"));
   command->add_flag("--json", values->json,
                     "print {name, session, pid, cursor, epoch} as JSON (docs/cli.md)");
   command->footer(
@@ -261,7 +271,26 @@ Command add_send(CLI::App& app) {
                     "a paste: the engine writes the final Enter on its own, 100 ms later");
   command->add_flag("--bracketed", send->bracketed,
                     "wrap the text in bracketed-paste markers (ESC[200~ ... ESC[201~)");
+  command->add_flag("--when-idle", send->when_idle,
+                    "hold the text in the engine until the actor waits for input (an idle or "
+                    "permission agent status, a shell prompt mark, or its program quiet for 1 s), "
+                    "then send it; waits for that");
+  command
+      ->add_option("--timeout", send->timeout_s,
+                   "with --when-idle: give up after SECS, sending nothing (exit code 1, "
+                   "timed_out)")
+      ->type_name("SECS")
+      ->check(u64_in(1, 86400));
+  command
+      ->add_option("--cancel", send->cancel,
+                   "drop the waiting send ID (status lists them: pending_sends)")
+      ->type_name("ID");
   const auto run = [send](const EngineTarget& engine) {
+    if (send->cancel && !send->text.empty()) {
+      return report_usage("send: --cancel takes no TEXT");
+    }
+    if (send->timeout_s && !send->when_idle)
+      return report_usage("send: --timeout needs --when-idle");
     if (send->text.size() > 1 &&
         std::find(send->text.begin(), send->text.end(), "-") != send->text.end()) {
       return report_usage("send: '-' (stdin) must be the only TEXT");

@@ -226,6 +226,8 @@ Result<Json> spawn_fields(const SpawnArgs& args) {
   fields["cwd"] = cwd.lexically_normal().string();
   if (args.cols) fields["cols"] = *args.cols;
   if (args.rows) fields["rows"] = *args.rows;
+  if (args.rm_always) fields["remove"] = "always";
+  else if (args.rm) fields["remove"] = "on_success";
   // The program's environment is the caller's (as its cwd is), with --env over it.
   Json env = Json::object();
   const auto add = [&env](std::string_view entry) {
@@ -258,7 +260,19 @@ std::string ending_text(const Json& object) {
   return "";
 }
 
-int run_spawn(const EngineTarget& engine, const SpawnArgs& args, bool json) {
+int run_spawn(const EngineTarget& engine, const SpawnArgs& given, bool json) {
+  SpawnArgs args = given;
+  if (!args.cwd_of.empty()) {
+    auto r = call(engine, "status", Json{{"actor", args.cwd_of}});
+    if (!r) return report(r.error());
+    const Json actors = r->header.value("actors", Json::array());
+    if (actors.empty())
+      return report(fail(Errc::no_such_actor, "no actor '" + args.cwd_of + "'").value());
+    const Json& other = actors.front();
+    const Json foreground = other.value("foreground", Json());
+    args.cwd = foreground.is_object() && !text(foreground, "cwd").empty() ? text(foreground, "cwd")
+                                                                          : text(other, "cwd");
+  }
   auto fields = spawn_fields(args);
   if (!fields) return report(fields.error());
   auto r = call(engine, "spawn", std::move(*fields));
@@ -318,6 +332,10 @@ int run_status(const EngineTarget& engine, const std::optional<std::string>& act
 }
 
 int run_send(const EngineTarget& engine, const SendArgs& args) {
+  if (args.cancel) {
+    auto r = call(engine, "cancel_send", {{"actor", args.actor}, {"send", *args.cancel}});
+    return r ? kExitOk : report(r.error());
+  }
   std::string payload;
   const bool from_stdin = args.text.size() == 1 && args.text.front() == "-";
   if (from_stdin) {
@@ -336,6 +354,18 @@ int run_send(const EngineTarget& engine, const SendArgs& args) {
 
   auto client = engine.connect();
   if (!client) return report(client.error());
+  if (args.when_idle) {
+    // One request: the text goes in whole, or not at all.
+    if (payload.size() > kInputChunkBytes) {
+      return report_usage("send --when-idle: at most " + std::to_string(kInputChunkBytes) +
+                          " bytes");
+    }
+    Json fields = {{"actor", args.actor}, {"when_idle", true}};
+    if (args.paste) fields["paste"] = true;
+    if (args.timeout_s) fields["timeout_ms"] = *args.timeout_s * 1000;
+    auto r = client->call("input", std::move(fields), payload);
+    return r ? kExitOk : report(r.error());
+  }
   // Pieces well under the input queue's bound; a full queue (the program is not reading yet) is
   // waited out for a while, since the engine keeps what it accepted and in order.
   std::string_view rest = payload;

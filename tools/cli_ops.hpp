@@ -27,6 +27,11 @@ struct SpawnArgs {
   // The first session's program instead of `argv` (restore: print the saved scrollback, then
   // exec the shell); `argv` stays the actor's command, what restart runs. Empty: `argv`.
   std::vector<std::string> first_argv;
+  // --rm: delete the actor once its program exits with status 0; --rm-always: however it ends.
+  bool rm = false;
+  bool rm_always = false;
+  // --cwd-of OTHER: start where OTHER's foreground program is (else where OTHER was spawned).
+  std::string cwd_of;
 };
 
 // What `spawn NAME` with no program starts: the user's login shell ($SHELL, else the passwd
@@ -47,6 +52,11 @@ struct SendArgs {
   bool no_newline = false;
   bool paste = false;      // the request's `paste` flag: the engine writes the final Enter apart
   bool bracketed = false;  // wrap the text in bracketed-paste markers
+  // --when-idle: the engine holds the text until the actor waits for input (docs/cli.md);
+  // --timeout: give up after this many seconds, sending nothing.
+  bool when_idle = false;
+  std::optional<std::uint64_t> timeout_s;
+  std::optional<std::uint64_t> cancel;  // --cancel ID: drop a send that waits
 };
 
 struct HistoryArgs {

@@ -136,6 +136,25 @@ TEST(Settings, TheMemoryBudgetIsASizeInBytesOrWithAUnit) {
             "default), got 1MiB");
 }
 
+TEST(Settings, CloseIdleAfterIsADurationAndOffByDefault) {
+  EXPECT_EQ(Settings{}.close_idle_after_s, 0u);
+  EXPECT_EQ(parsed("close_idle_after: 90\n").close_idle_after_s, 90u);
+  EXPECT_EQ(parsed("close_idle_after: 45s\n").close_idle_after_s, 45u);
+  EXPECT_EQ(parsed("close_idle_after: 30m\n").close_idle_after_s, 1800u);
+  EXPECT_EQ(parsed("close_idle_after: 2h\n").close_idle_after_s, 7200u);
+  EXPECT_EQ(parsed("close_idle_after: 7d\n").close_idle_after_s, 7u * 86400);
+  EXPECT_EQ(parsed("close_idle_after: 0\n").close_idle_after_s, 0u);
+  // Past ten years: capped, never wrapped around.
+  EXPECT_EQ(parsed("close_idle_after: 99999999999999999999d\n").close_idle_after_s,
+            10ull * 365 * 86400);
+  const std::string expected =
+      "settings.yaml line 1: close_idle_after: expected a duration: whole seconds, or with s, m, "
+      "h or d (0 means never)";
+  for (const char* bad : {"1.5h", "-1", "h", "soon", "2 h", "2H", "[1]", "''"}) {
+    EXPECT_EQ(error_of(std::string("close_idle_after: ") + bad + "\n"), expected) << bad;
+  }
+}
+
 TEST(Settings, AValueBelowItsMinimumNamesTheMinimum) {
   EXPECT_EQ(error_of("terminal_transcript:\n  per_actor_bytes: 1\n"),
             "settings.yaml line 2: terminal_transcript.per_actor_bytes: expected at least 65536 "

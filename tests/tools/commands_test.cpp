@@ -149,6 +149,29 @@ TEST_F(CliSpawn, GivesTheProgramItsSizeDirectoryAndEnvironment) {
   EXPECT_EQ(tail.out, "a=b c|" + dir.string() + "|40 120\r\n");
 }
 
+// --cwd-of starts where the other actor's foreground program is now (its shell after a cd),
+// not where that actor was spawned; --rm deletes an actor whose program succeeded.
+TEST_F(CliSpawn, CwdOfStartsWhereTheOtherActorsShellIsAndRmCleansUp) {
+  const fs::path dir = scratch_.path();
+  fs::create_directory(dir / "moved");
+  spawn("shell", {"sh", "-i"}, {"--cwd", dir.string()});
+  engine_.call("input", {{"actor", "shell"}}, "cd moved\r");
+  wait_until(
+      [&] {
+        const Json f = engine_.status("shell").value("foreground", Json());
+        return f.is_object() && f.value("cwd", "") == (dir / "moved").string();
+      },
+      "the shell's new directory");
+  // Not spawn(): the actor may be gone before its status could be read.
+  ASSERT_TRUE(Succeeds(cli({"spawn", "here", "--cwd-of", "shell", "--rm", "--", "pwd"})));
+  wait_until([&] { return cli({"list"}).out.find("here") == std::string::npos; },
+             "the actor whose program succeeded to be deleted");
+  std::ifstream in(engine_.places().deleted_dir() / "here.scrollback", std::ios::binary);
+  const std::string scrollback{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(scrollback.find((dir / "moved").string()), std::string::npos) << scrollback;
+  EXPECT_FALSE(Succeeds(cli({"spawn", "x", "--cwd-of", "nobody", "--", "true"})));
+}
+
 TEST_F(CliSpawn, RelativeDirectoryIsMadeAbsoluteAndTheDefaultIsTheCurrentOne) {
   // The engine runs in /, so the CLI resolves directories against its own.
   fs::create_directory(scratch_.path() / "sub");
@@ -578,6 +601,21 @@ TEST_F(CliSend, TextAndEnterReachTheProgram) {
   engine_.wait_output("c", "hello-send\r\nhello-send\r\n");
   ASSERT_TRUE(Succeeds(cli({"send", "c", "two", "words"})));
   engine_.wait_output("c", "hello-send\r\nhello-send\r\ntwo words\r\ntwo words\r\n");
+}
+
+// --when-idle types once the program is quiet (cat waits for a line), and with --timeout on a
+// program that never stops printing fails with timed_out, having typed nothing.
+TEST_F(CliSend, WhenIdleWaitsForAQuietProgramAndATimeoutTypesNothing) {
+  spawn("c", {"cat"});
+  ASSERT_TRUE(Succeeds(cli({"send", "c", "typed-when-idle", "--when-idle"})));
+  engine_.wait_output("c", "typed-when-idle\r\ntyped-when-idle\r\n");
+  spawn("chatty", {"sh", "-c", "while :; do echo chat; sleep 0.05; done"});
+  engine_.wait_output("chatty", "chat");
+  const CliResult r = cli({"send", "chatty", "never-typed", "--when-idle", "--timeout", "1"});
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_NE(r.err.find("timed_out"), std::string::npos) << r.err;
+  EXPECT_EQ(engine_.history("chatty").find("never-typed"), std::string::npos);
+  EXPECT_EQ(cli({"send", "chatty", "x", "--timeout", "1"}).exit_code(), 2);  // needs --when-idle
 }
 
 TEST_F(CliSend, DashSendsStdinVerbatimAndOptionsShapeTheText) {
