@@ -384,6 +384,15 @@ TEST_F(BridgeTest, TicketsTokensHostsAndOriginsAreChecked) {
       bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
   ASSERT_EQ(actors.status, 200);
   EXPECT_EQ(Json::parse(actors.body)["actors"][0]["name"], "cat");
+  // What runs in it now (the page shows its argv): the engine's first look at the foreground.
+  wait_until(
+      [&] {
+        const auto now =
+            bridge_->http("GET", "/api/actors", {"Authorization: Bearer " + bridge_->token()});
+        const Json foreground = Json::parse(now.body)["actors"][0]["foreground"];
+        return foreground.is_object() && foreground["command"] == "cat";
+      },
+      "the foreground program in the actor list");
   EXPECT_EQ(bridge_
                 ->http("GET", "/api/actors",
                        {"Authorization: Bearer " + bridge_->token(), "Origin: http://evil.example"})

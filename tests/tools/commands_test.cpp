@@ -149,6 +149,14 @@ TEST_F(CliSpawn, GivesTheProgramItsSizeDirectoryAndEnvironment) {
   EXPECT_EQ(tail.out, "a=b c|" + dir.string() + "|40 120\r\n");
 }
 
+// Without a program, spawn starts the user's login shell: $SHELL -l.
+TEST_F(CliSpawn, WithoutAProgramStartsTheLoginShell) {
+  ::setenv("SHELL", "/bin/sh", 1);
+  const CliResult r = cli({"spawn", "login"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(engine_.status("login").at("argv"), Json({"/bin/sh", "-l"}));
+}
+
 // --cwd-of starts where the other actor's foreground program is now (its shell after a cd),
 // not where that actor was spawned; --rm deletes an actor whose program succeeded.
 TEST_F(CliSpawn, CwdOfStartsWhereTheOtherActorsShellIsAndRmCleansUp) {
