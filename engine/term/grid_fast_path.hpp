@@ -1,21 +1,21 @@
 // GridFastPath: the bytes full-screen programs redraw with, applied straight to a ScreenGrid as
 // libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
-// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA) and erasing (EL, ED 0-2): libvterm spends
-// tens of nanoseconds per byte on them, this a few.
+// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR) and erasing (EL, ED 0-2):
+// libvterm spends tens of nanoseconds per byte on them, this a few.
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
 // anything else: another control or sequence, a byte from 0x80, a sequence with a leader, an
 // intermediate, a sub-parameter, more than 16 arguments or a value past 65535, an SGR attribute
 // it does not know or a colour form libvterm reads otherwise than xterm.js (the mirror rewrites
 // those), a pending wrap before an LF, BS or erase, an unfinished sequence at the end, and
-// anything that depends on the pending wrap while that is not known. What it
-// stopped before goes to libvterm, whose own state (cursor, pending wrap, pen, the glyph REP
-// repeats) MirrorScreen first brings to where the fast path left it.
+// anything that depends on the pending wrap while that is not known. What it stopped before
+// goes to libvterm, whose own state (cursor, pending wrap, pen, the glyph REP repeats)
+// MirrorScreen::feed_fast first brings to where the fast path left it.
 //
-// Preconditions (MirrorScreen::fast_path_modes): DECOM, IRM, LNM, DECLRMM and margins off; no
-// line attributes (DECDWL/DECDHL) nor DECSCA ever used; GL holds UTF-8 or US-ASCII (both read
-// printable ASCII as itself); libvterm in ground state and not at a pending wrap at the start.
+// Preconditions (MirrorScreen::fast_path_modes and fast_path_ready): DECOM, IRM, LNM, DECLRMM
+// and margins off; no line attributes (DECDWL/DECDHL) nor DECSCA ever used; GL holds UTF-8 or
+// US-ASCII (both read printable ASCII as itself); libvterm in ground state with nothing held.
 // Single-threaded, no state between runs: everything it needs and changes is in State.
 #pragma once
 
