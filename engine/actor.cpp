@@ -119,6 +119,7 @@ Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   auto process = spawn_on_pty(spec);
   if (!process) return tl::unexpected(process.error());
   session_token_ = spec.session_token;
+  input_wait_ = {};
   spec_ = std::move(spec);
   spec_.session_token.clear();  // a restart draws a new one
   live_ = std::make_unique<Live>();

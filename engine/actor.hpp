@@ -124,6 +124,16 @@ class Actor {
     bool scheduled = false;  // a check is due on the timer queue
   };
   ForegroundWatch& foreground_watch() noexcept { return foreground_; }
+
+  // What send --when-idle reads (Engine::waits_for_input): when the actor last printed, and
+  // whether its shell's last mark is a prompt (OSC 133;A with no ;C since). A new session
+  // starts with neither.
+  struct InputWait {
+    std::chrono::steady_clock::time_point last_output{};
+    bool at_prompt = false;
+  };
+  InputWait& input_wait() noexcept { return input_wait_; }
+  const InputWait& input_wait() const noexcept { return input_wait_; }
   const std::optional<Foreground>& foreground() const noexcept { return foreground_.now; }
   // Looks again now; true when it changed.
   bool refresh_foreground();
@@ -205,6 +215,7 @@ class Actor {
   std::string working_directory_;  // note_working_directory()'s last answer
   std::string session_token_;      // the current or last session's (process_tree.hpp)
   ForegroundWatch foreground_;
+  InputWait input_wait_;
   Removal removal_ = Removal::never;
   void submit_read() noexcept;
   void pump_input() noexcept;

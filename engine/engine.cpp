@@ -362,7 +362,7 @@ int Engine::run() noexcept {
         for (Actor* actor : committed_) {
           note_activity(*actor, wall);
           watch_foreground(*actor);
-          last_output_[actor->name()] = now_steady;
+          actor->input_wait().last_output = now_steady;
         }
       }
       std::erase_if(committed_, [now](Actor* actor) {

@@ -399,15 +399,10 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;
-  int leftover_kills_ = 0;
+  int leftover_kills_ = 0;  // end_leftovers() SIGKILLs still due: shutdown waits for them
   std::map<std::string, std::deque<PendingSend>> pending_sends_;
   bool send_tick_ = false;  // deliver_sends() is on the timer queue
   std::uint64_t next_send_id_ = 1;
-  // For waits_for_input(): when each actor last printed, and whether its shell's last mark is
-  // a prompt.
-  std::map<std::string, std::chrono::steady_clock::time_point> last_output_;
-  std::map<std::string, bool>
-      at_prompt_;  // end_leftovers() SIGKILLs still due: shutdown waits for them
   bool stopping_loop_ = false;
   std::chrono::steady_clock::time_point shutdown_deadline_{};
 

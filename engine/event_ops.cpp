@@ -77,9 +77,11 @@ void Engine::record_output_events() {
         a->second->publish_output(ring_output(*batch.state, batch.state_cursor));
       }
     }
+    const auto actor = actors_.find(named->first);
     for (recorder::OutputEvent& e : batch.events) {
-      if (e.kind == EventKind::prompt) at_prompt_[named->first] = true;
-      if (e.kind == EventKind::command_start) at_prompt_[named->first] = false;
+      if (actor != actors_.end() &&
+          (e.kind == EventKind::prompt || e.kind == EventKind::command_start))
+        actor->second->input_wait().at_prompt = e.kind == EventKind::prompt;
       record_event(named->first, e.kind, e.cursor, std::move(e.fields), e.time_ms);
     }
     for (recorder::Keyframe& k : batch.keyframes) {

@@ -1,36 +1,24 @@
 #include "engine/foreground.hpp"
 
-#include <fcntl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "engine/proc_file.hpp"
+
 namespace backscroll::engine {
 namespace {
-
-std::string read_small(const std::string& path, std::size_t limit) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[1024];
-  ssize_t n = 0;
-  while (out.size() < limit && (n = ::read(fd, buf, sizeof buf)) > 0)
-    out.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  if (out.size() > limit) out.resize(limit);
-  return out;
-}
 
 std::optional<Foreground> read_process(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
   Foreground f;
   f.pid = pid;
-  f.command = read_small(dir + "/comm", 64);
+  f.command = read_proc_file(dir + "/comm", 64);
   if (f.command.empty()) return std::nullopt;  // gone
   if (f.command.back() == '\n') f.command.pop_back();
   // A kernel thread or a zombie has no command line: the name stands for it.
-  const std::string cmdline = read_small(dir + "/cmdline", kMaxForegroundArgvBytes);
+  const std::string cmdline = read_proc_file(dir + "/cmdline", kMaxForegroundArgvBytes);
   std::size_t at = 0;
   while (at < cmdline.size()) {
     std::size_t end = cmdline.find('\0', at);

@@ -1,4 +1,5 @@
 #include "engine/process_tree.hpp"
+#include "engine/proc_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -27,26 +28,13 @@ struct ProcStat {
   std::uint64_t start_ticks = 0;
 };
 
-// Reads a small /proc file whole (they are not seekable in size); "" when it cannot.
-std::string read_proc_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > (1u << 20)) break;  // an environment this large is not ours to search
-  }
-  ::close(fd);
-  return out;
-}
+// An environment (or stat line) past this is not ours to search.
+constexpr std::size_t kMaxProcFile = 1u << 20;
 
 // Fields 3 (state), 4 (ppid) and 22 (starttime) of /proc/PID/stat; the command name (field 2)
 // may hold spaces and parentheses, so fields are counted from the last ')'.
 bool read_stat(pid_t pid, ProcStat& out) {
-  const std::string line = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string line = read_proc_file("/proc/" + std::to_string(pid) + "/stat", kMaxProcFile);
   const auto close = line.rfind(')');
   if (close == std::string::npos || close + 2 >= line.size()) return false;
   const char* p = line.c_str() + close + 2;
@@ -87,7 +75,7 @@ std::vector<ProcStat> own_processes() {
 
 // Whether the environment the process was started with holds `entry` (NAME=VALUE) exactly.
 bool environment_holds(pid_t pid, std::string_view entry) {
-  const std::string env = read_proc_file("/proc/" + std::to_string(pid) + "/environ");
+  const std::string env = read_proc_file("/proc/" + std::to_string(pid) + "/environ", kMaxProcFile);
   std::size_t at = 0;
   while (at < env.size()) {
     std::size_t end = env.find('\0', at);

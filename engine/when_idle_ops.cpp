@@ -62,11 +62,10 @@ bool Engine::waits_for_input(const Actor& actor, std::chrono::milliseconds quiet
     const term::AgentStatus s = r->second.output.status;
     if (s == term::AgentStatus::idle || s == term::AgentStatus::permission) return true;
   }
-  if (const auto p = at_prompt_.find(actor.name()); p != at_prompt_.end() && p->second) return true;
+  if (actor.input_wait().at_prompt) return true;
   const auto& f = actor.foreground();
-  if (!f || f->pid != actor.leader_pid()) return false;
-  const auto out = last_output_.find(actor.name());
-  return out == last_output_.end() || Clock::now() - out->second >= quiet;
+  return f && f->pid == actor.leader_pid() &&
+         Clock::now() - actor.input_wait().last_output >= quiet;
 }
 
 void Engine::answer_send(const PendingSend& send, Result<Json> answer) {
@@ -104,8 +103,7 @@ void Engine::deliver_sends() {
       queue.pop_front();
       auto queued = actor->input(send.bytes, send.paste);
       if (queued) {
-        last_output_[name] = now;  // what it prints next is the answer, not a pause
-        at_prompt_[name] = false;
+        actor->input_wait() = {now, false};  // what it prints next is the answer, not a pause
         answer_send(send, Json{{"queued", *queued}, {"waited_ms", ms_since(send.queued_at)}});
       } else {
         answer_send(send, tl::unexpected(queued.error()));
