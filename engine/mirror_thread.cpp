@@ -177,6 +177,9 @@ void MirrorThread::resize(MirrorActorId id, Cursor at, std::uint16_t cols, std::
   send(Resize{id, at, cols, rows});
 }
 void MirrorThread::reset(MirrorActorId id, Cursor at) { send(Reset{id, at}); }
+void MirrorThread::observe_jumps_for_tests(std::function<void(MirrorActorId)> observer) {
+  send(ObserveJumps{0, std::move(observer)});
+}
 void MirrorThread::request_keyframe(MirrorActorId id, Cursor at) { send(KeyframeAt{id, at}); }
 void MirrorThread::request_snapshot(MirrorActorId id, SnapshotRequest request) {
   send(Snap{id, request});
@@ -253,7 +256,9 @@ bool MirrorThread::drain_commands() {
         std::find_if(slots_.begin(), slots_.end(), [id](const auto& s) { return s->id == id; });
     Slot* slot = it == slots_.end() ? nullptr : it->get();
 
-    if (auto* add = std::get_if<Add>(&command)) {
+    if (auto* observe = std::get_if<ObserveJumps>(&command)) {
+      jump_observer_ = std::move(observe->observer);
+    } else if (auto* add = std::get_if<Add>(&command)) {
       auto fresh = std::make_unique<Slot>();
       fresh->id = add->id;
       fresh->ring = std::move(add->ring);
@@ -414,6 +419,7 @@ bool MirrorThread::look_ahead(Slot& slot, Cursor end, std::size_t& budget,
   if (!mirror.skip_ahead(jump_at_least)) return false;
   slot.held = std::move(held);
   stat_skipped_.fetch_add(mirror.position() - before, std::memory_order_relaxed);
+  if (jump_observer_) jump_observer_(slot.id);
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -180,6 +181,12 @@ class MirrorThread {
 
   MirrorStats stats() const noexcept;
 
+  // Tests only: `observer` runs on the mirror thread right after each look-ahead jump, before
+  // the lines after the landing are parsed, so a test can hold the mirror in that window (a
+  // request then meets the snapshot held from before the jump). Set through the command queue:
+  // only the mirror thread touches it.
+  void observe_jumps_for_tests(std::function<void(MirrorActorId)> observer);
+
  private:
   struct Add {
     MirrorActorId id;
@@ -211,8 +218,12 @@ class MirrorThread {
     MirrorActorId id;
     SnapshotRequest request;
   };
-  using Command =
-      std::variant<std::monostate /* stop */, Add, Remove, Resize, Reset, KeyframeAt, Snap>;
+  struct ObserveJumps {
+    MirrorActorId id;  // unused (0)
+    std::function<void(MirrorActorId)> observer;
+  };
+  using Command = std::variant<std::monostate /* stop */, Add, Remove, Resize, Reset, KeyframeAt,
+                               Snap, ObserveJumps>;
   struct Slot;
 
   void send(Command command);
@@ -249,7 +260,8 @@ class MirrorThread {
   std::atomic<std::uint64_t> stat_snapshots_{0};
   std::atomic<std::uint64_t> stat_held_snapshots_{0};
   std::atomic<std::uint64_t> stat_keyframes_{0};
-  std::vector<std::unique_ptr<Slot>> slots_;  // mirror thread only
+  std::vector<std::unique_ptr<Slot>> slots_;          // mirror thread only
+  std::function<void(MirrorActorId)> jump_observer_;  // mirror thread only
   std::thread thread_;
 };
 

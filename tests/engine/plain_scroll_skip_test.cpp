@@ -24,7 +24,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -678,54 +680,86 @@ TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
 TEST(PlainScrollSkip, WhileTheLinesAfterAJumpAreParsedASnapshotIsTheOneHeldFromBeforeIt) {
   // A client asked for a snapshot and asks again while the mirror re-parses the lines after a
   // jump: it gets, at once, the snapshot the mirror built from the state the jump left, exact
-  // for its cursor (before the landing). Rounds of 1 MiB, each request sent as soon as the
-  // mirror has jumped, until one lands in the window (the first do, on an idle or a busy
-  // machine); every answer is a full parse's.
+  // for its cursor (the one before the jump). The test holds the mirror thread right after its
+  // jump (observe_jumps_for_tests) until the request is queued, so the request always lands
+  // in that window, however fast the re-parse is.
   const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ASSERT_GE(notify, 0);
   std::string flood;
-  for (int i = 0; flood.size() < (48u << 20); ++i)
+  for (int i = 0; flood.size() < (2u << 20); ++i)
     flood += "\x1b[3" + std::to_string(i % 8) + "m" + std::to_string(i) + "\x1b[0m held line\r\n";
+  const std::size_t first = flood.rfind('\n', 1u << 20) + 1;  // round one ends at a line end
   const ScrollbackLimits limits{600, 16u << 20};
-  Mirror reference(Cursor{0}, 80, 24, limits);  // fed up to each reply's cursor in turn
-  int held_checked = 0;
   {
     TestRing ring("held", notify);
     auto consumer = ring.gate.attach(ring.writer.committed());
     engine::MirrorThread thread(notify, limits);
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool armed = false;
+    bool jumped = false;
+    bool asked = false;
+    thread.observe_jumps_for_tests([&](engine::MirrorActorId) {
+      std::unique_lock lock(mutex);
+      if (!armed) return;
+      armed = false;
+      jumped = true;
+      changed.notify_all();
+      changed.wait(lock, [&] { return asked; });
+    });
     thread.add_actor(1, ring.reader(), consumer, 80, 24);
-    std::uint64_t token = 0;
-    std::size_t at = 0;
-    std::uint64_t skipped_before = 0;
-    for (int round = 0; round < 48 && held_checked == 0; ++round) {
-      // One commit of 1 MiB (well under the gate's high water): the mirror jumps only after it.
-      ring.write(std::string_view(flood).substr(at, 1u << 20));
-      at += 1u << 20;
-      thread.wake();
-      for (int spin = 0; spin < 20'000 && thread.stats().skipped == skipped_before; ++spin)
-        std::this_thread::sleep_for(std::chrono::microseconds(10));
-      skipped_before = thread.stats().skipped;
-      const std::uint64_t held_before = thread.stats().held_snapshots;
-      engine::SnapshotRequest request;
-      request.token = ++token;
-      thread.request_snapshot(1, request);
-      const engine::SnapshotReply r = next_reply(thread, notify);
-      ASSERT_EQ(r.token, token);
-      ASSERT_FALSE(r.taken.snapshot.fallback_reason) << *r.taken.snapshot.fallback_reason;
-      ASSERT_GE(r.taken.cursor, reference.position());  // never older than an earlier answer
-      reference.feed(std::string_view(flood).substr(value(reference.position()),
-                                                    r.taken.cursor - reference.position()));
-      const auto expected = reference.snapshot();
-      if (expected.cursor != r.taken.cursor) continue;  // the reference holds back a last glyph
-      EXPECT_EQ(r.taken.snapshot.bytes, expected.snapshot.bytes) << value(r.taken.cursor);
-      if (thread.stats().held_snapshots > held_before) {
-        EXPECT_LT(r.taken.cursor, ring.writer.committed());
-        ++held_checked;
-      }
+
+    // Round one: a snapshot asked (the mirror keeps one from before each jump for a while
+    // after), then ~1 MiB the mirror parses to its end.
+    engine::SnapshotRequest request;
+    request.token = 1;
+    thread.request_snapshot(1, request);
+    ASSERT_EQ(next_reply(thread, notify).token, 1u);
+    ring.write(std::string_view(flood).substr(0, first));
+    thread.wake();
+    for (int i = 0; i < 600 && consumer->position() < Cursor{first}; ++i) await_notify(notify);
+    ASSERT_EQ(consumer->position(), Cursor{first});
+
+    // Round two: the mirror jumps into the next ~1 MiB and is held there while a request comes.
+    {
+      std::lock_guard lock(mutex);
+      armed = true;
     }
+    ring.write(std::string_view(flood).substr(first));
+    thread.wake();
+    {
+      std::unique_lock lock(mutex);
+      ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return jumped; }))
+          << "the mirror never jumped";
+    }
+    request.token = 2;
+    thread.request_snapshot(1, request);
+    {
+      std::lock_guard lock(mutex);
+      asked = true;
+    }
+    changed.notify_all();
+    const engine::SnapshotReply r = next_reply(thread, notify);
+    ASSERT_EQ(r.token, 2u);
+    ASSERT_FALSE(r.taken.snapshot.fallback_reason) << *r.taken.snapshot.fallback_reason;
+    EXPECT_EQ(thread.stats().held_snapshots, 1u);
+    EXPECT_EQ(r.taken.cursor, Cursor{first});  // the state the jump left
+    Mirror reference(Cursor{0}, 80, 24, limits);
+    reference.feed(std::string_view(flood).substr(0, first));
+    EXPECT_EQ(r.taken.snapshot.bytes, reference.snapshot().snapshot.bytes);
+
+    // Once the lines after the landing are parsed, answers are fresh again.
+    request.token = 3;
+    request.not_before = ring.writer.committed();
+    thread.request_snapshot(1, request);
+    const engine::SnapshotReply fresh = next_reply(thread, notify);
+    ASSERT_EQ(fresh.token, 3u);
+    EXPECT_EQ(fresh.taken.cursor, ring.writer.committed());
+    EXPECT_EQ(thread.stats().held_snapshots, 1u);
+    reference.feed(std::string_view(flood).substr(first));
+    EXPECT_EQ(fresh.taken.snapshot.bytes, reference.snapshot().snapshot.bytes);
   }
   ::close(notify);
-  EXPECT_EQ(held_checked, 1) << "no request landed while the mirror caught up after a jump";
 }
 
 TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {
