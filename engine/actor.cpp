@@ -116,7 +116,15 @@ void Actor::publish_session() noexcept { ring_.publish_session(session_record())
 Result<shm::SessionRecord> Actor::start(SpawnSpec spec) {
   if (live_ || busy()) return fail(Errc::bad_request, "actor '" + name_ + "' is already running");
   spec.session_token = new_session_token();
-  auto process = spawn_on_pty(spec);
+  if (CgroupTree* tree = host_.cgroups()) {
+    std::erase_if(left_cgroups_, [](const auto& c) { return !c->populated(); });
+    if (cgroup_ && cgroup_->populated()) left_cgroups_.push_back(std::move(cgroup_));
+    cgroup_.reset();
+    auto made = tree->create(name_);
+    if (made) cgroup_ = std::move(*made);
+    else log(LogLevel::warn, "actor {}: no cgroup of its own: {}", name_, made.error().message);
+  }
+  auto process = spawn_on_pty(spec, cgroup_ ? cgroup_->dir_fd() : -1);
   if (!process) return tl::unexpected(process.error());
   session_token_ = spec.session_token;
   input_wait_ = {};
@@ -337,15 +345,36 @@ void Actor::signal_session(int sig) noexcept {
   // (a member that cleared its environment and left the leader's tree is still in it).
   ::kill(-live_->process.pid, sig);
   try {
+    if (cgroup_) cgroup_->signal(sig);
     signal_processes(session_processes(live_->process.pid, session_token_), sig);
   } catch (const std::exception& e) {  // allocation: the group was signalled at least
     log(LogLevel::warn, "actor {}: signalling the session's processes: {}", name_, e.what());
   }
 }
 
-std::vector<ProcessRef> Actor::leftover_processes() const {
-  if (live_ || session_token_.empty()) return {};
-  return session_processes(0, session_token_);
+Actor::Leftovers Actor::leftovers() const {
+  Leftovers out;
+  std::vector<pid_t> in_cgroup;
+  const auto add = [&](const std::shared_ptr<ActorCgroup>& c) {
+    if (!c || !c->populated()) return;
+    out.cgroups.push_back(c);
+    const std::vector<pid_t> pids = c->processes();
+    in_cgroup.insert(in_cgroup.end(), pids.begin(), pids.end());
+  };
+  for (const auto& c : left_cgroups_) add(c);
+  if (live_) return out;
+  add(cgroup_);
+  if (session_token_.empty()) return out;
+  for (const ProcessRef& p : session_processes(0, session_token_)) {
+    if (std::find(in_cgroup.begin(), in_cgroup.end(), p.pid) == in_cgroup.end())
+      out.by_token.push_back(p);
+  }
+  return out;
+}
+
+void Actor::Leftovers::signal(int sig) const {
+  for (const auto& c : cgroups) c->signal(sig);
+  signal_processes(by_token, sig);
 }
 
 pid_t Actor::leader_pid() const noexcept { return live_ ? live_->process.pid : 0; }

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/cgroup_tree.hpp"
 #include "engine/consumer_gate.hpp"
 #include "engine/foreground.hpp"
 #include "engine/input_queue.hpp"
@@ -44,6 +45,9 @@ class ActorHost {
   virtual void on_committed(Actor& actor) noexcept = 0;
   virtual void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept = 0;
   virtual void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept = 0;
+  // Where actors' cgroups are made (cgroup_tree.hpp); null: none, the token and the subreaper
+  // find the actors' processes alone.
+  virtual CgroupTree* cgroups() noexcept = 0;
 
  protected:
   ~ActorHost() = default;
@@ -110,9 +114,20 @@ class Actor {
   void stop(std::chrono::milliseconds grace);
   // SIGKILL to every process of the live session now (shutdown deadline).
   void kill_group() noexcept;
-  // The processes of the last session still running after its seal (the ones it left behind:
-  // daemons, a `nohup` job), found by its token.
-  std::vector<ProcessRef> leftover_processes() const;
+  // What the actor's programs left running after their sessions were sealed (daemons, a `nohup`
+  // job): the processes in the cgroups of its ended sessions, and those the last session's
+  // token finds outside them.
+  struct Leftovers {
+    std::vector<std::shared_ptr<ActorCgroup>> cgroups;  // those still populated
+    std::vector<ProcessRef> by_token;
+    bool empty() const noexcept { return cgroups.empty() && by_token.empty(); }
+    // `sig` to all of them (SIGKILL: through cgroup.kill, ActorCgroup::signal).
+    void signal(int sig) const;
+  };
+  // Nothing of a session that still runs (stop() ends that one's).
+  Leftovers leftovers() const;
+  // The current or last session's cgroup (cgroup_tree.hpp); null without one.
+  const std::shared_ptr<ActorCgroup>& cgroup() const noexcept { return cgroup_; }
   // The live session's leader (kept as a zombie until the seal), else 0.
   pid_t leader_pid() const noexcept;
 
@@ -214,6 +229,10 @@ class Actor {
 
   std::string working_directory_;  // note_working_directory()'s last answer
   std::string session_token_;      // the current or last session's (process_tree.hpp)
+  // Each session runs in a cgroup of its own, never used again after it (a kill leaves a
+  // cgroup that kills what is cloned into it later: docs/architecture.md, "Process trees").
+  std::shared_ptr<ActorCgroup> cgroup_;                     // the current or last session's
+  std::vector<std::shared_ptr<ActorCgroup>> left_cgroups_;  // earlier ones with processes left
   ForegroundWatch foreground_;
   InputWait input_wait_;
   Removal removal_ = Removal::never;
@@ -222,7 +241,8 @@ class Actor {
   void maybe_seal() noexcept;
   void publish_meta() noexcept;
   void publish_session() noexcept;
-  // `sig` to the live session's process group and to every process of the session.
+  // `sig` to the live session's process group, to every process in the actor's cgroup, and to
+  // every process the session's token finds.
   void signal_session(int sig) noexcept;
   shm::SessionRecord& session_record() noexcept { return sessions_.back(); }
 

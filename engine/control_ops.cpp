@@ -303,6 +303,7 @@ Json Engine::status_of(const Actor& actor) const {
                          : actor.removal() == Actor::Removal::on_success ? "on_success"
                                                                          : "never"},
               {"foreground", actor.foreground() ? foreground_json(*actor.foreground()) : Json()},
+              {"cgroup", actor.cgroup() ? Json(actor.cgroup()->path().string()) : Json()},
               {"input_queued", actor.input_queued()},
               {"pending_sends", pending_sends_status(actor.name())},
               {"memory", memory_status(actor)},

@@ -96,6 +96,19 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
     replay_ = std::make_unique<ReplayThread>(notify_fd_, settings_.scrollback);
   }
   settings_.actor.leased_cursors = transcripts_.enabled();
+  if (settings_.cgroups) {
+    auto tree = CgroupTree::open();
+    if (tree) {
+      cgroups_ = std::move(*tree);
+      log(LogLevel::info, "each actor runs in a cgroup of its own, under {}",
+          cgroups_->path().string());
+    } else {
+      log(LogLevel::info,
+          "actors run without cgroups ({}): their processes are found by "
+          "session token and as the engine's descendants",
+          tree.error().message);
+    }
+  }
 }
 
 Engine::~Engine() {
@@ -109,6 +122,7 @@ Engine::~Engine() {
   for (auto& [name, actor] : actors_) actor->close_ring();
   actors_.clear();
   graveyard_.clear();
+  cgroups_.reset();  // ends what is left in the actors' cgroups, removes them
   server_.reset();
   ::close(signal_fd_);
   ::close(notify_fd_);
@@ -309,20 +323,22 @@ bool Engine::is_leader(pid_t pid) const noexcept {
 }
 
 void Engine::end_leftovers(const Actor& actor) {
-  std::vector<ProcessRef> left;
+  Actor::Leftovers left;
   try {
-    left = actor.leftover_processes();
+    left = actor.leftovers();
   } catch (const std::exception& e) {
     log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
   }
   if (left.empty()) return;
-  log(LogLevel::info, "actor {}: ending {} processes its last session left", actor.name(),
-      left.size());
-  signal_processes(left, SIGHUP);
+  log(LogLevel::info,
+      "actor {}: ending the processes its sessions left ({} cgroups, {} found by "
+      "token)",
+      actor.name(), left.cgroups.size(), left.by_token.size());
+  left.signal(SIGHUP);
   ++leftover_kills_;
   timers_.schedule(std::chrono::steady_clock::now() + settings_.actor.grace,
                    [this, left = std::move(left)] {
-                     signal_processes(left, SIGKILL);
+                     left.signal(SIGKILL);
                      --leftover_kills_;
                    });
 }

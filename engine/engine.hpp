@@ -61,6 +61,10 @@ struct EngineSettings {
   // A stopped actor's ring is released this long after its seal (its tail stays in the
   // completed-session cache, everything retained in its transcript).
   std::chrono::milliseconds release_idle_ring{60'000};
+  // Each actor in a cgroup of its own where the engine may make them (backscrolld --cgroups
+  // auto; engine/cgroup_tree.hpp). Off (--cgroups off): the session token and the subreaper
+  // alone find the actors' processes.
+  bool cgroups = true;
   // After stop requests at shutdown, give up waiting for seals after grace + drain + this.
   std::chrono::milliseconds shutdown_slack{2000};
   // settings.yaml as the engine started with it, and as last applied (a reload,
@@ -100,6 +104,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // ActorHost
   UringLoop& loop() noexcept override { return *loop_; }
   TimerQueue& timers() noexcept override { return timers_; }
+  CgroupTree* cgroups() noexcept override { return cgroups_.get(); }
   void on_committed(Actor& actor) noexcept override;
   void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept override;
   void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept override;
@@ -348,7 +353,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // an orphan).
   bool is_leader(pid_t pid) const noexcept;
   // SIGHUP now, SIGKILL after the grace period, to the processes the actor's last session left
-  // running (Actor::leftover_processes): at its deletion and at shutdown.
+  // running (Actor::leftovers): at its deletion and at shutdown.
   void end_leftovers(const Actor& actor);
   // After a seal: deletes the actor at once when spawn asked for it (remove: on_success with
   // status 0, always), else after settings.yaml close_idle_after, if it is still idle in the
@@ -363,6 +368,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   RuntimeDir dir_;
   std::unique_ptr<UringLoop> loop_;
   TimerQueue timers_;
+  std::unique_ptr<CgroupTree> cgroups_;  // null: the actors have no cgroups
   int signal_fd_;
   int notify_fd_;  // eventfd: consumer threads and request_shutdown() wake the io thread
   std::unique_ptr<ControlServer> server_;

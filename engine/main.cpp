@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
                "take no keyframes (benchmarks: their cost); a past screen is then rebuilt "
                "from the session's start")
       ->group("");  // not in --help
+  std::string cgroups = "auto";
+  app.add_option("--cgroups", cgroups,
+                 "auto: each actor in a cgroup of its own where the engine's cgroup is delegated "
+                 "to it; off: never (docs/architecture.md, \"Process trees\")")
+      ->type_name("auto|off")
+      ->check([](const std::string& v) {
+        return v == "auto" || v == "off" ? std::string() : "must be auto or off";
+      })
+      ->capture_default_str();
   app.add_flag("-v,--verbose", verbose, "log debug lines");
   bool standby = false;
   app.add_flag("--standby", standby,
@@ -83,6 +92,7 @@ int main(int argc, char** argv) {
   settings.actor.grace = std::chrono::milliseconds(grace_ms);
   settings.actor.drain_window = std::chrono::milliseconds(drain_ms);
   settings.mirror = !no_mirror;
+  settings.cgroups = cgroups == "auto";
   settings.keyframes = !no_keyframes;
   settings.actor.first_cursor = Cursor{first_cursor};
   settings.release_idle_ring = std::chrono::milliseconds(release_ms);

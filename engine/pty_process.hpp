@@ -1,8 +1,10 @@
 // PtyProcess: starting a program on a fresh PTY (docs/design.md, "Sessions"): its own session and
 // process group (so SIGHUP/SIGKILL reach the whole group), the PTY as controlling terminal and fds
 // 0-2, TERM=xterm-256color, UTF-8 line discipline, the requested size and working directory.
-// Used by the io thread; the child is started with posix_spawn (vfork semantics: no copy of
-// the engine's page tables, and exec errors come back as errno).
+// Used by the io thread. The child is started with vfork semantics (no copy of the engine's
+// page tables; exec errors come back as errno): posix_spawn, or, to start it inside a cgroup
+// (cgroup_tree.hpp), which posix_spawn cannot ask for, clone(CLONE_VM | CLONE_VFORK) with a
+// child that moves itself into the cgroup before it runs the program.
 #pragma once
 
 #include <sys/types.h>
@@ -39,12 +41,16 @@ struct SpawnSpec {
 };
 
 struct PtyProcess {
-  int master_fd = -1;  // non-blocking, close-on-exec
-  pid_t pid = 0;       // leader of its own session and process group
-  int pidfd = -1;      // readable once the process exited; close-on-exec
+  int master_fd = -1;      // non-blocking, close-on-exec
+  pid_t pid = 0;           // leader of its own session and process group
+  int pidfd = -1;          // readable once the process exited; close-on-exec
+  bool in_cgroup = false;  // started inside the cgroup asked for
 };
 
-Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec);
+// Starts spec's program on a new PTY; inside the cgroup open at `cgroup_fd` when it is not -1
+// (when the kernel refuses the move, e.g. a cgroup in threaded mode, outside it, with a
+// warning in the log: PtyProcess::in_cgroup says which).
+Result<PtyProcess> spawn_on_pty(const SpawnSpec& spec, int cgroup_fd = -1);
 
 // The environment the program gets (see SpawnSpec::env_replace), as NAME=VALUE strings.
 std::vector<std::string> child_environment(const SpawnSpec& spec, char** engine_environment);
