@@ -447,9 +447,10 @@ void MirrorThread::answer_ready(Slot& slot) {
           slot.held->taken.cursor < std::max(r.not_before, slot.answered) ||
           slot.held->taken.cursor < slot.ring->oldest())
         return false;
-      reply(SnapshotReply{r.token, true, slot.held->taken});
+      // Counted before the reply goes out: whoever dequeues it sees the count (the queue orders).
       stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
       stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
+      reply(SnapshotReply{r.token, true, slot.held->taken});
       return true;
     }
     if (r.drop_history) {
@@ -459,8 +460,8 @@ void MirrorThread::answer_ready(Slot& slot) {
     term::MirrorSnapshot taken =
         r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
     if (!r.plain_text) slot.answered = std::max(slot.answered, taken.cursor);
-    reply(SnapshotReply{r.token, true, std::move(taken)});
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
+    reply(SnapshotReply{r.token, true, std::move(taken)});
     return true;
   });
 }
