@@ -313,7 +313,7 @@ void Actor::on_write_ready(int) noexcept {
   }
 }
 
-void Actor::stop(std::chrono::milliseconds grace) {
+void Actor::stop(std::chrono::milliseconds grace, int sig) {
   if (!live_) return;
   const auto deadline = std::chrono::steady_clock::now() + grace;
   if (live_->stop_requested) {
@@ -322,7 +322,7 @@ void Actor::stop(std::chrono::milliseconds grace) {
     host_.timers().cancel(live_->grace_timer);
   } else {
     live_->stop_requested = true;
-    signal_session(SIGHUP);
+    signal_session(sig);
     if (!live_->exited) {
       state_ = shm::ActorState::stopping;
       publish_meta();
@@ -463,7 +463,14 @@ void Actor::maybe_seal() noexcept {
     }
     return;
   }
-  if (live_->stop_requested) kill_group();  // stop means the whole group, not just the leader
+  // A stop means every process of the session, not just the leader: the group at once (its
+  // id is only safe to use before the leader is reaped), the rest at the end of the grace
+  // period (ActorHost::kill_leftovers_at, below).
+  std::optional<std::chrono::steady_clock::time_point> kill_rest_at;
+  if (live_->stop_requested) {
+    ::kill(-live_->process.pid, SIGKILL);
+    kill_rest_at = live_->kill_at;
+  }
   siginfo_t reaped{};
   ::waitid(P_PIDFD, static_cast<id_t>(live_->process.pidfd), &reaped, WEXITED | WNOHANG);
   TimerQueue& timers = host_.timers();
@@ -489,6 +496,10 @@ void Actor::maybe_seal() noexcept {
   // Readers following the session learn the end now, even if no byte arrived in this batch.
   ring_.wake_readers();
   log(LogLevel::info, "actor {}: session {} sealed at cursor {}", name_, record.id, record.end);
+  if (kill_rest_at) {
+    leftovers_killed_at_ = *kill_rest_at;
+    host_.kill_leftovers_at(*this, *kill_rest_at);
+  }
   host_.on_sealed(*this, record);
 }
 

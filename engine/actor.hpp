@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,6 +49,11 @@ class ActorHost {
   // Where actors' cgroups are made (cgroup_tree.hpp); null: none, the token and the subreaper
   // find the actors' processes alone.
   virtual CgroupTree* cgroups() noexcept = 0;
+  // SIGKILL at `at` to what the actor's ended sessions still run (Actor::leftovers): a stopped
+  // session's other processes get the rest of its grace period, as its leader did. Shutdown
+  // waits for it.
+  virtual void kill_leftovers_at(const Actor& actor,
+                                 std::chrono::steady_clock::time_point at) noexcept = 0;
 
  protected:
   ~ActorHost() = default;
@@ -107,11 +113,12 @@ class Actor {
   bool lease_used_up() const noexcept;
   // Reads wait: for a consumer (the gate), a lease, or hold_output().
   bool reads_held() const noexcept;
-  // SIGHUP to every process of the session now (its process group, its descendants and every
-  // process that carries its token: process_tree.hpp), SIGKILL to them after `grace` or at the
-  // seal, whichever comes first. A second stop can only shorten the grace period. Nothing when
-  // idle.
-  void stop(std::chrono::milliseconds grace);
+  // `sig` (SIGHUP unless the request named another) to every process of the session now (its
+  // cgroup, its process group, its descendants and every process that carries its token:
+  // cgroup_tree.hpp, process_tree.hpp), SIGKILL to them after `grace` (the leader's group at
+  // once if the leader ends sooner, the others still at the end of `grace`). A second stop can
+  // only shorten the grace period. Nothing when idle.
+  void stop(std::chrono::milliseconds grace, int sig = SIGHUP);
   // SIGKILL to every process of the live session now (shutdown deadline).
   void kill_group() noexcept;
   // What the actor's programs left running after their sessions were sealed (daemons, a `nohup`
@@ -126,6 +133,11 @@ class Actor {
   };
   // Nothing of a session that still runs (stop() ends that one's).
   Leftovers leftovers() const;
+  // When the SIGKILL of the leftovers of a session a stop ended is due (ActorHost::
+  // kill_leftovers_at); the clock's epoch when none was.
+  std::chrono::steady_clock::time_point leftovers_killed_at() const noexcept {
+    return leftovers_killed_at_;
+  }
   // The current or last session's cgroup (cgroup_tree.hpp); null without one.
   const std::shared_ptr<ActorCgroup>& cgroup() const noexcept { return cgroup_; }
   // The live session's leader (kept as a zombie until the seal), else 0.
@@ -233,6 +245,7 @@ class Actor {
   // cgroup that kills what is cloned into it later: docs/architecture.md, "Process trees").
   std::shared_ptr<ActorCgroup> cgroup_;                     // the current or last session's
   std::vector<std::shared_ptr<ActorCgroup>> left_cgroups_;  // earlier ones with processes left
+  std::chrono::steady_clock::time_point leftovers_killed_at_{};
   ForegroundWatch foreground_;
   InputWait input_wait_;
   Removal removal_ = Removal::never;

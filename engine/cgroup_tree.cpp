@@ -1,19 +1,16 @@
 #include "engine/cgroup_tree.hpp"
-#include "engine/log.hpp"
 #include "engine/proc_file.hpp"
+#include "engine/process_tree.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -48,7 +45,9 @@ bool marked_delegated(const fs::path& dir) noexcept {
 std::string unescape(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() + 0 && s[i + 1] >= '0' && s[i + 1] <= '3') {
+    const auto octal = [&](std::size_t k) { return s[k] >= '0' && s[k] <= '7'; };
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] <= '3' && octal(i + 1) && octal(i + 2) &&
+        octal(i + 3)) {
       out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
       i += 3;
     } else {
@@ -60,31 +59,27 @@ std::string unescape(std::string_view s) {
 
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+// The unified hierarchy's path in a /proc/PID/cgroup text (its "0::" line), "" without one.
+std::string unified_path(const std::string& proc_cgroup_text) {
+  std::istringstream in(proc_cgroup_text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  }
+  return {};
+}
 
 // Whether process `pid` (looked up now) is in the cgroup `relative` (its /proc/PID/cgroup path,
 // as the kernel prints it for the reader's namespace) or below it.
 bool in_cgroup(pid_t pid, const std::string& relative) {
-  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/cgroup", 4096);
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("0::", 0) != 0) continue;
-    const std::string path = line.substr(3);
-    return path == relative || path.rfind(relative + "/", 0) == 0;
-  }
-  return false;
+  const std::string path =
+      unified_path(read_proc_file("/proc/" + std::to_string(pid) + "/cgroup", 4096));
+  return path == relative || path.rfind(relative + "/", 0) == 0;
 }
 
 }  // namespace
 
 std::optional<CgroupPlace> cgroup_place(const fs::path& proc_cgroup, const fs::path& mountinfo) {
-  std::string relative;
-  {
-    std::istringstream in(read_proc_file(proc_cgroup, kMaxCgroupFile));
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("0::", 0) == 0) relative = line.substr(3);
-    }
-  }
+  const std::string relative = unified_path(read_proc_file(proc_cgroup, kMaxCgroupFile));
   if (relative.empty() || relative[0] != '/') return std::nullopt;
   std::istringstream in(read_proc_file(mountinfo, kMaxCgroupFile));
   for (std::string line; std::getline(in, line);) {
@@ -154,11 +149,9 @@ std::size_t ActorCgroup::signal(int sig) const {
   // reused by an outside process after the listing is never signalled.
   std::size_t reached = 0;
   for (const pid_t pid : processes()) {
-    const int fd = pidfd_open(pid);
-    if (fd < 0) continue;
-    if (in_cgroup(pid, relative_) && ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0)
+    if (signal_pinned(
+            pid, [&] { return in_cgroup(pid, relative_); }, sig))
       ++reached;
-    ::close(fd);
   }
   return reached;
 }

@@ -443,6 +443,8 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   if (*grace_ms > kMaxGraceMs) {
     return fail(Errc::too_large, "\"grace_ms\" exceeds " + std::to_string(kMaxGraceMs));
   }
+  auto sig = stop_signal_field(request);
+  if (!sig) return tl::unexpected(sig.error());
   const Json id = request.contains("id") ? request["id"] : Json(nullptr);
   auto waiting = std::count_if(deferred_.begin(), deferred_.end(), [connection](const auto& d) {
     return d.second.connection == connection;
@@ -473,7 +475,7 @@ Result<Json> Engine::op_lifecycle(ConnectionId connection, const Json& request,
   if (kind == Deferred::Kind::remove) actor.mark_closing();  // its readers end as deleted
   actor.note_working_directory();  // where the user was: restore starts there
   if (actor.live()) {
-    actor.stop(std::chrono::milliseconds(*grace_ms));
+    actor.stop(std::chrono::milliseconds(*grace_ms), *sig);
   } else if (transcripts_.seal_pending(actor.name())) {
     // Sealed by the io thread, not yet durable: answered with that seal.
   } else {

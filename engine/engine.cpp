@@ -323,24 +323,37 @@ bool Engine::is_leader(pid_t pid) const noexcept {
 }
 
 void Engine::end_leftovers(const Actor& actor) {
-  Actor::Leftovers left;
+  const auto now = std::chrono::steady_clock::now();
+  // A stop sealed the last session moments ago: its signal went out and the SIGKILL of every
+  // leftover is due at the end of its grace period already (a second signal could cut short
+  // what the first one asked a program to do).
+  if (actor.leftovers_killed_at() > now) return;
   try {
-    left = actor.leftovers();
+    const Actor::Leftovers left = actor.leftovers();
+    if (left.empty()) return;
+    log(LogLevel::info,
+        "actor {}: ending the processes its sessions left ({} cgroups, {} found by token)",
+        actor.name(), left.cgroups.size(), left.by_token.size());
+    left.signal(SIGHUP);
   } catch (const std::exception& e) {
     log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
   }
-  if (left.empty()) return;
-  log(LogLevel::info,
-      "actor {}: ending the processes its sessions left ({} cgroups, {} found by "
-      "token)",
-      actor.name(), left.cgroups.size(), left.by_token.size());
-  left.signal(SIGHUP);
-  ++leftover_kills_;
-  timers_.schedule(std::chrono::steady_clock::now() + settings_.actor.grace,
-                   [this, left = std::move(left)] {
-                     left.signal(SIGKILL);
-                     --leftover_kills_;
-                   });
+  kill_leftovers_at(actor, now + settings_.actor.grace);
+}
+
+void Engine::kill_leftovers_at(const Actor& actor,
+                               std::chrono::steady_clock::time_point at) noexcept {
+  try {
+    Actor::Leftovers left = actor.leftovers();
+    if (left.empty()) return;
+    ++leftover_kills_;
+    timers_.schedule(at, [this, left = std::move(left)] {
+      left.signal(SIGKILL);
+      --leftover_kills_;
+    });
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
+  }
 }
 
 bool Engine::shutdown_complete() const noexcept {

@@ -105,6 +105,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   UringLoop& loop() noexcept override { return *loop_; }
   TimerQueue& timers() noexcept override { return timers_; }
   CgroupTree* cgroups() noexcept override { return cgroups_.get(); }
+  void kill_leftovers_at(const Actor& actor,
+                         std::chrono::steady_clock::time_point at) noexcept override;
   void on_committed(Actor& actor) noexcept override;
   void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept override;
   void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept override;
@@ -352,8 +354,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // Whether `pid` is a live session's leader (kept as a zombie until its seal, never reaped as
   // an orphan).
   bool is_leader(pid_t pid) const noexcept;
-  // SIGHUP now, SIGKILL after the grace period, to the processes the actor's last session left
-  // running (Actor::leftovers): at its deletion and at shutdown.
+  // SIGHUP now, SIGKILL after the grace period (kill_leftovers_at), to the processes the
+  // actor's ended sessions left running (Actor::leftovers): at its deletion and at shutdown.
   void end_leftovers(const Actor& actor);
   // After a seal: deletes the actor at once when spawn asked for it (remove: on_success with
   // status 0, always), else after settings.yaml close_idle_after, if it is still idle in the
@@ -405,7 +407,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)
   bool shutting_down_ = false;
-  int leftover_kills_ = 0;  // end_leftovers() SIGKILLs still due: shutdown waits for them
+  int leftover_kills_ = 0;  // kill_leftovers_at() SIGKILLs still due: shutdown waits for them
   std::map<std::string, std::deque<PendingSend>> pending_sends_;
   bool send_tick_ = false;  // deliver_sends() is on the timer queue
   std::uint64_t next_send_id_ = 1;

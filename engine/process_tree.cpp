@@ -86,8 +86,6 @@ bool environment_holds(pid_t pid, std::string_view entry) {
   return false;
 }
 
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
 }  // namespace
 
 std::string new_session_token() {
@@ -141,18 +139,23 @@ std::vector<ProcessRef> session_processes(pid_t leader, std::string_view token) 
   return out;
 }
 
+bool signal_pinned(pid_t pid, const std::function<bool()>& still_the_one, int sig) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return false;  // gone
+  const bool sent = still_the_one() && ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0;
+  ::close(fd);
+  return sent;
+}
+
 std::size_t signal_processes(const std::vector<ProcessRef>& processes, int sig) {
   std::size_t reached = 0;
   for (const ProcessRef& p : processes) {
-    const int fd = pidfd_open(p.pid);
-    if (fd < 0) continue;  // gone
-    // The pidfd names whatever process has the pid now: it is the one scanned only if it
-    // started at the same moment.
-    ProcStat now;
-    if (read_stat(p.pid, now) && now.start_ticks == p.start_ticks &&
-        ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0)
-      ++reached;
-    ::close(fd);
+    // The one scanned only if it started at the same moment.
+    const auto same = [&p] {
+      ProcStat now;
+      return read_stat(p.pid, now) && now.start_ticks == p.start_ticks;
+    };
+    if (signal_pinned(p.pid, same, sig)) ++reached;
   }
   return reached;
 }

@@ -40,6 +40,11 @@ std::string new_session_token();
 // Never the engine itself.
 std::vector<ProcessRef> session_processes(pid_t leader, std::string_view token);
 
+// Sends `sig` to process `pid` through a pidfd, which pins whatever process has the pid when it
+// is opened, if `still_the_one()` (asked after that) confirms it is the process meant: a pid
+// reused meanwhile is never hit. False when it is gone, not the one, or the signal failed.
+bool signal_pinned(pid_t pid, const std::function<bool()>& still_the_one, int sig);
+
 // Sends `sig` to each process that is still the one scanned; returns how many it reached.
 std::size_t signal_processes(const std::vector<ProcessRef>& processes, int sig);
 

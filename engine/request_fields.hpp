@@ -2,8 +2,11 @@
 // protocol gives for missing or malformed fields. Io thread, header-only.
 #pragma once
 
+#include <cctype>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -45,6 +48,39 @@ inline Result<std::uint16_t> dimension(const control::Json& request, const char*
                                      " exceeds " + std::to_string(kMaxWindowDimension));
   }
   return static_cast<std::uint16_t>(*v);
+}
+
+// The signal a stop, restart or delete sends first (field "signal"): a name as kill(1) takes
+// it, with or without SIG ("TERM", "SIGINT"), or its number; SIGHUP when absent. SIGKILL and
+// SIGSTOP are refused (the grace period's SIGKILL comes anyway; a stopped program never ends).
+inline Result<int> stop_signal_field(const control::Json& request) {
+  const auto it = request.find("signal");
+  if (it == request.end() || it->is_null()) return SIGHUP;
+  int sig = 0;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() < NSIG) {
+    sig = static_cast<int>(it->get<std::uint64_t>());
+  } else if (it->is_string()) {
+    std::string name = it->get<std::string>();
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
+    if (!name.empty() && name.size() <= 2 &&
+        name.find_first_not_of("0123456789") == std::string::npos) {
+      sig = std::stoi(name);
+    }
+    for (int s = 1; s < SIGRTMIN && sig == 0; ++s) {
+      const char* abbrev = ::sigabbrev_np(s);
+      if (abbrev != nullptr && name == abbrev) sig = s;
+    }
+  }
+  if (sig <= 0 || sig >= SIGRTMIN) {
+    return fail(Errc::bad_request,
+                "\"signal\" must name a signal (HUP, INT, TERM, ...): " + it->dump());
+  }
+  if (sig == SIGKILL || sig == SIGSTOP) {
+    return fail(Errc::bad_request, std::string("\"signal\" cannot be SIG") + ::sigabbrev_np(sig) +
+                                       " (SIGKILL follows the grace period anyway)");
+  }
+  return sig;
 }
 
 // An epoch as the protocol spells it: 16 lower-case hex digits.

@@ -337,9 +337,18 @@ Command add_clear(CLI::App& app) {
           }};
 }
 
+// --signal SIG: what stop, restart and delete send first (the engine checks the name).
+void add_signal(CLI::App* command, std::string& into) {
+  command
+      ->add_option("--signal", into,
+                   "send this first instead of SIGHUP (TERM, INT, ...; SIGKILL still follows "
+                   "the grace period)")
+      ->type_name("SIG");
+}
+
 Command add_stop(CLI::App& app) {
   struct Values {
-    std::string actor, grace;
+    std::string actor, grace, signal;
   };
   auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand(
@@ -349,32 +358,44 @@ Command add_stop(CLI::App& app) {
       ->add_option("--grace-ms", values->grace, "milliseconds before SIGKILL (engine default 3000)")
       ->type_name("MS")
       ->check(u64_value());
+  add_signal(command, values->signal);
   const auto json =
       add_json(command, "{name, session, end, exit_code, term_signal, already_stopped}");
   const auto run = [values, json](const EngineTarget& engine) {
     return run_stop(engine, values->actor,
-                    values->grace.empty() ? std::nullopt : parse_u64(values->grace), *json);
+                    values->grace.empty() ? std::nullopt : parse_u64(values->grace), values->signal,
+                    *json);
   };
   return {command, run};
 }
 
 Command add_restart(CLI::App& app) {
-  auto actor = std::make_shared<std::string>();
+  struct Values {
+    std::string actor, signal;
+  };
+  auto values = std::make_shared<Values>();
   auto* command =
       app.add_subcommand("restart", "Stop an actor's program and start it again as a new session");
-  add_actor(command, *actor);
+  add_actor(command, values->actor);
+  add_signal(command, values->signal);
   const auto json = add_json(command, "{name, session, pid, cursor, epoch}");
-  return {command,
-          [actor, json](const EngineTarget& engine) { return run_restart(engine, *actor, *json); }};
+  return {command, [values, json](const EngineTarget& engine) {
+            return run_restart(engine, values->actor, values->signal, *json);
+          }};
 }
 
 Command add_delete(CLI::App& app) {
-  auto actor = std::make_shared<std::string>();
+  struct Values {
+    std::string actor, signal;
+  };
+  auto values = std::make_shared<Values>();
   auto* command = app.add_subcommand("delete", "Stop an actor and remove it with its ring");
-  add_actor(command, *actor);
+  add_actor(command, values->actor);
+  add_signal(command, values->signal);
   const auto json = add_json(command, "{name, deleted, snapshot, snapshot_error}");
-  return {command,
-          [actor, json](const EngineTarget& engine) { return run_delete(engine, *actor, *json); }};
+  return {command, [values, json](const EngineTarget& engine) {
+            return run_delete(engine, values->actor, values->signal, *json);
+          }};
 }
 
 Command add_restore(CLI::App& app) {

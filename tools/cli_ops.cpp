@@ -426,9 +426,20 @@ int run_clear(const EngineTarget& engine, const std::string& actor, bool screen,
   return print_either(json, result, line);
 }
 
-int run_stop(const EngineTarget& engine, const std::string& actor,
-             std::optional<std::uint64_t> grace_ms, bool json) {
+namespace {
+
+// The fields of a stop, restart or delete: the actor, and the signal when one was named.
+Json lifecycle_fields(const std::string& actor, const std::string& signal) {
   Json fields = {{"actor", actor}};
+  if (!signal.empty()) fields["signal"] = signal;
+  return fields;
+}
+
+}  // namespace
+
+int run_stop(const EngineTarget& engine, const std::string& actor,
+             std::optional<std::uint64_t> grace_ms, const std::string& signal, bool json) {
+  Json fields = lifecycle_fields(actor, signal);
   if (grace_ms) fields["grace_ms"] = *grace_ms;
   auto r = call(engine, "stop", std::move(fields));
   if (!r) return report(r.error());
@@ -448,14 +459,16 @@ int run_stop(const EngineTarget& engine, const std::string& actor,
   return print_either(json, result, human);
 }
 
-int run_restart(const EngineTarget& engine, const std::string& actor, bool json) {
-  auto r = call(engine, "restart", {{"actor", actor}});
+int run_restart(const EngineTarget& engine, const std::string& actor, const std::string& signal,
+                bool json) {
+  auto r = call(engine, "restart", lifecycle_fields(actor, signal));
   if (!r) return report(r.error());
   return print_either(json, spawned_json(r->header), describe_spawned(r->header));
 }
 
-int run_delete(const EngineTarget& engine, const std::string& actor, bool json) {
-  auto r = call(engine, "delete", {{"actor", actor}});
+int run_delete(const EngineTarget& engine, const std::string& actor, const std::string& signal,
+               bool json) {
+  auto r = call(engine, "delete", lifecycle_fields(actor, signal));
   if (!r) return report(r.error());
   const Json& h = r->header;
   const auto error = h.find("snapshot_error");

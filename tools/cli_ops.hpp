@@ -103,10 +103,13 @@ int run_send(const EngineTarget& engine, const SendArgs& args);
 int run_resize(const EngineTarget& engine, const std::string& actor, std::uint32_t cols,
                std::uint32_t rows, bool json);
 int run_clear(const EngineTarget& engine, const std::string& actor, bool screen, bool json);
+// `signal`: what is sent first instead of SIGHUP ("" for SIGHUP).
 int run_stop(const EngineTarget& engine, const std::string& actor,
-             std::optional<std::uint64_t> grace_ms, bool json);
-int run_restart(const EngineTarget& engine, const std::string& actor, bool json);
-int run_delete(const EngineTarget& engine, const std::string& actor, bool json);
+             std::optional<std::uint64_t> grace_ms, const std::string& signal, bool json);
+int run_restart(const EngineTarget& engine, const std::string& actor, const std::string& signal,
+                bool json);
+int run_delete(const EngineTarget& engine, const std::string& actor, const std::string& signal,
+               bool json);
 int run_history(const EngineTarget& engine, const HistoryArgs& args);
 int run_snapshot(const EngineTarget& engine, const SnapshotArgs& args);
 // Asks the engine to re-read settings.yaml; one line per change (or "nothing changed").

@@ -184,6 +184,25 @@ TEST_P(ProcessTree, ShutdownEndsEveryActorsDaemons) {
   EXPECT_TRUE(gone_by(exited_mark, steady_clock::now() + milliseconds(1000)));
 }
 
+TEST_P(ProcessTree, TheSignalAStopNamesReachesEveryProcessOfTheSession) {
+  // A daemon that ignores SIGHUP and leaves a file behind when SIGTERM reaches it; it says it
+  // is ready (its traps set) with another file.
+  const std::string mark = marker("7307.5");
+  TempDir dir;
+  const std::string ready = (dir.path() / "ready").string();
+  const std::string file = (dir.path() / "got-term").string();
+  engine_.spawn(
+      "named",
+      {"sh", "-c",
+       "setsid -f sh -c 'trap \"\" HUP; trap \"touch " + file + "; exit\" TERM; touch " + ready +
+           "; while :; do sleep 0.05; done; : " + mark + "'; echo armed; exec sleep 1000"});
+  wait_until([&] { return std::filesystem::exists(ready); }, "the daemon to set its traps");
+  const auto asked = steady_clock::now();
+  engine_.call("stop", {{"actor", "named"}, {"signal", "TERM"}});
+  EXPECT_TRUE(gone_by(mark, asked + kGrace + milliseconds(1000)));
+  EXPECT_TRUE(std::filesystem::exists(file)) << "the daemon got SIGTERM, not only the SIGKILL";
+}
+
 // With cgroups, what neither the token nor the tree can find: a process that cleared its
 // environment and left the leader's tree, its session and its group.
 TEST_P(ProcessTree, InACgroupEvenAProcessThatClearedItsEnvironmentEndsWithTheStop) {

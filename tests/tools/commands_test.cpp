@@ -1290,6 +1290,28 @@ TEST_F(CliLifecycle, StopKillsAProgramThatIgnoresHangupAfterTheGracePeriod) {
   EXPECT_EQ(r.out, "stubborn session 1 stopped: killed(SIGKILL), end cursor 3\n");
 }
 
+TEST_F(CliLifecycle, StopRestartAndDeleteSendTheSignalNamedFirst) {
+  // `read`, a builtin: no child to die of the signal too and have the shell report it.
+  spawn("term", {"sh", "-c", "trap 'exit 3' TERM; printf abc; while :; do read x; done"});
+  engine_.wait_output("term", "abc");
+  const CliResult r = cli({"stop", "term", "--signal", "TERM"});
+  ASSERT_TRUE(Succeeds(r)) << ::testing::PrintToString(r);
+  EXPECT_EQ(r.out, "term session 1 stopped: exited(3), end cursor 3\n") << "its TERM trap ran";
+  const CliResult restarted = cli({"restart", "term", "--signal", "sigint"});
+  ASSERT_TRUE(Succeeds(restarted)) << ::testing::PrintToString(restarted);
+  engine_.wait_output("term", "abcabc");
+  ASSERT_TRUE(Succeeds(cli({"restart", "term", "--signal", "2"})));
+  EXPECT_EQ(engine_.status("term").at("sessions").at(1).at("term_signal"), SIGINT);
+  // Refused before anything is sent: a name no signal has, and what the grace period does.
+  for (const char* bad : {"TREM", "KILL", "SIGSTOP", "0", "99"}) {
+    EXPECT_TRUE(
+        FailsWithOneLine(cli({"stop", "term", "--signal", bad}), 1, "backscroll: bad_request"))
+        << bad;
+  }
+  EXPECT_EQ(engine_.status("term").at("state"), "running");
+  ASSERT_TRUE(Succeeds(cli({"delete", "term", "--signal", "TERM"})));
+}
+
 TEST_F(CliLifecycle, StopOfAnExitedProgramReportsItsExitStatus) {
   spawn("x", {"sh", "-c", R"(printf "a\nb\n"; exit 3)"});
   engine_.wait_sealed("x");
