@@ -329,31 +329,35 @@ void Engine::end_leftovers(const Actor& actor) {
   // what the first one asked a program to do).
   if (actor.leftovers_killed_at() > now) return;
   try {
-    const Actor::Leftovers left = actor.leftovers();
+    Actor::Leftovers left = actor.leftovers();
     if (left.empty()) return;
     log(LogLevel::info,
         "actor {}: ending the processes its sessions left ({} cgroups, {} found by token)",
         actor.name(), left.cgroups.size(), left.by_token.size());
     left.signal(SIGHUP);
+    schedule_leftover_kill(std::move(left), now + settings_.actor.grace);
   } catch (const std::exception& e) {
     log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
   }
-  kill_leftovers_at(actor, now + settings_.actor.grace);
 }
 
 void Engine::kill_leftovers_at(const Actor& actor,
                                std::chrono::steady_clock::time_point at) noexcept {
   try {
-    Actor::Leftovers left = actor.leftovers();
-    if (left.empty()) return;
-    ++leftover_kills_;
-    timers_.schedule(at, [this, left = std::move(left)] {
-      left.signal(SIGKILL);
-      --leftover_kills_;
-    });
+    schedule_leftover_kill(actor.leftovers(), at);
   } catch (const std::exception& e) {
     log(LogLevel::warn, "actor {}: looking for processes it left: {}", actor.name(), e.what());
   }
+}
+
+void Engine::schedule_leftover_kill(Actor::Leftovers left,
+                                    std::chrono::steady_clock::time_point at) {
+  if (left.empty()) return;
+  ++leftover_kills_;
+  timers_.schedule(at, [this, left = std::move(left)] {
+    left.signal(SIGKILL);
+    --leftover_kills_;
+  });
 }
 
 bool Engine::shutdown_complete() const noexcept {

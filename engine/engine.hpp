@@ -357,6 +357,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   // SIGHUP now, SIGKILL after the grace period (kill_leftovers_at), to the processes the
   // actor's ended sessions left running (Actor::leftovers): at its deletion and at shutdown.
   void end_leftovers(const Actor& actor);
+  // SIGKILL at `at` to `left` (the timer holds them); shutdown waits for it.
+  void schedule_leftover_kill(Actor::Leftovers left, std::chrono::steady_clock::time_point at);
   // After a seal: deletes the actor at once when spawn asked for it (remove: on_success with
   // status 0, always), else after settings.yaml close_idle_after, if it is still idle in the
   // same session then.
