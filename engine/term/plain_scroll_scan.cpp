@@ -36,6 +36,22 @@ std::uint64_t sequence_hash(std::string_view s) {
   return h ^ (h >> 32);
 }
 
+// a == b, for the short sequences SGRs are: two overlapping word compares instead of a call.
+bool same_sequence(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  const auto equal_at = [&]<typename Word>(std::size_t at, Word) {
+    Word x;
+    Word y;
+    std::memcpy(&x, a.data() + at, sizeof x);
+    std::memcpy(&y, b.data() + at, sizeof y);
+    return x == y;
+  };
+  if (n >= 8 && n <= 16) return equal_at(0, std::uint64_t{}) && equal_at(n - 8, std::uint64_t{});
+  if (n >= 4 && n < 8) return equal_at(0, std::uint32_t{}) && equal_at(n - 4, std::uint32_t{});
+  return a == b;
+}
+
 // CSI m whose first parameter is 0 (or missing): every attribute is set again.
 bool resets_pen(std::string_view sgr) {
   const std::string_view params = sgr.substr(2, sgr.size() - 3);
@@ -55,6 +71,7 @@ void PlainScrollScan::restart(Cursor at) {
   line_ = Line::none;
   sgrs_.clear();
   effects_.clear();
+  resets_.clear();
   sgr_slots_.fill({});
   pen_.clear();
   targets_.clear();
@@ -96,18 +113,24 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
     brk();
     return 0;
   }
-  // The same limits as byte()'s: at most kMaxSequenceBytes, ESC and final byte included.
+  // The same limits as byte()'s: at most kMaxSequenceBytes, ESC and final byte included. One
+  // pass: the separators are counted on the way.
+  std::size_t separators = 0;
   for (std::size_t k = 2; k < n; ++k) {
     if (k + 1 > kMaxSequenceBytes) {
       brk();
       return 0;
     }
-    if (csi_parameter_byte(p[k])) continue;
+    if (p[k] == ';') {
+      ++separators;
+      continue;
+    }
+    if (p[k] >= '0' && p[k] <= '9') continue;
     if (p[k] != 'm' && p[k] != 'K') {
       brk();
       return 0;
     }
-    sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1));
+    sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), separators);
     return broken_ ? 0 : k + 1;
   }
   return 0;  // goes on in the next piece
@@ -149,7 +172,10 @@ void PlainScrollScan::byte(std::uint8_t b) {
       sequence_ += static_cast<char>(b);
       if (sequence_.size() > kMaxSequenceBytes) return brk();
       if (csi_parameter_byte(b)) return;
-      if (b == 'm' || b == 'K') return sequence_end(sequence_);
+      if (b == 'm' || b == 'K') {
+        return sequence_end(sequence_, static_cast<std::size_t>(
+                                           std::count(sequence_.begin(), sequence_.end(), ';')));
+      }
       brk();  // another CSI, a private or sub-parameter form, a control inside it
       break;
   }
@@ -211,14 +237,12 @@ void PlainScrollScan::line_feed() {
   pending_.pen = pen_;
 }
 
-void PlainScrollScan::sequence_end(std::string_view sequence) {
+void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separators) {
   if (sequence.back() == 'm') {
-    if (static_cast<std::size_t>(std::count(sequence.begin(), sequence.end(), ';')) >=
-        kMaxSgrParams)
-      return brk();
+    if (separators >= kMaxSgrParams) return brk();
     add_sgr(sequence);
     if (broken_) return;
-  } else if (sequence.find(';') != std::string_view::npos) {
+  } else if (separators > 0) {
     return brk();  // EL takes one parameter
   }
   state_ = State::ground;
@@ -231,11 +255,11 @@ void PlainScrollScan::sequence_end(std::string_view sequence) {
 
 void PlainScrollScan::add_sgr(std::string_view sequence) {
   // The pen's last SGR again changes nothing: whatever it overrides is gone already.
-  if (!pen_.empty() && sgrs_[pen_.back()] == sequence) return;
+  if (!pen_.empty() && same_sequence(sgrs_[pen_.back()], sequence)) return;
   const std::optional<std::uint8_t> found = sgr_index(sequence);
   if (!found) return brk();
   const std::uint8_t index = *found;
-  if (resets_pen(sequence)) {
+  if (resets_[index]) {
     pen_.assign(1, index);
     return;
   }
@@ -254,12 +278,13 @@ std::optional<std::uint8_t> PlainScrollScan::sgr_index(std::string_view sequence
        slot = (slot + 1) & kMask) {
     if (sgr_slots_[slot].tag != tag) continue;
     const auto index = static_cast<std::uint8_t>(sgr_slots_[slot].index_plus_1 - 1);
-    if (sgrs_[index] == sequence) return index;
+    if (same_sequence(sgrs_[index], sequence)) return index;
   }
   if (sgrs_.size() == kMaxDistinctSgrs && !compact_sgrs()) return std::nullopt;
   const auto index = static_cast<std::uint8_t>(sgrs_.size());
   sgrs_.emplace_back(sequence);
   effects_.push_back(sgr_effect(sequence));
+  resets_.push_back(resets_pen(sequence));
   index_sgr(index);
   return index;
 }
@@ -289,12 +314,14 @@ bool PlainScrollScan::compact_sgrs() {
     if (kept != i) {
       sgrs_[kept] = std::move(sgrs_[i]);
       effects_[kept] = effects_[i];
+      resets_[kept] = resets_[i];
     }
     ++kept;
   }
   if (kept == sgrs_.size()) return false;
   sgrs_.resize(kept);
   effects_.resize(kept);
+  resets_.resize(kept);
   sgr_slots_.fill({});
   for (std::size_t i = 0; i < kept; ++i) index_sgr(static_cast<std::uint8_t>(i));
   const auto renumber = [&](std::vector<std::uint8_t>& pen) {

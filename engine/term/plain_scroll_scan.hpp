@@ -102,8 +102,8 @@ class PlainScrollScan {
   std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
   void line_feed();
-  // A whole SGR or EL sequence, ESC to final byte.
-  void sequence_end(std::string_view sequence);
+  // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators.
+  void sequence_end(std::string_view sequence, std::size_t separators);
   void add_sgr(std::string_view sequence);
   void add_target();
   void brk();
@@ -132,8 +132,9 @@ class PlainScrollScan {
   // Puts sgrs_[index] in the first free slot of its probe sequence.
   void index_sgr(std::uint8_t index);
 
-  std::vector<std::string> sgrs_;   // distinct SGR sequences of the run
-  std::vector<SgrEffect> effects_;  // sgr_effect() of each
+  std::vector<std::string> sgrs_;     // distinct SGR sequences of the run
+  std::vector<SgrEffect> effects_;    // sgr_effect() of each
+  std::vector<std::uint8_t> resets_;  // of each: whether it sets the whole pen again
   // sgrs_'s entries by sequence: open addressing with linear probing over a power-of-two
   // table at most half full (entries are only added, or all rebuilt by compact_sgrs()).
   struct SgrSlot {
