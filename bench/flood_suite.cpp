@@ -196,9 +196,10 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       mb["no_mirror"].push_back(d.mb_per_s());
       mb["no_keyframes"].push_back(k.mb_per_s());
       std::fprintf(stderr,
-                   "%s round %d: plain %.1f, backscroll %.1f, --no-keyframes %.1f, --no-mirror "
-                   "%.1f",
-                   workload.c_str(), r, p.mb_per_s(), b.mb_per_s(), k.mb_per_s(), d.mb_per_s());
+                   "%s round %d: plain %.1f, backscroll %.1f (mirror parsed %.1f%%), "
+                   "--no-keyframes %.1f, --no-mirror %.1f",
+                   workload.c_str(), r, p.mb_per_s(), b.mb_per_s(), 100 * fed_fraction.back(),
+                   k.mb_per_s(), d.mb_per_s());
       if (with_tmux) {
         Sample t = tmux_flood(dir, file, r);
         t.bytes = p.bytes;  // the same file through the same kind of PTY

@@ -38,6 +38,11 @@ struct MirrorThread::Slot {
   // The largest limit seen and when it last grew: the stream is flooding while that is recent.
   Cursor seen{0};
   std::chrono::steady_clock::time_point grew;
+  // The stream's pace, measured over windows of at least kCoastPaceWindow: whether it grew by
+  // kCoastPaceBytes per window or more (a flood the mirror may coast through).
+  Cursor pace_from{0};
+  std::chrono::steady_clock::time_point pace_since;
+  bool fast = false;
   bool coasting = false;  // the last turn stopped feeding while the stream went on
   // The last turn caught up with a flooding stream: the mirror gathers the next bytes for
   // kCoastTick instead of waking at every commit (a wake per 4 KiB read cost more than the
@@ -273,7 +278,9 @@ bool MirrorThread::drain_commands() {
       fresh->resizes_applied = fresh->keyframe_sizes = add->start.sizes_applied;
       fresh->output = std::make_unique<recorder::OutputEvents>(*rules_);
       fresh->mirror->set_events(fresh->output.get());
-      fresh->limit = start;        // its committed cursor is loaded next round, after this drain
+      fresh->limit = start;  // its committed cursor is loaded next round, after this drain
+      fresh->pace_from = start;
+      fresh->pace_since = std::chrono::steady_clock::now();
       fresh->keyframe_at = start;  // a fresh terminal: the io thread's first keyframe
       fresh->keyframe_time = std::chrono::steady_clock::now();
       slots_.push_back(std::move(fresh));
@@ -320,6 +327,15 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     slot.seen = slot.limit;
     slot.grew = now;
   }
+  if (const auto window = now - slot.pace_since; window >= kCoastPaceWindow) {
+    slot.fast =
+        (slot.limit - slot.pace_from) * static_cast<std::uint64_t>(kCoastPaceWindow.count()) >=
+        kCoastPaceBytes *
+            static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(window).count());
+    slot.pace_from = slot.limit;
+    slot.pace_since = now;
+  }
   // Not with a request or a resize/reset waiting: those need the mirror to reach a cursor.
   const bool flooding =
       now - slot.grew < kCoastQuiet && slot.waiting.empty() && slot.events.empty();
@@ -329,7 +345,8 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     worked |= slot.apply_due_events();
     Cursor end = slot.limit;
     if (!slot.events.empty()) end = std::min(end, slot.events.front().at);
-    const bool coast = flooding && mirror.position() < end && mirror.may_coast(kReadyHistoryLines);
+    const bool coast =
+        flooding && slot.fast && mirror.position() < end && mirror.may_coast(kReadyHistoryLines);
     // While it parses the history lines after a jump, a nearer jump would start those lines
     // over (a flood can outrun the parse that way: never ready, no snapshot answered, none
     // held): the mirror jumps only as far as a coasting one, which keeps the ring from lapping

@@ -118,13 +118,17 @@ class MirrorThread {
   // up to kReadyHistoryLines, are exact (a default snapshot draws 512): the slot is fed on
   // (not coasting) while a request waits.
   static constexpr std::size_t kReadyHistoryLines = 600;
-  // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror that jumped is ready
-  // (kReadyHistoryLines), it is not fed while its actor's committed cursor keeps moving (within
-  // kCoastQuiet); it only looks ahead every kCoastTick and jumps again once the landing would
-  // be kCoastJumpBytes (at most a quarter of the ring, well under the consumer gate's high
-  // water) ahead. When the stream pauses, it parses the rest.
+  // Coasting through a flood (docs/plain-scroll-skip.md): once a mirror is ready
+  // (kReadyHistoryLines), it is not fed while its actor floods: the committed cursor keeps
+  // moving (within kCoastQuiet) at kCoastPaceBytes per kCoastPaceWindow or faster (3.3 MB/s; a
+  // progress bar or a spinner never is, so their screens stay current). It only looks ahead
+  // every kCoastTick and jumps again once the landing would be kCoastJumpBytes (at most a
+  // quarter of the ring, well under the consumer gate's high water) ahead. When the stream
+  // pauses or slows down, it parses the rest.
   static constexpr std::uint64_t kCoastJumpBytes = 2u << 20;
   static constexpr std::chrono::milliseconds kCoastQuiet{20};
+  static constexpr std::uint64_t kCoastPaceBytes = 32u << 10;
+  static constexpr std::chrono::milliseconds kCoastPaceWindow{10};
   static constexpr int kCoastTickMs = 2;
   // Snapshots asked during a flood: after each jump, the mirror re-parses the lines a snapshot
   // draws (up to kReadyHistoryLines) before it can answer from the new position. When a

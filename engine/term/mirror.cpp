@@ -289,7 +289,7 @@ bool Mirror::history_ready(std::size_t lines) const noexcept {
 }
 
 bool Mirror::may_coast(std::size_t history_lines) const noexcept {
-  return jump_pushes_ && !scan_stale_ && !scan_.broken() && history_ready(history_lines);
+  return !scan_stale_ && !scan_.broken() && history_ready(history_lines);
 }
 
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run

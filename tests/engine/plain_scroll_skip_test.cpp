@@ -801,5 +801,74 @@ TEST(PlainScrollSkip, AfterAFloodTheMirrorCatchesUpWithItsWholeHistory) {
   ::close(notify);
 }
 
+TEST(PlainScrollSkip, AMirrorThatKeepsUpWithAFloodStillCoastsThroughIt) {
+  // A flood slower than the mirror parses, as a PTY delivers it to an idle mirror thread: the
+  // mirror is never far enough behind for a jump (a target needs a whole history of line feeds
+  // after it), so it jumps only if it stops feeding while the stream goes on. It must, jumped
+  // before or not: otherwise it parses every byte of the flood (issue 20: a mirror whose
+  // history was all exact again, or that never jumped, parsed 20-40% of a colored flood).
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  std::string flood;
+  for (int i = 0; flood.size() < (8u << 20); ++i) {
+    flood += "\x1b[38;2;" + std::to_string(i % 256) + ";90;200m" + std::to_string(i) +
+             "\x1b[0m a line of a steady flood, kept under the mirror's pace\r\n";
+  }
+  {
+    TestRing ring("steady", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    const ScrollbackLimits limits{};  // the defaults: 10,000 lines, more than a snapshot waits for
+    engine::MirrorThread thread(notify, limits);
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    for (std::size_t at = 0; at < flood.size(); at += 16 * 1024) {
+      while (ring.writer.committed() - consumer->position() > TestRing::kCapacity / 2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ring.write(std::string_view(flood).substr(at, 16 * 1024));
+      thread.wake();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // ~16 MB/s at most
+    }
+    engine::SnapshotRequest request;
+    request.token = 1;
+    request.not_before = ring.writer.committed();
+    thread.request_snapshot(1, request);
+    const engine::SnapshotReply reply = next_reply(thread, notify);
+    ASSERT_EQ(reply.token, 1u);
+    Mirror reference(Cursor{0}, 80, 24, limits);
+    reference.feed(flood);
+    const auto expected = reference.snapshot();
+    EXPECT_EQ(reply.taken.cursor, expected.cursor);
+    EXPECT_EQ(reply.taken.snapshot.bytes, expected.snapshot.bytes);
+    // Parsed: a few thousand lines after each jump and before the first; the rest skipped.
+    EXPECT_LT(thread.stats().bytes, flood.size() / 4);
+  }
+  ::close(notify);
+}
+
+TEST(PlainScrollSkip, AStreamSlowerThanAFloodKeepsTheMirrorCurrent) {
+  // A progress line every 2 ms never pauses long enough for the mirror to call the stream
+  // quiet: the mirror must not coast through it (it would never jump either: too few lines),
+  // or its screen, its events and the status detector would lag until the program stops.
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  {
+    TestRing ring("trickle", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    engine::MirrorThread thread(notify, kLimits);
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    std::uint64_t written = 0;
+    for (int i = 0; i < 200; ++i) {
+      const std::string line = "\x1b[32m" + std::to_string(i) + "\x1b[0m progress " +
+                               std::string(static_cast<std::size_t>(i % 60), '#') + "\r\n";
+      ring.write(line);
+      written += line.size();
+      thread.wake();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    // Still streaming: the mirror has parsed most of it (a coasting one would have none).
+    EXPECT_GT(value(consumer->position()), written / 2);
+  }
+  ::close(notify);
+}
+
 }  // namespace
 }  // namespace backscroll::testing
