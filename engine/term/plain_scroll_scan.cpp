@@ -73,6 +73,7 @@ void PlainScrollScan::restart(Cursor at) {
   effects_.clear();
   resets_.clear();
   sgr_slots_.fill({});
+  reset_index_.fill(-1);
   pen_.clear();
   targets_.clear();
 }
@@ -254,6 +255,18 @@ void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separa
 }
 
 void PlainScrollScan::add_sgr(std::string_view sequence) {
+  // ESC [ m and ESC [ 0 m, the resets most programs send (half the SGRs of colored build
+  // output), start the pen again without the table's hash and probe.
+  if (sequence.size() == 3 || (sequence.size() == 4 && sequence[2] == '0')) {
+    std::int16_t& cached = reset_index_[sequence.size() - 3];
+    if (cached < 0) {
+      const std::optional<std::uint8_t> found = sgr_index(sequence);
+      if (!found) return brk();
+      cached = *found;
+    }
+    pen_.assign(1, static_cast<std::uint8_t>(cached));
+    return;
+  }
   // The pen's last SGR again changes nothing: whatever it overrides is gone already.
   if (!pen_.empty() && same_sequence(sgrs_[pen_.back()], sequence)) return;
   const std::optional<std::uint8_t> found = sgr_index(sequence);
@@ -323,6 +336,7 @@ bool PlainScrollScan::compact_sgrs() {
   effects_.resize(kept);
   resets_.resize(kept);
   sgr_slots_.fill({});
+  reset_index_.fill(-1);  // found again (or added) at their next use
   for (std::size_t i = 0; i < kept; ++i) index_sgr(static_cast<std::uint8_t>(i));
   const auto renumber = [&](std::vector<std::uint8_t>& pen) {
     for (std::uint8_t& i : pen) i = renumbered[i];

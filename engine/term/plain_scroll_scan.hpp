@@ -144,6 +144,8 @@ class PlainScrollScan {
   static constexpr std::size_t kSgrSlots = 512;
   static_assert(kSgrSlots >= 2 * kMaxDistinctSgrs && (kSgrSlots & (kSgrSlots - 1)) == 0);
   std::array<SgrSlot, kSgrSlots> sgr_slots_{};
+  // The table indices of ESC [ m and ESC [ 0 m once looked up (-1: not yet, or renumbered).
+  std::array<std::int16_t, 2> reset_index_{-1, -1};
   std::vector<std::uint8_t> pen_;  // the reduced SGR list at the scan position
   std::deque<Target> targets_;     // in stream order
 };
