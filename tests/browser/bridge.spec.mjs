@@ -310,8 +310,21 @@ try {
     await shot(desk, '8b-replaced-controller');
     // It takes control back: the actor returns to its size, and the phone is displaced.
     await desk.click('#take-control');
+    // (Timed out once in a full ctest run: the error says which size the actor got, if any,
+    // and what the page would propose now.)
     await until('the actor at the desktop\'s size again', async () => (await actorScreen('wide'))?.lines[0]
-      .startsWith(`row 01 of ${fitted[1]} at ${fitted[0]} columns`));
+      .startsWith(`row 01 of ${fitted[1]} at ${fitted[0]} columns`))
+      .catch(async (e) => {
+        const page = await desk.evaluate(() => {
+          const s = window.backscroll.session;
+          return { term: [window.__term.cols, window.__term.rows], proposed: s.fit.proposeDimensions(),
+                   replaced: s.replaced, state: s.state, lastError: s.lastError };
+        });
+        throw new Error(`${e.message}; fitted ${JSON.stringify(fitted)}; the desk page: ` +
+                        `${JSON.stringify(page)}; the actor's first line: ` +
+                        `${JSON.stringify((await actorScreen('wide'))?.lines[0])}; status ` +
+                        `${cli('status', 'wide', '--json')}`);
+      });
     await until('the phone to be told', () => page.evaluate(() => window.backscroll.session.replaced));
     await sameScreen(page, 'wide', 'the displaced phone at the desktop\'s size');
     if (await desk.locator('#take-control').isVisible()) throw new Error('the owner still offers to take control');
