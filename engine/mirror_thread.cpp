@@ -327,12 +327,12 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
     slot.seen = slot.limit;
     slot.grew = now;
   }
-  if (const auto window = now - slot.pace_since; window >= kCoastPaceWindow) {
-    slot.fast =
-        (slot.limit - slot.pace_from) * static_cast<std::uint64_t>(kCoastPaceWindow.count()) >=
-        kCoastPaceBytes *
-            static_cast<std::uint64_t>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(window).count());
+  // The pace over the window since the last measure (kCoastPaceWindow or longer).
+  if (const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - slot.pace_since);
+      ms >= kCoastPaceWindow) {
+    const std::uint64_t grown = slot.limit - slot.pace_from;
+    slot.fast = grown * static_cast<std::uint64_t>(kCoastPaceWindow.count()) >=
+                kCoastPaceBytes * static_cast<std::uint64_t>(ms.count());
     slot.pace_from = slot.limit;
     slot.pace_since = now;
   }
