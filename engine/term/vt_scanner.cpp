@@ -130,6 +130,7 @@ VtScanner::VtScanner(Cursor start, std::uint16_t cols, std::uint16_t rows)
       skip_from_(start) {
   // Titles never outgrow this, so setting or pushing one never allocates.
   title_.reserve(kMaxTitleBytes);
+  settled_title_.reserve(kMaxTitleBytes);
   for (std::string& pushed : title_stack_) pushed.reserve(kMaxTitleBytes);
   marks_.reserve(64);
   pending_marks_.reserve(64);
@@ -217,7 +218,7 @@ void VtScanner::scan(std::string_view bytes) noexcept {
       }
       if (j > i) {
         utf8_remaining_ = remaining;
-        if (clean_end != 0) clean_position_ = position_ + (clean_end - i);
+        if (clean_end != 0) set_clean_position(position_ + (clean_end - i));
         position_ = position_ + (j - i);
         i = j;
         continue;
@@ -228,14 +229,14 @@ void VtScanner::scan(std::string_view bytes) noexcept {
         utf8_remaining_ = 0;
         seq_begin_ = position_;
         position_ = position_ + n;
-        clean_position_ = position_;
+        set_clean_position(position_);
         i += n;
         continue;
       }
     }
     step(data[i]);
     position_ = position_ + 1;
-    if (state_ == State::ground && utf8_remaining_ == 0) clean_position_ = position_;
+    if (state_ == State::ground && utf8_remaining_ == 0) set_clean_position(position_);
     ++i;
   }
 
@@ -903,7 +904,12 @@ void VtScanner::title_codepoint(std::uint32_t cp) noexcept {
 
 // Called from step() only, so position_ is the byte that completed the sequence.
 void VtScanner::set_title(std::string_view title) noexcept {
-  title_.assign(title);  // capacity reserved: no allocation
+  // Capacities reserved: no allocation.
+  if (!title_unsettled_) {
+    settled_title_.assign(title_);
+    title_unsettled_ = true;
+  }
+  title_.assign(title);
   ++title_changes_;
   if (events_) events_->on_title(title_, position_ + 1);
 }
@@ -916,7 +922,7 @@ void VtScanner::skip_plain(Cursor to) noexcept {
   state_ = State::ground;
   utf8_remaining_ = 0;
   position_ = to;
-  clean_position_ = to;
+  set_clean_position(to);
   seq_begin_ = to;
   skip_from_ = to;
 }

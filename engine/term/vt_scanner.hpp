@@ -148,9 +148,11 @@ class VtScanner {
   std::span<const Mark> marks() const noexcept { return marks_; }
 
   const TerminalModes& modes() const noexcept { return modes_; }
-  // The window title from OSC 0/2 (and CSI 23 t): valid UTF-8, no control characters, at most
-  // kMaxTitleBytes. Kept across RIS.
-  std::string_view title() const noexcept { return title_; }
+  // The window title from OSC 0/2 (and CSI 23 t) as of clean_position(): valid UTF-8, no
+  // control characters, at most kMaxTitleBytes. Kept across RIS. A title set past the clean
+  // position (an OSC ended by the ESC of a sequence not complete yet) counts from the next
+  // clean boundary on, as libvterm, held back to the clean position, has not seen it either.
+  std::string_view title() const noexcept { return title_unsettled_ ? settled_title_ : title_; }
   // Titles pushed with CSI 22 t and not popped yet (at most kTitleStackDepth). A snapshot does
   // not carry them (docs/snapshot.md, "Known limitations").
   std::size_t title_stack_depth() const noexcept { return title_stack_size_; }
@@ -216,6 +218,11 @@ class VtScanner {
   // Stream positions. `position_` is the position of the byte being stepped while inside scan().
   Cursor position_;
   Cursor clean_position_;
+  // Moves clean_position_; a title set before it now counts (title()).
+  void set_clean_position(Cursor at) noexcept {
+    clean_position_ = at;
+    title_unsettled_ = false;
+  }
   std::uint64_t oversized_sequences_ = 0;
   Cursor oversized_counted_for_;  // the clean_position_ whose hold was last counted
 
@@ -255,6 +262,9 @@ class VtScanner {
   DcsHeader dcs_header_;
 
   // The title being collected from an OSC 0/2 payload: sanitized UTF-8, decoded on the fly.
+  // While a title set after clean_position_ is not settled: the one before it (title()).
+  std::string settled_title_;
+  bool title_unsettled_ = false;
   std::array<char, kMaxTitleBytes> title_buf_{};
   std::size_t title_len_ = 0;
   bool title_full_ = false;

@@ -135,6 +135,25 @@ TEST(Mirror, TagsSnapshotsWithTheCleanCursorBeforeAHeldSequence) {
   EXPECT_EQ(m.screen().cell(1, 0).pen.fg, m.screen().cell(1, 2).pen.fg);
 }
 
+TEST(Mirror, ASnapshotShowsTheTitleAsOfItsCursor) {
+  // An OSC 2 ended by the ESC of a CSI that has not ended yet: the clean cursor is before the
+  // OSC (libvterm is held there), so a snapshot tagged with it must not set the title yet; a
+  // client replaying from that cursor sets it when it parses the OSC (found by the fuzzer:
+  // fuzz/findings/README.md).
+  Mirror m(Cursor{0}, 10, 2);
+  m.feed(std::string_view("\x00\x1b]2;mirror\x1b[?", 14));
+  const auto held = m.snapshot();
+  ASSERT_FALSE(held.snapshot.fallback_reason);
+  EXPECT_EQ(held.cursor, Cursor{1});
+  EXPECT_EQ(m.scanner().title(), "");
+  EXPECT_EQ(held.snapshot.bytes.find("mirror"), std::string::npos) << held.snapshot.bytes;
+  m.feed("1h");
+  const auto after = m.snapshot();
+  EXPECT_EQ(after.cursor, Cursor{16});
+  EXPECT_EQ(m.scanner().title(), "mirror");
+  EXPECT_NE(after.snapshot.bytes.find("\x1b]2;mirror"), std::string::npos) << after.snapshot.bytes;
+}
+
 TEST(Mirror, FallsBackInsideASequenceLongerThanItHolds) {
   Mirror m(Cursor{0}, 80, 24);
   m.feed("\x1b]2;" + std::string(term::VtScanner::kMaxHoldBytes + 10, 'x'));

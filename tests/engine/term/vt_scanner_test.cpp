@@ -450,6 +450,9 @@ TEST(VtScanner, TitleAcceptsBelAndStAndAnInterruptingEsc) {
   EXPECT_EQ(s.title(), "esc");
   EXPECT_FALSE(s.modes().cursor_visible);
   EXPECT_EQ(scanned("\x1b]0;a\x1b]0;b\x07").title(), "b");
+  // Ended by the ESC of a sequence still open: the title counts from the next clean boundary.
+  EXPECT_EQ(scanned("\x1b]2;old\x07\x1b]2;new\x1b[?1").title(), "old");
+  EXPECT_EQ(scanned("\x1b]2;old\x07\x1b]2;new\x1b[?1h").title(), "new");
 }
 
 TEST(VtScanner, CancelledTitleIsNotApplied) {
