@@ -212,10 +212,18 @@ TEST_P(ProcessTree, InACgroupEvenAProcessThatClearedItsEnvironmentEndsWithTheSto
                            "env -i setsid -f sh -c 'trap \"\" HUP; exec sleep " + mark +
                                "'; echo armed; exec sleep 1000"});
   engine_.wait_output("hidden", "armed");
-  wait_for_processes(mark, 1);
+  // Only the sleep itself: until they exec, the actor's shell, env and setsid name the marker
+  // too, and they still carry the environment.
+  const std::string sleeper = std::string("sleep\0", 6) + mark + '\0';
+  const auto hidden_sleep = [&] {
+    for (pid_t pid : processes_with(mark))
+      if (read_file("/proc/" + std::to_string(pid) + "/cmdline") == sleeper) return pid;
+    return pid_t{0};
+  };
+  wait_until([&] { return hidden_sleep() != 0; }, "the hidden sleep to start");
   const std::string cgroup = cgroup_of(engine_, "hidden");
   ASSERT_FALSE(cgroup.empty());
-  const pid_t hidden = processes_with(mark).at(0);
+  const pid_t hidden = hidden_sleep();
   EXPECT_EQ(read_file("/proc/" + std::to_string(hidden) + "/environ").find("BACKSCROLL_SESSION"),
             std::string::npos)
       << "env -i";

@@ -42,7 +42,7 @@ TEST_F(WhenIdle, WaitsForThePromptMarkOfABusyProgram) {
   // Prints every 100 ms for 1.5 s (never quiet), then marks a prompt and reads a line.
   engine_.spawn("busy", {"sh", "-c",
                          "i=0; while [ $i -lt 15 ]; do echo busy; sleep 0.1; i=$((i+1)); done; "
-                         "printf '\\033]133;A\\007'; echo prompted; read line; echo got:$line"});
+                         "echo prompted; printf '\\033]133;A\\007'; read line; echo got:$line"});
   engine_.wait_output("busy", "busy");
   const auto asked = Clock::now();
   auto sent = send_when_idle("busy", "hello\r");
@@ -51,9 +51,11 @@ TEST_F(WhenIdle, WaitsForThePromptMarkOfABusyProgram) {
   ASSERT_TRUE(answer) << answer.error().describe();
   EXPECT_GE(Clock::now() - asked, milliseconds(1000));
   engine_.wait_output("busy", "got:hello");
-  // Written after the prompt, not before.
+  // Written after the prompt mark, not before (the terminal echoes it where it was written).
   const std::string out = engine_.history("busy");
+  ASSERT_NE(out.find("prompted"), std::string::npos);
   EXPECT_LT(out.find("prompted"), out.find("hello"));
+  EXPECT_LT(out.find("\033]133;A"), out.find("hello"));
   EXPECT_EQ(pending("busy"), 0u);
 }
 
