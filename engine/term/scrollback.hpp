@@ -1,6 +1,11 @@
 // Scrollback: the lines a screen pushed off its top, oldest first, bounded in lines and bytes.
 // ScreenGrid pushes a row as it scrolls off and pops the newest back when the screen grows.
 // Single-threaded (the mirror thread's).
+//
+// A flood pushes a line per LF, so the store allocates nothing per line: the lines' cells live
+// in one ring of 32-bit words that grows by doubling up to the byte bound and is then reused in
+// place, oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its CPU
+// in malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +16,7 @@
 #include <vector>
 
 #include "engine/term/grid_cell.hpp"
+#include "engine/term/huge_page_array.hpp"
 #include "engine/term/screen_cell.hpp"
 
 namespace backscroll::term {
@@ -35,14 +41,20 @@ class Scrollback {
   // Removes the newest line into `out` (cells past its stored ones read as pristine); false
   // when there is none.
   bool pop(std::span<Cell> out);
+  // Drops every line and the ring; pushed() starts again from 0.
   void clear();
   // New bounds: a lower one drops the oldest lines at once, a higher one lets later lines stay.
   void set_limits(ScrollbackLimits limits);
-  // Drops every line (CSI 3 J); pushed() keeps counting.
+  // Drops every line and the ring (CSI 3 J); pushed() keeps counting.
   void erase_lines();
 
   std::size_t lines() const { return lines_.size(); }
-  std::size_t bytes() const { return bytes_; }
+  // The lines' share of the ring (their cells, combining characters and any padding between
+  // them) and their records: at most max_bytes. The ring itself never exceeds max_bytes either.
+  std::size_t bytes() const {
+    return static_cast<std::size_t>(head_ - tail_) * sizeof(char32_t) +
+           lines_.size() * sizeof(LineRecord);
+  }
   // Lines pushed since construction or clear(), evicted ones included.
   std::uint64_t pushed() const { return pushed_; }
   // Width the line had when it scrolled off; columns past it read as pristine cells.
@@ -52,29 +64,40 @@ class Scrollback {
   void row(std::size_t line, std::span<Cell> out) const;
 
  private:
-  // A stored cell in 16 bytes: first character (0 erased, kContinuationChar), attributes
-  // (attr:: bits 0-15 without kProtected), count of combining characters kept in
-  // StoredLine::extra, width (bits 0-1) with attribute bits 16-17 (bits 2-3), colours.
-  struct PackedCell {
-    char32_t ch;
-    std::uint16_t attrs;
-    std::uint8_t nextra;
-    std::uint8_t width_high;
-    std::uint32_t fg;
-    std::uint32_t bg;
+  // A stored cell is kCellWords words: first character (0 erased, kContinuationChar);
+  // attributes (attr:: bits 0-15 without kProtected) | count of combining characters << 16 |
+  // (width, bits 0-1, with attribute bits 16-17 in bits 2-3) << 24; foreground; background.
+  // A line's cells, up to its last cell that is not pristine, are followed by the combining
+  // characters of its glyphs, in order, one word each.
+  static constexpr std::size_t kCellWords = 4;
+  // Ring positions count words from the ring's start, and only grow: a line at position p is
+  // at ring_[p % capacity_], its words contiguous (a line that would cross the ring's end
+  // starts at its beginning instead, the words skipped counted as the line's).
+  struct LineRecord {
+    std::uint64_t start;  // where the line's words begin, padding included
+    std::uint64_t at;     // its first cell
+    std::uint32_t cells;
+    std::uint32_t extra;  // combining characters after the cells
+    int cols;
   };
-  struct StoredLine {
-    std::vector<PackedCell> cells;  // up to the last cell that is not pristine
-    std::vector<char32_t> extra;
-    int cols = 0;
-    std::size_t bytes() const;
-  };
-  static void unpack(const StoredLine& l, std::size_t col, std::size_t extra_at, Cell& out);
-  void trim();  // the oldest lines out until both limits hold
+  static void unpack(const char32_t* cell, const char32_t*& extra, Cell& out);
+  const char32_t* words(const LineRecord& line) const { return &ring_[line.at % capacity_]; }
+  // Makes room for a line of `n` words, the oldest lines going first, and appends its record
+  // (cells, extra and cols for the caller to set); nullptr when the bounds cannot hold it even
+  // alone (every line is dropped then).
+  LineRecord* place(std::size_t n);
+  // Moves the lines to the start of a ring of `capacity` words (which holds them).
+  void relayout(std::size_t capacity);
+  void drop_oldest();
+  void drop_all();  // every line and the ring
+  std::size_t max_words() const { return limits_.max_bytes / sizeof(char32_t); }
 
   ScrollbackLimits limits_;
-  std::deque<StoredLine> lines_;
-  std::size_t bytes_ = 0;
+  HugePageArray<char32_t> ring_;
+  std::size_t capacity_ = 0;  // words: ring_.size()
+  std::uint64_t head_ = 0;    // the next free position
+  std::uint64_t tail_ = 0;    // the oldest line's start (head_ without lines)
+  std::deque<LineRecord> lines_;
   std::uint64_t pushed_ = 0;
 };
 

@@ -1,0 +1,261 @@
+// Scrollback keeps each line it is given exactly, and the newest lines within both bounds,
+// whatever the order of pushes, pops, new limits and erasures: checked against a model that
+// keeps every line as the Cells a reader must get back. The ring under it (its growth, wrap and
+// relayout) must be invisible to readers.
+#include "engine/term/scrollback.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace backscroll::testing {
+namespace {
+
+using term::Cell;
+using term::GridCell;
+using term::Scrollback;
+using term::ScrollbackLimits;
+
+constexpr std::uint32_t kShownAttrMask = 0x3ffffu & ~term::attr::kProtected;
+
+GridCell erased(std::uint32_t bg = 0) {
+  GridCell g{};
+  g.bg = bg;
+  return g;
+}
+
+GridCell glyph(std::u32string chars, std::vector<std::u32string>& tails, std::uint32_t attrs = 0,
+               std::uint32_t fg = 0) {
+  GridCell g{};
+  g.attrs = attrs;
+  g.fg = fg;
+  if (chars.size() > term::kInlineChars) {
+    std::copy_n(chars.begin(), term::kInlineChars - 1, g.chars.begin());
+    g.chars[term::kInlineChars - 1] = term::kTailTag | static_cast<char32_t>(tails.size());
+    tails.emplace_back(chars.begin() + term::kInlineChars - 1, chars.end());
+  } else {
+    std::copy(chars.begin(), chars.end(), g.chars.begin());
+  }
+  return g;
+}
+
+// What a reader gets back for a pushed row: every cell up to the last one that is not pristine
+// as to_cell shows it (the reverse bit as shown, without the protected bit), pristine after.
+std::vector<Cell> expected_row(const std::vector<GridCell>& row, bool reverse,
+                               const std::vector<std::u32string>& tails) {
+  std::vector<Cell> out(row.size());
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    GridCell g = row[c];
+    g.attrs = (g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u);
+    const bool wide = c + 1 < row.size() && row[c + 1].chars[0] == term::kContinuationChar;
+    out[c] = term::to_cell(g, wide, term::has_tail(g) ? &tails[term::tail_index(g)] : nullptr);
+  }
+  std::size_t used = row.size();
+  auto pristine = [&](const GridCell& g) {
+    return g.chars[0] == 0 && ((g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u)) == 0 &&
+           g.fg == 0 && g.bg == 0;
+  };
+  while (used > 0 && pristine(row[used - 1])) --used;
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(used), out.end(), Cell{});
+  return out;
+}
+
+std::vector<Cell> read_row(const Scrollback& s, std::size_t line, std::size_t width) {
+  std::vector<Cell> out(width);
+  s.row(line, out);
+  return out;
+}
+
+// The model: the lines a Scrollback without bounds would hold, with the words each takes in
+// the ring (4 per stored cell, 1 per combining character).
+struct Model {
+  std::vector<std::vector<Cell>> lines;
+  std::vector<int> cols;
+  std::vector<std::size_t> words;
+  std::size_t gone = 0;  // lines before this one were dropped by a new bound or an erasure
+
+  void push(std::vector<Cell> cells, int width) {
+    std::size_t used = cells.size();
+    while (used > 0 && cells[used - 1] == Cell{}) --used;
+    std::size_t n = used * 4;
+    for (std::size_t c = 0; c < used; ++c)
+      if (cells[c].kind == Cell::Kind::glyph) n += cells[c].nchars - 1u;
+    lines.push_back(std::move(cells));
+    cols.push_back(width);
+    words.push_back(n);
+  }
+  void pop() {
+    lines.pop_back();
+    cols.pop_back();
+    words.pop_back();
+  }
+  // The most of the newest lines since `gone` that the bounds must keep: their words, room for
+  // the one padding a wrap can leave and the next line's, and their records.
+  std::size_t must_keep(const ScrollbackLimits& limits) const {
+    std::size_t largest = 0;
+    for (std::size_t i = gone; i < lines.size(); ++i) largest = std::max(largest, words[i]);
+    std::size_t k = 0;
+    std::size_t total = 2 * largest;
+    for (std::size_t i = lines.size(); i > gone && k < limits.max_lines; --i) {
+      total += words[i - 1];
+      if (total * 4 + (k + 1) * 64 > limits.max_bytes) break;
+      ++k;
+    }
+    return k;
+  }
+};
+
+// The store holds the model's newest lines, each exactly, within both bounds, and drops no line
+// the bounds could keep.
+void expect_newest_of(const Scrollback& s, const Model& m, const ScrollbackLimits& limits) {
+  ASSERT_LE(s.lines(), m.lines.size());
+  ASSERT_LE(s.lines(), limits.max_lines);
+  ASSERT_LE(s.bytes(), limits.max_bytes);
+  ASSERT_GE(s.lines(), m.must_keep(limits));
+  const std::size_t skip = m.lines.size() - s.lines();
+  for (std::size_t i = 0; i < s.lines(); ++i) {
+    const auto& want = m.lines[skip + i];
+    ASSERT_EQ(s.cols(i), m.cols[skip + i]) << "line " << i;
+    ASSERT_TRUE(read_row(s, i, want.size() + 3) == [&] {
+      auto w = want;
+      w.resize(want.size() + 3);
+      return w;
+    }()) << "line " << i << " of " << s.lines();
+    for (int c = 0; c < static_cast<int>(want.size()); ++c)
+      ASSERT_TRUE(s.cell(i, c) == want[static_cast<std::size_t>(c)]) << "line " << i << " col " << c;
+  }
+}
+
+TEST(Scrollback, KeepsTheNewestLinesWhenTheRingWrapsMidLine) {
+  // Rows of varying used width, so lines end at every offset of the ring; a byte bound that
+  // holds a few dozen of them.
+  const ScrollbackLimits limits{1000, 64 * 1024};
+  Scrollback s(limits);
+  Model m;
+  std::vector<std::u32string> tails;
+  for (int i = 0; i < 5000; ++i) {
+    std::vector<GridCell> row(120, erased());
+    const int used = 1 + (i * 37) % 119;
+    for (int c = 0; c < used; ++c) row[static_cast<std::size_t>(c)] = glyph({static_cast<char32_t>('a' + (i + c) % 26)}, tails);
+    s.push(row, false, tails);
+    m.push(expected_row(row, false, tails), 120);
+    if (i % 97 == 0) expect_newest_of(s, m, limits);
+  }
+  expect_newest_of(s, m, limits);
+  // 64 KiB at 16 bytes a cell and about 60 cells a line: a few dozen lines, not a handful.
+  EXPECT_GT(s.lines(), 30u);
+  EXPECT_EQ(s.pushed(), 5000u);
+}
+
+TEST(Scrollback, AnEntirelyBlankRowTakesNoCellsAndReadsPristine) {
+  Scrollback s;
+  std::vector<std::u32string> tails;
+  s.push(std::vector<GridCell>(80, erased()), false, tails);
+  ASSERT_EQ(s.lines(), 1u);
+  EXPECT_EQ(s.cols(0), 80);
+  EXPECT_TRUE(s.cell(0, 5) == Cell{});
+  std::vector<Cell> out(80);
+  ASSERT_TRUE(s.pop(out));
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](const Cell& c) { return c == Cell{}; }));
+  EXPECT_EQ(s.lines(), 0u);
+}
+
+TEST(Scrollback, ALineLargerThanTheByteBoundLeavesNothing) {
+  Scrollback s(ScrollbackLimits{100, 1024});  // 64 cells at most
+  std::vector<std::u32string> tails;
+  std::vector<GridCell> small(10, glyph({U'x'}, tails));
+  s.push(small, false, tails);
+  ASSERT_EQ(s.lines(), 1u);
+  std::vector<GridCell> huge(200, glyph({U'y'}, tails));
+  s.push(huge, false, tails);
+  EXPECT_EQ(s.lines(), 0u);  // as if pushed, then the oldest dropped until the bound held
+  EXPECT_EQ(s.bytes(), 0u);
+  EXPECT_EQ(s.pushed(), 2u);
+  s.push(small, false, tails);
+  EXPECT_EQ(s.lines(), 1u);
+}
+
+TEST(Scrollback, CombiningCharactersAndTailsComeBackWithTheirGlyphs) {
+  Scrollback s;
+  std::vector<std::u32string> tails;
+  std::u32string many = U"e";
+  for (int i = 0; i < 40; ++i) many += static_cast<char32_t>(0x300 + i);  // past a Cell's 32
+  std::vector<GridCell> row{glyph(U"a\u0301", tails), glyph(many, tails),
+                            glyph(U"\u4e2d", tails), erased(), glyph(U"b\u0308\u0323", tails)};
+  row[3].chars[0] = term::kContinuationChar;
+  s.push(row, true, tails);
+  const auto want = expected_row(row, true, tails);
+  EXPECT_TRUE(read_row(s, 0, row.size()) == want);
+  EXPECT_EQ(s.cell(0, 1).nchars, Cell::kMaxChars);
+  EXPECT_EQ(s.cell(0, 2).width, 2);
+  EXPECT_TRUE(s.cell(0, 4) == want[4]);  // after the capped glyph's extra characters
+}
+
+// Random rows (marks, tails, wide glyphs, colours, attributes with the protected bit, reverse
+// video) through random pushes, pops, new limits and erasures.
+RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
+  ScrollbackLimits limits{*rc::gen::inRange<std::size_t>(1, 60),
+                          *rc::gen::inRange<std::size_t>(64, 40'000)};
+  Scrollback s(limits);
+  Model m;
+  std::vector<std::u32string> tails;
+  const int steps = *rc::gen::inRange(1, 300);
+  for (int step = 0; step < steps; ++step) {
+    const int op = *rc::gen::inRange(0, 100);
+    if (op < 75) {
+      const auto width = *rc::gen::inRange<std::size_t>(1, 150);
+      std::vector<GridCell> row(width, erased());
+      const auto used = *rc::gen::inRange<std::size_t>(0, width + 1);
+      for (std::size_t c = 0; c < used; ++c) {
+        const int kind = *rc::gen::inRange(0, 10);
+        if (kind == 0) {
+          row[c] = erased(*rc::gen::inRange<std::uint32_t>(0, 3) << 24 | 7);
+        } else if (kind == 1 && c + 1 < width) {
+          row[c] = glyph(U"\u4e2d", tails);
+          row[c + 1] = erased();
+          row[c + 1].chars[0] = term::kContinuationChar;
+          ++c;
+        } else {
+          std::u32string chars{static_cast<char32_t>(*rc::gen::inRange(0x21, 0x7f))};
+          if (kind == 2) {
+            const int marks = *rc::gen::inRange(1, 45);
+            for (int k = 0; k < marks; ++k) chars += static_cast<char32_t>(0x300 + k);
+          }
+          row[c] = glyph(chars, tails, *rc::gen::inRange<std::uint32_t>(0, 1u << 18),
+                         *rc::gen::inRange<std::uint32_t>(0, 1u << 25));
+        }
+      }
+      const bool reverse = *rc::gen::inRange(0, 8) == 0;
+      s.push(row, reverse, tails);
+      m.push(expected_row(row, reverse, tails), static_cast<int>(width));
+    } else if (op < 88) {
+      const auto width = *rc::gen::inRange<std::size_t>(1, 160);
+      std::vector<Cell> out(width);
+      const bool had = s.lines() > 0;
+      RC_ASSERT(s.pop(out) == had);
+      if (had) {  // the newest line the store holds is the model's newest
+        auto want = m.lines.back();
+        want.resize(width);
+        RC_ASSERT(out == want);
+        m.pop();
+      }
+      m.gone = m.lines.size() - s.lines();  // lines dropped for the popped one stay dropped
+    } else if (op < 97) {
+      limits = {*rc::gen::inRange<std::size_t>(0, 60), *rc::gen::inRange<std::size_t>(0, 40'000)};
+      s.set_limits(limits);
+      m.gone = m.lines.size() - s.lines();
+    } else {
+      s.erase_lines();
+      m.gone = m.lines.size();
+    }
+    expect_newest_of(s, m, limits);
+    RC_ASSERT(!::testing::Test::HasFailure());
+  }
+}
+
+}  // namespace
+}  // namespace backscroll::testing
