@@ -147,6 +147,10 @@ class MirrorScreen {
   Cell scrollback_cell(std::size_t line, int col) const { return scrollback_.cell(line, col); }
   // Cells [0, out.size()) of a history line at once (cheaper than cell by cell).
   void scrollback_row(std::size_t line, std::span<Cell> out) const { scrollback_.row(line, out); }
+  // Scrollback::stored_cells: the line's cells up to its last that is not pristine.
+  std::size_t scrollback_stored_cells(std::size_t line, std::span<Cell> out) const {
+    return scrollback_.stored_cells(line, out);
+  }
 
   CursorState cursor() const;
   Pen pen() const;

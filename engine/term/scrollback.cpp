@@ -192,14 +192,19 @@ void Scrollback::unpack(const char32_t* cell, const char32_t*& extra, Cell& c) {
 }
 
 void Scrollback::row(std::size_t line, std::span<Cell> out) const {
-  const std::size_t n =
-      line < lines_.size() ? std::min<std::size_t>(out.size(), lines_[line].cells) : 0;
+  const std::size_t n = stored_cells(line, out);
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), Cell{});
-  if (n == 0) return;
+}
+
+std::size_t Scrollback::stored_cells(std::size_t line, std::span<Cell> out) const {
+  if (line >= lines_.size()) return 0;
   const LineRecord& l = lines_[line];
+  const std::size_t n = std::min<std::size_t>(out.size(), l.cells);
+  if (n == 0) return 0;
   const char32_t* cell = words(l);
   const char32_t* extra = cell + l.cells * kCellWords;
   for (std::size_t col = 0; col < n; ++col, cell += kCellWords) unpack(cell, extra, out[col]);
+  return n;
 }
 
 Cell Scrollback::cell(std::size_t line, int col) const {

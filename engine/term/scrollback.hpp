@@ -62,6 +62,9 @@ class Scrollback {
   Cell cell(std::size_t line, int col) const;
   // Cells [0, out.size()) of a line at once (cheaper than cell by cell).
   void row(std::size_t line, std::span<Cell> out) const;
+  // Only the stored cells of a line, the first n <= out.size(), into out[0, n); returns n. The
+  // line's cells from n on are pristine; out[n, ...) is left as it was.
+  std::size_t stored_cells(std::size_t line, std::span<Cell> out) const;
 
  private:
   // A stored cell is kCellWords words: first character (0 erased, kContinuationChar);

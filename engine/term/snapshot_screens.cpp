@@ -15,23 +15,26 @@ class LineDrawer {
   LineDrawer(SnapshotTerminal& t, const MirrorScreen& m) : t_(t), m_(m) {}
 
   // Draws cells [0, W) of a line on a row of pristine cells, cursor at the row's start.
-  // `cells` holds the line (W cells). `truncated`: a history line from a wider terminal; a wide
-  // character cut in two at the last column is left out.
-  void draw_line(std::vector<Cell>& cells, bool truncated) {
+  // `cells` holds the line (W cells), pristine from `used` on (a history line's stored cells
+  // end there: the common lines need not look past them). `truncated`: a history line from a
+  // wider terminal; a wide character cut in two at the last column is left out.
+  void draw_line(std::vector<Cell>& cells, bool truncated, std::size_t used) {
     const int W = m_.cols();
     if (truncated && cells[static_cast<std::size_t>(W - 1)].width == 2) {
       Cell blank;
       cells[static_cast<std::size_t>(W - 1)] = blank;
     }
-    must_draw_.assign(static_cast<std::size_t>(W), false);
-    made_continuation_.assign(static_cast<std::size_t>(W), false);
     // Nothing to draw on a line of pristine cells.
+    const auto stored = std::span(cells).first(std::min(used, cells.size()));
     auto pristine = [](const Cell& x) { return is_pristine(x); };
-    if (std::all_of(cells.begin(), cells.end(), pristine)) return;
-    if (is_simple(cells)) {
-      draw_simple_line(cells);
+    if (std::all_of(stored.begin(), stored.end(), pristine)) return;
+    // Past `used`, pristine cells are simple and draw_simple_line() draws nothing there.
+    if (is_simple(stored)) {
+      draw_simple_line(stored);
       return;
     }
+    must_draw_.assign(static_cast<std::size_t>(W), false);
+    made_continuation_.assign(static_cast<std::size_t>(W), false);
     draw_leading_continuations(cells);
     const bool last_done = draw_wide_in_last_column(cells);
 
@@ -59,7 +62,7 @@ class LineDrawer {
   // single-width line: most lines of most output, UTF-8 and CJK text included. Combining marks,
   // controls, stale halves and a wide character cut at the row's end take draw_line()'s
   // per-cell passes.
-  bool is_simple(const std::vector<Cell>& cells) const {
+  bool is_simple(std::span<const Cell> cells) const {
     const std::size_t W = cells.size();
     for (std::size_t c = 0; c < W; ++c) {
       const Cell& x = cells[c];
@@ -89,8 +92,8 @@ class LineDrawer {
   // runs of glyphs in one pen (with the continuation cells of the wide ones) are copied as they
   // are (SnapshotTerminal::print_run), runs of erased cells are erased as draw_line() erases
   // them.
-  void draw_simple_line(const std::vector<Cell>& cells) {
-    const int W = m_.cols();
+  void draw_simple_line(std::span<const Cell> cells) {
+    const int W = static_cast<int>(cells.size());
     auto at = [&](int c) -> const Cell& { return cells[static_cast<std::size_t>(c)]; };
     int c = 0;
     while (c < W) {
@@ -108,8 +111,7 @@ class LineDrawer {
       }
       t_.move_to(c);
       t_.pen(cell.pen);
-      t_.print_run(
-          std::span(cells).subspan(static_cast<std::size_t>(c), static_cast<std::size_t>(end - c)));
+      t_.print_run(cells.subspan(static_cast<std::size_t>(c), static_cast<std::size_t>(end - c)));
       c = end;
     }
   }
@@ -275,20 +277,26 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   const int W = m.cols();
   LineDrawer lines(t, m);
   std::vector<Cell> cells(static_cast<std::size_t>(W));
+  std::size_t dirty = 0;  // cells [dirty, W) are pristine
   std::string& out = t.out();
   out.reserve(out.size() + (n + static_cast<std::size_t>(rows)) * static_cast<std::size_t>(W + 8));
   t.section("history");
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) t.newline();
     const std::size_t line = first + i;
-    m.scrollback_row(line, cells);
-    lines.draw_line(cells, m.scrollback_cols(line) > W);
+    const std::size_t used = m.scrollback_stored_cells(line, cells);
+    // Only what the previous line left past this one's cells is made pristine again.
+    if (dirty > used)
+      std::fill(cells.begin() + static_cast<std::ptrdiff_t>(used),
+                cells.begin() + static_cast<std::ptrdiff_t>(dirty), Cell{});
+    lines.draw_line(cells, m.scrollback_cols(line) > W, used);
+    dirty = used;
   }
   t.section("main screen");
   for (int r = 0; r < rows; ++r) {
     if (n > 0 || r > 0) t.newline();
     for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = m.main_cell(r, c);
-    lines.draw_line(cells, false);
+    lines.draw_line(cells, false, cells.size());
   }
   return n;
 }
@@ -307,7 +315,7 @@ void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool ent
     }
     if (!any) continue;
     t.cup(r, 0);
-    lines.draw_line(cells, false);
+    lines.draw_line(cells, false, cells.size());
   }
 }
 
