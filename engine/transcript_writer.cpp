@@ -31,6 +31,7 @@ struct TranscriptWriter::Slot {
   // Since when bytes the writer still needs are gone from the ring with no clear mark queued
   // to explain it (the mark follows the clear by microseconds; a lap would never be explained).
   std::optional<std::chrono::steady_clock::time_point> lost_since;
+  Cursor position_at_sleep{0};  // `position` when the thread last went to sleep
 };
 
 TranscriptWriter::TranscriptWriter(int notify_fd) : notify_fd_(notify_fd) {
@@ -79,10 +80,27 @@ void TranscriptWriter::run() {
       wake_, slots_, [this] { return drain_commands(); },
       [this](Slot& slot) { return pump(slot, kBatchBytes); }, [this] { return has_work(); },
       [this] {
-        const bool streaming = std::chrono::steady_clock::now() - last_append_ < kStreamingWindow;
-        return streaming ? WorkerSleep{kStreamingTickMs, false} : WorkerSleep{};
+        const auto now = std::chrono::steady_clock::now();
+        const int tick = streaming_tick_ms(now);
+        return now - last_append_ < kStreamingWindow ? WorkerSleep{tick, false} : WorkerSleep{};
       });
   finish();
+}
+
+int TranscriptWriter::streaming_tick_ms(std::chrono::steady_clock::time_point now) {
+  const double elapsed_ms = std::chrono::duration<double, std::milli>(now - last_sleep_).count();
+  last_sleep_ = now;
+  double tick = kStreamingTickMs;
+  for (auto& slot : slots_) {
+    const std::uint64_t came = slot->position - slot->position_at_sleep;
+    slot->position_at_sleep = slot->position;
+    if (came == 0 || elapsed_ms <= 0) continue;
+    // How long this rate takes to fill a quarter of the ring.
+    const double quarter_ms =
+        static_cast<double>(slot->ring->capacity()) / 4 / (static_cast<double>(came) / elapsed_ms);
+    tick = std::min(tick, quarter_ms);
+  }
+  return std::max(1, static_cast<int>(tick));
 }
 
 void TranscriptWriter::finish() {

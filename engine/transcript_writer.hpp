@@ -62,11 +62,15 @@ class TranscriptWriter {
   // Bytes appended for one actor before the next actor's turn.
   static constexpr std::size_t kBatchBytes = 256 * 1024;
   // While bytes keep coming (some were appended within kStreamingWindow), the thread looks for
-  // new ones every kStreamingTickMs instead of being woken by each commit (one per PTY read,
-  // ~4 KiB): appends are larger and the io thread spares a wake-up per read. Marks (sessions,
-  // clears, seals) still wake it at once.
+  // new ones on a tick instead of being woken by each commit (one per PTY read, ~4 KiB):
+  // appends are larger, and the io thread and this one spare a wake-up per read. The tick is
+  // kStreamingTickMs, shorter when an actor's bytes came fast enough since the last one to fill
+  // a quarter of its ring sooner (then the consumer gate never pauses its PTY for this thread's
+  // sleep; at least 1 ms). 2 ms before 2026-12-04: the thread woke 8-10 times per MB of a flood
+  // and spent ~0.5 ms more per MB (docs/performance.md). Marks (sessions, clears, seals) still
+  // wake it at once.
   static constexpr std::chrono::milliseconds kStreamingWindow{20};
-  static constexpr int kStreamingTickMs = 2;
+  static constexpr int kStreamingTickMs = 10;
   // A lease reaches this far past the committed cursor (at least twice the ring), and is renewed
   // once less than half of it is left: one small fdatasync per ~8 MiB or more of a flood, before
   // the PTY could ever wait for it.
@@ -166,6 +170,10 @@ class TranscriptWriter {
   moodycamel::ConcurrentQueue<WriterEvent> events_;
   std::vector<std::unique_ptr<Slot>> slots_;           // writer thread only
   std::chrono::steady_clock::time_point last_append_;  // writer thread only
+  std::chrono::steady_clock::time_point last_sleep_;   // writer thread only
+  // The streaming tick (kStreamingTickMs or less) from each actor's rate since the last sleep,
+  // which `now` starts.
+  int streaming_tick_ms(std::chrono::steady_clock::time_point now);
   std::thread thread_;
 };
 

@@ -56,8 +56,9 @@ std::vector<Cell> expected_row(const std::vector<GridCell>& row, bool reverse,
   }
   std::size_t used = row.size();
   auto pristine = [&](const GridCell& g) {
-    return g.chars[0] == 0 && ((g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u)) == 0 &&
-           g.fg == 0 && g.bg == 0;
+    return g.chars[0] == 0 &&
+           ((g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u)) == 0 && g.fg == 0 &&
+           g.bg == 0;
   };
   while (used > 0 && pristine(row[used - 1])) --used;
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(used), out.end(), Cell{});
@@ -120,13 +121,16 @@ void expect_newest_of(const Scrollback& s, const Model& m, const ScrollbackLimit
   for (std::size_t i = 0; i < s.lines(); ++i) {
     const auto& want = m.lines[skip + i];
     ASSERT_EQ(s.cols(i), m.cols[skip + i]) << "line " << i;
-    ASSERT_TRUE(read_row(s, i, want.size() + 3) == [&] {
-      auto w = want;
-      w.resize(want.size() + 3);
-      return w;
-    }()) << "line " << i << " of " << s.lines();
+    ASSERT_TRUE(read_row(s, i, want.size() + 3) ==
+                [&] {
+                  auto w = want;
+                  w.resize(want.size() + 3);
+                  return w;
+                }())
+        << "line " << i << " of " << s.lines();
     for (int c = 0; c < static_cast<int>(want.size()); ++c)
-      ASSERT_TRUE(s.cell(i, c) == want[static_cast<std::size_t>(c)]) << "line " << i << " col " << c;
+      ASSERT_TRUE(s.cell(i, c) == want[static_cast<std::size_t>(c)])
+          << "line " << i << " col " << c;
   }
 }
 
@@ -140,7 +144,8 @@ TEST(Scrollback, KeepsTheNewestLinesWhenTheRingWrapsMidLine) {
   for (int i = 0; i < 5000; ++i) {
     std::vector<GridCell> row(120, erased());
     const int used = 1 + (i * 37) % 119;
-    for (int c = 0; c < used; ++c) row[static_cast<std::size_t>(c)] = glyph({static_cast<char32_t>('a' + (i + c) % 26)}, tails);
+    for (int c = 0; c < used; ++c)
+      row[static_cast<std::size_t>(c)] = glyph({static_cast<char32_t>('a' + (i + c) % 26)}, tails);
     s.push(row, false, tails);
     m.push(expected_row(row, false, tails), 120);
     if (i % 97 == 0) expect_newest_of(s, m, limits);
@@ -184,8 +189,8 @@ TEST(Scrollback, CombiningCharactersAndTailsComeBackWithTheirGlyphs) {
   std::vector<std::u32string> tails;
   std::u32string many = U"e";
   for (int i = 0; i < 40; ++i) many += static_cast<char32_t>(0x300 + i);  // past a Cell's 32
-  std::vector<GridCell> row{glyph(U"a\u0301", tails), glyph(many, tails),
-                            glyph(U"\u4e2d", tails), erased(), glyph(U"b\u0308\u0323", tails)};
+  std::vector<GridCell> row{glyph(U"a\u0301", tails), glyph(many, tails), glyph(U"\u4e2d", tails),
+                            erased(), glyph(U"b\u0308\u0323", tails)};
   row[3].chars[0] = term::kContinuationChar;
   s.push(row, true, tails);
   const auto want = expected_row(row, true, tails);
