@@ -329,7 +329,7 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
   if (target == nullptr) return false;
   const int rows = screen_.rows();
   std::string equivalent;
-  for (std::uint8_t sgr : target->pen) equivalent += scan_.sgr(sgr);
+  for (const PlainScrollScan::SgrIndex sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';
   equivalent.append(static_cast<std::size_t>(rows), '\n');
   equivalent += target->prefix;

@@ -260,41 +260,41 @@ void PlainScrollScan::add_sgr(std::string_view sequence) {
   if (sequence.size() == 3 || (sequence.size() == 4 && sequence[2] == '0')) {
     std::int16_t& cached = reset_index_[sequence.size() - 3];
     if (cached < 0) {
-      const std::optional<std::uint8_t> found = sgr_index(sequence);
+      const std::optional<SgrIndex> found = sgr_index(sequence);
       if (!found) return brk();
       cached = *found;
     }
-    pen_.assign(1, static_cast<std::uint8_t>(cached));
+    pen_.assign(1, static_cast<SgrIndex>(cached));
     return;
   }
   // The pen's last SGR again changes nothing: whatever it overrides is gone already.
   if (!pen_.empty() && same_sequence(sgrs_[pen_.back()], sequence)) return;
-  const std::optional<std::uint8_t> found = sgr_index(sequence);
+  const std::optional<SgrIndex> found = sgr_index(sequence);
   if (!found) return brk();
-  const std::uint8_t index = *found;
+  const SgrIndex index = *found;
   if (resets_[index]) {
     pen_.assign(1, index);
     return;
   }
   const SgrEffect& effect = effects_[index];
-  std::erase_if(pen_, [&](std::uint8_t earlier) {
+  std::erase_if(pen_, [&](SgrIndex earlier) {
     return earlier == index || effects_[earlier].overridden_by(effect);
   });
   pen_.push_back(index);
 }
 
-std::optional<std::uint8_t> PlainScrollScan::sgr_index(std::string_view sequence) {
+std::optional<PlainScrollScan::SgrIndex> PlainScrollScan::sgr_index(std::string_view sequence) {
   constexpr std::size_t kMask = kSgrSlots - 1;
   const std::uint64_t hash = sequence_hash(sequence);
   const auto tag = static_cast<std::uint16_t>(hash >> 48);
   for (std::size_t slot = hash & kMask; sgr_slots_[slot].index_plus_1 != 0;
        slot = (slot + 1) & kMask) {
     if (sgr_slots_[slot].tag != tag) continue;
-    const auto index = static_cast<std::uint8_t>(sgr_slots_[slot].index_plus_1 - 1);
+    const auto index = static_cast<SgrIndex>(sgr_slots_[slot].index_plus_1 - 1);
     if (same_sequence(sgrs_[index], sequence)) return index;
   }
   if (sgrs_.size() == kMaxDistinctSgrs && !compact_sgrs()) return std::nullopt;
-  const auto index = static_cast<std::uint8_t>(sgrs_.size());
+  const auto index = static_cast<SgrIndex>(sgrs_.size());
   sgrs_.emplace_back(sequence);
   effects_.push_back(sgr_effect(sequence));
   resets_.push_back(resets_pen(sequence));
@@ -302,7 +302,7 @@ std::optional<std::uint8_t> PlainScrollScan::sgr_index(std::string_view sequence
   return index;
 }
 
-void PlainScrollScan::index_sgr(std::uint8_t index) {
+void PlainScrollScan::index_sgr(SgrIndex index) {
   constexpr std::size_t kMask = kSgrSlots - 1;
   const std::uint64_t hash = sequence_hash(sgrs_[index]);
   std::size_t slot = hash & kMask;
@@ -313,17 +313,17 @@ void PlainScrollScan::index_sgr(std::uint8_t index) {
 
 bool PlainScrollScan::compact_sgrs() {
   std::vector<bool> used(sgrs_.size(), false);
-  const auto mark = [&](const std::vector<std::uint8_t>& pen) {
-    for (const std::uint8_t i : pen) used[i] = true;
+  const auto mark = [&](const std::vector<SgrIndex>& pen) {
+    for (const SgrIndex i : pen) used[i] = true;
   };
   mark(pen_);
   mark(pending_.pen);
   for (const Target& t : targets_) mark(t.pen);
-  std::vector<std::uint8_t> renumbered(sgrs_.size(), 0);
+  std::vector<SgrIndex> renumbered(sgrs_.size(), 0);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < sgrs_.size(); ++i) {
     if (!used[i]) continue;
-    renumbered[i] = static_cast<std::uint8_t>(kept);
+    renumbered[i] = static_cast<SgrIndex>(kept);
     if (kept != i) {
       sgrs_[kept] = std::move(sgrs_[i]);
       effects_[kept] = effects_[i];
@@ -337,9 +337,9 @@ bool PlainScrollScan::compact_sgrs() {
   resets_.resize(kept);
   sgr_slots_.fill({});
   reset_index_.fill(-1);  // found again (or added) at their next use
-  for (std::size_t i = 0; i < kept; ++i) index_sgr(static_cast<std::uint8_t>(i));
-  const auto renumber = [&](std::vector<std::uint8_t>& pen) {
-    for (std::uint8_t& i : pen) i = renumbered[i];
+  for (std::size_t i = 0; i < kept; ++i) index_sgr(static_cast<SgrIndex>(i));
+  const auto renumber = [&](std::vector<SgrIndex>& pen) {
+    for (SgrIndex& i : pen) i = renumbered[i];
   };
   renumber(pen_);
   renumber(pending_.pen);

@@ -46,16 +46,20 @@ class PlainScrollScan {
  public:
   static constexpr std::size_t kMaxSequenceBytes = 64;  // a longer SGR/EL ends the run
   static constexpr std::size_t kMaxSgrParams = 16;      // libvterm 0.1.4's limit
-  // Distinct SGRs a run's pens may refer to at once; more end the run.
-  static constexpr std::size_t kMaxDistinctSgrs = 255;
+  // Distinct SGRs a run's pens may refer to at once; more end the run. The table also keeps
+  // those no pen refers to until it is full: a palette of up to this many SGRs (syntax
+  // highlighting, ls --color) is parsed once per run. 255 until 2026-12-04: colored build output
+  // with ~400 distinct SGRs dropped and parsed them again all the time (~10% of the mirror).
+  static constexpr std::size_t kMaxDistinctSgrs = 1023;
+  using SgrIndex = std::uint16_t;
   static constexpr std::size_t kMaxPrefixBytes = 256;  // SGR/EL bytes before a line's glyph
 
   struct Target {
-    Cursor line_start;      // L: just after an LF, the column 0
-    Cursor end;             // just after the line's first glyph
-    std::uint64_t lfs = 0;  // LFs of the run before line_start
-    std::string prefix;     // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
-    std::vector<std::uint8_t> pen;  // SGRs (indices into sgr()) that rebuild the pen at L
+    Cursor line_start;          // L: just after an LF, the column 0
+    Cursor end;                 // just after the line's first glyph
+    std::uint64_t lfs = 0;      // LFs of the run before line_start
+    std::string prefix;         // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
+    std::vector<SgrIndex> pen;  // SGRs (indices into sgr()) that rebuild the pen at L
   };
 
   // `target_spacing`: at most one target per this many bytes (0: every line).
@@ -83,7 +87,7 @@ class PlainScrollScan {
   // Drops targets that start before `at` (the mirror has parsed past them).
   void forget_before(Cursor at);
   // The SGR sequence (whole, ESC [ ... m) of a pen entry.
-  std::string_view sgr(std::uint8_t index) const { return sgrs_[index]; }
+  std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
 
  private:
   enum class State : std::uint8_t { ground, escape, csi };
@@ -128,9 +132,9 @@ class PlainScrollScan {
   // Drops the table entries no pen refers to and renumbers the pens; false when none is free.
   bool compact_sgrs();
   // The table index of `sequence`, added if new; nullopt when the table is full.
-  std::optional<std::uint8_t> sgr_index(std::string_view sequence);
+  std::optional<SgrIndex> sgr_index(std::string_view sequence);
   // Puts sgrs_[index] in the first free slot of its probe sequence.
-  void index_sgr(std::uint8_t index);
+  void index_sgr(SgrIndex index);
 
   std::vector<std::string> sgrs_;     // distinct SGR sequences of the run
   std::vector<SgrEffect> effects_;    // sgr_effect() of each
@@ -141,13 +145,13 @@ class PlainScrollScan {
     std::uint16_t index_plus_1 = 0;  // 0: free
     std::uint16_t tag = 0;           // the hash's top bits: most mismatches need no compare
   };
-  static constexpr std::size_t kSgrSlots = 512;
+  static constexpr std::size_t kSgrSlots = 2048;
   static_assert(kSgrSlots >= 2 * kMaxDistinctSgrs && (kSgrSlots & (kSgrSlots - 1)) == 0);
   std::array<SgrSlot, kSgrSlots> sgr_slots_{};
   // The table indices of ESC [ m and ESC [ 0 m once looked up (-1: not yet, or renumbered).
   std::array<std::int16_t, 2> reset_index_{-1, -1};
-  std::vector<std::uint8_t> pen_;  // the reduced SGR list at the scan position
-  std::deque<Target> targets_;     // in stream order
+  std::vector<SgrIndex> pen_;   // the reduced SGR list at the scan position
+  std::deque<Target> targets_;  // in stream order
 };
 
 }  // namespace backscroll::term

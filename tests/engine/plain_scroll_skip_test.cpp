@@ -125,7 +125,7 @@ TEST(PlainScrollScan, ReducesThePenToTheSgrsThatStillMatter) {
   scan.scan("\x1b[1m\x1b[31m\x1b[1mq\r\n\x1b[0;4m\x1b[44mz\r\nw\r\nv\r\n");
   auto pen = [&](std::uint64_t keep) {
     std::string out;
-    for (std::uint8_t i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
+    for (const auto i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
     return out;
   };
   EXPECT_EQ(pen(3), "\x1b[31m\x1b[1m");    // the repeated bold moved to the end
@@ -145,7 +145,7 @@ TEST(PlainScrollScan, ALaterSgrThatSetsTheSamePartsDropsTheEarlierOne) {
       "v\r\n");
   auto pen = [&](std::uint64_t keep) {
     std::string out;
-    for (std::uint8_t i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
+    for (const auto i : scan.best(Cursor{0}, keep, 0)->pen) out += scan.sgr(i);
     return out;
   };
   EXPECT_EQ(pen(3), "\x1b[1m\x1b[38;5;208m");
@@ -167,7 +167,7 @@ TEST(PlainScrollScan, ThousandsOfDistinctColoursDoNotEndTheRun) {
   const auto* t = scan.best(Cursor{0}, 1, 0);
   ASSERT_NE(t, nullptr);
   std::string pen;
-  for (std::uint8_t i : t->pen) pen += scan.sgr(i);
+  for (const auto i : t->pen) pen += scan.sgr(i);
   // The pen at a line start: the line before's truecolor, then 49 (which dropped its 48;5).
   EXPECT_EQ(pen.rfind("\x1b[38;2;", 0), 0u) << ::testing::PrintToString(pen);
   EXPECT_EQ(pen.find("\x1b[38;2;", 1), std::string::npos) << ::testing::PrintToString(pen);
@@ -535,7 +535,7 @@ std::string scan_result(const PlainScrollScan& scan) {
     out += std::to_string(keep) + ": " + std::to_string(value(t->line_start)) + "-" +
            std::to_string(value(t->end)) + " after " + std::to_string(t->lfs) + " " +
            ::testing::PrintToString(t->prefix) + " pen ";
-    for (const std::uint8_t i : t->pen) out += ::testing::PrintToString(std::string(scan.sgr(i)));
+    for (const auto i : t->pen) out += ::testing::PrintToString(std::string(scan.sgr(i)));
     out += "\n";
   }
   return out;
