@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/term/grid_cell.hpp"
 #include "engine/term/mirror_input.hpp"
 #include "engine/term/utf8.hpp"
 
@@ -78,6 +79,17 @@ void SnapshotTerminal::fail(const char* reason, const char* what) {
 
 void SnapshotTerminal::pen(const Pen& p) {
   if (pen_known_ && p == pen_) return;
+  pen_ = p;
+  pen_known_ = true;
+  // A few pens come back all the time (a history of colored output): their bytes are kept.
+  const std::array<std::uint32_t, 3> key{pack_pen(p), pack_color(p.fg), pack_color(p.bg)};
+  for (const EncodedPen& known : pen_cache_) {
+    if (known.key == key && !known.bytes.empty()) {
+      out_ += known.bytes;
+      return;
+    }
+  }
+  const std::size_t start = out_.size();
   const auto groups = sgr_groups(p);
   // Each SGR carries at most 16 parameters (libvterm 0.1.4 overflows past 16).
   std::string cur = "0";
@@ -94,8 +106,9 @@ void SnapshotTerminal::pen(const Pen& p) {
     n += k;
   }
   csi(cur + "m");
-  pen_ = p;
-  pen_known_ = true;
+  EncodedPen& slot = pen_cache_[pen_cache_next_++ % pen_cache_.size()];
+  slot.key = key;
+  slot.bytes.assign(out_, start);
 }
 
 void SnapshotTerminal::cup(int row, int col) {
@@ -139,8 +152,18 @@ void SnapshotTerminal::print(const char32_t* chars, int n, int width, int row_wi
   last_width_ = width;
   printed_ = true;
   text_end_ = out_.size();
-  printed_glyph_ = LastGlyph{row_, col_, width, std::min(n, Cell::kMaxChars), {}};
-  std::copy(chars, chars + printed_glyph_.nchars, printed_glyph_.chars.begin());
+  // As LastGlyph{row_, col_, width, nchars, chars}, without zeroing all of `chars` per glyph:
+  // only what the previous glyph left past this one's characters.
+  const int nchars = std::min(n, Cell::kMaxChars);
+  std::copy(chars, chars + nchars, printed_glyph_.chars.begin());
+  if (printed_glyph_.nchars > nchars) {
+    std::fill(printed_glyph_.chars.begin() + nchars,
+              printed_glyph_.chars.begin() + printed_glyph_.nchars, U'\0');
+  }
+  printed_glyph_.row = row_;
+  printed_glyph_.col = col_;
+  printed_glyph_.width = width;
+  printed_glyph_.nchars = nchars;
   if (col_ + width >= row_width && width > 0) {
     phantom_ = true;  // the cursor stays on the glyph
   } else {

@@ -5,6 +5,7 @@
 // Internal to the snapshot writer.
 #pragma once
 
+#include <array>
 #include <charconv>
 #include <cstddef>
 #include <span>
@@ -136,6 +137,14 @@ class SnapshotTerminal {
   const char* section_ = "";
   Pen pen_;
   bool pen_known_ = true;  // a fresh terminal starts with the default pen
+  // The bytes pen() wrote for the last few pens it had to encode (empty: unused), replaced in
+  // turn. `key`: the pen packed (pack_pen, pack_color of fg and bg: every field of a Pen).
+  struct EncodedPen {
+    std::array<std::uint32_t, 3> key{};
+    std::string bytes;
+  };
+  std::array<EncodedPen, 8> pen_cache_;
+  std::size_t pen_cache_next_ = 0;
   int row_ = 0;
   int col_ = 0;
   bool phantom_ = false;
