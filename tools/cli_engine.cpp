@@ -197,12 +197,21 @@ Result<control::ControlClient> EngineTarget::connect() const {
 
 Result<control::ControlClient> connect_live(const Places& places) {
   auto client = control::ControlClient::connect(places);
+  if (!client) return client;
   // A killed engine's socket can still accept for a few milliseconds (the kernel tears its
   // io_uring down, with the accept queued there, after the process is gone): such a connection
   // is reset at the first request. Its peer is no running process: no engine answers.
-  if (client && !process_running(client->peer_pid())) {
-    return fail(Errc::engine_unavailable, "the engine (pid " + std::to_string(client->peer_pid()) +
-                                              ") that owned the socket is gone");
+  const std::string who = "the engine (pid " + std::to_string(client->peer_pid()) + ")";
+  if (!process_running(client->peer_pid())) {
+    return fail(Errc::engine_unavailable, who + " that owned the socket is gone");
+  }
+  // Nor does one that is still exiting (killed a moment ago, its files not closed yet): a
+  // ping tells, and costs one round trip.
+  if (auto pong = client->call("ping"); !pong) {
+    if (pong.error().code == Errc::io_error) {
+      return fail(Errc::engine_unavailable, who + " closed the connection: it is exiting");
+    }
+    return tl::unexpected(pong.error());
   }
   return client;
 }
@@ -213,6 +222,7 @@ Result<control::ControlClient> start_engine(const Places& places,
   if (!pid) return tl::unexpected(pid.error());
   const fs::path log = places.runtime_dir / "engine.log";
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int relaunches = 0;
   for (;;) {
     auto client = connect_live(places);
     if (client || client.error().code != Errc::engine_unavailable) return client;
@@ -225,6 +235,15 @@ Result<control::ControlClient> start_engine(const Places& places,
       if (holder > 0 && holder != *pid && process_running(holder) &&
           std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(kConnectPoll);
+        continue;
+      }
+      // The engine it started found the lock held by one that was still exiting (killed a
+      // moment before): start another, at most twice.
+      if (holder > 0 && holder != *pid && !process_running(holder) && relaunches < 2 &&
+          std::chrono::steady_clock::now() < deadline) {
+        ++relaunches;
+        pid = launch_engine(places);
+        if (!pid) return tl::unexpected(pid.error());
         continue;
       }
       const std::string why = last_log_line(log);
