@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -227,6 +228,10 @@ int main(int argc, char** argv) {
             snap.header["scrollback_lines"].get<std::uint64_t>() == 0) {
           std::fprintf(stderr, "restart: %s came back without its last screen: %s\n", actor.c_str(),
                        snap.header.dump().c_str());
+          // Why (a restore with a blank screen says so in the log), for a failure seen once.
+          std::ifstream log(root / "engine.log");
+          std::fprintf(stderr, "----- the restarted engine's log -----\n%s----- end -----\n",
+                       std::string(std::istreambuf_iterator<char>(log), {}).c_str());
           std::exit(1);
         }
       }
