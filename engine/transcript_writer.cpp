@@ -127,6 +127,7 @@ bool TranscriptWriter::drain_commands() {
       slot->epoch = add->epoch;
       slot->session = add->session;
       slot->position = slot->consumer->position();
+      slot->position_at_sleep = slot->position;
       slot->limit = slot->position;  // its committed cursor is loaded next round
       slot->lease =
           store::CursorLease{slot->position, false};  // the first session's reaches past it
