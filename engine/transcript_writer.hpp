@@ -65,10 +65,10 @@ class TranscriptWriter {
   // new ones on a tick instead of being woken by each commit (one per PTY read, ~4 KiB):
   // appends are larger, and the io thread and this one spare a wake-up per read. The tick is
   // kStreamingTickMs, shorter when an actor's bytes came fast enough since the last one to fill
-  // a quarter of its ring sooner (then the consumer gate never pauses its PTY for this thread's
-  // sleep; at least 1 ms). 2 ms before 2026-12-04: the thread woke 8-10 times per MB of a flood
-  // and spent ~0.5 ms more per MB (docs/performance.md). Marks (sessions, clears, seals) still
-  // wake it at once.
+  // a quarter of its ring sooner, but at least 1 ms (so the consumer gate seldom pauses a PTY
+  // for this thread's sleep; a ring small enough to fill a quarter within 1 ms still may be). 2 ms
+  // before 2026-12-04: the thread woke 8-10 times per MB of a flood and spent ~0.5 ms more per MB
+  // (docs/performance.md). Marks (sessions, clears, seals) still wake it at once.
   static constexpr std::chrono::milliseconds kStreamingWindow{20};
   static constexpr int kStreamingTickMs = 10;
   // A lease reaches this far past the committed cursor (at least twice the ring), and is renewed

@@ -53,7 +53,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   line->cells = static_cast<std::uint32_t>(used);
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
-  char32_t* cell = &ring_[line->at % capacity_];
+  char32_t* cell = &ring_[line->at % ring_.size()];
   char32_t* more = cell + used * kCellWords;
   for (std::size_t c = 0; c < used; ++c, cell += kCellWords) {
     const GridCell& g = row[c];
@@ -75,17 +75,17 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
 }
 
 Scrollback::LineRecord* Scrollback::place(std::size_t n) {
-  if (limits_.max_lines == 0 || n > max_words() ||
-      n * sizeof(char32_t) + sizeof(LineRecord) > limits_.max_bytes) {
+  if (limits_.max_lines == 0 || n * sizeof(char32_t) + sizeof(LineRecord) > limits_.max_bytes) {
     drop_all();
     return nullptr;
   }
   while (lines_.size() >= limits_.max_lines) drop_oldest();
   for (;;) {
+    const std::size_t capacity = ring_.size();
     std::uint64_t at = head_;
-    if (capacity_ > 0 && at % capacity_ + n > capacity_) at += capacity_ - at % capacity_;
+    if (capacity > 0 && at % capacity + n > capacity) at += capacity - at % capacity;
     const std::uint64_t used_after = at + n - tail_;
-    const bool fits_ring = used_after <= capacity_;
+    const bool fits_ring = used_after <= capacity;
     const bool fits_bytes =
         used_after * sizeof(char32_t) + (lines_.size() + 1) * sizeof(LineRecord) <=
         limits_.max_bytes;
@@ -94,9 +94,9 @@ Scrollback::LineRecord* Scrollback::place(std::size_t n) {
       head_ = at + n;
       return &lines_.back();
     }
-    if (!fits_ring && capacity_ < max_words()) {
+    if (!fits_ring && capacity < max_words()) {
       const std::size_t live = static_cast<std::size_t>(head_ - tail_);
-      relayout(std::min(max_words(), std::max({2 * capacity_, kFirstRingWords, live + n})));
+      relayout(std::min(max_words(), std::max({2 * capacity, kFirstRingWords, live + n})));
       continue;
     }
     if (lines_.empty()) return nullptr;  // unreachable: a line alone fits both bounds (above)
@@ -114,7 +114,6 @@ void Scrollback::relayout(std::size_t capacity) {
     at += n;
   }
   ring_ = std::move(fresh);
-  capacity_ = capacity;
   tail_ = 0;
   head_ = at;
 }
@@ -131,7 +130,6 @@ void Scrollback::drop_oldest() {
 void Scrollback::drop_all() {
   lines_.clear();
   ring_ = {};
-  capacity_ = 0;
   head_ = tail_ = 0;
 }
 
@@ -141,7 +139,7 @@ void Scrollback::set_limits(ScrollbackLimits limits) {
     drop_oldest();
   if (lines_.empty()) {
     drop_all();
-  } else if (capacity_ > max_words()) {
+  } else if (ring_.size() > max_words()) {
     relayout(max_words());
   }
 }

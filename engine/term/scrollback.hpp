@@ -74,7 +74,7 @@ class Scrollback {
   // characters of its glyphs, in order, one word each.
   static constexpr std::size_t kCellWords = 4;
   // Ring positions count words from the ring's start, and only grow: a line at position p is
-  // at ring_[p % capacity_], its words contiguous (a line that would cross the ring's end
+  // at ring_[p % ring_.size()], its words contiguous (a line that would cross the ring's end
   // starts at its beginning instead, the words skipped counted as the line's).
   struct LineRecord {
     std::uint64_t start;  // where the line's words begin, padding included
@@ -84,7 +84,7 @@ class Scrollback {
     int cols;
   };
   static void unpack(const char32_t* cell, const char32_t*& extra, Cell& out);
-  const char32_t* words(const LineRecord& line) const { return &ring_[line.at % capacity_]; }
+  const char32_t* words(const LineRecord& line) const { return &ring_[line.at % ring_.size()]; }
   // Makes room for a line of `n` words, the oldest lines going first, and appends its record
   // (cells, extra and cols for the caller to set); nullptr when the bounds cannot hold it even
   // alone (every line is dropped then).
@@ -96,10 +96,9 @@ class Scrollback {
   std::size_t max_words() const { return limits_.max_bytes / sizeof(char32_t); }
 
   ScrollbackLimits limits_;
-  HugePageArray<char32_t> ring_;
-  std::size_t capacity_ = 0;  // words: ring_.size()
-  std::uint64_t head_ = 0;    // the next free position
-  std::uint64_t tail_ = 0;    // the oldest line's start (head_ without lines)
+  HugePageArray<char32_t> ring_;  // empty until the first line that takes words
+  std::uint64_t head_ = 0;        // the next free position
+  std::uint64_t tail_ = 0;        // the oldest line's start (head_ without lines)
   std::deque<LineRecord> lines_;
   std::uint64_t pushed_ = 0;
 };

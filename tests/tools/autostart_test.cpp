@@ -3,12 +3,16 @@
 // terminal, cwd /, stdin /dev/null, output to engine.log), and every later command uses that
 // one engine; --no-autostart turns it off; tail and shutdown never start one. Every engine a
 // test starts this way is stopped with `backscroll shutdown` (AutostartedEngine).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/tools/cli_process.hpp"
@@ -193,6 +198,40 @@ TEST(CliAutostart, ACommandRightAfterTheEngineWasKilledStartsANewOne) {
     ASSERT_TRUE(Succeeds(after)) << ::testing::PrintToString(after);
     EXPECT_NE(rt.lock_pid(), engine);
   }
+}
+
+// The engine a command starts may find the lock still held by one that is exiting (its pid no
+// longer running, its files not closed yet): the command starts another once it lets go.
+TEST(CliAutostart, AnEngineThatFoundTheLockHeldByOneExitingIsStartedAgain) {
+  AutostartedEngine rt;
+  fs::create_directories(rt.runtime_dir());
+  fs::permissions(rt.runtime_dir(), fs::perms::owner_all);
+  const pid_t gone = ::fork();  // a pid no process runs as any more
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const int lock = ::open(rt.places().lock_path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock, 0);
+  const std::string text = std::to_string(gone) + "\n";
+  ASSERT_EQ(::write(lock, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  // Held until the first engine gave up on it (its log says so), as an exiting engine's lock
+  // goes with its files.
+  std::thread release([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (read_text(rt.runtime_dir() / "engine.log").find("already_running") ==
+               std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::close(lock);
+  });
+  const CliResult list = rt.run({"list"});
+  release.join();
+  ASSERT_TRUE(Succeeds(list)) << ::testing::PrintToString(list);
+  EXPECT_NE(read_text(rt.runtime_dir() / "engine.log").find("already_running"), std::string::npos)
+      << "the first engine did not meet the held lock";
+  EXPECT_NE(rt.lock_pid(), gone);
 }
 
 TEST(CliAutostart, CommandsStartingAtOnceShareOneEngine) {
