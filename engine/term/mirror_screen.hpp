@@ -151,6 +151,9 @@ class MirrorScreen {
   std::size_t scrollback_stored_cells(std::size_t line, std::span<Cell> out) const {
     return scrollback_.stored_cells(line, out);
   }
+  Scrollback::StoredLine scrollback_line(std::size_t line) const {
+    return scrollback_.stored_line(line);
+  }
 
   CursorState cursor() const;
   Pen pen() const;

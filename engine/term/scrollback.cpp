@@ -205,6 +205,21 @@ std::size_t Scrollback::stored_cells(std::size_t line, std::span<Cell> out) cons
   return n;
 }
 
+Scrollback::StoredLine Scrollback::stored_line(std::size_t line) const {
+  if (line >= lines_.size() || lines_[line].cells == 0) return StoredLine(nullptr, 0, 0);
+  const LineRecord& l = lines_[line];
+  return StoredLine(words(l), l.cells, l.extra);
+}
+
+Pen Scrollback::StoredLine::pen(std::size_t i) const noexcept {
+  const char32_t* cell = at(i);
+  Pen p;
+  unpack_pen((cell[1] & 0xffffu) | (cell[1] >> 26 & 3u) << 16, p);
+  p.fg = unpack_color(cell[2]);
+  p.bg = unpack_color(cell[3]);
+  return p;
+}
+
 Cell Scrollback::cell(std::size_t line, int col) const {
   Cell out;
   if (line >= lines_.size() || col < 0) return out;

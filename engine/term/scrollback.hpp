@@ -66,6 +66,44 @@ class Scrollback {
   // line's cells from n on are pristine; out[n, ...) is left as it was.
   std::size_t stored_cells(std::size_t line, std::span<Cell> out) const;
 
+  // A line's stored cells read in place, for a reader that goes through a line once (a
+  // snapshot drawing it) without a Cell (~150 bytes) per column. Valid until the next push,
+  // pop or change of limits.
+  class StoredLine {
+   public:
+    std::size_t size() const noexcept { return cells_; }  // the stored cells
+    bool has_combining() const noexcept { return extra_ != 0; }
+    // 0 for an erased cell, kContinuationChar for a wide glyph's right half, else the glyph's
+    // first character.
+    char32_t first_char(std::size_t i) const noexcept { return at(i)[0]; }
+    int width(std::size_t i) const noexcept { return static_cast<int>(at(i)[1] >> 24 & 3u); }
+    // Whether the cell is on a DECDWL/DECDHL line.
+    bool line_sized(std::size_t i) const noexcept { return (at(i)[1] & attr::kLineMask) != 0; }
+    // Cells i and j have the same pen exactly when these are equal (pack and unpack are
+    // one-to-one on what push() stores: every pen bit and both colours' words).
+    bool same_pen(std::size_t i, std::size_t j) const noexcept {
+      return (at(i)[1] & kPenBits) == (at(j)[1] & kPenBits) && at(i)[2] == at(j)[2] &&
+             at(i)[3] == at(j)[3];
+    }
+    bool default_pen(std::size_t i) const noexcept {
+      return (at(i)[1] & kPenBits) == 0 && at(i)[2] == 0 && at(i)[3] == 0;
+    }
+    Pen pen(std::size_t i) const noexcept;
+
+   private:
+    friend class Scrollback;
+    // The pen's attribute bits in a cell's second word: bits 0-15 (attr::kPenMask's low part)
+    // and attribute bits 16-17, kept in bits 26-27.
+    static constexpr std::uint32_t kPenBits = (attr::kPenMask & 0xffffu) | 3u << 26;
+    StoredLine(const char32_t* cells, std::size_t n, std::size_t extra)
+        : cells_words_(cells), cells_(n), extra_(extra) {}
+    const char32_t* at(std::size_t i) const noexcept { return cells_words_ + i * kCellWords; }
+    const char32_t* cells_words_ = nullptr;
+    std::size_t cells_ = 0;
+    std::size_t extra_ = 0;
+  };
+  StoredLine stored_line(std::size_t line) const;
+
  private:
   // A stored cell is kCellWords words: first character (0 erased, kContinuationChar);
   // attributes (attr:: bits 0-15 without kProtected) | count of combining characters << 16 |

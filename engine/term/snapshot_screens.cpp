@@ -56,6 +56,65 @@ class LineDrawer {
     }
   }
 
+  // A history line read in place (Scrollback::StoredLine) when it is simple (is_simple()'s
+  // rules), drawn with the bytes draw_line() would write for it; false, drawing nothing,
+  // otherwise. A snapshot's history is mostly such lines: unpacking each column into a Cell
+  // first was three quarters of the time to build one.
+  // (A line from a wider terminal is cut at the row's end; a wide character cut in two there
+  // is not simple.)
+  bool draw_stored_line(const Scrollback::StoredLine& line) {
+    const std::size_t n = std::min(line.size(), static_cast<std::size_t>(m_.cols()));
+    if (n == 0) return true;
+    if (line.has_combining()) return false;
+    auto glyph = [&](std::size_t c) {
+      return line.first_char(c) != 0 && line.first_char(c) != kContinuationChar;
+    };
+    for (std::size_t c = 0; c < n; ++c) {
+      if (line.line_sized(c)) return false;
+      const char32_t ch = line.first_char(c);
+      const int width = line.width(c);
+      if (ch == 0) {
+        if (width != 1) return false;
+        continue;
+      }
+      if (ch == kContinuationChar) return false;
+      if (ch < 0x7f) {
+        if (ch < 0x20 || width != 1) return false;
+        continue;
+      }
+      if (ch < 0xa0 || m_.glyph_width(ch) != width) return false;
+      if (width == 1) continue;
+      if (width != 2 || c + 1 >= n || line.first_char(c + 1) != kContinuationChar) return false;
+      if (c + 2 < n && line.first_char(c + 2) == kContinuationChar) return false;
+      ++c;  // its continuation
+    }
+    // As draw_simple_line(): runs of erased cells in one pen, runs of glyphs in one pen.
+    std::size_t c = 0;
+    while (c < n) {
+      std::size_t end = c + 1;
+      if (line.first_char(c) == 0) {
+        while (end < n && line.first_char(end) == 0 && line.same_pen(end, c)) ++end;
+        if (!line.default_pen(c))
+          t_.erase_run(static_cast<int>(c), static_cast<int>(end), line.pen(c));
+        c = end;
+        continue;
+      }
+      chars_.clear();
+      widths_.clear();
+      end = c;
+      do {
+        chars_.push_back(line.first_char(end));
+        widths_.push_back(static_cast<std::uint8_t>(line.width(end)));
+        end += static_cast<std::size_t>(line.width(end));
+      } while (end < n && glyph(end) && line.same_pen(end, c));
+      t_.move_to(static_cast<int>(c));
+      t_.pen(line.pen(c));
+      t_.print_run(chars_, widths_);
+      c = end;
+    }
+    return true;
+  }
+
  private:
   // Erased cells one column wide and glyphs of one printable character as wide as the width
   // table makes it (one column, or two followed by exactly one continuation cell), on a
@@ -263,11 +322,14 @@ class LineDrawer {
   const MirrorScreen& m_;
   std::vector<bool> must_draw_;
   std::vector<bool> made_continuation_;
+  std::vector<char32_t> chars_;  // draw_stored_line()'s run of glyphs
+  std::vector<std::uint8_t> widths_;
 };
 
 }  // namespace
 
-std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want) {
+std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want,
+                                   HistoryLines read) {
   const std::size_t total = m.scrollback_lines();
   // On one row libvterm 0.1.4 erases instead of scrolling a line off: nothing reaches its
   // history, so none is drawn (a snapshot carries up to N lines).
@@ -284,6 +346,8 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) t.newline();
     const std::size_t line = first + i;
+    if (read == HistoryLines::in_place && lines.draw_stored_line(m.scrollback_line(line)))
+      continue;  // (`cells` untouched: still pristine from `dirty` on)
     const std::size_t used = m.scrollback_stored_cells(line, cells);
     // Only what the previous line left past this one's cells is made pristine again.
     if (dirty > used)

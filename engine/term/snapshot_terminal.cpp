@@ -188,6 +188,16 @@ void SnapshotTerminal::print_run(std::span<const Cell> run) {
   print(run[last].chars.data(), 1, run[last].width, cols_);
 }
 
+void SnapshotTerminal::print_run(std::span<const char32_t> chars,
+                                 std::span<const std::uint8_t> widths) {
+  const std::size_t last = chars.size() - 1;
+  for (std::size_t k = 0; k < last; ++k) {
+    append_utf8(out_, chars[k]);
+    col_ += widths[k];
+  }
+  print(&chars[last], 1, widths[last], cols_);
+}
+
 void SnapshotTerminal::print_unfollowed(const LastGlyph& glyph) {
   for (int i = 0; i < glyph.nchars; ++i) {
     append_utf8(out_, glyph.chars[static_cast<std::size_t>(i)]);

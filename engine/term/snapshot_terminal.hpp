@@ -85,6 +85,8 @@ class SnapshotTerminal {
   // ones in between; at least one glyph), as print() one by one would: only the last one may
   // reach the row's end.
   void print_run(std::span<const Cell> run);
+  // The same for glyphs given by their characters and widths (no continuation cells).
+  void print_run(std::span<const char32_t> chars, std::span<const std::uint8_t> widths);
 
   // Prints `glyph` where moves the model does not follow left the cursor: only the last glyph
   // printed is tracked.

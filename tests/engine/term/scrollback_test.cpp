@@ -112,6 +112,33 @@ struct Model {
 
 // The store holds the model's newest lines, each exactly, within both bounds, and drops no line
 // the bounds could keep.
+// The line read in place (StoredLine) shows each stored cell as the Cell a reader gets:
+// its kind, width, line size, pen (and pens equal exactly when the Cells' are), and whether any
+// glyph has combining characters; its size is the stored cells' count.
+void expect_in_place_reads_the_same(const Scrollback& s, std::size_t i,
+                                    const std::vector<Cell>& want) {
+  const Scrollback::StoredLine line = s.stored_line(i);
+  std::vector<Cell> stored(want.size() + 3);
+  ASSERT_EQ(line.size(), s.stored_cells(i, stored)) << "line " << i;
+  bool combining = false;
+  for (std::size_t c = 0; c < line.size(); ++c) {
+    const Cell& w = want[c];
+    const char32_t first = w.kind == Cell::Kind::erased         ? 0
+                           : w.kind == Cell::Kind::continuation ? term::kContinuationChar
+                                                                : w.chars[0];
+    ASSERT_EQ(line.first_char(c), first) << "line " << i << " col " << c;
+    ASSERT_EQ(line.width(c), w.width) << "line " << i << " col " << c;
+    ASSERT_EQ(line.line_sized(c), w.dwl || w.dhl != 0) << "line " << i << " col " << c;
+    ASSERT_TRUE(line.pen(c) == w.pen) << "line " << i << " col " << c;
+    ASSERT_EQ(line.default_pen(c), w.pen == term::Pen{}) << "line " << i << " col " << c;
+    if (c > 0) {
+      ASSERT_EQ(line.same_pen(c, c - 1), w.pen == want[c - 1].pen) << "col " << c;
+    }
+    combining = combining || (w.kind == Cell::Kind::glyph && w.nchars > 1);
+  }
+  ASSERT_EQ(line.has_combining(), combining) << "line " << i;
+}
+
 void expect_newest_of(const Scrollback& s, const Model& m, const ScrollbackLimits& limits) {
   ASSERT_LE(s.lines(), m.lines.size());
   ASSERT_LE(s.lines(), limits.max_lines);
@@ -131,6 +158,7 @@ void expect_newest_of(const Scrollback& s, const Model& m, const ScrollbackLimit
     for (int c = 0; c < static_cast<int>(want.size()); ++c)
       ASSERT_TRUE(s.cell(i, c) == want[static_cast<std::size_t>(c)])
           << "line " << i << " col " << c;
+    expect_in_place_reads_the_same(s, i, want);
   }
 }
 

@@ -1,0 +1,128 @@
+// A snapshot draws most history lines read in place from the history ring (HistoryLines::
+// in_place) and the others from Cells; both must write the same bytes for every line, so the
+// in-place reading is checked against the Cell one (HistoryLines::as_cells, which the snapshot
+// contract tests check against libvterm and xterm.js) on streams that put every kind of line
+// into the history: plain and colored text, erased runs in a pen, wide characters (at the row's
+// end too), combining marks, double-width lines, lines from a wider or narrower terminal.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/term/mirror_screen.hpp"
+#include "engine/term/snapshot_screens.hpp"
+#include "engine/term/snapshot_terminal.hpp"
+
+namespace backscroll::testing {
+namespace {
+
+using term::HistoryLines;
+using term::MirrorScreen;
+
+struct Drawn {
+  std::string bytes;
+  std::size_t lines = 0;
+};
+
+Drawn draw(const MirrorScreen& m, std::size_t want, HistoryLines read) {
+  term::SnapshotTerminal t(m.cols(), m.rows());
+  Drawn d;
+  d.lines = term::write_history_and_main(t, m, want, read);
+  d.bytes = t.out();
+  return d;
+}
+
+void expect_same_bytes(const MirrorScreen& m) {
+  for (const std::size_t want : {std::size_t{0}, std::size_t{3}, m.scrollback_lines()}) {
+    const Drawn in_place = draw(m, want, HistoryLines::in_place);
+    const Drawn as_cells = draw(m, want, HistoryLines::as_cells);
+    ASSERT_EQ(in_place.lines, as_cells.lines);
+    ASSERT_EQ(in_place.bytes, as_cells.bytes) << "history lines asked: " << want;
+  }
+}
+
+// Pieces of output that leave different kinds of cells behind.
+const std::vector<std::string>& pieces() {
+  static const std::vector<std::string> all{
+      "plain text ",
+      "x",
+      "\r\n",
+      "\n",
+      "\r",
+      "\t",
+      "\b",
+      "\x1b[31m",
+      "\x1b[1;4m",
+      "\x1b[2m",
+      "\x1b[8m",
+      "\x1b[53m",
+      "\x1b[7m",
+      "\x1b[38;5;208m",
+      "\x1b[48;2;10;20;30m",
+      "\x1b[44m",
+      "\x1b[0m",
+      "\x1b[m",
+      "\x1b[K",
+      "\x1b[1K",
+      "\x1b[3X",
+      "\x1b[2P",
+      "\x1b[2@",
+      "\x1b[5G",
+      "\x1b[3D",
+      "\u4e2d\u6587",    // wide
+      "\xf0\x9f\x98\x80",  // a wide emoji
+      "e\u0301",         // a combining mark
+      "\u00e9t\u00e9 ",  // narrow UTF-8
+      "\u200b",          // zero-width
+      "\x1b#6",          // DECDWL
+      "\x1b#3",          // DECDHL top half
+      "\x1b#5",          // single width again
+      "\x1b[?5h",        // reverse video
+      "\x1b[?5l",
+      "\x1b[?7l",  // no autowrap
+      "\x1b[?7h",
+  };
+  return all;
+}
+
+RC_GTEST_PROP(SnapshotHistory, LinesReadInPlaceDrawAsTheirCellsDo, ()) {
+  const int cols = *rc::gen::inRange(2, 30);
+  const int rows = *rc::gen::inRange(2, 6);
+  MirrorScreen m(cols, rows);
+  const int steps = *rc::gen::inRange(1, 200);
+  for (int step = 0; step < steps; ++step) {
+    if (*rc::gen::inRange(0, 40) == 0) {
+      // Lines from a wider terminal are cut at the new width, from a narrower one padded.
+      m.resize(*rc::gen::inRange(2, 30), *rc::gen::inRange(2, 6));
+      continue;
+    }
+    m.feed(*rc::gen::elementOf(pieces()));
+  }
+  m.feed("\r\n");
+  expect_same_bytes(m);
+}
+
+TEST(SnapshotHistory, EveryKindOfLineDrawsTheSameReadInPlace) {
+  MirrorScreen m(12, 3);
+  m.feed(
+      "ascii line\r\n"
+      "\x1b[31mred\x1b[0m and \x1b[1;44mbold\x1b[m\r\n"
+      "\x1b[44m\x1b[K\x1b[0m\r\n"             // a line erased in a colour
+      "ab\x1b[42m\x1b[3Xcd\x1b[m\r\n"         // an erased run in a pen between glyphs
+      "\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587"  // wide characters up to the row's end
+      "\r\n"
+      "abcdefghijk\u4e2d\r\n"  // a wide character that wraps
+      "cafe\u0301\r\n"         // a combining mark
+      "\x1b#6wide line\r\n"
+      "\x1b[38;2;1;2;3mtruecolor\x1b[m\r\n");
+  m.resize(8, 3);  // the lines before are cut at 8 columns
+  m.feed("short\r\n\r\n\r\n");
+  m.resize(16, 3);
+  m.feed("after growing\r\n\r\n\r\n");
+  ASSERT_GE(m.scrollback_lines(), 12u);
+  expect_same_bytes(m);
+}
+
+}  // namespace
+}  // namespace backscroll::testing
