@@ -141,4 +141,41 @@ inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* tail = n
   return c;
 }
 
+// A row of grid cells read in place, each cell as to_cell() makes it, for a reader that goes
+// through a row once (a snapshot drawing it) without a Cell (~150 bytes) per column; the same reads
+// as Scrollback::StoredLine. Valid until the grid changes.
+class GridRow {
+ public:
+  GridRow(const GridCell* cells, std::size_t cols) : cells_(cells), cols_(cols) {}
+
+  std::size_t size() const noexcept { return cols_; }
+  char32_t first_char(std::size_t i) const noexcept { return cells_[i].chars[0]; }
+  int width(std::size_t i) const noexcept {
+    return i + 1 < cols_ && cells_[i + 1].chars[0] == kContinuationChar ? 2 : 1;
+  }
+  bool line_sized(std::size_t i) const noexcept { return (cells_[i].attrs & attr::kLineMask) != 0; }
+  // For a glyph: whether characters follow its first (combining marks).
+  bool combining(std::size_t i) const noexcept { return cells_[i].chars[1] != 0; }
+  // Pens are equal exactly when these are (unpack_pen reads every kPenMask bit).
+  bool same_pen(std::size_t i, std::size_t j) const noexcept {
+    const GridCell& a = cells_[i];
+    const GridCell& b = cells_[j];
+    return ((a.attrs ^ b.attrs) & attr::kPenMask) == 0 && a.fg == b.fg && a.bg == b.bg;
+  }
+  bool default_pen(std::size_t i) const noexcept {
+    return (cells_[i].attrs & attr::kPenMask) == 0 && cells_[i].fg == 0 && cells_[i].bg == 0;
+  }
+  Pen pen(std::size_t i) const noexcept {
+    Pen p;
+    unpack_pen(cells_[i].attrs, p);
+    p.fg = unpack_color(cells_[i].fg);
+    p.bg = unpack_color(cells_[i].bg);
+    return p;
+  }
+
+ private:
+  const GridCell* cells_;
+  std::size_t cols_;
+};
+
 }  // namespace backscroll::term

@@ -1141,6 +1141,8 @@ Cell MirrorScreen::cell(int row, int col) const { return grid_->cell(row, col); 
 
 Cell MirrorScreen::main_cell(int row, int col) const { return grid_->main_cell(row, col); }
 
+GridRow MirrorScreen::main_row(int row) const { return grid_->main_row(row); }
+
 bool MirrorScreen::alt_screen() const { return grid_->alt_active(); }
 
 bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }

@@ -151,6 +151,8 @@ class MirrorScreen {
   std::size_t scrollback_stored_cells(std::size_t line, std::span<Cell> out) const {
     return scrollback_.stored_cells(line, out);
   }
+  // The main screen's row `row` read in place (also while the alternate screen is active).
+  GridRow main_row(int row) const;
   Scrollback::StoredLine scrollback_line(std::size_t line) const {
     return scrollback_.stored_line(line);
   }

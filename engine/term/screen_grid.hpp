@@ -114,6 +114,11 @@ class ScreenGrid {
   Cell cell(int row, int col) const { return cell_of(active_, row, col); }
   // The main buffer's, also while the alternate one is active.
   Cell main_cell(int row, int col) const { return cell_of(0, row, col); }
+
+  // The main buffer's row read in place (GridRow).
+  GridRow main_row(int row) const {
+    return GridRow(row_cells(0, row), static_cast<std::size_t>(cols_));
+  }
   // Entries of the tail table, alive or not yet swept (bounded: see tails_).
   std::size_t tail_entries() const { return tails_.size(); }
 

@@ -206,9 +206,9 @@ std::size_t Scrollback::stored_cells(std::size_t line, std::span<Cell> out) cons
 }
 
 Scrollback::StoredLine Scrollback::stored_line(std::size_t line) const {
-  if (line >= lines_.size() || lines_[line].cells == 0) return StoredLine(nullptr, 0, 0);
+  if (line >= lines_.size() || lines_[line].cells == 0) return StoredLine(nullptr, 0);
   const LineRecord& l = lines_[line];
-  return StoredLine(words(l), l.cells, l.extra);
+  return StoredLine(words(l), l.cells);
 }
 
 Pen Scrollback::StoredLine::pen(std::size_t i) const noexcept {

@@ -72,11 +72,12 @@ class Scrollback {
   class StoredLine {
    public:
     std::size_t size() const noexcept { return cells_; }  // the stored cells
-    bool has_combining() const noexcept { return extra_ != 0; }
     // 0 for an erased cell, kContinuationChar for a wide glyph's right half, else the glyph's
     // first character.
     char32_t first_char(std::size_t i) const noexcept { return at(i)[0]; }
     int width(std::size_t i) const noexcept { return static_cast<int>(at(i)[1] >> 24 & 3u); }
+    // For a glyph: whether characters follow its first (combining marks).
+    bool combining(std::size_t i) const noexcept { return (at(i)[1] >> 16 & 0xffu) != 0; }
     // Whether the cell is on a DECDWL/DECDHL line.
     bool line_sized(std::size_t i) const noexcept { return (at(i)[1] & attr::kLineMask) != 0; }
     // Cells i and j have the same pen exactly when these are equal (pack and unpack are
@@ -95,12 +96,10 @@ class Scrollback {
     // The pen's attribute bits in a cell's second word: bits 0-15 (attr::kPenMask's low part)
     // and attribute bits 16-17, kept in bits 26-27.
     static constexpr std::uint32_t kPenBits = (attr::kPenMask & 0xffffu) | 3u << 26;
-    StoredLine(const char32_t* cells, std::size_t n, std::size_t extra)
-        : cells_words_(cells), cells_(n), extra_(extra) {}
+    StoredLine(const char32_t* cells, std::size_t n) : cells_words_(cells), cells_(n) {}
     const char32_t* at(std::size_t i) const noexcept { return cells_words_ + i * kCellWords; }
     const char32_t* cells_words_ = nullptr;
     std::size_t cells_ = 0;
-    std::size_t extra_ = 0;
   };
   StoredLine stored_line(std::size_t line) const;
 

@@ -56,16 +56,15 @@ class LineDrawer {
     }
   }
 
-  // A history line read in place (Scrollback::StoredLine) when it is simple (is_simple()'s
-  // rules), drawn with the bytes draw_line() would write for it; false, drawing nothing,
-  // otherwise. A snapshot's history is mostly such lines: unpacking each column into a Cell
-  // first was three quarters of the time to build one.
-  // (A line from a wider terminal is cut at the row's end; a wide character cut in two there
-  // is not simple.)
-  bool draw_stored_line(const Scrollback::StoredLine& line) {
+  // A line read in place (a history line, Scrollback::StoredLine, or a row of the main
+  // screen, GridRow) when it is simple (is_simple()'s rules), drawn with the bytes
+  // draw_line() would write for it; false, drawing nothing, otherwise. Most lines of a snapshot
+  // are simple: unpacking each column into a Cell first was most of the time to build one.
+  // (A history line from a wider terminal is cut at the row's end; a wide character cut in two
+  // there is not simple.)
+  template <typename Line>
+  bool draw_in_place(const Line& line) {
     const std::size_t n = std::min(line.size(), static_cast<std::size_t>(m_.cols()));
-    if (n == 0) return true;
-    if (line.has_combining()) return false;
     auto glyph = [&](std::size_t c) {
       return line.first_char(c) != 0 && line.first_char(c) != kContinuationChar;
     };
@@ -77,7 +76,7 @@ class LineDrawer {
         if (width != 1) return false;
         continue;
       }
-      if (ch == kContinuationChar) return false;
+      if (ch == kContinuationChar || line.combining(c)) return false;
       if (ch < 0x7f) {
         if (ch < 0x20 || width != 1) return false;
         continue;
@@ -322,7 +321,7 @@ class LineDrawer {
   const MirrorScreen& m_;
   std::vector<bool> must_draw_;
   std::vector<bool> made_continuation_;
-  std::vector<char32_t> chars_;  // draw_stored_line()'s run of glyphs
+  std::vector<char32_t> chars_;  // draw_in_place()'s run of glyphs
   std::vector<std::uint8_t> widths_;
 };
 
@@ -346,7 +345,7 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) t.newline();
     const std::size_t line = first + i;
-    if (read == HistoryLines::in_place && lines.draw_stored_line(m.scrollback_line(line)))
+    if (read == HistoryLines::in_place && lines.draw_in_place(m.scrollback_line(line)))
       continue;  // (`cells` untouched: still pristine from `dirty` on)
     const std::size_t used = m.scrollback_stored_cells(line, cells);
     // Only what the previous line left past this one's cells is made pristine again.
@@ -359,6 +358,7 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   t.section("main screen");
   for (int r = 0; r < rows; ++r) {
     if (n > 0 || r > 0) t.newline();
+    if (read == HistoryLines::in_place && lines.draw_in_place(m.main_row(r))) continue;
     for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = m.main_cell(r, c);
     lines.draw_line(cells, false, cells.size());
   }

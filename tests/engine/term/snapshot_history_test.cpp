@@ -1,9 +1,11 @@
-// A snapshot draws most history lines read in place from the history ring (HistoryLines::
-// in_place) and the others from Cells; both must write the same bytes for every line, so the
+// A snapshot draws most lines read in place, history lines from the history ring
+// (Scrollback::StoredLine) and main screen rows from the grid (GridRow), and the others
+// from Cells (HistoryLines::in_place); both must write the same bytes for every line, so the
 // in-place reading is checked against the Cell one (HistoryLines::as_cells, which the snapshot
-// contract tests check against libvterm and xterm.js) on streams that put every kind of line
-// into the history: plain and colored text, erased runs in a pen, wide characters (at the row's
-// end too), combining marks, double-width lines, lines from a wider or narrower terminal.
+// contract tests check against libvterm and xterm.js) on streams that leave every kind of line:
+// plain and colored text, erased runs in a pen, wide characters (at the row's end too),
+// combining marks, double-width lines, lines from a wider or narrower terminal, the main screen
+// while the alternate one is active.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -33,7 +35,34 @@ Drawn draw(const MirrorScreen& m, std::size_t want, HistoryLines read) {
   return d;
 }
 
+// Each main screen row read in place shows the cells main_cell() does.
+void expect_rows_read_as_cells(const MirrorScreen& m) {
+  for (int r = 0; r < m.rows(); ++r) {
+    const term::GridRow row = m.main_row(r);
+    ASSERT_EQ(row.size(), static_cast<std::size_t>(m.cols()));
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const term::Cell want = m.main_cell(r, static_cast<int>(c));
+      const char32_t first = want.kind == term::Cell::Kind::erased         ? 0
+                             : want.kind == term::Cell::Kind::continuation ? term::kContinuationChar
+                                                                           : want.chars[0];
+      ASSERT_EQ(row.first_char(c), first) << "row " << r << " col " << c;
+      ASSERT_EQ(row.width(c), want.width) << "row " << r << " col " << c;
+      ASSERT_EQ(row.line_sized(c), want.dwl || want.dhl != 0) << "row " << r << " col " << c;
+      ASSERT_TRUE(row.pen(c) == want.pen) << "row " << r << " col " << c;
+      ASSERT_EQ(row.default_pen(c), want.pen == term::Pen{}) << "row " << r << " col " << c;
+      if (want.kind == term::Cell::Kind::glyph) {
+        ASSERT_EQ(row.combining(c), want.nchars > 1) << "row " << r << " col " << c;
+      }
+      if (c > 0) {
+        const bool same = want.pen == m.main_cell(r, static_cast<int>(c) - 1).pen;
+        ASSERT_EQ(row.same_pen(c, c - 1), same) << "row " << r << " col " << c;
+      }
+    }
+  }
+}
+
 void expect_same_bytes(const MirrorScreen& m) {
+  expect_rows_read_as_cells(m);
   for (const std::size_t want : {std::size_t{0}, std::size_t{3}, m.scrollback_lines()}) {
     const Drawn in_place = draw(m, want, HistoryLines::in_place);
     const Drawn as_cells = draw(m, want, HistoryLines::as_cells);
@@ -70,18 +99,23 @@ const std::vector<std::string>& pieces() {
       "\x1b[2@",
       "\x1b[5G",
       "\x1b[3D",
-      "\u4e2d\u6587",    // wide
+      "\u4e2d\u6587",      // wide
       "\xf0\x9f\x98\x80",  // a wide emoji
-      "e\u0301",         // a combining mark
-      "\u00e9t\u00e9 ",  // narrow UTF-8
-      "\u200b",          // zero-width
-      "\x1b#6",          // DECDWL
-      "\x1b#3",          // DECDHL top half
-      "\x1b#5",          // single width again
-      "\x1b[?5h",        // reverse video
+      "e\u0301",           // a combining mark
+      "\u00e9t\u00e9 ",    // narrow UTF-8
+      "\u200b",            // zero-width
+      "\x1b#6",            // DECDWL
+      "\x1b#3",            // DECDHL top half
+      "\x1b#5",            // single width again
+      "\x1b[?5h",          // reverse video
       "\x1b[?5l",
       "\x1b[?7l",  // no autowrap
       "\x1b[?7h",
+      "\x1b[4:3m",  // curly underline
+      "\x1b[3;9;11m",
+      "\x1b[?1049h",  // the alternate screen: the main one is drawn from its copy
+      "\x1b[?1049l",
+      "\x1b[2;1H",
   };
   return all;
 }
