@@ -8,6 +8,31 @@
 namespace backscroll::term {
 namespace {
 
+// A line of Cells with the reads LineDrawer::draw_simple() makes (as Scrollback::StoredLine and
+// GridRow have them).
+class CellLine {
+ public:
+  explicit CellLine(std::span<const Cell> cells) : cells_(cells) {}
+  std::size_t size() const noexcept { return cells_.size(); }
+  char32_t first_char(std::size_t i) const noexcept {
+    const Cell& c = cells_[i];
+    return c.kind == Cell::Kind::erased         ? 0
+           : c.kind == Cell::Kind::continuation ? kContinuationChar
+                                                : c.chars[0];
+  }
+  int width(std::size_t i) const noexcept { return cells_[i].width; }
+  bool line_sized(std::size_t i) const noexcept { return cells_[i].dwl || cells_[i].dhl != 0; }
+  bool combining(std::size_t i) const noexcept { return cells_[i].nchars > 1; }
+  bool same_pen(std::size_t i, std::size_t j) const noexcept {
+    return cells_[i].pen == cells_[j].pen;
+  }
+  bool default_pen(std::size_t i) const noexcept { return cells_[i].pen == Pen{}; }
+  const Pen& pen(std::size_t i) const noexcept { return cells_[i].pen; }
+
+ private:
+  std::span<const Cell> cells_;
+};
+
 // Draws lines on rows of pristine cells of the fresh terminal; its scratch vectors are reused
 // across lines.
 class LineDrawer {
@@ -24,15 +49,9 @@ class LineDrawer {
       Cell blank;
       cells[static_cast<std::size_t>(W - 1)] = blank;
     }
-    // Nothing to draw on a line of pristine cells.
-    const auto stored = std::span(cells).first(std::min(used, cells.size()));
-    auto pristine = [](const Cell& x) { return is_pristine(x); };
-    if (std::all_of(stored.begin(), stored.end(), pristine)) return;
-    // Past `used`, pristine cells are simple and draw_simple_line() draws nothing there.
-    if (is_simple(stored)) {
-      draw_simple_line(stored);
-      return;
-    }
+    // Past `used`, pristine cells are simple and draw_simple() draws nothing there (nor on a
+    // line of pristine cells).
+    if (draw_simple(CellLine(std::span(cells).first(std::min(used, cells.size()))))) return;
     must_draw_.assign(static_cast<std::size_t>(W), false);
     made_continuation_.assign(static_cast<std::size_t>(W), false);
     draw_leading_continuations(cells);
@@ -56,14 +75,18 @@ class LineDrawer {
     }
   }
 
-  // A line read in place (a history line, Scrollback::StoredLine, or a row of the main
-  // screen, GridRow) when it is simple (is_simple()'s rules), drawn with the bytes
-  // draw_line() would write for it; false, drawing nothing, otherwise. Most lines of a snapshot
-  // are simple: unpacking each column into a Cell first was most of the time to build one.
-  // (A history line from a wider terminal is cut at the row's end; a wide character cut in two
-  // there is not simple.)
+  // A simple line: erased cells one column wide and glyphs of one printable character as wide
+  // as the width table makes it (one column, or two followed by exactly one continuation
+  // cell), on a single-width line (most lines of most output, UTF-8 and CJK text included),
+  // drawn in runs of one pen: glyphs copied as they are (SnapshotTerminal::print_run), erased
+  // cells erased as draw_line() erases them; false, drawing nothing, for any other line (its
+  // combining marks, controls, stale halves or a wide character cut at the row's end take
+  // draw_line()'s per-cell passes). `line`: Cells (CellLine) or a line read where it is kept
+  // (Scrollback::StoredLine, GridRow), without a Cell (~150 bytes) per column: unpacking every
+  // column first was most of the time to build a snapshot. A history line from a wider
+  // terminal is cut at the row's end.
   template <typename Line>
-  bool draw_in_place(const Line& line) {
+  bool draw_simple(const Line& line) {
     const std::size_t n = std::min(line.size(), static_cast<std::size_t>(m_.cols()));
     auto glyph = [&](std::size_t c) {
       return line.first_char(c) != 0 && line.first_char(c) != kContinuationChar;
@@ -87,7 +110,6 @@ class LineDrawer {
       if (c + 2 < n && line.first_char(c + 2) == kContinuationChar) return false;
       ++c;  // its continuation
     }
-    // As draw_simple_line(): runs of erased cells in one pen, runs of glyphs in one pen.
     std::size_t c = 0;
     while (c < n) {
       std::size_t end = c + 1;
@@ -115,65 +137,6 @@ class LineDrawer {
   }
 
  private:
-  // Erased cells one column wide and glyphs of one printable character as wide as the width
-  // table makes it (one column, or two followed by exactly one continuation cell), on a
-  // single-width line: most lines of most output, UTF-8 and CJK text included. Combining marks,
-  // controls, stale halves and a wide character cut at the row's end take draw_line()'s
-  // per-cell passes.
-  bool is_simple(std::span<const Cell> cells) const {
-    const std::size_t W = cells.size();
-    for (std::size_t c = 0; c < W; ++c) {
-      const Cell& x = cells[c];
-      if (x.dwl || x.dhl != 0) return false;
-      if (x.kind == Cell::Kind::erased) {
-        if (x.width != 1) return false;
-        continue;
-      }
-      if (x.kind != Cell::Kind::glyph || x.nchars != 1) return false;
-      const char32_t ch = x.chars[0];
-      if (ch < 0x7f) {
-        if (ch < 0x20 || x.width != 1) return false;
-        continue;
-      }
-      if (ch < 0xa0 || m_.glyph_width(ch) != x.width) return false;
-      if (x.width == 1) continue;
-      if (x.width != 2 || c + 1 >= W || cells[c + 1].kind != Cell::Kind::continuation) {
-        return false;
-      }
-      if (c + 2 < W && cells[c + 2].kind == Cell::Kind::continuation) return false;
-      ++c;  // its continuation
-    }
-    return true;
-  }
-
-  // draw_line() for an is_simple() line, writing the same bytes without its per-cell passes:
-  // runs of glyphs in one pen (with the continuation cells of the wide ones) are copied as they
-  // are (SnapshotTerminal::print_run), runs of erased cells are erased as draw_line() erases
-  // them.
-  void draw_simple_line(std::span<const Cell> cells) {
-    const int W = static_cast<int>(cells.size());
-    auto at = [&](int c) -> const Cell& { return cells[static_cast<std::size_t>(c)]; };
-    int c = 0;
-    while (c < W) {
-      const Cell& cell = at(c);
-      int end = c + 1;
-      if (cell.kind == Cell::Kind::erased) {
-        while (end < W && at(end).kind == Cell::Kind::erased && at(end).pen == cell.pen) ++end;
-        if (!is_pristine(cell)) t_.erase_run(c, end, cell.pen);
-        c = end;
-        continue;
-      }
-      end = c + cell.width;
-      while (end < W && at(end).kind == Cell::Kind::glyph && at(end).pen == cell.pen) {
-        end += at(end).width;
-      }
-      t_.move_to(c);
-      t_.pen(cell.pen);
-      t_.print_run(cells.subspan(static_cast<std::size_t>(c), static_cast<std::size_t>(end - c)));
-      c = end;
-    }
-  }
-
   // Pass 0: continuation cells at the start of the row (a DCH moved them there) are made
   // one column to the right and shifted into place with DCH, before anything else is drawn.
   void draw_leading_continuations(const std::vector<Cell>& cells) {
@@ -321,14 +284,14 @@ class LineDrawer {
   const MirrorScreen& m_;
   std::vector<bool> must_draw_;
   std::vector<bool> made_continuation_;
-  std::vector<char32_t> chars_;  // draw_in_place()'s run of glyphs
+  std::vector<char32_t> chars_;  // draw_simple()'s run of glyphs
   std::vector<std::uint8_t> widths_;
 };
 
 }  // namespace
 
 std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want,
-                                   HistoryLines read) {
+                                   LineReading read) {
   const std::size_t total = m.scrollback_lines();
   // On one row libvterm 0.1.4 erases instead of scrolling a line off: nothing reaches its
   // history, so none is drawn (a snapshot carries up to N lines).
@@ -345,7 +308,7 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) t.newline();
     const std::size_t line = first + i;
-    if (read == HistoryLines::in_place && lines.draw_in_place(m.scrollback_line(line)))
+    if (read == LineReading::in_place && lines.draw_simple(m.scrollback_line(line)))
       continue;  // (`cells` untouched: still pristine from `dirty` on)
     const std::size_t used = m.scrollback_stored_cells(line, cells);
     // Only what the previous line left past this one's cells is made pristine again.
@@ -358,7 +321,7 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   t.section("main screen");
   for (int r = 0; r < rows; ++r) {
     if (n > 0 || r > 0) t.newline();
-    if (read == HistoryLines::in_place && lines.draw_in_place(m.main_row(r))) continue;
+    if (read == LineReading::in_place && lines.draw_simple(m.main_row(r))) continue;
     for (int c = 0; c < W; ++c) cells[static_cast<std::size_t>(c)] = m.main_cell(r, c);
     lines.draw_line(cells, false, cells.size());
   }

@@ -10,16 +10,16 @@
 
 namespace backscroll::term {
 
-// How write_history_and_main() reads a history line: in place where the line allows it (the
-// default), or always as Cells (the reference the in-place reading is tested against: both
-// write the same bytes).
-enum class HistoryLines { in_place, as_cells };
+// How write_history_and_main() reads its lines (history lines, main screen rows): a simple
+// line where it is kept (the default), or every line as Cells (what the in-place reading is
+// tested against: both write the same bytes).
+enum class LineReading { in_place, as_cells };
 
 // The newest `want` history lines (at most), then the main screen's rows, from the top of the
 // fresh terminal: the history lines scroll off into its own history, in order. Returns how
 // many history lines it drew.
 std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want,
-                                   HistoryLines read = HistoryLines::in_place);
+                                   LineReading read = LineReading::in_place);
 
 // After the main screen (and the saved cursor): the alternate screen's cells, entered first
 // with `enter` (else the terminal is on it already: SnapshotCanvas::alternate).

@@ -176,18 +176,6 @@ void SnapshotTerminal::print_stand_in(int row_width) {
   print(&c, 1, 2, row_width);
 }
 
-void SnapshotTerminal::print_run(std::span<const Cell> run) {
-  std::size_t last = run.size() - 1;
-  if (run[last].kind == Cell::Kind::continuation) --last;  // the wide glyph it belongs to
-  for (std::size_t k = 0; k < last; ++k) {
-    const Cell& cell = run[k];
-    if (cell.kind == Cell::Kind::continuation) continue;
-    append_utf8(out_, cell.chars[0]);
-    col_ += cell.width;
-  }
-  print(run[last].chars.data(), 1, run[last].width, cols_);
-}
-
 void SnapshotTerminal::print_run(std::span<const char32_t> chars,
                                  std::span<const std::uint8_t> widths) {
   const std::size_t last = chars.size() - 1;

@@ -81,11 +81,8 @@ class SnapshotTerminal {
   // Prints a wide character where only a wide glyph's side effect is wanted (it is overwritten).
   void print_stand_in(int row_width);
 
-  // Prints the one-character glyphs of `run` at the cursor (the continuation cells of the wide
-  // ones in between; at least one glyph), as print() one by one would: only the last one may
-  // reach the row's end.
-  void print_run(std::span<const Cell> run);
-  // The same for glyphs given by their characters and widths (no continuation cells).
+  // Prints one-character glyphs at the cursor, given by their characters and widths (at least
+  // one), as print() one by one would: only the last one may reach the row's end.
   void print_run(std::span<const char32_t> chars, std::span<const std::uint8_t> widths);
 
   // Prints `glyph` where moves the model does not follow left the cursor: only the last glyph

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/engine/term/line_read_check.hpp"
+
 namespace backscroll::testing {
 namespace {
 
@@ -110,35 +112,20 @@ struct Model {
   }
 };
 
-// The store holds the model's newest lines, each exactly, within both bounds, and drops no line
-// the bounds could keep.
-// The line read in place (StoredLine) shows each stored cell as the Cell a reader gets:
-// its kind, width, line size, pen (and pens equal exactly when the Cells' are), and whether a
-// glyph has combining characters; its size is the stored cells' count.
+// The line read in place (StoredLine) shows each stored cell as the Cell a reader gets; its
+// size is the stored cells' count.
 void expect_in_place_reads_the_same(const Scrollback& s, std::size_t i,
                                     const std::vector<Cell>& want) {
+  SCOPED_TRACE("line " + std::to_string(i));
   const Scrollback::StoredLine line = s.stored_line(i);
   std::vector<Cell> stored(want.size() + 3);
-  ASSERT_EQ(line.size(), s.stored_cells(i, stored)) << "line " << i;
-  for (std::size_t c = 0; c < line.size(); ++c) {
-    const Cell& w = want[c];
-    const char32_t first = w.kind == Cell::Kind::erased         ? 0
-                           : w.kind == Cell::Kind::continuation ? term::kContinuationChar
-                                                                : w.chars[0];
-    ASSERT_EQ(line.first_char(c), first) << "line " << i << " col " << c;
-    ASSERT_EQ(line.width(c), w.width) << "line " << i << " col " << c;
-    ASSERT_EQ(line.line_sized(c), w.dwl || w.dhl != 0) << "line " << i << " col " << c;
-    ASSERT_TRUE(line.pen(c) == w.pen) << "line " << i << " col " << c;
-    ASSERT_EQ(line.default_pen(c), w.pen == term::Pen{}) << "line " << i << " col " << c;
-    if (c > 0) {
-      ASSERT_EQ(line.same_pen(c, c - 1), w.pen == want[c - 1].pen) << "col " << c;
-    }
-    if (w.kind == Cell::Kind::glyph) {
-      ASSERT_EQ(line.combining(c), w.nchars > 1) << "line " << i << " col " << c;
-    }
-  }
+  ASSERT_EQ(line.size(), s.stored_cells(i, stored));
+  for (std::size_t c = 0; c < line.size(); ++c)
+    expect_read_as(line, c, want[c], c > 0 ? &want[c - 1] : nullptr);
 }
 
+// The store holds the model's newest lines, each exactly, within both bounds, and drops no line
+// the bounds could keep.
 void expect_newest_of(const Scrollback& s, const Model& m, const ScrollbackLimits& limits) {
   ASSERT_LE(s.lines(), m.lines.size());
   ASSERT_LE(s.lines(), limits.max_lines);

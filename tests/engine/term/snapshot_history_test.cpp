@@ -1,11 +1,12 @@
-// A snapshot draws most lines read in place, history lines from the history ring
-// (Scrollback::StoredLine) and main screen rows from the grid (GridRow), and the others
-// from Cells (HistoryLines::in_place); both must write the same bytes for every line, so the
-// in-place reading is checked against the Cell one (HistoryLines::as_cells, which the snapshot
-// contract tests check against libvterm and xterm.js) on streams that leave every kind of line:
-// plain and colored text, erased runs in a pen, wide characters (at the row's end too),
-// combining marks, double-width lines, lines from a wider or narrower terminal, the main screen
-// while the alternate one is active.
+// A snapshot draws a simple line (LineDrawer::draw_simple) from where it is kept: a history
+// line from the history ring (Scrollback::StoredLine), a main screen row from the grid
+// (GridRow). Read as Cells instead (LineReading::as_cells), every line must give the same
+// bytes: the in-place reads must say exactly what the Cells say (which the snapshot contract
+// tests check against libvterm and xterm.js), and a line they call simple must be one the
+// Cells call simple. Checked on streams that leave every kind of line: plain and colored
+// text, erased runs in a pen, wide characters (at the row's end too), combining marks,
+// double-width lines, lines from a wider or narrower terminal, the main screen while the
+// alternate one is active.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -15,11 +16,12 @@
 #include "engine/term/mirror_screen.hpp"
 #include "engine/term/snapshot_screens.hpp"
 #include "engine/term/snapshot_terminal.hpp"
+#include "tests/engine/term/line_read_check.hpp"
 
 namespace backscroll::testing {
 namespace {
 
-using term::HistoryLines;
+using term::LineReading;
 using term::MirrorScreen;
 
 struct Drawn {
@@ -27,7 +29,7 @@ struct Drawn {
   std::size_t lines = 0;
 };
 
-Drawn draw(const MirrorScreen& m, std::size_t want, HistoryLines read) {
+Drawn draw(const MirrorScreen& m, std::size_t want, LineReading read) {
   term::SnapshotTerminal t(m.cols(), m.rows());
   Drawn d;
   d.lines = term::write_history_and_main(t, m, want, read);
@@ -38,25 +40,14 @@ Drawn draw(const MirrorScreen& m, std::size_t want, HistoryLines read) {
 // Each main screen row read in place shows the cells main_cell() does.
 void expect_rows_read_as_cells(const MirrorScreen& m) {
   for (int r = 0; r < m.rows(); ++r) {
+    SCOPED_TRACE("row " + std::to_string(r));
     const term::GridRow row = m.main_row(r);
     ASSERT_EQ(row.size(), static_cast<std::size_t>(m.cols()));
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const term::Cell want = m.main_cell(r, static_cast<int>(c));
-      const char32_t first = want.kind == term::Cell::Kind::erased         ? 0
-                             : want.kind == term::Cell::Kind::continuation ? term::kContinuationChar
-                                                                           : want.chars[0];
-      ASSERT_EQ(row.first_char(c), first) << "row " << r << " col " << c;
-      ASSERT_EQ(row.width(c), want.width) << "row " << r << " col " << c;
-      ASSERT_EQ(row.line_sized(c), want.dwl || want.dhl != 0) << "row " << r << " col " << c;
-      ASSERT_TRUE(row.pen(c) == want.pen) << "row " << r << " col " << c;
-      ASSERT_EQ(row.default_pen(c), want.pen == term::Pen{}) << "row " << r << " col " << c;
-      if (want.kind == term::Cell::Kind::glyph) {
-        ASSERT_EQ(row.combining(c), want.nchars > 1) << "row " << r << " col " << c;
-      }
-      if (c > 0) {
-        const bool same = want.pen == m.main_cell(r, static_cast<int>(c) - 1).pen;
-        ASSERT_EQ(row.same_pen(c, c - 1), same) << "row " << r << " col " << c;
-      }
+    term::Cell previous;
+    for (int c = 0; c < m.cols(); ++c) {
+      const term::Cell want = m.main_cell(r, c);
+      expect_read_as(row, static_cast<std::size_t>(c), want, c > 0 ? &previous : nullptr);
+      previous = want;
     }
   }
 }
@@ -64,8 +55,8 @@ void expect_rows_read_as_cells(const MirrorScreen& m) {
 void expect_same_bytes(const MirrorScreen& m) {
   expect_rows_read_as_cells(m);
   for (const std::size_t want : {std::size_t{0}, std::size_t{3}, m.scrollback_lines()}) {
-    const Drawn in_place = draw(m, want, HistoryLines::in_place);
-    const Drawn as_cells = draw(m, want, HistoryLines::as_cells);
+    const Drawn in_place = draw(m, want, LineReading::in_place);
+    const Drawn as_cells = draw(m, want, LineReading::as_cells);
     ASSERT_EQ(in_place.lines, as_cells.lines);
     ASSERT_EQ(in_place.bytes, as_cells.bytes) << "history lines asked: " << want;
   }
