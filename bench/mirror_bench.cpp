@@ -138,12 +138,29 @@ void BM_KeyframeBuild(benchmark::State& state) {
                  std::to_string(built) + " bytes");
 }
 
+// The plain text an actor leaves when it is deleted (Mirror::final_text: every history line
+// and the screen), at 80x24 with the history full of the workload (10,000 lines by default).
+void BM_FinalText(benchmark::State& state) {
+  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+  term::Mirror mirror(Cursor{0}, 80, 24);
+  feed_in_chunks(bytes, [&](std::string_view chunk) { mirror.feed(chunk); });
+  std::size_t size = 0;
+  for (auto _ : state) {
+    size = mirror.final_text().snapshot.bytes.size();
+    benchmark::DoNotOptimize(size);
+  }
+  state.SetLabel(std::string(workload_name(static_cast<int>(state.range(0)))) + ", " +
+                 std::to_string(mirror.screen().scrollback_lines()) + " history lines, " +
+                 std::to_string(size) + " bytes");
+}
+
 BENCHMARK(BM_Mirror)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MirrorLibvtermOnly)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LookAheadScan)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermStateOnly)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LibvtermScreen)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KeyframeBuild)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FinalText)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -141,6 +141,11 @@ inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* tail = n
   return c;
 }
 
+// How a writer of lines (a snapshot's, the plain text's) reads them: the lines it can where
+// they are kept (GridRow, Scrollback::StoredLine: the default), or every line as Cells (what
+// the in-place reading is tested against: both give the same bytes).
+enum class LineReading { in_place, as_cells };
+
 // A row of grid cells read in place, each cell as to_cell() makes it, for a reader that goes
 // through a row once (a snapshot drawing it) without a Cell (~150 bytes) per column; the same reads
 // as Scrollback::StoredLine. Valid until the grid changes.

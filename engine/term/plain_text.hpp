@@ -15,7 +15,9 @@
 namespace backscroll::term {
 
 // `history_lines`: at most the newest this many history lines (Mirror::exact_history_lines).
-std::string plain_text(const MirrorScreen& screen, std::size_t history_lines = SIZE_MAX);
+// `read`: history lines without combining marks in place (the default), or all as Cells.
+std::string plain_text(const MirrorScreen& screen, std::size_t history_lines = SIZE_MAX,
+                       LineReading read = LineReading::in_place);
 
 // What a terminal shows, line by line, as `backscroll capture` prints it (tmux capture-pane's
 // habits): the newest `history_lines` history lines, oldest first, and every row of the visible

@@ -10,14 +10,10 @@
 
 namespace backscroll::term {
 
-// How write_history_and_main() reads its lines (history lines, main screen rows): a simple
-// line where it is kept (the default), or every line as Cells (what the in-place reading is
-// tested against: both write the same bytes).
-enum class LineReading { in_place, as_cells };
-
 // The newest `want` history lines (at most), then the main screen's rows, from the top of the
 // fresh terminal: the history lines scroll off into its own history, in order. Returns how
-// many history lines it drew.
+// many history lines it drew. `read`: simple lines in place (the default), or every line as
+// Cells.
 std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, std::size_t want,
                                    LineReading read = LineReading::in_place);
 

@@ -1,7 +1,8 @@
 // A snapshot draws a simple line (LineDrawer::draw_simple) from where it is kept: a history
 // line from the history ring (Scrollback::StoredLine), a main screen row from the grid
 // (GridRow). Read as Cells instead (LineReading::as_cells), every line must give the same
-// bytes: the in-place reads must say exactly what the Cells say (which the snapshot contract
+// bytes (and the plain text a deleted actor leaves, its history lines read in place too): the
+// in-place reads must say exactly what the Cells say (which the snapshot contract
 // tests check against libvterm and xterm.js), and a line they call simple must be one the
 // Cells call simple. Checked on streams that leave every kind of line: plain and colored
 // text, erased runs in a pen, wide characters (at the row's end too), combining marks,
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "engine/term/mirror_screen.hpp"
+#include "engine/term/plain_text.hpp"
 #include "engine/term/snapshot_screens.hpp"
 #include "engine/term/snapshot_terminal.hpp"
 #include "tests/engine/term/line_read_check.hpp"
@@ -54,6 +56,8 @@ void expect_rows_read_as_cells(const MirrorScreen& m) {
 
 void expect_same_bytes(const MirrorScreen& m) {
   expect_rows_read_as_cells(m);
+  ASSERT_EQ(term::plain_text(m, SIZE_MAX, LineReading::in_place),
+            term::plain_text(m, SIZE_MAX, LineReading::as_cells));
   for (const std::size_t want : {std::size_t{0}, std::size_t{3}, m.scrollback_lines()}) {
     const Drawn in_place = draw(m, want, LineReading::in_place);
     const Drawn as_cells = draw(m, want, LineReading::as_cells);
