@@ -90,6 +90,15 @@ inline void unpack_pen(std::uint32_t a, Pen& p) {
   p.font = static_cast<std::uint8_t>(a >> attr::kFontShift & 0xfu);
 }
 
+// The pen of a cell's attribute bits and colour words.
+inline Pen pen_of(std::uint32_t attrs, std::uint32_t fg, std::uint32_t bg) {
+  Pen p;
+  unpack_pen(attrs, p);
+  p.fg = unpack_color(fg);
+  p.bg = unpack_color(bg);
+  return p;
+}
+
 inline std::uint32_t pack_pen(const Pen& p) {
   return (p.bold ? attr::kBold : 0u) | (p.italic ? attr::kItalic : 0u) |
          (p.blink ? attr::kBlink : 0u) | (p.reverse ? attr::kReverse : 0u) |
@@ -135,9 +144,7 @@ inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* tail = n
   c.width = wide ? 2 : 1;
   c.dwl = g.attrs & attr::kDwl;
   c.dhl = static_cast<std::uint8_t>(g.attrs >> attr::kDhlShift & 3u);
-  unpack_pen(g.attrs, c.pen);
-  c.pen.fg = unpack_color(g.fg);
-  c.pen.bg = unpack_color(g.bg);
+  c.pen = pen_of(g.attrs, g.fg, g.bg);
   return c;
 }
 
@@ -171,11 +178,7 @@ class GridRow {
     return (cells_[i].attrs & attr::kPenMask) == 0 && cells_[i].fg == 0 && cells_[i].bg == 0;
   }
   Pen pen(std::size_t i) const noexcept {
-    Pen p;
-    unpack_pen(cells_[i].attrs, p);
-    p.fg = unpack_color(cells_[i].fg);
-    p.bg = unpack_color(cells_[i].bg);
-    return p;
+    return pen_of(cells_[i].attrs, cells_[i].fg, cells_[i].bg);
   }
 
  private:

@@ -49,17 +49,18 @@ void append_row(std::string& out, const std::vector<Cell>& cells, bool sgr = fal
 // (false, appending nothing, otherwise): the same text, from its stored cells only (the rest
 // are erased: blanks at the end, cut).
 bool append_stored_row(std::string& out, const Scrollback::StoredLine& line) {
-  for (std::size_t c = 0; c < line.size(); ++c) {
-    const char32_t ch = line.first_char(c);
-    if (ch != 0 && ch != kContinuationChar && line.combining(c)) return false;
-  }
-  std::size_t kept = out.size();
+  const std::size_t start = out.size();
+  std::size_t kept = start;
   for (std::size_t c = 0; c < line.size(); ++c) {
     const char32_t ch = line.first_char(c);
     if (ch == kContinuationChar) continue;
     if (ch == 0) {
       out += ' ';
       continue;
+    }
+    if (line.combining(c)) {
+      out.resize(start);
+      return false;
     }
     append_utf8(out, ch);
     if (ch != U' ') kept = out.size();

@@ -164,17 +164,18 @@ int Scrollback::cols(std::size_t line) const {
   return line < lines_.size() ? lines_[line].cols : 0;
 }
 
+std::uint32_t Scrollback::stored_attrs(std::uint32_t packed) {
+  return (packed & 0xffffu) | (packed >> 26 & 3u) << 16;
+}
+
 void Scrollback::unpack(const char32_t* cell, const char32_t*& extra, Cell& c) {
   const std::uint32_t packed = cell[1];
-  const std::uint32_t width_high = packed >> 24;
-  const std::uint32_t attrs = (packed & 0xffffu) | (width_high >> 2) << 16;
+  const std::uint32_t attrs = stored_attrs(packed);
   const std::uint32_t combining = packed >> 16 & 0xffu;
-  unpack_pen(attrs, c.pen);
+  c.pen = pen_of(attrs, cell[2], cell[3]);
   c.dwl = attrs & attr::kDwl;
   c.dhl = static_cast<std::uint8_t>(attrs >> attr::kDhlShift & 3u);
-  c.pen.fg = unpack_color(cell[2]);
-  c.pen.bg = unpack_color(cell[3]);
-  c.width = static_cast<std::uint8_t>(width_high & 3u);
+  c.width = static_cast<std::uint8_t>(packed >> 24 & 3u);
   c.nchars = 0;  // every field is set: `c` may hold another cell
   if (cell[0] == 0) {
     c.kind = Cell::Kind::erased;
@@ -213,11 +214,7 @@ Scrollback::StoredLine Scrollback::stored_line(std::size_t line) const {
 
 Pen Scrollback::StoredLine::pen(std::size_t i) const noexcept {
   const char32_t* cell = at(i);
-  Pen p;
-  unpack_pen((cell[1] & 0xffffu) | (cell[1] >> 26 & 3u) << 16, p);
-  p.fg = unpack_color(cell[2]);
-  p.bg = unpack_color(cell[3]);
-  return p;
+  return pen_of(stored_attrs(cell[1]), cell[2], cell[3]);
 }
 
 Cell Scrollback::cell(std::size_t line, int col) const {

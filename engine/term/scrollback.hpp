@@ -120,6 +120,8 @@ class Scrollback {
     std::uint32_t extra;  // combining characters after the cells
     int cols;
   };
+  // The attr:: bits of a stored cell's second word.
+  static std::uint32_t stored_attrs(std::uint32_t packed);
   static void unpack(const char32_t* cell, const char32_t*& extra, Cell& out);
   const char32_t* words(const LineRecord& line) const { return &ring_[line.at % ring_.size()]; }
   // Makes room for a line of `n` words, the oldest lines going first, and appends its record
