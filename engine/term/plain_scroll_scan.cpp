@@ -52,11 +52,12 @@ bool same_sequence(std::string_view a, std::string_view b) {
   return a == b;
 }
 
-// CSI m whose first parameter is 0 (or missing): every attribute is set again.
+// CSI m whose first parameter is 0 (or missing): every attribute is set again. `sgr` is a
+// whole SGR, ESC [ digits and ';' m: the loop stops at its final byte at the latest.
 bool resets_pen(std::string_view sgr) {
-  const std::string_view params = sgr.substr(2, sgr.size() - 3);
-  const std::string_view first = params.substr(0, params.find(';'));
-  return first.find_first_not_of('0') == std::string_view::npos;
+  std::size_t k = 2;
+  while (sgr[k] == '0') ++k;
+  return sgr[k] == ';' || sgr[k] == 'm';
 }
 }  // namespace
 
@@ -75,6 +76,8 @@ void PlainScrollScan::restart(Cursor at) {
   sgr_slots_.fill({});
   reset_index_.fill(-1);
   pen_.clear();
+  queued_sgrs_.clear();
+  queued_sizes_.clear();
   targets_.clear();
 }
 
@@ -226,13 +229,20 @@ void PlainScrollScan::text(std::uint8_t b) {
 }
 
 void PlainScrollScan::line_feed() {
-  ++lfs_;
-  if (!column0_) {
+  const Cursor line_start = scanned_ + 1;
+  // A line too close to the last target can never become one (add_target() would drop it):
+  // nothing about it is tracked, and the queued SGRs wait for a line that can.
+  if (!column0_ ||
+      (!targets_.empty() && line_start - targets_.back().line_start < target_spacing_)) {
+    ++lfs_;
     line_ = Line::none;
     return;
   }
+  apply_queued_sgrs();
+  if (broken_) return;  // the run ends before this LF
+  ++lfs_;
   line_ = Line::prefix;
-  pending_.line_start = scanned_ + 1;
+  pending_.line_start = line_start;
   pending_.lfs = lfs_;
   pending_.prefix.clear();
   pending_.pen = pen_;
@@ -241,7 +251,7 @@ void PlainScrollScan::line_feed() {
 void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separators) {
   if (sequence.back() == 'm') {
     if (separators >= kMaxSgrParams) return brk();
-    add_sgr(sequence);
+    queue_sgr(sequence);
     if (broken_) return;
   } else if (separators > 0) {
     return brk();  // EL takes one parameter
@@ -254,7 +264,30 @@ void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separa
   }
 }
 
-void PlainScrollScan::add_sgr(std::string_view sequence) {
+void PlainScrollScan::queue_sgr(std::string_view sequence) {
+  if (resets_pen(sequence)) {
+    queued_sgrs_.clear();
+    queued_sizes_.clear();
+  } else if (queued_sizes_.size() == kMaxQueuedSgrs) {
+    apply_queued_sgrs();
+    if (broken_) return;
+  }
+  queued_sgrs_ += sequence;
+  queued_sizes_.push_back(static_cast<std::uint8_t>(sequence.size()));
+}
+
+void PlainScrollScan::apply_queued_sgrs() {
+  std::size_t at = 0;
+  for (const std::uint8_t size : queued_sizes_) {
+    apply_sgr(std::string_view(queued_sgrs_).substr(at, size));
+    if (broken_) return;
+    at += size;
+  }
+  queued_sgrs_.clear();
+  queued_sizes_.clear();
+}
+
+void PlainScrollScan::apply_sgr(std::string_view sequence) {
   // ESC [ m and ESC [ 0 m, the resets most programs send (half the SGRs of colored build
   // output), start the pen again without the table's hash and probe.
   if (sequence.size() == 3 || (sequence.size() == 4 && sequence[2] == '0')) {

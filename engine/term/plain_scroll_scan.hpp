@@ -25,6 +25,12 @@
 // keeps that reduced list, as indices into the run's table of distinct SGRs; when the table is
 // full, the entries no list refers to any more are dropped (kMaxDistinctSgrs).
 //
+// The list is only needed at the lines that may become targets (one per `target_spacing`
+// bytes), so the scan reduces it lazily: an SGR is only copied to a queue (a reset empties the
+// queue first: nothing before it matters), and the queue is applied to the list at a line start
+// that may become a target, or when it grows past kMaxQueuedSgrs. Colored output resets the pen
+// several times per line, so most SGRs never reach the table.
+//
 // Single-threaded (the mirror thread). Memory: one target per kTargetSpacing bytes of look
 // ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
 #pragma once
@@ -53,6 +59,8 @@ class PlainScrollScan {
   static constexpr std::size_t kMaxDistinctSgrs = 1023;
   using SgrIndex = std::uint16_t;
   static constexpr std::size_t kMaxPrefixBytes = 256;  // SGR/EL bytes before a line's glyph
+  // SGRs queued before they are applied to the pen (see above): bounds the queue's memory.
+  static constexpr std::size_t kMaxQueuedSgrs = 4096;
 
   struct Target {
     Cursor line_start;          // L: just after an LF, the column 0
@@ -108,7 +116,12 @@ class PlainScrollScan {
   void line_feed();
   // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators.
   void sequence_end(std::string_view sequence, std::size_t separators);
-  void add_sgr(std::string_view sequence);
+  // An SGR of the run: queued for the pen (see the header comment).
+  void queue_sgr(std::string_view sequence);
+  // Applies the queued SGRs to pen_, in order, and empties the queue.
+  void apply_queued_sgrs();
+  // Applies one SGR to pen_ (the reduction the header comment describes).
+  void apply_sgr(std::string_view sequence);
   void add_target();
   void brk();
 
@@ -150,8 +163,11 @@ class PlainScrollScan {
   std::array<SgrSlot, kSgrSlots> sgr_slots_{};
   // The table indices of ESC [ m and ESC [ 0 m once looked up (-1: not yet, or renumbered).
   std::array<std::int16_t, 2> reset_index_{-1, -1};
-  std::vector<SgrIndex> pen_;   // the reduced SGR list at the scan position
-  std::deque<Target> targets_;  // in stream order
+  // The reduced SGR list: with the queue applied, the pen at the scan position.
+  std::vector<SgrIndex> pen_;
+  std::string queued_sgrs_;                 // the queued sequences, back to back
+  std::vector<std::uint8_t> queued_sizes_;  // each one's size (at most kMaxSequenceBytes)
+  std::deque<Target> targets_;              // in stream order
 };
 
 }  // namespace backscroll::term

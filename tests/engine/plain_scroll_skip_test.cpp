@@ -279,9 +279,10 @@ std::string final_difference(const Mirror& a, const Mirror& b) {
 // landing line, the pen and the last glyph the jump rebuilt are on the screen then); at the
 // end, again. "" when they never differ; `skipped`: bytes jumped over.
 std::string jump_difference(std::string_view stream, const std::vector<std::size_t>& pieces,
-                            int cols, int rows, std::uint64_t* skipped = nullptr) {
+                            int cols, int rows, std::uint64_t* skipped = nullptr,
+                            LookAheadOptions look_ahead = kJumpAnywhere) {
   const auto a = fresh(cols, rows);
-  const auto b = fresh(cols, rows, kJumpAnywhere);
+  const auto b = fresh(cols, rows, look_ahead);
   auto catch_up = [&] {
     a->feed(stream.substr(value(a->position()), b->position() - a->position()));
   };
@@ -520,8 +521,11 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   const auto rows = *rc::gen::inRange(1, 8);
   const auto feed =
       *rc::gen::container<std::vector<std::size_t>>(3, rc::gen::inRange<std::size_t>(1, 3000));
+  // Targets at every line, or far apart (the pen is then rebuilt from SGRs queued over many
+  // lines).
+  const LookAheadOptions look_ahead{1, *rc::gen::element<std::uint64_t>(0, 0, 300, 2000)};
   std::uint64_t skipped = 0;
-  RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped) == "");
+  RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped, look_ahead) == "");
   RC_CLASSIFY(skipped > 0, "jumped");
 }
 
@@ -560,6 +564,42 @@ RC_GTEST_PROP(PlainScrollScan, FindsTheSameWhateverPiecesTheBytesComeIn, ()) {
   }
   RC_ASSERT(scan_result(split) == scan_result(whole));
   RC_CLASSIFY(whole.broken(), "broken");
+}
+
+// Targets far apart get their pens from SGRs queued over many lines (a reset empties the queue):
+// each must be the pen a scan that makes every line a target finds at the same line.
+RC_GTEST_PROP(PlainScrollScan, TargetsFarApartHaveThePensOfAScanOfEveryLine, ()) {
+  const auto pieces =
+      *rc::gen::container<std::vector<std::string>>(*rc::gen::inRange(50, 600), plain_piece());
+  std::string stream;
+  for (const std::string& p : pieces) stream += p;
+  const PlainScrollScan every_line = scanned(stream);
+  PlainScrollScan spaced(*rc::gen::inRange<std::uint64_t>(1, 1000));
+  spaced.restart(Cursor{0});
+  const auto size = *rc::gen::inRange<std::size_t>(1, 300);
+  for (std::size_t at = 0; at < stream.size(); at += size)
+    spaced.scan(std::string_view(stream).substr(at, size));
+  RC_ASSERT(value(spaced.scanned()) >= value(every_line.scanned()));
+  const auto pen = [](const PlainScrollScan& scan, const PlainScrollScan::Target& t) {
+    std::string out;
+    for (const auto i : t.pen) out += scan.sgr(i);
+    return out;
+  };
+  int compared = 0;
+  for (std::uint64_t keep = 0; keep <= spaced.lfs(); ++keep) {
+    const PlainScrollScan::Target* t = spaced.best(Cursor{0}, keep, 0);
+    if (t == nullptr) break;
+    if (t->end > every_line.scanned()) continue;  // past where the other scan's run ended
+    // The latest target at or after t's line with as many LFs after it: t's line itself.
+    const PlainScrollScan::Target* same =
+        every_line.best(t->line_start, every_line.lfs() - t->lfs, 0);
+    RC_ASSERT(same != nullptr);
+    RC_ASSERT(same->line_start == t->line_start);
+    RC_ASSERT(same->prefix == t->prefix);
+    RC_ASSERT(pen(every_line, *same) == pen(spaced, *t));
+    ++compared;
+  }
+  RC_CLASSIFY(compared > 1, "several targets");
 }
 
 // --- the mirror thread -----------------------------------------------------------------------
