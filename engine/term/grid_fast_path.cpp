@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "engine/term/grid_cell.hpp"
 #include "engine/term/mirror_input.hpp"
 #include "engine/term/screen_grid.hpp"
 #include "engine/term/text_run.hpp"
+#include "engine/term/utf8.hpp"
+#include "engine/term/wide_chars.hpp"
 
 namespace backscroll::term {
 namespace {
@@ -86,7 +89,8 @@ void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
     grid.put_ascii(s.row, s.col, text, k);
     s.printed = true;
     s.last_row = s.row;
-    s.last_char = static_cast<char>(text[k - 1]);
+    s.last_width = 1;
+    s.last_char = text[k - 1];
     text += k;
     len -= static_cast<std::size_t>(k);
     if (s.col + k < s.cols) {
@@ -100,10 +104,57 @@ void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
       s.pending_wrap = true;
     } else if (len > 0) {
       grid.put_ascii(s.row, s.col, text + len - 1, 1);
-      s.last_char = static_cast<char>(text[len - 1]);
+      s.last_char = text[len - 1];
       len = 0;
     }
   }
+}
+
+// on_text() for one character from U+00A0 of `width` columns (1 or 2). A glyph that does not
+// fit on the row goes to the next one first, autowrap or not (libvterm 0.1.4, measured); one
+// that reaches the row's end sets the pending wrap (autowrap on) or leaves the cursor on it.
+void put_char(ScreenGrid& grid, char32_t c, int width, GridFastPath::State& s) {
+  if (s.pending_wrap || s.col + width > s.cols) {
+    line_feed(grid, s);
+    s.col = 0;
+    s.pending_wrap = false;
+  }
+  const std::uint32_t chars[2] = {c, 0};
+  grid.put_glyph(s.row, s.col, chars, width, false, LineAttrs{});
+  s.printed = true;
+  s.last_row = s.row;
+  s.last_col = s.col;
+  s.last_width = width;
+  s.last_char = c;
+  if (s.col + width < s.cols) s.col += width;
+  else if (s.autowrap) s.pending_wrap = true;
+}
+
+// The UTF-8 character at `p` when it is one the fast path prints: well-formed, from U+00A0 (no
+// C1 control), one or two columns wide, and a glyph of its own wherever it comes (none that
+// libvterm joins to the glyph before it).
+std::optional<Utf8Char> printable_char(std::span<const unsigned char> p) {
+  std::optional<Utf8Char> ch = decode_utf8(p);
+  if (!ch || ch->value < 0xa0 || joins_at_write_start(ch->value)) return std::nullopt;
+  return ch;
+}
+
+// Whether the bytes at `p` (a byte from 0x80 first) that the fast path does not print could be
+// joined to the glyph before them when a write starts with them: a character that
+// joins_at_write_start(), or one not complete yet.
+bool may_join(std::span<const unsigned char> p) {
+  const std::optional<Utf8Char> ch = decode_utf8(p);
+  if (ch) return joins_at_write_start(ch->value);
+  const unsigned char lead = p[0];
+  const std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return p.size() < length;  // cut short: unknown yet
+}
+
+// Whether a glyph ending at `at` is followed by what could join it in libvterm's next write.
+bool held_back(std::span<const unsigned char> bytes, std::size_t at, bool utf8) {
+  if (at >= bytes.size() || bytes[at] < 0x80) return false;
+  const std::span<const unsigned char> rest = bytes.subspan(at);
+  return !(utf8 && printable_char(rest)) && may_join(rest);
 }
 
 // EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
@@ -280,9 +331,20 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     const unsigned char c = b[i];
     if (!s.wrap_known && c != 0x1b) break;
     if (c >= 0x20 && c < 0x7f) {
-      const std::size_t len = ascii_run_length(b + i, n - i);
+      std::size_t len = ascii_run_length(b + i, n - i);
+      const bool hold = held_back(bytes, i + len, s.utf8);
+      if (hold && --len == 0) break;  // the glyph goes to libvterm with what joins it
       put_text(grid, b + i, len, s);
       i += len;
+      s.text_last = true;
+      if (hold) break;
+      continue;
+    }
+    if (c >= 0x80) {
+      const std::optional<Utf8Char> ch = s.utf8 ? printable_char(bytes.subspan(i)) : std::nullopt;
+      if (!ch || held_back(bytes, i + ch->length, true)) break;
+      put_char(grid, ch->value, unicode_width(ch->value), s);
+      i += ch->length;
       s.text_last = true;
       continue;
     }
@@ -293,8 +355,10 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
         break;
       i = csi.end;
     } else if (c == '\r') {
-      s.col = 0;  // a pending wrap is always past column 0: the cursor moves, the wrap goes
-      s.pending_wrap = false;
+      // The cursor moves and the pending wrap goes, unless the cursor is in column 0 already
+      // (a wide glyph filling a two-column row): CR keeps the wrap there (libvterm, measured).
+      if (s.col > 0) s.pending_wrap = false;
+      s.col = 0;
       ++i;
     } else if (c == '\n' && !s.pending_wrap) {
       line_feed(grid, s);

@@ -2,10 +2,15 @@
 // libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
 // addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR) and erasing (EL, ED 0-2):
-// libvterm spends tens of nanoseconds per byte on them, this a few.
+// libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
+// drawing, bullets, accented letters, CJK, emoji) are text too when GL holds libvterm's UTF-8
+// decoder, with their widths from wide_chars.hpp.
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
-// anything else: another control or sequence, a byte from 0x80, a sequence with a leader, an
+// anything else: another control or sequence, a zero-width character, a C1 control,
+// malformed or unfinished UTF-8, a glyph that a character libvterm would join to it follows
+// (libvterm gets the two in one write: it joins some characters at a write's start that it
+// prints as glyphs of their own within one), a sequence with a leader, an
 // intermediate, a sub-parameter, more than 16 arguments or a value past 65535, an SGR attribute
 // it does not know or a colour form libvterm reads otherwise than xterm.js (the mirror rewrites
 // those), a pending wrap before an LF, BS or erase, an unfinished sequence at the end, and
@@ -37,6 +42,7 @@ class GridFastPath {
     int region_top = 0;     // scroll region: rows [region_top, region_bottom)
     int region_bottom = 0;  // exclusive
     bool autowrap = true;
+    bool utf8 = false;  // GL holds libvterm's UTF-8 decoder: UTF-8 text may be applied
     // The cursor, changed by a run.
     int row = 0;
     int col = 0;
@@ -48,10 +54,12 @@ class GridFastPath {
     std::uint32_t pen_extras = 0;  // MirrorInput::kPen* bits (also in the grid's pen)
     // What the run did, for the caller to bring libvterm up to date.
     bool text_last = false;  // the last token applied was text
-    bool printed = false;  // it printed a glyph: the last one is last_char at (last_row, last_col)
+    // It printed a glyph: the last one is last_char, last_width columns at (last_row, last_col).
+    bool printed = false;
     int last_row = 0;
     int last_col = 0;
-    char last_char = 0;
+    int last_width = 1;
+    char32_t last_char = 0;
     // The SGRs it applied since the last one that resets the pen (first attribute 0 or
     // missing), as they came: libvterm's pen is where the grid's is once it reads them.
     std::string sgr_log;

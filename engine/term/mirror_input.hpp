@@ -161,13 +161,14 @@ class MirrorInput {
   }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }
-  // Whole tokens of printable ASCII, CR, LF, BS and CSIs that change no mode this tracks were
+  // Whole tokens of text, CR, LF, BS and CSIs that change no mode this tracks were
   // applied without a scan (MirrorScreen's fast path, grid_fast_path.hpp), from a clean state:
-  // the state after them. `text_last`: the last of them was text (a glyph is being printed).
-  void skipped_plain(bool text_last) {
+  // the state after them. `text_last`: the last of them was text (a glyph is being printed);
+  // `ascii_last`: that glyph was printable ASCII.
+  void skipped_plain(bool text_last, bool ascii_last) {
     in_text_ = false;
     cluster_ = text_last ? 1 : 0;
-    prev_ascii_ = text_last;
+    prev_ascii_ = ascii_last;
   }
   bool origin() const { return origin_; }  // DECOM, as libvterm has it
   // The scroll region as libvterm holds it: rows [region_top(), region_bottom()).

@@ -754,9 +754,14 @@ void MirrorScreen::feed(std::span<const std::byte> bytes) {
       }
     }
     const void* esc = std::memchr(buf.data() + 1, 0x1b, buf.size() - 1);
-    const std::size_t next =
+    std::size_t next =
         esc ? static_cast<std::size_t>(static_cast<const unsigned char*>(esc) - buf.data())
             : buf.size();
+    // Or up to the end of the line: text the fast path stopped in (wide characters, marks)
+    // rarely goes on for more than a line. libvterm reads the text after a control as a new
+    // piece of text within a write too, so a write that ends with the LF reads the same.
+    if (const void* lf = std::memchr(buf.data(), '\n', next))
+      next = static_cast<std::size_t>(static_cast<const unsigned char*>(lf) - buf.data()) + 1;
     feed_libvterm(buf.first(next));
     buf = buf.subspan(next);
   }
@@ -789,6 +794,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   s.region_top = input_.region_top();
   s.region_bottom = input_.region_bottom();
   s.autowrap = input_.autowrap();
+  s.utf8 = input_.designation(input_.gl_set()) == 'u';
   s.row = pos.row;
   s.col = pos.col;
   // libvterm's pending wrap is off where it cannot be on: it is set only with the cursor on a
@@ -812,10 +818,10 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   if (s.printed) {
     pending_known = true;
     cup(s.last_row, s.last_col);
-    sync_ += s.last_char;
+    append_utf8(sync_, s.last_char);
     row = s.last_row;
-    col = s.last_col + 1 < cols_ ? s.last_col + 1 : s.last_col;
-    pending = s.autowrap && s.last_col + 1 >= cols_;
+    col = s.last_col + s.last_width < cols_ ? s.last_col + s.last_width : s.last_col;
+    pending = s.autowrap && s.last_col + s.last_width >= cols_;
   }
   // A pending wrap is left only by the run's last glyph, in the last column, with nothing but
   // SGRs after it: printing that glyph again left libvterm so.
@@ -839,13 +845,13 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
     LastGlyph g;
     g.row = s.last_row;
     g.col = s.last_col;
-    g.width = 1;
+    g.width = s.last_width;
     g.nchars = 1;
-    g.chars[0] = static_cast<char32_t>(s.last_char);
+    g.chars[0] = s.last_char;
     last_glyph_ = g;
-    combine_width_ = 1;
+    combine_width_ = s.last_width;
   }
-  input_.skipped_plain(s.text_last);
+  input_.skipped_plain(s.text_last, s.text_last && s.last_char < 0x80);
   return n;
 }
 

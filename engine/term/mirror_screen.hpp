@@ -23,6 +23,7 @@
 #include "engine/term/mirror_input.hpp"
 #include "engine/term/screen_cell.hpp"
 #include "engine/term/scrollback.hpp"
+#include "engine/term/wide_chars.hpp"
 
 namespace backscroll::term {
 
@@ -172,7 +173,9 @@ class MirrorScreen {
 
   // libvterm's cell width of a character (0 for combining marks, 1, 2 for wide).
   int glyph_width(char32_t c) const {
-    return c >= 0x20 && c < 0x7f ? 1 : non_ascii_width(c);  // inline: the snapshot's hot path
+    // Inline: the snapshot's hot path. Below U+00A0 only printable ASCII is text to libvterm.
+    if (c >= 0x20 && c < 0x7f) return 1;
+    return c >= 0xa0 ? unicode_width(c) : non_ascii_width(c);
   }
 
   // DECAWM, as the mirror tracks it to know the pending-wrap state.
@@ -239,6 +242,7 @@ class MirrorScreen {
   void capture_saved();
   void clamp_cursor_after_restore();
   void resize_fixup(int reset);
+  // Below U+00A0 (controls to libvterm), asked of libvterm once per character.
   int non_ascii_width(char32_t c) const;
 
   int cols_;

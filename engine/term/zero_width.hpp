@@ -15,6 +15,14 @@ struct CodePointRange {
   char32_t last;
 };
 
+// Whether `c` lies in one of `ranges` (sorted, disjoint).
+template <std::size_t N>
+bool in_ranges(const std::array<CodePointRange, N>& ranges, char32_t c) {
+  const auto it = std::upper_bound(ranges.begin(), ranges.end(), c,
+                                   [](char32_t v, const CodePointRange& r) { return v < r.first; });
+  return it != ranges.begin() && c <= std::prev(it)->last;
+}
+
 inline constexpr std::array<CodePointRange, 140> kZeroWidthRanges = {{
     {0x300, 0x36F},     {0x483, 0x486},     {0x488, 0x489},     {0x591, 0x5BD},
     {0x5BF, 0x5BF},     {0x5C1, 0x5C2},     {0x5C4, 0x5C5},     {0x5C7, 0x5C7},
@@ -57,9 +65,14 @@ inline constexpr std::array<CodePointRange, 140> kZeroWidthRanges = {{
 // are rejected before the search (no zero-width character in U+20F0..U+A805).
 inline bool is_zero_width(char32_t c) {
   if (c < 0x300 || (c >= 0x20f0 && c < 0xa806)) return false;
-  const auto it = std::upper_bound(kZeroWidthRanges.begin(), kZeroWidthRanges.end(), c,
-                                   [](char32_t v, const CodePointRange& r) { return v < r.first; });
-  return it != kZeroWidthRanges.begin() && c <= std::prev(it)->last;
+  return in_ranges(kZeroWidthRanges, c);
+}
+
+// Whether libvterm joins `c` to the glyph before it when a write starts with it: the zero-width
+// characters, and U+302A-U+302F and U+3099-U+309A, which it reads as wide glyphs within a
+// write (measured with libvterm 0.1.4, every code point: MirrorScreen.WidthTablesAreLibvterms).
+inline bool joins_at_write_start(char32_t c) {
+  return (c >= 0x302a && c <= 0x302f) || c == 0x3099 || c == 0x309a || is_zero_width(c);
 }
 
 }  // namespace backscroll::term

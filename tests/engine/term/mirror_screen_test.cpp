@@ -8,6 +8,7 @@
 //   do neither through the mirror.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <vterm.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,8 @@
 
 #include "engine/term/mirror_screen.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/utf8.hpp"
+#include "engine/term/wide_chars.hpp"
 #include "engine/term/zero_width.hpp"
 
 namespace backscroll::testing {
@@ -158,16 +161,46 @@ TEST(MirrorScreen, JoinsMarksInALaterWriteAtTheRowEnd) {
 
 // The mirror's table of zero-width characters (what it counts to find glyphs longer than
 // libvterm's six characters) is libvterm's own, for every code point.
-TEST(MirrorScreen, ZeroWidthTableIsLibvterms) {
+// libvterm's own answer: how far a character moves the cursor of a fresh one-row terminal.
+class LibvtermWidth {
+ public:
+  LibvtermWidth() : vt_(vterm_new(1, 8)) {
+    vterm_set_utf8(vt_, 1);
+    vterm_state_reset(vterm_obtain_state(vt_), 1);
+  }
+  ~LibvtermWidth() { vterm_free(vt_); }
+  LibvtermWidth(const LibvtermWidth&) = delete;
+  LibvtermWidth& operator=(const LibvtermWidth&) = delete;
+  int operator()(char32_t c) {
+    std::string seq = "\x1b[HX";  // after a glyph, so a mark has something to join
+    term::append_utf8(seq, c);
+    vterm_input_write(vt_, seq.data(), seq.size());
+    VTermPos pos;
+    vterm_state_get_cursorpos(vterm_obtain_state(vt_), &pos);
+    return pos.col - 1;
+  }
+
+ private:
+  VTerm* vt_;
+};
+
+// The width tables (zero_width.hpp, wide_chars.hpp) against libvterm for every scalar value
+// from U+00A0 on; MirrorScreen::glyph_width() answers from them.
+TEST(MirrorScreen, WidthTablesAreLibvterms) {
+  LibvtermWidth libvterm;
   MirrorScreen m(10, 2);
-  std::size_t zero_width = 0;
+  std::size_t counts[3] = {};
   for (char32_t c = 0xa0; c <= 0x10ffff; ++c) {
     if (c >= 0xd800 && c < 0xe000) continue;
-    const bool libvterm = m.glyph_width(c) == 0;
-    ASSERT_EQ(term::is_zero_width(c), libvterm) << std::hex << "U+" << static_cast<unsigned>(c);
-    zero_width += libvterm;
+    const int width = libvterm(c);
+    ASSERT_TRUE(width >= 0 && width <= 2) << std::hex << "U+" << static_cast<unsigned>(c);
+    ASSERT_EQ(term::is_zero_width(c), width == 0) << std::hex << "U+" << static_cast<unsigned>(c);
+    ASSERT_EQ(term::is_wide(c), width == 2) << std::hex << "U+" << static_cast<unsigned>(c);
+    ASSERT_EQ(m.glyph_width(c), width) << std::hex << "U+" << static_cast<unsigned>(c);
+    ++counts[width];
   }
-  EXPECT_GT(zero_width, 500u);
+  EXPECT_GT(counts[0], 500u);
+  EXPECT_GT(counts[2], 100'000u);
 }
 
 // Glyphs of more than six characters (libvterm keeps six per cell and, inside one write,
