@@ -1,7 +1,7 @@
 // libvterm 0.1.4's zero-width characters: the combining characters it joins to the glyph before
 // them (mk_wcwidth's table, Unicode 5.0; U+0080-U+009F aside, which libvterm reads as C1
 // controls). Generated from libvterm itself, one probe write per code point; the test
-// MirrorScreen.ZeroWidthTableIsLibvterms compares every code point with libvterm again.
+// MirrorScreen.WidthTablesAreLibvterms compares every code point with libvterm again.
 #pragma once
 
 #include <algorithm>
