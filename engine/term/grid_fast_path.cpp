@@ -341,11 +341,27 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
       continue;
     }
     if (c >= 0x80) {
-      const std::optional<Utf8Char> ch = s.utf8 ? printable_char(bytes.subspan(i)) : std::nullopt;
-      if (!ch || held_back(bytes, i + ch->length, true)) break;
-      put_char(grid, ch->value, unicode_width(ch->value), s);
-      i += ch->length;
-      s.text_last = true;
+      // A run of UTF-8 characters, each decoded once: the one after a character is looked at
+      // to know whether that one may be printed (held_back()'s rule), then printed itself.
+      std::optional<Utf8Char> ch = s.utf8 ? printable_char(bytes.subspan(i)) : std::nullopt;
+      bool stop = !ch;
+      while (ch) {
+        const std::size_t next = i + ch->length;
+        std::optional<Utf8Char> after;
+        if (next < n && b[next] >= 0x80) {
+          after = printable_char(bytes.subspan(next));
+          if (!after && may_join(bytes.subspan(next))) {
+            stop = true;  // the glyph goes to libvterm with what joins it
+            break;
+          }
+        }
+        // (printable_char() ruled out the zero-width characters.)
+        put_char(grid, ch->value, is_wide(ch->value) ? 2 : 1, s);
+        i = next;
+        s.text_last = true;
+        ch = after;
+      }
+      if (stop) break;
       continue;
     }
     if (c == 0x1b) {
