@@ -9,8 +9,8 @@
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
 // anything else: another control or sequence, a zero-width character, a C1 control,
 // malformed or unfinished UTF-8, a glyph that a character libvterm would join to it follows
-// (libvterm gets the two in one write: it joins some characters at a write's start that it
-// prints as glyphs of their own within one), a sequence with a leader, an
+// (libvterm gets the two in one write: it joins U+302A-F and U+3099-A differently at a write's
+// start than within one), a sequence with a leader, an
 // intermediate, a sub-parameter, more than 16 arguments or a value past 65535, an SGR attribute
 // it does not know or a colour form libvterm reads otherwise than xterm.js (the mirror rewrites
 // those), a pending wrap before an LF, BS or erase, an unfinished sequence at the end, and

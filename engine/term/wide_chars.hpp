@@ -4,9 +4,9 @@
 // MirrorScreen.WidthTablesAreLibvterms compares every code point with libvterm again. With
 // zero_width.hpp it gives any character's width without asking libvterm.
 //
-// (At the start of a write libvterm reads some characters otherwise: U+302A-U+302F and U+3099-
-// U+309A are wide within a write but join the glyph before them as marks when a write starts
-// with them. The tables describe the within-a-write reading.)
+// (U+302A-U+302F and U+3099-U+309A are in this table: within a write libvterm joins each to the
+// glyph before it and adds its two columns to that glyph; a write that starts with one joins it
+// without adding them. See joins_at_write_start().)
 #pragma once
 
 #include <array>

@@ -69,8 +69,8 @@ inline bool is_zero_width(char32_t c) {
 }
 
 // Whether libvterm joins `c` to the glyph before it when a write starts with it: the zero-width
-// characters, and U+302A-U+302F and U+3099-U+309A, which it reads as wide glyphs within a
-// write (measured with libvterm 0.1.4, every code point: MirrorScreen.WidthTablesAreLibvterms).
+// characters, and U+302A-U+302F and U+3099-U+309A, which within a write it joins too but
+// counts two columns each, widening the glyph (measured with libvterm 0.1.4, every code point).
 inline bool joins_at_write_start(char32_t c) {
   return (c >= 0x302a && c <= 0x302f) || c == 0x3099 || c == 0x309a || is_zero_width(c);
 }

@@ -142,9 +142,9 @@ TEST(GridFastPath, TakesUtf8TextOfOneAndTwoColumns) {
   }
 }
 
-// libvterm joins some characters to the glyph before them only when a write starts with them
-// (marks, and U+302A-U+302F, U+3099-U+309A which it prints as wide glyphs within a write): the
-// fast path leaves that glyph to libvterm with them, in one write.
+// A glyph followed by a mark, or by U+302A-U+302F or U+3099-U+309A (which libvterm joins to the
+// glyph and counts two columns each within a write, but joins without the columns when a write
+// starts with them), goes to libvterm with them, in one write.
 TEST(GridFastPath, LeavesAGlyphToLibvtermWithWhatWouldJoinItAtAWritesStart) {
   for (const char* stream :
        {"X\xe3\x80\xaay", "ab\xe3\x82\x99z", "\xe4\xb8\xad\xcc\x81q", "\xc3\xa9\xcc\x81\xcc\x82q",
