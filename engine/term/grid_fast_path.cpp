@@ -143,11 +143,8 @@ std::optional<Utf8Char> printable_char(std::span<const unsigned char> p) {
 // joined to the glyph before them when a write starts with them: a character that
 // joins_at_write_start(), or one not complete yet.
 bool may_join(std::span<const unsigned char> p) {
-  const std::optional<Utf8Char> ch = decode_utf8(p);
-  if (ch) return joins_at_write_start(ch->value);
-  const unsigned char lead = p[0];
-  const std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return p.size() < length;  // cut short: unknown yet
+  if (const std::optional<Utf8Char> ch = decode_utf8(p)) return joins_at_write_start(ch->value);
+  return p.size() < utf8_sequence_length(p[0]);  // cut short: unknown yet
 }
 
 // Whether a glyph ending at `at` is followed by what could join it in libvterm's next write.

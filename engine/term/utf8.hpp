@@ -33,15 +33,21 @@ struct Utf8Char {
   std::size_t length;  // bytes
 };
 
+// The length of the sequence a lead byte starts (2 to 4), 0 for a byte that starts none (ASCII,
+// a continuation byte, an overlong lead 0xC0/0xC1, 0xF5 and above).
+constexpr std::size_t utf8_sequence_length(unsigned char lead) {
+  return lead >= 0xc2 && lead < 0xe0   ? 2
+         : lead >= 0xe0 && lead < 0xf0 ? 3
+         : lead >= 0xf0 && lead < 0xf5 ? 4
+                                       : 0;
+}
+
 // The character `bytes` starts with, when it is a complete, well-formed sequence of two to
 // four bytes (no overlong form, no surrogate, at most U+10FFFF); nullopt otherwise (ASCII too).
 inline std::optional<Utf8Char> decode_utf8(std::span<const unsigned char> bytes) {
   if (bytes.empty()) return std::nullopt;
   const unsigned char lead = bytes[0];
-  const std::size_t length = lead >= 0xc2 && lead < 0xe0   ? 2
-                             : lead >= 0xe0 && lead < 0xf0 ? 3
-                             : lead >= 0xf0 && lead < 0xf5 ? 4
-                                                           : 0;
+  const std::size_t length = utf8_sequence_length(lead);
   if (length == 0 || bytes.size() < length) return std::nullopt;
   char32_t value = lead & (0x7fu >> length);
   for (std::size_t i = 1; i < length; ++i) {
