@@ -16,7 +16,8 @@
 // drain did not deliver exactly the plain loop's bytes. Also: the engines' CPU time per MB by
 // thread (io thread, bs-mirror, bs-writer) and in all, beside the plain reader's own CPU time
 // per MB and the ratio of the two (issue 20's goal: 1.5x on scrolling output, 2.5x on
-// redraws), steadier than rates on a shared machine. Timings are reported, never asserted.
+// redraws), steadier than rates on a shared machine; and how often each thread was put on a
+// CPU per MB (its wake-ups and preemptions). Timings are reported, never asserted.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,9 +143,10 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     std::ofstream(file, std::ios::binary) << bench::as_printed_file(*text);
     const std::vector<std::string> cat = {"cat", file.string()};
     std::map<std::string, std::vector<double>> mb;
-    std::map<std::string, std::vector<double>> cpu;  // engine CPU ms per MB, by thread
-    std::vector<double> plain_cpu;                   // the plain reader's CPU ms per MB
-    std::vector<double> shipped_cpu;                 // the shipped engine's, all threads
+    std::map<std::string, std::vector<double>> cpu;   // engine CPU ms per MB, by thread
+    std::map<std::string, std::vector<double>> runs;  // times put on a CPU per MB, by thread
+    std::vector<double> plain_cpu;                    // the plain reader's CPU ms per MB
+    std::vector<double> shipped_cpu;                  // the shipped engine's, all threads
     std::vector<double> fed_fraction;  // share of the bytes the shipped engine's mirror parsed
     std::uint64_t delivered = 0;
     for (int r = 0; r < rounds; ++r) {
@@ -152,33 +154,35 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       delivered = p.bytes;
       plain_cpu.push_back(p.cpu_seconds * 1e3 / (static_cast<double>(p.bytes) / 1e6));
       const std::string actor = workload + std::to_string(r);
-      const auto cpu_before = bench::thread_cpu_seconds(shipped.pid());
+      const auto cpu_before = bench::thread_times(shipped.pid());
       const auto mirror_before = shipped.call("status").header["mirror"];
       const Sample b = bench::engine_flood(shipped, actor, cat, 2);
       const auto mirror_after = shipped.call("status").header["mirror"];
       const double fed =
           mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
       fed_fraction.push_back(fed / static_cast<double>(b.bytes));
-      // Each engine thread's CPU time per MB of the flood, as "CONFIG THREAD".
-      // Returns the whole process's.
-      const auto record_cpu = [&cpu](const std::string& config, pid_t pid, const auto& before,
-                                     std::uint64_t flooded) {
+      // Each engine thread's CPU time and times put on a CPU per MB of the flood, as
+      // "CONFIG THREAD". Returns the whole process's CPU time per MB.
+      const auto record_cpu = [&cpu, &runs](const std::string& config, pid_t pid,
+                                            const auto& before, std::uint64_t flooded) {
         double all = 0;
-        for (const auto& [thread, seconds] : bench::thread_cpu_seconds(pid)) {
+        const double mb_flooded = static_cast<double>(flooded) / 1e6;
+        for (const auto& [thread, now] : bench::thread_times(pid)) {
           const auto was = before.find(thread);
-          const double ms_per_mb = (seconds - (was == before.end() ? 0 : was->second)) * 1e3 /
-                                   (static_cast<double>(flooded) / 1e6);
+          const bench::ThreadTime then = was == before.end() ? bench::ThreadTime{} : was->second;
+          const double ms_per_mb = (now.seconds - then.seconds) * 1e3 / mb_flooded;
           cpu[config + " " + thread].push_back(ms_per_mb);
+          runs[config + " " + thread].push_back((now.runs - then.runs) / mb_flooded);
           all += ms_per_mb;
         }
         cpu[config + " (all threads)"].push_back(all);
         return all;
       };
       shipped_cpu.push_back(record_cpu("backscroll", shipped.pid(), cpu_before, b.bytes));
-      const auto cpu_before_k = bench::thread_cpu_seconds(no_keyframes.pid());
+      const auto cpu_before_k = bench::thread_times(no_keyframes.pid());
       const Sample k = bench::engine_flood(no_keyframes, actor, cat, 2);
       record_cpu("no_keyframes", no_keyframes.pid(), cpu_before_k, k.bytes);
-      const auto cpu_before_d = bench::thread_cpu_seconds(no_mirror.pid());
+      const auto cpu_before_d = bench::thread_times(no_mirror.pid());
       const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
       record_cpu("no_mirror", no_mirror.pid(), cpu_before_d, d.bytes);
       if (b.bytes != p.bytes || d.bytes != p.bytes || k.bytes != p.bytes) {
@@ -227,6 +231,11 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       w["engine_cpu_ms_per_mb"][thread] = bench::median(samples);
       std::printf("| %s | engine CPU, %s | %.2f ms/MB | | |\n", workload.c_str(), thread.c_str(),
                   bench::median(samples));
+    }
+    for (const auto& [thread, samples] : runs) {
+      w["engine_runs_per_mb"][thread] = bench::median(samples);
+      std::printf("| %s | times on a CPU, %s | %.0f per MB | | |\n", workload.c_str(),
+                  thread.c_str(), bench::median(samples));
     }
     // The engine's CPU per MB over the plain reader's, per round (the two ran back to back).
     std::vector<double> cpu_ratio;

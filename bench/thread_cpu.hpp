@@ -14,18 +14,34 @@
 
 namespace backscroll::bench {
 
-// Seconds on a CPU per thread name (threads of one name summed).
-inline std::map<std::string, double> thread_cpu_seconds(pid_t pid) {
-  std::map<std::string, double> out;
+struct ThreadTime {
+  double seconds = 0;  // on a CPU
+  double runs = 0;     // times put on a CPU (schedstat's third field): wake-ups and preemptions
+};
+
+// Per thread name (threads of one name summed).
+inline std::map<std::string, ThreadTime> thread_times(pid_t pid) {
+  std::map<std::string, ThreadTime> out;
   std::error_code ec;
   for (const auto& task :
        std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
     std::string name;
     std::getline(std::ifstream(task.path() / "comm"), name);
     double ns = 0;
-    if (name.empty() || !(std::ifstream(task.path() / "schedstat") >> ns)) continue;
-    out[name] += ns / 1e9;
+    double waited_ns = 0;
+    double runs = 0;
+    if (name.empty() || !(std::ifstream(task.path() / "schedstat") >> ns >> waited_ns >> runs))
+      continue;
+    out[name].seconds += ns / 1e9;
+    out[name].runs += runs;
   }
+  return out;
+}
+
+// Seconds on a CPU per thread name.
+inline std::map<std::string, double> thread_cpu_seconds(pid_t pid) {
+  std::map<std::string, double> out;
+  for (const auto& [name, t] : thread_times(pid)) out[name] = t.seconds;
   return out;
 }
 

@@ -82,7 +82,8 @@ void TranscriptWriter::run() {
       [this] {
         const auto now = std::chrono::steady_clock::now();
         const int tick = streaming_tick_ms(now);
-        return now - last_append_ < kStreamingWindow ? WorkerSleep{tick, false} : WorkerSleep{};
+        streaming_ = now - last_append_ < kStreamingWindow;
+        return streaming_ ? WorkerSleep{tick, false} : WorkerSleep{};
       });
   finish();
 }
@@ -213,23 +214,31 @@ bool TranscriptWriter::apply_due_marks(Slot& slot) {
 
 // Appends at most `budget` bytes of the slot's ring, applying marks at their cursors.
 bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
-  bool worked = false;
+  // `again`: a mark applied, a lease or a give-up, or bytes left past the budget. Appending
+  // every byte up to `limit` alone is not: the bytes committed meanwhile wait for the next
+  // tick while streaming, so a flood is appended in a few large records per tick rather than
+  // one (two syscalls) per PTY read.
+  bool again = false;
   if (lease_due(slot, slot.ring->committed()) && !extend_lease(slot, slot.ring->committed())) {
     return true;
   }
   for (;;) {
-    worked |= apply_due_marks(slot);
+    again |= apply_due_marks(slot);
     if (!slot.store) {
       // Given up: nothing is appended any more; marks are answered as they come.
       while (!slot.marks.empty()) {
         slot.position = std::max(slot.position, slot.marks.front().at);
-        worked |= apply_due_marks(slot);
+        again |= apply_due_marks(slot);
       }
-      return worked;
+      return again;
     }
     Cursor end = slot.limit;
     if (!slot.marks.empty()) end = std::min(end, slot.marks.front().at);
-    if (slot.position >= end || budget == 0) break;
+    if (slot.position >= end) break;
+    if (budget == 0) {
+      again = true;
+      break;
+    }
 
     auto view =
         slot.ring->read(slot.position, std::min<std::uint64_t>(budget, end - slot.position));
@@ -261,11 +270,10 @@ bool TranscriptWriter::pump(Slot& slot, std::size_t budget) {
     }
     slot.lost_since.reset();
     budget -= std::min(budget, view->size());
-    worked = true;
     last_append_ = std::chrono::steady_clock::now();
   }
   slot.consumer->advance_to(slot.position);
-  return worked;
+  return again;
 }
 
 bool TranscriptWriter::skip_to_clear(Slot& slot) {
@@ -346,7 +354,8 @@ bool TranscriptWriter::has_work() {
   for (const auto& slot : slots_) {
     if (!slot->marks.empty()) return true;
     const Cursor committed = slot->ring->committed();
-    if (slot->store && committed > slot->position) return true;
+    // While streaming, new bytes wait for the tick (sleep's timeout).
+    if (!streaming_ && slot->store && committed > slot->position) return true;
     if (lease_due(*slot, committed)) return true;
   }
   return false;

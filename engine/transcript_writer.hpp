@@ -144,6 +144,8 @@ class TranscriptWriter {
   // After the stop command: every committed byte appended, every mark applied, stores synced.
   void finish();
   bool drain_commands();
+  // Appends the slot's bytes up to `limit` (at most `budget`) and applies the marks they
+  // reach; whether another round is due at once (see the definition).
   bool pump(Slot& slot, std::size_t budget);
   bool apply_due_marks(Slot& slot);
   // Writes `lease` durably; false after giving the transcript up.
@@ -171,6 +173,7 @@ class TranscriptWriter {
   std::vector<std::unique_ptr<Slot>> slots_;           // writer thread only
   std::chrono::steady_clock::time_point last_append_;  // writer thread only
   std::chrono::steady_clock::time_point last_sleep_;   // writer thread only
+  bool streaming_ = false;  // writer thread only: this sleep waits for the tick, not for bytes
   // The streaming tick (kStreamingTickMs or less) from each actor's rate since the last sleep,
   // which `now` starts.
   int streaming_tick_ms(std::chrono::steady_clock::time_point now);

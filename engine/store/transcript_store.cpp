@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,14 +49,22 @@ std::uint32_t record_check(std::uint32_t length, Cursor at, const char* bytes) {
 }
 
 // Whole writes and reads (a short write to a regular file means the disk is full).
-Result<void> write_all(int fd, const char* data, std::size_t n, const std::filesystem::path& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
+// The pieces in order, in as few writev calls as the kernel allows (one, unless the disk fills).
+Result<void> write_all(int fd, std::span<iovec> pieces, const std::filesystem::path& path) {
+  while (!pieces.empty()) {
+    const ssize_t w = ::writev(fd, pieces.data(), static_cast<int>(pieces.size()));
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) return os_error("write " + path.string());
     if (w == 0) return os_error("write " + path.string(), ENOSPC);
-    data += w;
-    n -= static_cast<std::size_t>(w);
+    auto left = static_cast<std::size_t>(w);
+    while (!pieces.empty() && left >= pieces.front().iov_len) {
+      left -= pieces.front().iov_len;
+      pieces = pieces.subspan(1);
+    }
+    if (left > 0) {
+      pieces.front().iov_base = static_cast<char*>(pieces.front().iov_base) + left;
+      pieces.front().iov_len -= left;
+    }
   }
   return {};
 }
@@ -405,8 +414,14 @@ Result<void> TranscriptStore::read_annexes() {
 
 Result<void> TranscriptStore::write(int fd, const char* data, std::size_t n,
                                     const std::filesystem::path& path) {
+  iovec piece{const_cast<char*>(data), n};
+  return write(fd, std::span(&piece, 1), path);
+}
+
+Result<void> TranscriptStore::write(int fd, std::span<iovec> pieces,
+                                    const std::filesystem::path& path) {
   if (auto r = before_io(faults(), IoOp::write, path); !r) return r;
-  return write_all(fd, data, n, path);
+  return write_all(fd, pieces, path);
 }
 
 Result<void> TranscriptStore::sync_fd(int fd, const std::filesystem::path& path) {
@@ -470,10 +485,11 @@ Result<void> TranscriptStore::append(Cursor at, std::uint64_t epoch, std::uint64
     put32(head, static_cast<std::uint32_t>(n));
     put32(head + 4, record_check(static_cast<std::uint32_t>(n), at, bytes.data()));
     put64(head + 8, value(at));
-    // Invariant: a record is written header first, then its bytes; one cut short by a crash
-    // or a full disk fails its check and is cut at the next open.
-    if (auto r = write(fd_.get(), head, sizeof head, seg.path); !r) return r;
-    if (auto r = write(fd_.get(), bytes.data(), n, seg.path); !r) return r;
+    // Invariant: a record is written header first, then its bytes (one writev); one cut short
+    // by a crash or a full disk fails its check and is cut at the next open.
+    std::array<iovec, 2> record{iovec{head, sizeof head},
+                                iovec{const_cast<char*>(bytes.data()), n}};
+    if (auto r = write(fd_.get(), record, seg.path); !r) return r;
     seg.end = seg.end + n;
     at = at + n;
     bytes = bytes.subspan(n);

@@ -21,6 +21,8 @@
 // segment. Not thread-safe: one owner (the writer thread; tests).
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -145,8 +147,10 @@ class TranscriptStore {
   // Starts the writeback of a file closed for appending; sync() waits for it.
   void set_aside(UniqueFd fd, std::filesystem::path path);
   void close_files() noexcept;
-  // write_all, fdatasync and remove through the fault plan.
+  // write_all, fdatasync and remove through the fault plan (a write of several pieces is one
+  // operation).
   Result<void> write(int fd, const char* data, std::size_t n, const std::filesystem::path& path);
+  Result<void> write(int fd, std::span<iovec> pieces, const std::filesystem::path& path);
   Result<void> sync_fd(int fd, const std::filesystem::path& path);
   Result<void> remove_file(const std::filesystem::path& path);
   IoFaultPlan* faults() const noexcept { return options_.faults.get(); }
