@@ -1,5 +1,6 @@
 // TranscriptStore (engine/store/transcript_store.hpp): the durable transcript's files. Round trips,
 // retention boundaries (rapidcheck), torn tails, sessions, permissions whatever the umask.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -170,6 +172,40 @@ TEST(TranscriptStore, ATornTailIsCutAtTheLastWholeRecord) {
   EXPECT_EQ(read_all(t), s);
   EXPECT_EQ(std::filesystem::file_size(file),
             TranscriptStore::kHeaderBytes + 2 * TranscriptStore::kRecordHeaderBytes + 5000);
+}
+
+// A disk that fills in the middle of a record (here the file size limit, which makes the
+// record's writev short and the next one fail): the append reports the error, and the next
+// open keeps every whole record and cuts the partial one.
+TEST(TranscriptStore, ADiskFullInTheMiddleOfARecordFailsTheAppendAndKeepsTheWholeRecords) {
+  TempFolder dir;
+  const std::string s = stream_bytes(5000, 4);
+  std::filesystem::path file;
+  {
+    TranscriptStore t = opened(dir.path());
+    ASSERT_TRUE(t.append(Cursor{0}, 1, 1, std::span(s).first(3000)));
+    file = t.segments().back().path;
+    const auto full_at =
+        std::filesystem::file_size(file) + TranscriptStore::kRecordHeaderBytes + 700;
+    rlimit was{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = was;
+    limited.rlim_cur = full_at;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+    const auto appended = t.append(Cursor{3000}, 1, 1, std::span(s).subspan(3000));
+    ::setrlimit(RLIMIT_FSIZE, &was);
+    std::signal(SIGXFSZ, old_handler);
+    ASSERT_FALSE(appended);
+    EXPECT_NE(appended.error().describe().find(file.filename().string()), std::string::npos)
+        << appended.error().describe();
+    EXPECT_EQ(std::filesystem::file_size(file), full_at);  // the record's header and 700 bytes
+  }
+  TranscriptStore t = opened(dir.path());
+  EXPECT_EQ(t.end(), Cursor{3000});
+  EXPECT_EQ(read_all(t), s.substr(0, 3000));
+  ASSERT_TRUE(t.append(Cursor{3000}, 1, 1, std::span(s).subspan(3000)));
+  EXPECT_EQ(read_all(opened(dir.path())), s);
 }
 
 TEST(TranscriptStore, ASegmentLeftWithoutARecordIsReplaced) {
