@@ -8,7 +8,9 @@
 //    on a mirror full of history: p50 / p99 / max and the snapshot's size.
 // 3. The `snapshot` op through a real engine (request to reply, client side), 80x24 + 512
 //    lines and 200x50 + 10,000 lines, with the actor idle and while it floods (flood_writer
-//    in a loop); and a quiet actor's snapshot while 8 other actors flood.
+//    in a loop); and a quiet actor's snapshot while 8 other actors flood. Each with where its
+//    time went (the op's `timing` option): to the mirror thread, in it, back to the io thread,
+//    and the transport.
 // 4. The screen at a past cursor (`snapshot --at`) and `backscroll search` over a 50 MB stream,
 //    all in the ring and from the transcript (docs/recorder.md).
 // --recorder-only runs section 4 alone. Timings are printed, never asserted (--quick, for CI, only
@@ -24,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -49,6 +52,10 @@ using nlohmann::json;
 struct Percentiles : bench::Percentiles {
   std::vector<double> samples;
   std::size_t fewest_lines = 0;
+  // Where the time went (the op's `timing` option), by part, in ms: the engine's own measures
+  // (to_mirror, catch_up, build, to_answer) and "transport" (the rest: the request reaching the
+  // io thread, the answer reaching this client).
+  std::vector<std::pair<std::string, bench::Percentiles>> parts{};
 };
 
 Percentiles percentiles(const std::vector<double>& ms) { return {bench::percentiles(ms), ms, 0}; }
@@ -93,10 +100,21 @@ Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
                        std::size_t history, int samples) {
   std::vector<double> ms;
   std::size_t fewest = history;
+  std::map<std::string, std::vector<double>> parts;
   for (int i = 0; i < samples; ++i) {
     const auto t = Clock::now();
-    const auto r = engine.call("snapshot", {{"actor", actor}, {"scrollback", history}});
+    const auto r =
+        engine.call("snapshot", {{"actor", actor}, {"scrollback", history}, {"timing", true}});
     ms.push_back(ms_since(t));
+    if (const auto timing = r.header.find("timing_us"); timing != r.header.end()) {
+      double engine_ms = 0;
+      for (const char* part : {"to_mirror", "catch_up", "build", "to_answer"}) {
+        const double part_ms = timing->value(part, 0.0) / 1e3;
+        parts[part].push_back(part_ms);
+        engine_ms += part_ms;
+      }
+      parts["transport"].push_back(std::max(0.0, ms.back() - engine_ms));
+    }
     fewest = std::min<std::size_t>(fewest, r.header.value("scrollback_lines", std::size_t{0}));
     if (r.header.value("format", "") != "snapshot_v1" && i == 0) {
       std::fprintf(stderr, "note: %s answered %s (%s)\n", actor.c_str(),
@@ -105,6 +123,8 @@ Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
   }
   Percentiles p = percentiles(ms);
   p.fewest_lines = fewest;
+  for (const char* part : {"to_mirror", "catch_up", "build", "to_answer", "transport"})
+    if (!parts[part].empty()) p.parts.emplace_back(part, bench::percentiles(parts[part]));
   const auto status = engine.call("status", {{"actor", actor}});
   if (status.header.contains("mirror"))
     std::fprintf(stderr, "note: mirror so far: %s\n", status.header["mirror"].dump().c_str());
@@ -116,6 +136,9 @@ std::vector<std::string> flood_forever() {
           "while :; do " + (bench::bin_dir() / "flood_writer").string() + " 67108864; done"};
 }
 
+// Rows of the parts table, printed after the op table.
+std::vector<std::string> g_part_rows;
+
 void row(const char* what, const Percentiles& p, json& out, const std::string& key) {
   std::printf("| %s | %.3f | %.3f | %.3f |\n", what, p.p50, p.p99, p.max);
   out[key] = {{"p50_ms", p.p50},
@@ -123,6 +146,14 @@ void row(const char* what, const Percentiles& p, json& out, const std::string& k
               {"max_ms", p.max},
               {"samples_ms", p.samples},
               {"fewest_history_lines", p.fewest_lines}};
+  std::string parts_row = std::string("| ") + what;
+  for (const auto& [part, q] : p.parts) {
+    out[key]["parts"][part] = {{"p50_ms", q.p50}, {"p99_ms", q.p99}};
+    char cell[64];
+    std::snprintf(cell, sizeof cell, " | %.3f / %.3f", q.p50, q.p99);
+    parts_row += cell;
+  }
+  if (!p.parts.empty()) g_part_rows.push_back(parts_row + " |");
 }
 
 // `backscroll search ACTOR PATTERN` against `engine`, its output discarded: wall seconds and
@@ -329,6 +360,14 @@ void mirror_and_snapshot_op(bool quick, int samples, json& out) {
 
   for (int i = 0; i < 8; ++i) engine.call("delete", {{"actor", "flood" + std::to_string(i)}});
   engine.call("delete", {{"actor", "quiet"}});
+
+  std::printf(
+      "\nWhere the op's time went (p50 / p99 ms of each part; the engine measures the first\n"
+      "four: waiting for the mirror thread, for its mirror to be ready, the build, waiting for\n"
+      "the io thread to answer; transport is the rest):\n\n"
+      "| case | to mirror | catch up | build | to answer | transport |\n"
+      "|---|---|---|---|---|---|\n");
+  for (const std::string& r : g_part_rows) std::printf("%s\n", r.c_str());
 }
 
 }  // namespace

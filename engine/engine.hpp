@@ -177,6 +177,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     // when asked (the lane keeps the answer if no event came since). Empty for the others.
     term::SnapshotOptions options{};
     std::optional<std::uint64_t> generation{};
+    // With the request's `timing` option: when the io thread asked the mirror.
+    std::optional<std::chrono::steady_clock::time_point> asked{};
   };
   // The snapshot lane (snapshot_ops.cpp): the last snapshot of an actor whose mirror has
   // parsed every committed byte answers a request with the same options at once, on the io
@@ -200,6 +202,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     std::uint64_t scrollback = 0;  // history lines
     term::SnapshotCanvas canvas = term::SnapshotCanvas::fresh;
     const char* raw_reason = nullptr;  // "client": no snapshot_v1 in "formats"
+    bool timing = false;               // the answer says where its time went (`timing_us`)
   };
   Result<SnapshotAsk> check_snapshot_request(ConnectionId connection,
                                              const control::Json& request) const;

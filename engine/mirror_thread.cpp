@@ -287,7 +287,7 @@ bool MirrorThread::drain_commands() {
     } else if (std::holds_alternative<Remove>(command)) {
       if (!slot) continue;
       slot->consumer->detach();
-      for (const SnapshotRequest& r : slot->waiting) reply(SnapshotReply{r.token, false, {}});
+      for (const SnapshotRequest& r : slot->waiting) reply(r, false);
       slots_.erase(it);
     } else if (auto* resize = std::get_if<Resize>(&command)) {
       if (!slot) continue;
@@ -309,6 +309,7 @@ bool MirrorThread::drain_commands() {
         slot->asked = snap->request.options;
         slot->asked_at = std::chrono::steady_clock::now();
       }
+      snap->request.taken_in = std::chrono::steady_clock::now();
       slot->waiting.push_back(snap->request);
       answer_ready(*slot);
     }
@@ -455,6 +456,7 @@ void MirrorThread::answer_ready(Slot& slot) {
   slot.apply_due_events();  // a snapshot asked after a clear never shows what was cleared
   std::erase_if(slot.waiting, [&](const SnapshotRequest& r) {
     if (!slot.caught_up_to(r.not_before)) return false;
+    const auto started = std::chrono::steady_clock::now();
     // After a jump, the history lines it draws (up to kReadyHistoryLines) are parsed first,
     // unless the snapshot held from before the jump answers it.
     const std::size_t lines = r.plain_text ? kReadyHistoryLines : r.options.scrollback_lines;
@@ -467,7 +469,7 @@ void MirrorThread::answer_ready(Slot& slot) {
       // Counted before the reply goes out: whoever dequeues it sees the count (the queue orders).
       stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
       stat_held_snapshots_.fetch_add(1, std::memory_order_relaxed);
-      reply(SnapshotReply{r.token, true, slot.held->taken});
+      reply(r, true, slot.held->taken, started);
       return true;
     }
     if (r.drop_history) {
@@ -478,12 +480,18 @@ void MirrorThread::answer_ready(Slot& slot) {
         r.plain_text ? slot.mirror->final_text() : slot.mirror->snapshot(r.options);
     if (!r.plain_text) slot.answered = std::max(slot.answered, taken.cursor);
     stat_snapshots_.fetch_add(1, std::memory_order_relaxed);
-    reply(SnapshotReply{r.token, true, std::move(taken)});
+    reply(r, true, std::move(taken), started);
     return true;
   });
 }
 
+void MirrorThread::reply(const SnapshotRequest& r, bool found, term::MirrorSnapshot taken,
+                         std::chrono::steady_clock::time_point started) {
+  reply(SnapshotReply{r.token, found, std::move(taken), r.taken_in, started});
+}
+
 void MirrorThread::reply(SnapshotReply r) {
+  r.queued = std::chrono::steady_clock::now();
   replies_.enqueue(std::move(r));
   signal_eventfd(notify_fd_);
 }

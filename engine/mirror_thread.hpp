@@ -47,12 +47,20 @@ struct SnapshotRequest {
   // A clear that keeps the screen: the mirror drops its history first (Mirror::drop_history),
   // then answers the snapshot; never one held from before a jump.
   bool drop_history = false;
+  // When the mirror thread took the request from its queue (set there).
+  std::chrono::steady_clock::time_point taken_in{};
 };
 
 struct SnapshotReply {
   std::uint64_t token = 0;
   bool found = false;  // false: the actor was removed before the mirror answered
   term::MirrorSnapshot taken;
+  // The request's taken_in, when the mirror started its answer (caught up: the build or the
+  // held snapshot) and when the reply was queued: where a snapshot's time went (the `timing`
+  // option of the snapshot op).
+  std::chrono::steady_clock::time_point taken_in{};
+  std::chrono::steady_clock::time_point started{};
+  std::chrono::steady_clock::time_point queued{};
 };
 
 // Events a mirror read in its actor's output (recorder::OutputEvents), for the io thread to
@@ -237,6 +245,9 @@ class MirrorThread {
   bool look_ahead(Slot& slot, Cursor end, std::size_t& budget, std::uint64_t jump_at_least);
   void answer_ready(Slot& slot);
   bool wants_held_snapshot(const Slot& slot) const;
+  // Queues the answer to `r` (stamped with when it was queued) and wakes the io thread.
+  void reply(const SnapshotRequest& r, bool found, term::MirrorSnapshot taken = {},
+             std::chrono::steady_clock::time_point started = {});
   void reply(SnapshotReply r);
   // Hands the output events the slot's mirror read (those ready at `now_ms`) to the io thread.
   void send_output_events(Slot& slot, std::int64_t now_ms);

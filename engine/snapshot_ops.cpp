@@ -2,6 +2,7 @@
 // side of the mirror thread (which actors it mirrors, the requests it answers) and the answers
 // to clients. Io thread.
 #include <algorithm>
+#include <chrono>
 
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
@@ -73,6 +74,10 @@ Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connecti
                                      std::to_string(kMaxPendingSnapshotsPerConnection) +
                                      " snapshots");
   }
+  if (const auto timing = request.find("timing"); timing != request.end()) {
+    if (!timing->is_boolean()) return fail(Errc::bad_request, "\"timing\" must be a boolean");
+    ask.timing = timing->get<bool>();
+  }
   if (const auto formats = request.find("formats"); formats != request.end()) {
     if (!formats->is_array()) return fail(Errc::bad_request, "\"formats\" must be an array");
     if (std::find(formats->begin(), formats->end(), Json("snapshot_v1")) == formats->end()) {
@@ -106,6 +111,7 @@ Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, c
   const QuickSnapshot& quick = quick_snapshots_[actor.name()];
   PendingSnapshot pending{connection,       ask.id,    actor.name(),
                           std::move(reply), r.options, quick.generation};
+  if (ask.timing) pending.asked = std::chrono::steady_clock::now();
   // The lane: nothing committed and no event since the kept snapshot (so the mirror's state is
   // the one it shows, at or after not_before): answered here and now.
   if (quick.options == r.options && quick.taken.cursor == actor.ring().committed()) {
@@ -133,6 +139,30 @@ void Engine::answer_snapshots() {
     }
   }
 }
+
+namespace {
+
+// Where a snapshot's time went, in microseconds, from the io thread asking the mirror to the
+// io thread answering: waiting for the mirror thread to take the request (`to_mirror`), for
+// its mirror to be ready (`catch_up`: parsing up to the request's cursor or the history lines
+// after a jump), building the answer (`build`), and waiting for the io thread again
+// (`to_answer`). Answered by the lane (no mirror thread): all zero but the last.
+Json snapshot_timing(std::chrono::steady_clock::time_point asked, const SnapshotReply& r) {
+  const auto us = [](auto from, auto to) {
+    return std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
+  };
+  const auto now = std::chrono::steady_clock::now();
+  if (r.token == 0) {
+    return Json{{"to_mirror", 0}, {"catch_up", 0}, {"build", 0}, {"to_answer", us(asked, now)}};
+  }
+  return Json{{"to_mirror", us(asked, r.taken_in)},
+              {"catch_up", us(r.taken_in, r.started)},
+              {"build", us(r.started, r.queued)},
+              {"to_answer", us(r.queued, now)}};
+}
+
+}  // namespace
 
 void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
   const auto a = actors_.find(pending.actor);
@@ -163,6 +193,7 @@ void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
                     {"cursor", value(r.taken.cursor)},
                     {"bytes", snap.bytes.size()},
                     {"scrollback_lines", snap.scrollback_lines}});
+  if (pending.asked) reply["timing_us"] = snapshot_timing(*pending.asked, r);
   server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
                  snap.bytes);
   // Kept for the lane when no event came since it was asked: the mirror's state at its cursor.

@@ -283,6 +283,40 @@ TEST_F(Attach, AQuietActorsSnapshotIsAnsweredAtOnceUntilAnythingChangesIt) {
   EXPECT_EQ(cleared.header.at("scrollback_lines"), 0) << cleared.header.dump();
 }
 
+// The `timing` option: the answer says where the engine spent the request's time, in parts
+// that fit inside what the client waited; without it, the answer has no such field.
+TEST_F(Attach, ASnapshotAskedWithTimingSaysWhereItsTimeWent) {
+  engine_.spawn("t", {"sh", "-c", "seq 1 2000; exec sleep 60"});
+  engine_.wait_output("t", "2000\r\n");
+  EXPECT_FALSE(snapshot("t").header.contains("timing_us"));
+  bool through_the_mirror = false;
+  bool by_the_lane = false;
+  for (int i = 0; i < 50 && !(through_the_mirror && by_the_lane); ++i) {
+    // Other options than the last request's go to the mirror thread; the same ones, with
+    // nothing new, are answered by the lane.
+    const auto start = std::chrono::steady_clock::now();
+    const Frame r = snapshot("t", {{"timing", true}, {"scrollback", i % 2 == 0 ? 100 : 200}});
+    const auto waited_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+    ASSERT_EQ(r.header.at("format"), "snapshot_v1");
+    const Json& timing = r.header.at("timing_us");
+    std::int64_t sum = 0;
+    for (const char* part : {"to_mirror", "catch_up", "build", "to_answer"}) {
+      ASSERT_TRUE(timing.at(part).is_number_integer()) << timing.dump();
+      EXPECT_GE(timing.at(part).get<std::int64_t>(), 0) << part;
+      sum += timing.at(part).get<std::int64_t>();
+    }
+    EXPECT_LE(sum, waited_us) << timing.dump();
+    if (timing.at("build").get<std::int64_t>() > 0) through_the_mirror = true;
+    const Frame again = snapshot("t", {{"timing", true}, {"scrollback", i % 2 == 0 ? 100 : 200}});
+    const Json& lane = again.header.at("timing_us");
+    if (lane.at("build") == 0 && lane.at("to_mirror") == 0) by_the_lane = true;
+  }
+  EXPECT_TRUE(through_the_mirror) << "a build of 100 history lines takes a microsecond or more";
+  EXPECT_TRUE(by_the_lane);
+}
+
 TEST_F(Attach, ClientsWithoutSnapshotV1GetARawReplayFromTheOldestCursor) {
   engine_.spawn("sh", {"sh", "-c", "printf 'a\\n'; exec sleep 60"});
   engine_.wait_output("sh", "a");
@@ -324,6 +358,7 @@ TEST_F(Attach, BadRequestsGetClearErrors) {
   expect({{"actor", "nobody"}}, "snapshot", Errc::no_such_actor);
   expect({{"actor", "sh"}, {"scrollback", 10001}}, "snapshot", Errc::too_large);
   expect({{"actor", "sh"}, {"formats", "snapshot_v1"}}, "snapshot", Errc::bad_request);
+  expect({{"actor", "sh"}, {"timing", "yes"}}, "snapshot", Errc::bad_request);
   expect({{"actor", "sh"}, {"role", "owner"}}, "attach", Errc::bad_request);
   expect({{"actor", "sh"}, {"role", "viewer"}, {"cols", 10}, {"rows", 10}}, "attach",
          Errc::bad_request);
