@@ -305,11 +305,11 @@ bool MirrorThread::drain_commands() {
         reply(SnapshotReply{snap->request.token, false, {}});
         continue;
       }
+      snap->request.taken_in = std::chrono::steady_clock::now();
       if (!snap->request.plain_text && !snap->request.drop_history) {
         slot->asked = snap->request.options;
-        slot->asked_at = std::chrono::steady_clock::now();
+        slot->asked_at = snap->request.taken_in;
       }
-      snap->request.taken_in = std::chrono::steady_clock::now();
       slot->waiting.push_back(snap->request);
       answer_ready(*slot);
     }
