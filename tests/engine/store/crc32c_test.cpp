@@ -40,5 +40,27 @@ TEST(Crc32c, EqualsTheReferenceAtEveryLengthAndAlignment) {
   }
 }
 
+// Long inputs run three streams at once, joined by shifting: every length around the multiples
+// of the three-stream chunk (3 KiB), and offsets, against the reference.
+TEST(Crc32c, EqualsTheReferenceOnLongInputsInEveryPlaceTheStreamsJoin) {
+  std::mt19937 gen(5);
+  std::string data(20'000, '\0');
+  for (char& c : data) c = static_cast<char>(gen());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  for (std::size_t offset : {0u, 1u, 5u}) {
+    for (std::size_t chunks = 1; chunks <= 6; ++chunks) {
+      for (std::size_t n = chunks * 3072 - 9; n <= chunks * 3072 + 9; ++n) {
+        if (offset + n > data.size()) break;
+        ASSERT_EQ(store::crc32c(bytes + offset, n), reference(bytes + offset, n))
+            << "offset " << offset << " length " << n;
+      }
+    }
+  }
+  // A long run of one byte value: the streams' states are alike, the join must still be exact.
+  const std::string ones(9 * 1024 + 3, '\xff');
+  EXPECT_EQ(store::crc32c(ones.data(), ones.size()),
+            reference(reinterpret_cast<const unsigned char*>(ones.data()), ones.size()));
+}
+
 }  // namespace
 }  // namespace backscroll::testing
