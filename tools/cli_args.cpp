@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <CLI/CLI.hpp>
+
 #include "tools/cli_line_range.hpp"
 #include "tools/cli_output.hpp"
 

@@ -4,13 +4,18 @@
 // and the attach detach key.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+
+// CLI11's validator, declared here so that the files that only parse values do not compile
+// CLI11 (~10 s per file); the files that build command lines include <CLI/CLI.hpp>.
+namespace CLI {
+class Validator;
+}  // namespace CLI
 
 namespace backscroll::cli {
 

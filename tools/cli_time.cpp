@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <CLI/CLI.hpp>
+
 namespace backscroll::cli {
 namespace {
 

@@ -3,11 +3,16 @@
 // epoch, as the engine stamps events.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+// CLI11's validator, declared here so that the files that only parse values do not compile
+// CLI11 (~10 s per file); the files that build command lines include <CLI/CLI.hpp>.
+namespace CLI {
+class Validator;
+}  // namespace CLI
 
 namespace backscroll::cli {
 
