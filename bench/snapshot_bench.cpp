@@ -54,7 +54,8 @@ struct Percentiles : bench::Percentiles {
   std::size_t fewest_lines = 0;
   // Where the time went (the op's `timing` option), by part, in ms: the engine's own measures
   // (to_mirror, catch_up, build, to_answer) and "transport" (the rest: the request reaching the
-  // io thread, the answer reaching this client).
+  // io thread, the answer reaching this client); and "ping", a `ping`'s whole round trip asked
+  // just before each snapshot: what any request waits for under the same load.
   std::vector<std::pair<std::string, bench::Percentiles>> parts{};
 };
 
@@ -102,6 +103,11 @@ Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
   std::size_t fewest = history;
   std::map<std::string, std::vector<double>> parts;
   for (int i = 0; i < samples; ++i) {
+    // The floor under the same load: a `ping` does no work, so its round trip is the
+    // transport alone (the two threads' and this client's wake-ups).
+    const auto p = Clock::now();
+    engine.call("ping");
+    parts["ping"].push_back(ms_since(p));
     const auto t = Clock::now();
     const auto r =
         engine.call("snapshot", {{"actor", actor}, {"scrollback", history}, {"timing", true}});
@@ -123,7 +129,7 @@ Percentiles op_latency(bench::EngineUnderTest& engine, const std::string& actor,
   }
   Percentiles p = percentiles(ms);
   p.fewest_lines = fewest;
-  for (const char* part : {"to_mirror", "catch_up", "build", "to_answer", "transport"})
+  for (const char* part : {"to_mirror", "catch_up", "build", "to_answer", "transport", "ping"})
     if (!parts[part].empty()) p.parts.emplace_back(part, bench::percentiles(parts[part]));
   const auto status = engine.call("status", {{"actor", actor}});
   if (status.header.contains("mirror"))
@@ -364,9 +370,10 @@ void mirror_and_snapshot_op(bool quick, int samples, json& out) {
   std::printf(
       "\nWhere the op's time went (p50 / p99 ms of each part; the engine measures the first\n"
       "four: waiting for the mirror thread, for its mirror to be ready, the build, waiting for\n"
-      "the io thread to answer; transport is the rest):\n\n"
-      "| case | to mirror | catch up | build | to answer | transport |\n"
-      "|---|---|---|---|---|---|\n");
+      "the io thread to answer; transport is the rest; ping: a `ping`'s round trip just before,\n"
+      "the floor any request meets under the same load):\n\n"
+      "| case | to mirror | catch up | build | to answer | transport | ping |\n"
+      "|---|---|---|---|---|---|---|\n");
   for (const std::string& r : g_part_rows) std::printf("%s\n", r.c_str());
 }
 

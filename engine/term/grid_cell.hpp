@@ -180,6 +180,10 @@ class GridRow {
   Pen pen(std::size_t i) const noexcept {
     return pen_of(cells_[i].attrs, cells_[i].fg, cells_[i].bg);
   }
+  // is_pristine() of the cell: erased, in the default pen, on a single-width line.
+  bool pristine(std::size_t i) const noexcept {
+    return first_char(i) == 0 && default_pen(i) && !line_sized(i);
+  }
 
  private:
   const GridCell* cells_;

@@ -1149,6 +1149,8 @@ Cell MirrorScreen::main_cell(int row, int col) const { return grid_->main_cell(r
 
 GridRow MirrorScreen::main_row(int row) const { return grid_->main_row(row); }
 
+GridRow MirrorScreen::active_row(int row) const { return grid_->row(row); }
+
 bool MirrorScreen::alt_screen() const { return grid_->alt_active(); }
 
 bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }

@@ -154,6 +154,8 @@ class MirrorScreen {
   }
   // The main screen's row `row` read in place (also while the alternate screen is active).
   GridRow main_row(int row) const;
+  // The active screen's row `row` read in place (the alternate one's while it is active).
+  GridRow active_row(int row) const;
   Scrollback::StoredLine scrollback_line(std::size_t line) const {
     return scrollback_.stored_line(line);
   }

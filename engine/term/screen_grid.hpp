@@ -115,6 +115,10 @@ class ScreenGrid {
   // The main buffer's, also while the alternate one is active.
   Cell main_cell(int row, int col) const { return cell_of(0, row, col); }
 
+  // The active buffer's row read in place (GridRow).
+  GridRow row(int row) const {
+    return GridRow(row_cells(active_, row), static_cast<std::size_t>(cols_));
+  }
   // The main buffer's row read in place (GridRow).
   GridRow main_row(int row) const {
     return GridRow(row_cells(0, row), static_cast<std::size_t>(cols_));

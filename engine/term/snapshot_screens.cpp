@@ -328,20 +328,23 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
   return n;
 }
 
-void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter) {
+void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter,
+                            LineReading read) {
   t.section("alternate screen");
   t.pen(Pen{});
   if (enter) t.csi("?1047h");  // libvterm: switch and erase, no cursor save (the slot is set above)
   LineDrawer lines(t, m);
   std::vector<Cell> cells(static_cast<std::size_t>(m.cols()));
   for (int r = 0; r < m.rows(); ++r) {
-    bool any = false;
-    for (int c = 0; c < m.cols(); ++c) {
-      cells[static_cast<std::size_t>(c)] = m.cell(r, c);
-      any = any || !is_pristine(cells[static_cast<std::size_t>(c)]);
-    }
-    if (!any) continue;
+    // Read where the grid keeps it: unpacking every cell first (a Cell is ~150 bytes) was most
+    // of the time to draw a full-screen program's screen.
+    const GridRow row = m.active_row(r);
+    std::size_t c = 0;
+    while (c < row.size() && row.pristine(c)) ++c;
+    if (c == row.size()) continue;
     t.cup(r, 0);
+    if (read == LineReading::in_place && lines.draw_simple(row)) continue;
+    for (int col = 0; col < m.cols(); ++col) cells[static_cast<std::size_t>(col)] = m.cell(r, col);
     lines.draw_line(cells, false, cells.size());
   }
 }

@@ -18,7 +18,9 @@ std::size_t write_history_and_main(SnapshotTerminal& t, const MirrorScreen& m, s
                                    LineReading read = LineReading::in_place);
 
 // After the main screen (and the saved cursor): the alternate screen's cells, entered first
-// with `enter` (else the terminal is on it already: SnapshotCanvas::alternate).
-void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter);
+// with `enter` (else the terminal is on it already: SnapshotCanvas::alternate). Rows of
+// pristine cells are left out; `read` as for write_history_and_main.
+void write_alternate_screen(SnapshotTerminal& t, const MirrorScreen& m, bool enter,
+                            LineReading read = LineReading::in_place);
 
 }  // namespace backscroll::term

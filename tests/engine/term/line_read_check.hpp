@@ -26,6 +26,9 @@ void expect_read_as(const Line& line, std::size_t c, const term::Cell& want,
   ASSERT_EQ(line.line_sized(c), want.dwl || want.dhl != 0) << "col " << c;
   ASSERT_TRUE(line.pen(c) == want.pen) << "col " << c;
   ASSERT_EQ(line.default_pen(c), want.pen == term::Pen{}) << "col " << c;
+  if constexpr (requires { line.pristine(c); }) {
+    ASSERT_EQ(line.pristine(c), term::is_pristine(want)) << "col " << c;
+  }
   if (want.kind == term::Cell::Kind::glyph) {
     ASSERT_EQ(line.combining(c), want.nchars > 1) << "col " << c;
   }

@@ -1,13 +1,13 @@
 // A snapshot draws a simple line (LineDrawer::draw_simple) from where it is kept: a history
-// line from the history ring (Scrollback::StoredLine), a main screen row from the grid
-// (GridRow). Read as Cells instead (LineReading::as_cells), every line must give the same
-// bytes (and the plain text a deleted actor leaves, its history lines read in place too): the
-// in-place reads must say exactly what the Cells say (which the snapshot contract
-// tests check against libvterm and xterm.js), and a line they call simple must be one the
-// Cells call simple. Checked on streams that leave every kind of line: plain and colored
-// text, erased runs in a pen, wide characters (at the row's end too), combining marks,
-// double-width lines, lines from a wider or narrower terminal, the main screen while the
-// alternate one is active.
+// line from the history ring (Scrollback::StoredLine), a row of the main or the alternate
+// screen from the grid (GridRow). Read as Cells instead (LineReading::as_cells), every line must
+// give the same bytes (and the plain text a deleted actor leaves, its history lines read in place
+// too): the in-place reads must say exactly what the Cells say (which the snapshot contract tests
+// check against libvterm and xterm.js), and a line they call simple must be one the Cells call
+// simple. Checked on streams that leave every kind of line: plain and colored text, erased runs in
+// a pen, wide characters (at the row's end too), combining marks, double-width lines, lines from a
+// wider or narrower terminal, the main screen while the alternate one is active, and the alternate
+// screen's rows (rows left pristine among them).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -39,19 +39,28 @@ Drawn draw(const MirrorScreen& m, std::size_t want, LineReading read) {
   return d;
 }
 
-// Each main screen row read in place shows the cells main_cell() does.
+// Each main screen row read in place shows the cells main_cell() does, and each row of the
+// active screen (the alternate one while it is active) those cell() does.
 void expect_rows_read_as_cells(const MirrorScreen& m) {
-  for (int r = 0; r < m.rows(); ++r) {
-    SCOPED_TRACE("row " + std::to_string(r));
-    const term::GridRow row = m.main_row(r);
-    ASSERT_EQ(row.size(), static_cast<std::size_t>(m.cols()));
-    term::Cell previous;
-    for (int c = 0; c < m.cols(); ++c) {
-      const term::Cell want = m.main_cell(r, c);
-      expect_read_as(row, static_cast<std::size_t>(c), want, c > 0 ? &previous : nullptr);
-      previous = want;
+  for (const bool active : {false, true}) {
+    for (int r = 0; r < m.rows(); ++r) {
+      SCOPED_TRACE((active ? "active screen row " : "main screen row ") + std::to_string(r));
+      const term::GridRow row = active ? m.active_row(r) : m.main_row(r);
+      ASSERT_EQ(row.size(), static_cast<std::size_t>(m.cols()));
+      term::Cell previous;
+      for (int c = 0; c < m.cols(); ++c) {
+        const term::Cell want = active ? m.cell(r, c) : m.main_cell(r, c);
+        expect_read_as(row, static_cast<std::size_t>(c), want, c > 0 ? &previous : nullptr);
+        previous = want;
+      }
     }
   }
+}
+
+std::string draw_alternate(const MirrorScreen& m, LineReading read) {
+  term::SnapshotTerminal t(m.cols(), m.rows());
+  term::write_alternate_screen(t, m, /*enter=*/true, read);
+  return t.out();
 }
 
 void expect_same_bytes(const MirrorScreen& m) {
@@ -63,6 +72,9 @@ void expect_same_bytes(const MirrorScreen& m) {
     const Drawn as_cells = draw(m, want, LineReading::as_cells);
     ASSERT_EQ(in_place.lines, as_cells.lines);
     ASSERT_EQ(in_place.bytes, as_cells.bytes) << "history lines asked: " << want;
+  }
+  if (m.alt_screen()) {
+    ASSERT_EQ(draw_alternate(m, LineReading::in_place), draw_alternate(m, LineReading::as_cells));
   }
 }
 
@@ -150,6 +162,25 @@ TEST(SnapshotHistory, EveryKindOfLineDrawsTheSameReadInPlace) {
   m.resize(16, 3);
   m.feed("after growing\r\n\r\n\r\n");
   ASSERT_GE(m.scrollback_lines(), 12u);
+  expect_same_bytes(m);
+}
+
+TEST(SnapshotHistory, EveryKindOfAlternateScreenRowDrawsTheSameReadInPlace) {
+  MirrorScreen m(12, 10);
+  m.feed("main screen\r\n\x1b[?1049h");
+  m.feed(
+      "\x1b[1;1Hascii row"
+      "\x1b[2;1H\x1b[31mred\x1b[0m and \x1b[1;44mbold\x1b[m"
+      "\x1b[4;1H\x1b[44m\x1b[K\x1b[0m"      // row 3 erased in a colour (row 2 left pristine)
+      "\x1b[5;1Hab\x1b[42m\x1b[3Xcd\x1b[m"  // an erased run in a pen between glyphs
+      "\x1b[6;1H\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587"
+      "\x1b[7;1Hcafe\u0301"  // a combining mark
+      "\x1b[8;1H\x1b#6wide"
+      "\x1b[10;3H\x1b[38;2;1;2;3mtruecolor\x1b[m");  // row 8 pristine, row 9 starts erased
+  ASSERT_TRUE(m.alt_screen());
+  const std::string in_place = draw_alternate(m, LineReading::in_place);
+  EXPECT_EQ(in_place, draw_alternate(m, LineReading::as_cells));
+  EXPECT_NE(in_place.find("truecolor"), std::string::npos);
   expect_same_bytes(m);
 }
 
