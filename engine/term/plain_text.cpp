@@ -22,7 +22,10 @@ void append_row(std::string& out, const std::vector<Cell>& cells, bool sgr = fal
     if (c.kind == Cell::Kind::continuation) continue;
     if (sgr && !(c.pen == pen)) {
       out += "\x1b[0";
-      for (const std::string& group : sgr_groups(c.pen)) out += ";" + group;
+      for_each_sgr_group(c.pen, [&out](std::string_view group, int) {
+        out += ';';
+        out += group;
+      });
       out += 'm';
       pen = c.pen;
     }

@@ -14,61 +14,9 @@ constexpr char32_t kWideStandIn = 0x4e00;
 
 }  // namespace
 
-std::vector<std::string> sgr_groups(const Pen& p) {
-  std::vector<std::string> g;
-  if (p.bold) g.emplace_back("1");
-  if (p.faint) g.emplace_back("2");
-  if (p.italic) g.emplace_back("3");
-  switch (p.underline) {
-    case Underline::single: g.emplace_back("4"); break;
-    case Underline::double_: g.emplace_back("4:2"); break;
-    case Underline::curly: g.emplace_back("4:3"); break;
-    case Underline::off: break;
-  }
-  if (p.blink) g.emplace_back("5");
-  if (p.reverse) g.emplace_back("7");
-  if (p.conceal) g.emplace_back("8");
-  if (p.strike) g.emplace_back("9");
-  if (p.overline) g.emplace_back("53");
-  if (p.font > 0 && p.font <= 9) g.emplace_back(std::to_string(10 + p.font));
-  auto colour = [&](const Color& c, bool fg) {
-    std::string s;
-    switch (c.kind) {
-      case Color::Kind::default_color: return;
-      case Color::Kind::indexed:
-        if (c.index_or_red < 8) {
-          append_num(s, (fg ? 30u : 40u) + c.index_or_red);
-        } else if (c.index_or_red < 16) {
-          append_num(s, (fg ? 90u : 100u) + c.index_or_red - 8u);
-        } else {
-          s = fg ? "38;5;" : "48;5;";
-          append_num(s, c.index_or_red);
-        }
-        break;
-      case Color::Kind::rgb:
-        s = fg ? "38;2;" : "48;2;";
-        append_num(s, c.index_or_red);
-        s += ';';
-        append_num(s, c.green);
-        s += ';';
-        append_num(s, c.blue);
-        break;
-    }
-    g.push_back(std::move(s));
-  };
-  colour(p.fg, true);
-  colour(p.bg, false);
-  return g;
+SnapshotTerminal::PenKey SnapshotTerminal::key_of(const Pen& p) {
+  return {std::uint64_t{pack_pen(p)} << 32 | pack_color(p.fg), pack_color(p.bg)};
 }
-
-namespace {
-
-int count_params(const std::string& group) {
-  return 1 + static_cast<int>(std::count_if(group.begin(), group.end(),
-                                            [](char c) { return c == ';' || c == ':'; }));
-}
-
-}  // namespace
 
 void SnapshotTerminal::fail(const char* reason, const char* what) {
   if (failure_) return;
@@ -78,11 +26,12 @@ void SnapshotTerminal::fail(const char* reason, const char* what) {
 }
 
 void SnapshotTerminal::pen(const Pen& p) {
-  if (pen_known_ && p == pen_) return;
+  const PenKey key = key_of(p);
+  if (pen_known_ && key == pen_key_) return;
   pen_ = p;
+  pen_key_ = key;
   pen_known_ = true;
   // A few pens come back all the time (a history of colored output): their bytes are kept.
-  const std::array<std::uint32_t, 3> key{pack_pen(p), pack_color(p.fg), pack_color(p.bg)};
   for (const EncodedPen& known : pen_cache_) {
     if (known.key == key && !known.bytes.empty()) {
       out_ += known.bytes;
@@ -90,22 +39,20 @@ void SnapshotTerminal::pen(const Pen& p) {
     }
   }
   const std::size_t start = out_.size();
-  const auto groups = sgr_groups(p);
   // Each SGR carries at most 16 parameters (libvterm 0.1.4 overflows past 16).
-  std::string cur = "0";
+  out_ += "\x1b[0";
   int n = 1;
-  for (const auto& grp : groups) {
-    const int k = count_params(grp);
-    if (n + k > MirrorInput::kMaxCsiArgs) {
-      csi(cur + "m");
-      cur.clear();
+  for_each_sgr_group(p, [&](std::string_view group, int params) {
+    if (n + params > MirrorInput::kMaxCsiArgs) {
+      out_ += "m\x1b[";
       n = 0;
+    } else {
+      out_ += ';';
     }
-    if (!cur.empty()) cur += ';';
-    cur += grp;
-    n += k;
-  }
-  csi(cur + "m");
+    out_ += group;
+    n += params;
+  });
+  out_ += 'm';
   EncodedPen& slot = pen_cache_[pen_cache_next_++ % pen_cache_.size()];
   slot.key = key;
   slot.bytes.assign(out_, start);
@@ -210,7 +157,7 @@ void SnapshotTerminal::erase_chars(int n) {
 }
 
 void SnapshotTerminal::newline() {
-  if (!(pen_known_ && pen_ == Pen{})) pen(Pen{});  // scrolled-in lines take the pen (BCE)
+  pen(Pen{});  // scrolled-in lines take the pen (BCE)
   // CR then LF. CR does not cancel a pending wrap when it does not move the cursor (a
   // glyph as wide as the row, in column 0: one column, or a wide one on two): CHA does, and
   // LF at the bottom would keep it and the next glyph would scroll a blank line in.
@@ -255,9 +202,10 @@ void SnapshotTerminal::zeroed_restore() {
   out_ +=
       "\x1b"
       "8";
-  pen_ = Pen{};
-  pen_.fg = Color::rgb(0, 0, 0);
-  pen_.bg = Color::rgb(0, 0, 0);
+  Pen zeroed;
+  zeroed.fg = Color::rgb(0, 0, 0);
+  zeroed.bg = Color::rgb(0, 0, 0);
+  set_pen(zeroed);
   visible_ = false;
   blink_ = false;
   shape_ = 0;

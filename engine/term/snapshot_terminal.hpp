@@ -18,14 +18,66 @@
 
 namespace backscroll::term {
 
-// SGR argument groups for a pen, after a reset (0): "1", "38;5;200", "4:3" (one group may hold
-// several parameters).
-std::vector<std::string> sgr_groups(const Pen& p);
-
 inline void append_num(std::string& out, unsigned v) {
   char buf[16];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, r.ptr);
+}
+
+// The SGR argument groups that set pen `p` after a reset (0), in order: f(group, parameters)
+// for each ("1", "38;5;200" of 3 parameters, "4:3" of 2). Nothing is allocated: a snapshot of
+// colored output encodes a pen every few cells.
+template <typename F>
+void for_each_sgr_group(const Pen& p, F&& f) {
+  if (p.bold) f(std::string_view("1"), 1);
+  if (p.faint) f(std::string_view("2"), 1);
+  if (p.italic) f(std::string_view("3"), 1);
+  switch (p.underline) {
+    case Underline::single: f(std::string_view("4"), 1); break;
+    case Underline::double_: f(std::string_view("4:2"), 2); break;
+    case Underline::curly: f(std::string_view("4:3"), 2); break;
+    case Underline::off: break;
+  }
+  if (p.blink) f(std::string_view("5"), 1);
+  if (p.reverse) f(std::string_view("7"), 1);
+  if (p.conceal) f(std::string_view("8"), 1);
+  if (p.strike) f(std::string_view("9"), 1);
+  if (p.overline) f(std::string_view("53"), 1);
+  char buf[24];
+  char* const end = buf + sizeof buf;
+  if (p.font > 0 && p.font <= 9) {
+    f(std::string_view(buf, std::to_chars(buf, end, 10 + p.font).ptr), 1);
+  }
+  const auto colour = [&](const Color& c, bool fg) {
+    char* at = buf;
+    int params = 1;
+    switch (c.kind) {
+      case Color::Kind::default_color: return;
+      case Color::Kind::indexed:
+        if (c.index_or_red < 8) {
+          at = std::to_chars(at, end, (fg ? 30u : 40u) + c.index_or_red).ptr;
+        } else if (c.index_or_red < 16) {
+          at = std::to_chars(at, end, (fg ? 90u : 100u) + c.index_or_red - 8u).ptr;
+        } else {
+          at = std::copy_n(fg ? "38;5;" : "48;5;", 5, at);
+          at = std::to_chars(at, end, unsigned{c.index_or_red}).ptr;
+          params = 3;
+        }
+        break;
+      case Color::Kind::rgb:
+        at = std::copy_n(fg ? "38;2;" : "48;2;", 5, at);
+        at = std::to_chars(at, end, unsigned{c.index_or_red}).ptr;
+        *at++ = ';';
+        at = std::to_chars(at, end, unsigned{c.green}).ptr;
+        *at++ = ';';
+        at = std::to_chars(at, end, unsigned{c.blue}).ptr;
+        params = 5;
+        break;
+    }
+    f(std::string_view(buf, static_cast<std::size_t>(at - buf)), params);
+  };
+  colour(p.fg, true);
+  colour(p.bg, false);
 }
 
 class SnapshotTerminal {
@@ -134,12 +186,25 @@ class SnapshotTerminal {
   const char* failure_ = nullptr;
   std::string detail_;
   const char* section_ = "";
+  // A pen packed: pack_pen, and pack_color of fg and bg (every field of a Pen). Pens with the
+  // same key are written with the same bytes.
+  struct PenKey {
+    std::uint64_t attrs_fg = 0;
+    std::uint32_t bg = 0;
+    bool operator==(const PenKey&) const = default;
+  };
+  static PenKey key_of(const Pen& p);
+  void set_pen(const Pen& p) {
+    pen_ = p;
+    pen_key_ = key_of(p);
+  }
   Pen pen_;
-  bool pen_known_ = true;  // a fresh terminal starts with the default pen
+  PenKey pen_key_ = key_of(Pen{});  // always pen_'s
+  bool pen_known_ = true;           // a fresh terminal starts with the default pen
   // The bytes pen() wrote for the last few pens it had to encode (empty: unused), replaced in
-  // turn. `key`: the pen packed (pack_pen, pack_color of fg and bg: every field of a Pen).
+  // turn.
   struct EncodedPen {
-    std::array<std::uint32_t, 3> key{};
+    PenKey key;
     std::string bytes;
   };
   std::array<EncodedPen, 8> pen_cache_;
