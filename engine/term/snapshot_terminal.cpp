@@ -26,8 +26,9 @@ void SnapshotTerminal::fail(const char* reason, const char* what) {
 }
 
 void SnapshotTerminal::pen(const Pen& p) {
+  if (pen_known_ && p == pen_) return;  // the common case, before packing
   const PenKey key = key_of(p);
-  if (pen_known_ && key == pen_key_) return;
+  if (pen_known_ && key == pen_key_) return;  // the same bytes (a colour's unused fields differ)
   pen_ = p;
   pen_key_ = key;
   pen_known_ = true;
