@@ -1,7 +1,6 @@
 #include "engine/term/snapshot_terminal.hpp"
 
 #include <algorithm>
-#include <vector>
 
 #include "engine/term/grid_cell.hpp"
 #include "engine/term/mirror_input.hpp"

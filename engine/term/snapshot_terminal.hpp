@@ -5,6 +5,7 @@
 // Internal to the snapshot writer.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstddef>
