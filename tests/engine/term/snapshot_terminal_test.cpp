@@ -33,8 +33,8 @@ std::string written(const Pen& p) {
 }
 
 TEST(SnapshotTerminalPen, NamesEveryAttributeAndSplitsPastSixteenParameters) {
-  // 0, ten attributes (4:3 is two parameters), font 11: 13 parameters; the truecolour
-  // foreground's five would make 18, so it starts a second SGR.
+  // 0, nine attributes (4:3 is two parameters) and font 11: 12 parameters; the truecolour
+  // foreground's five would make 17, so it starts a second SGR.
   EXPECT_EQ(written(every_attribute()),
             "\x1b[0;1;2;3;4:3;5;7;8;9;53;11m\x1b[38;2;1;2;3;48;2;4;5;6m");
   // Without the font: exactly 16 with the foreground, which then stays in the first SGR.
