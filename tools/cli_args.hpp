@@ -11,11 +11,7 @@
 #include <string_view>
 #include <utility>
 
-// CLI11's validator, declared here so that the files that only parse values do not compile
-// CLI11 (~10 s per file); the files that build command lines include <CLI/CLI.hpp>.
-namespace CLI {
-class Validator;
-}  // namespace CLI
+#include "tools/cli_validator.hpp"
 
 namespace backscroll::cli {
 

@@ -25,12 +25,10 @@ void SnapshotTerminal::fail(const char* reason, const char* what) {
 }
 
 void SnapshotTerminal::pen(const Pen& p) {
-  if (pen_known_ && p == pen_) return;  // the common case, before packing
+  if (p == pen_) return;  // the common case, before packing
   const PenKey key = key_of(p);
-  if (pen_known_ && key == pen_key_) return;  // the same bytes (a colour's unused fields differ)
+  if (key == key_of(pen_)) return;  // the same bytes (a colour's unused fields differ)
   pen_ = p;
-  pen_key_ = key;
-  pen_known_ = true;
   // A few pens come back all the time (a history of colored output): their bytes are kept.
   for (const EncodedPen& known : pen_cache_) {
     if (known.key == key && !known.bytes.empty()) {
@@ -202,10 +200,9 @@ void SnapshotTerminal::zeroed_restore() {
   out_ +=
       "\x1b"
       "8";
-  Pen zeroed;
-  zeroed.fg = Color::rgb(0, 0, 0);
-  zeroed.bg = Color::rgb(0, 0, 0);
-  set_pen(zeroed);
+  pen_ = Pen{};
+  pen_.fg = Color::rgb(0, 0, 0);
+  pen_.bg = Color::rgb(0, 0, 0);
   visible_ = false;
   blink_ = false;
   shape_ = 0;

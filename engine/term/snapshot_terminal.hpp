@@ -195,13 +195,7 @@ class SnapshotTerminal {
     bool operator==(const PenKey&) const = default;
   };
   static PenKey key_of(const Pen& p);
-  void set_pen(const Pen& p) {
-    pen_ = p;
-    pen_key_ = key_of(p);
-  }
-  Pen pen_;
-  PenKey pen_key_ = key_of(Pen{});  // always pen_'s
-  bool pen_known_ = true;           // a fresh terminal starts with the default pen
+  Pen pen_;  // a fresh terminal starts with the default pen
   // The bytes pen() wrote for the last few pens it had to encode (empty: unused), replaced in
   // turn.
   struct EncodedPen {
