@@ -180,11 +180,12 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     // With the request's `timing` option: when the io thread asked the mirror.
     std::optional<std::chrono::steady_clock::time_point> asked{};
   };
-  // The snapshot lane (snapshot_ops.cpp): the last snapshot of an actor whose mirror has
-  // parsed every committed byte answers a request with the same options at once, on the io
-  // thread, without waiting for the mirror thread (busy with other actors' floods). Valid
-  // while the actor commits nothing and its mirror gets no event (resize, clear, reset): every
-  // such event bumps `generation`, and a snapshot asked before one is never kept.
+  // The snapshot lane (snapshot_ops.cpp): an actor's last snapshot answers a request with the
+  // same options at once, on the io thread, without waiting for the mirror thread (busy with
+  // other actors' floods), while the mirror's screen is still the one it shows: no event since
+  // (resize, clear, reset: each bumps `generation`, and a snapshot asked before one is never
+  // kept) and either nothing committed since (a quiet actor) or nothing parsed since (a mirror
+  // coasting through a flood, or holding back an unfinished sequence).
   struct QuickSnapshot {
     std::uint64_t generation = 0;
     std::optional<term::SnapshotOptions> options;  // of `taken`, when one is kept
@@ -194,6 +195,9 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   static constexpr std::size_t kMaxQuickSnapshotBytes = 1u << 20;
   // The actor's mirror changes without new bytes (an event): the kept snapshot is stale.
   void mirror_changed(const std::string& actor);
+  // The cursor the actor's mirror's screen shows, as the mirror thread published it after its
+  // last turn; empty without a mirror.
+  std::optional<Cursor> mirror_parsed(const std::string& actor) const;
 
   // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);

@@ -209,6 +209,9 @@ void MirrorThread::run() {
         slot.now_ms = now;
         slot.output->set_now(now);
         const bool worked = pump(slot, slot.waiting.empty() ? kBatchBytes : 16 * kBatchBytes);
+        // Before the answers: the lane then finds this turn's answers at the published cursor.
+        if (slot.usage)
+          slot.usage->parsed.store(value(slot.mirror->parsed()), std::memory_order_relaxed);
         answer_ready(slot);
         maybe_keyframe(slot, now);
         if (slot.usage) {

@@ -91,11 +91,15 @@ struct MirrorStart {
   std::optional<Cold> cold{};
 };
 
-// What one actor's mirror holds now, for the io thread's memory accounting (status, the memory
-// budget). The mirror thread stores it after each turn, the io thread loads it: relaxed, a
-// figure that orders nothing else. (How far the mirror got is its consumer's position.)
+// What one actor's mirror holds now, for the io thread: its history's memory (status, the
+// memory budget) and the cursor its screen shows (Mirror::parsed; the snapshot lane compares
+// it with its kept snapshot's). The mirror thread stores them in each turn (`parsed` before
+// the turn's answers), the io thread loads them: relaxed, figures that order nothing else (a
+// snapshot travels in the reply queue, which orders its bytes). (How far the mirror has read the
+// ring is its consumer's position.)
 struct MirrorUsage {
   std::atomic<std::uint64_t> history_bytes{0};
+  std::atomic<std::uint64_t> parsed{0};
 };
 
 struct MirrorStats {

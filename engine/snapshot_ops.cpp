@@ -48,6 +48,12 @@ void Engine::mirror_changed(const std::string& actor) {
   quick.taken = {};
 }
 
+std::optional<Cursor> Engine::mirror_parsed(const std::string& actor) const {
+  const auto w = mirror_watch_.find(actor);
+  if (w == mirror_watch_.end() || !w->second.usage) return std::nullopt;
+  return Cursor{w->second.usage->parsed.load(std::memory_order_relaxed)};
+}
+
 Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
                                                            const Json& request) const {
   SnapshotAsk ask;
@@ -112,9 +118,13 @@ Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, c
   PendingSnapshot pending{connection,       ask.id,    actor.name(),
                           std::move(reply), r.options, quick.generation};
   if (ask.timing) pending.asked = std::chrono::steady_clock::now();
-  // The lane: nothing committed and no event since the kept snapshot (so the mirror's state is
-  // the one it shows, at or after not_before): answered here and now.
-  if (quick.options == r.options && quick.taken.cursor == actor.ring().committed()) {
+  // The lane: no event since the kept snapshot was asked, and either nothing committed since it
+  // was taken or nothing parsed since (a mirror coasting through a flood, which looks ahead
+  // without feeding until it jumps): the mirror's state is the one it shows. Answered here and
+  // now, when at or after not_before.
+  if (quick.options == r.options && quick.taken.cursor >= not_before &&
+      (quick.taken.cursor == actor.ring().committed() ||
+       quick.taken.cursor == mirror_parsed(actor.name()))) {
     ++quick_answers_;
     answer_snapshot(std::move(pending), SnapshotReply{0, true, quick.taken});
     return Json(nullptr);  // answered

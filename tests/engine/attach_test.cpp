@@ -283,6 +283,40 @@ TEST_F(Attach, AQuietActorsSnapshotIsAnsweredAtOnceUntilAnythingChangesIt) {
   EXPECT_EQ(cleared.header.at("scrollback_lines"), 0) << cleared.header.dump();
 }
 
+// The lane also answers while bytes arrive that the mirror has not parsed (a mirror coasting
+// through a flood, or, here, holding back an unfinished sequence): its state is still the one
+// the kept snapshot shows. Once it parses on, the mirror answers again, with what it parsed.
+TEST_F(Attach, TheLaneAnswersWhileTheMirrorHasParsedNothingNew) {
+  engine_.spawn("h", {"sh", "-c",
+                      "stty -echo; printf 'plain\\n\\033[1;'; read x; printf '7mbold\\n'; "
+                      "exec sleep 60"});
+  engine_.wait_output("h", "\033[1;");
+  const auto quick = [&] {
+    return engine_.call("status").header.at("mirror").at("quick_snapshots").get<std::uint64_t>();
+  };
+  const std::uint64_t committed = engine_.status("h").at("committed");
+  const std::uint64_t held_back = committed - 4;  // `ESC [ 1 ;` waits for its final byte
+  Frame first;
+  wait_until([&] { return (first = snapshot("h")).header.at("cursor") == held_back; },
+             "a snapshot up to the unfinished sequence");
+  const std::uint64_t before = quick();
+  const Frame again = snapshot("h");
+  EXPECT_EQ(quick(), before + 1) << "answered by the lane though committed is further";
+  EXPECT_EQ(again.header.at("cursor"), held_back);
+  EXPECT_EQ(again.payload, first.payload);
+
+  engine_.call("input", {{"actor", "h"}}, "go\r");
+  engine_.wait_output("h", "bold\r\n");
+  Frame after;
+  wait_until(
+      [&] {
+        return (after = snapshot("h")).header.at("cursor") == engine_.status("h").at("committed");
+      },
+      "a snapshot with the rest parsed");
+  EXPECT_NE(after.payload.find("bold"), std::string::npos);
+  EXPECT_NE(after.payload.find("\033[0;1;7mbold"), std::string::npos) << after.payload;
+}
+
 // The `timing` option: the answer says where the engine spent the request's time, in parts
 // that fit inside what the client waited; without it, the answer has no such field.
 TEST_F(Attach, ASnapshotAskedWithTimingSaysWhereItsTimeWent) {
