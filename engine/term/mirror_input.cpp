@@ -362,6 +362,7 @@ void MirrorInput::dispatch_esc(unsigned char final, std::size_t at, Sink& sink) 
         region_top_ = 0;
         region_bottom_ = -1;
         gl_set_ = 0;
+        single_shift_ = 0;
         g0_ = g1_ = g2_ = g3_ = 'u';
         sticky_ &= ~kTabStops;
         break;
@@ -569,11 +570,13 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
       if (gl_table && !prev_ascii_ && pos >= switch_from) {
         // Invariant: libvterm is never left holding part of a character (see text_lead):
         // a broken one becomes U+FFFD before the write ends.
-        if (utf8_remaining_ > 0) sink.replace_text(utf8_lead_at_, pos - utf8_lead_at_);
+        if (utf8_remaining_ > 0) replace(utf8_lead_at_, pos - utf8_lead_at_, sink);
         sink.decoder_switch(pos);
       }
-      // A broken sequence before it decodes to U+FFFD inside this run, as in libvterm.
+      // A broken sequence before it decodes to U+FFFD inside this run, as in libvterm (G2's
+      // UTF-8 decoder, after a single shift, gives both in one call: the piece ends after it).
       utf8_remaining_ = 0;
+      if (single_shift_ != 0) shifted_character(pos + 1, c, sink);
       if (prev_ascii_ && pos - last_split_ >= kSplitEvery) {
         last_split_ = pos;
         sink.split_point(pos, false);
@@ -608,6 +611,7 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
 void MirrorInput::text_continuation(unsigned char c, std::size_t pos, Sink& sink) {
   if (utf8_remaining_ == 0) {
     cluster_ = 1;  // a stray continuation byte: U+FFFD
+    if (single_shift_ != 0) shifted_character(pos + 1, c, sink);
     return;
   }
   utf8_cp_ = (utf8_cp_ << 6) | (c & 0x3fu);
@@ -618,12 +622,14 @@ void MirrorInput::text_continuation(unsigned char c, std::size_t pos, Sink& sink
     sink.drop_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
     cluster_ = 0;
   } else if (utf8_cp_ > 0x10ffff) {
-    sink.replace_text(utf8_lead_at_, pos + 1 - utf8_lead_at_);
+    replace(utf8_lead_at_, pos + 1 - utf8_lead_at_, sink);
     cluster_ = 1;
   } else if (!is_zero_width(utf8_cp_) || utf8_cp_ < kShortest[utf8_length_]) {
     cluster_ = 1;  // a glyph, or U+FFFD for an overlong form (encoding.c)
+    if (single_shift_ != 0) shifted_character(pos + 1, 0, sink);
   } else if (cluster_ == 0) {
-    sink.lone_zero_width(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
+    if (sink.lone_zero_width(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_))
+      single_shift_ = 0;  // taken by the text written in its place, a write of its own
   } else if (++cluster_ > static_cast<int>(kInlineChars)) {
     sink.cluster_overflow(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
   }
@@ -640,20 +646,40 @@ void MirrorInput::text_lead(unsigned char c, std::size_t pos, Sink& sink) {
     // sees this byte in the same write. Written as U+FFFD instead, since this byte may not
     // reach libvterm (a dropped C1 or unfinished character): invariant, libvterm is never left
     // holding part of a character the tokenizer has ended.
-    sink.replace_text(utf8_lead_at_, pos - utf8_lead_at_);
+    replace(utf8_lead_at_, pos - utf8_lead_at_, sink);
     cluster_ = 1;
   }
   utf8_c2_ = (c == 0xc2);
   utf8_lead_at_ = pos;
   utf8_remaining_ = c < 0xe0 ? 1 : c < 0xf0 ? 2 : c < 0xf8 ? 3 : c < 0xfc ? 4 : c < 0xfe ? 5 : 0;
   utf8_length_ = utf8_remaining_ + 1;
-  if (utf8_remaining_ == 0) cluster_ = 1;  // 0xFE, 0xFF: U+FFFD
+  if (utf8_remaining_ == 0) {
+    cluster_ = 1;  // 0xFE, 0xFF: U+FFFD
+    if (single_shift_ != 0) shifted_character(pos + 1, c, sink);
+  }
   utf8_cp_ = c & (c < 0xe0   ? 0x1fu
                   : c < 0xf0 ? 0x0fu
                   : c < 0xf8 ? 0x07u
                   : c < 0xfc ? 0x03u
                              : 0x01u);
   if (utf8_remaining_ > 0) token_start_ = pos;
+}
+
+void MirrorInput::replace(std::size_t at, std::size_t len, Sink& sink) {
+  sink.replace_text(at, len);
+  single_shift_ = 0;  // U+FFFD is written to libvterm in a write of its own: it takes the shift
+}
+
+void MirrorInput::shifted_character(std::size_t end, unsigned char byte, Sink& sink) {
+  // G2 / G3 decode by a table ('0', 'A', 'B' designated) or as UTF-8 ('u', its own decoder):
+  // a table reads a byte >= 0x80 as its GR half and skips one whose low seven bits are a C0
+  // control or DEL (encoding.c decode_table: the parser then moves past it, the shift still
+  // waiting). The character itself may go on as U+FFFD glyphs in the next piece (a lead byte
+  // read by the table): none of them is a mark, so that piece joins as any other.
+  const char set = designation(single_shift_);
+  if (set != 'u' && byte >= 0x80 && ((byte & 0x7f) < 0x20 || (byte & 0x7f) == 0x7f)) return;
+  single_shift_ = 0;
+  sink.decoder_switch(end);
 }
 
 // A C0 control, NUL or DEL outside text: acted on in every state.
@@ -720,6 +746,8 @@ void MirrorInput::escape_byte(unsigned char c, std::size_t pos, Sink& sink) {
     // A C1 control spelled ESC Fe (state.c on_control).
     switch (c + 0x40) {
       case 0x88: sticky_ |= kTabStops; break;  // HTS
+      case 0x8e: single_shift_ = 2; break;     // SS2
+      case 0x8f: single_shift_ = 3; break;     // SS3
       case 0x98:
       case 0x9e:
       case 0x9f: sticky_ |= kHiddenString; break;  // SOS PM APC

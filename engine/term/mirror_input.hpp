@@ -104,8 +104,9 @@ class MirrorInput {
     // Bytes [at, at + len) are `c`, a zero-width character that follows no glyph (after a
     // control or a sequence, or another such character): xterm.js gives it a column of its
     // own, libvterm a cell it does not advance past, or joins it to a glyph before a sequence.
-    // They must not reach libvterm; the mirror prints `c` in a column itself.
-    virtual void lone_zero_width(std::size_t at, std::size_t len, char32_t c) = 0;
+    // They must not reach libvterm; the mirror prints `c` in a column itself. Returns whether
+    // libvterm got text in its place (which takes a pending single shift: single_shift()).
+    virtual bool lone_zero_width(std::size_t at, std::size_t len, char32_t c) = 0;
     // The 17th argument of a CSI starts at `at`: feed nothing of the sequence from here on.
     virtual void csi_overflow(std::size_t at) = 0;
     // An overflowed CSI ended without being dispatched: by CAN, SUB or ESC at `at`, or by an
@@ -125,7 +126,11 @@ class MirrorInput {
     // reverse. libvterm picks one decoder per piece of text by its first byte (state.c
     // on_text: a piece that starts non-ASCII is decoded as UTF-8 to its end, past the GL
     // table), so ending writes at every such switch makes the GL apply to every ASCII byte,
-    // however the stream was split, as in xterm.
+    // however the stream was split, as in xterm. Also right after the character a single
+    // shift (SS2, SS3) applies to: libvterm decodes that one by G2 / G3 in a piece of its own
+    // (state.c on_text), and a piece that starts with a combining mark joins it only with the
+    // cursor past the glyph before (not at a pending wrap). A write that ends there makes a
+    // mark after that character start a write wherever the stream was split.
     virtual void decoder_switch(std::size_t at) = 0;
   };
 
@@ -181,6 +186,10 @@ class MirrorInput {
   int gl_set() const { return gl_set_; }
   // GL holds a table (any designation but UTF-8's 'u'): libvterm decodes ASCII by it.
   bool gl_table() const { return designation(gl_set_) != 'u'; }
+  // SS2 or SS3 (ESC N, ESC O) waits for its character: libvterm decodes the next text it gets
+  // by G2 / G3, one character (state.c gsingle_set). Text that never reaches libvterm (dropped,
+  // or a lone zero-width character at a pending wrap) leaves it waiting.
+  bool single_shift() const { return single_shift_ != 0; }
   std::uint32_t unmodelled() const;
 
   // The screen size, for DECSTBM's and DECSLRM's clamping (libvterm clamps the bottom and right
@@ -229,6 +238,11 @@ class MirrorInput {
   std::size_t scan_text(std::span<const unsigned char> buf, std::size_t pos, Sink& sink);
   void text_continuation(unsigned char c, std::size_t pos, Sink& sink);
   void text_lead(unsigned char c, std::size_t pos, Sink& sink);
+  // sink.replace_text, which also writes the U+FFFD that takes a pending single shift.
+  void replace(std::size_t at, std::size_t len, Sink& sink);
+  // A character of a text run ended at `end` and reached libvterm; `byte` is its only byte
+  // when it has one, else 0. Takes the pending single shift, if that character takes it.
+  void shifted_character(std::size_t end, unsigned char byte, Sink& sink);
   void control_byte(unsigned char c, std::size_t pos, Sink& sink);
   void escape_byte(unsigned char c, std::size_t pos, Sink& sink);
   void string_byte(unsigned char c, std::size_t pos, Sink& sink);
@@ -285,6 +299,7 @@ class MirrorInput {
   char g1_ = 'u';
   char g2_ = 'u';
   char g3_ = 'u';
+  int single_shift_ = 0;  // 2 or 3 after SS2 / SS3 until its character (single_shift())
   std::uint32_t sticky_ = 0;
 };
 

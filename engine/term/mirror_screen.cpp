@@ -232,13 +232,13 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     fed_ = std::max(fed_, at + len);
     ++m_.rewritten_;
   }
-  void lone_zero_width(std::size_t at, std::size_t len, char32_t c) override {
+  bool lone_zero_width(std::size_t at, std::size_t len, char32_t c) override {
     flush(at);
     fed_ = std::max(fed_, at + len);
     ++m_.rewritten_;
     // At a pending wrap xterm.js's cursor is one past the last column: the character lands
     // nowhere and the wrap stays pending.
-    if (m_.pending_wrap_) return;
+    if (m_.pending_wrap_) return false;
     // A space takes the column in libvterm (the pen, a wide glyph's half, the pending wrap at
     // the row's end: as any narrow character), then the cell gets `c`. In insert mode it
     // overwrites: xterm.js inserts as many cells as the character is wide (none).
@@ -248,6 +248,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     const bool printed = m_.glyph_damaged_;  // read as the last glyph by after_text_write()
     m_.after_text_write(m_.input_.autowrap());
     if (printed) m_.replace_last_glyph(c);
+    return true;
   }
   void csi_overflow(std::size_t at) override {
     flush(at);
@@ -777,8 +778,10 @@ bool MirrorScreen::fast_path_modes() const {
 }
 
 bool MirrorScreen::fast_path_ready() const {
+  // A waiting single shift: libvterm decodes the next character by G2 / G3, in a piece of its
+  // own (MirrorInput::Sink::decoder_switch), which the fast path does not model.
   return carry_.empty() && pending_bytes_ == 0 && !skipping_csi_ && vt_state_ == VtState::ground &&
-         input_.clean();
+         input_.clean() && !input_.single_shift();
 }
 
 // libvterm is brought to where the fast run left the terminal, with the grid left alone

@@ -925,5 +925,28 @@ TEST(MirrorFuzzFindings, DelBetweenAGlyphAndItsMarkKeepsTheTextRun) {
   EXPECT_EQ(split_difference("a\x1b[1m\x7f\xcc\x81", 9, 9), "");
 }
 
+// A single shift (SS2, ESC N; SS3, ESC O) makes libvterm decode the next character by G2 / G3
+// in a piece of text of its own, and a mark that starts the next piece joins nothing at a
+// pending wrap: fed in one write, U+0301 after the U+FFFD the shift applied to landed alone on
+// the next row, while a write that started with the mark joined it there (join_marks) (found
+// by a 22-minute fork-mode run of 2026-12-03 and seven more runs; fuzz/corpus/mirror/
+// finding_ss2_between_broken_utf8_and_a_mark*). The write now ends after that character, so the
+// mark joins it however the stream was split. The shift waits through text libvterm does not
+// get: a C1 character (dropped), a lone mark at a pending wrap (lands nowhere), a byte a table
+// in G2 / G3 skips (its low seven bits a C0 control).
+TEST(MirrorFuzzFindings, MarksJoinTheCharacterASingleShiftAppliedTo) {
+  for (const std::string& stream :
+       {std::string("\x81\x1bN\x81\xcc\x81x"), std::string("a\x1bNb\xcc\x81x"),
+        std::string("a\x1b+0\x1bOq\xcc\x81x"), std::string("a\x1bN\xc2\x80q\xcc\x81x"),
+        std::string("a\x1b*B\x1bN\x81q\xcc\x81x"),
+        std::string("ab\x1bN\xcc\x81\x1b[2;2Hc\xcc\x81x")}) {
+    EXPECT_EQ(split_difference(stream, 2, 3), "") << text(stream);
+    MirrorScreen whole(2, 3);
+    whole.feed(stream);
+    const int row = whole.cell(1, 1).kind == Cell::Kind::glyph ? 1 : 0;
+    EXPECT_EQ(whole.cell(row, 1).nchars, 2) << text(stream) << ": the mark joins";
+  }
+}
+
 }  // namespace
 }  // namespace backscroll::testing
