@@ -677,7 +677,15 @@ void MirrorInput::shifted_character(std::size_t end, unsigned char byte, Sink& s
   // waiting). The character itself may go on as U+FFFD glyphs in the next piece (a lead byte
   // read by the table): none of them is a mark, so that piece joins as any other.
   const char set = designation(single_shift_);
-  if (set != 'u' && byte >= 0x80 && ((byte & 0x7f) < 0x20 || (byte & 0x7f) == 0x7f)) return;
+  if (set != 'u' && byte >= 0x80 && ((byte & 0x7f) < 0x20 || (byte & 0x7f) == 0x7f)) {
+    // Invariant: every text write libvterm gets prints a glyph. The mirror reads the last
+    // glyph and the pending wrap from the last write that printed one, and a text write that
+    // printed nothing would hide an earlier one written with it. So the byte libvterm skips
+    // never reaches it; it prints nothing, and a zero-width character next follows no glyph.
+    sink.drop_text(end - 1, 1);
+    cluster_ = 0;
+    return;
+  }
   single_shift_ = 0;
   sink.decoder_switch(end);
 }
