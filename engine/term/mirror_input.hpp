@@ -159,10 +159,13 @@ class MirrorInput {
   // DECAWM as libvterm has it after the bytes scanned so far.
   bool autowrap() const { return autowrap_; }
   bool insert() const { return insert_; }  // IRM, as libvterm has it
-  // DECOM on, and `row` outside the scroll region: libvterm clamps the cursor into the region
-  // at the end of every CSI, so a relative move (CUF) would take it there.
-  bool csi_moves_cursor_from(int row) const {
-    return origin_ && (row < region_top_ || row >= (region_bottom_ > -1 ? region_bottom_ : rows_));
+  // DECOM on, and (row, col) outside the scroll region, or outside the left/right margins while
+  // DECLRMM is on: libvterm clamps the cursor into them at the end of every CSI (state.c
+  // on_csi), so a relative move (CUF) that ends there would take it inside.
+  bool csi_moves_cursor_from(int row, int col) const {
+    if (!origin_) return false;
+    if (row < region_top_ || row >= (region_bottom_ > -1 ? region_bottom_ : rows_)) return true;
+    return declrmm_ && (col < margin_left_ || col >= (margin_right_ > -1 ? margin_right_ : cols_));
   }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }

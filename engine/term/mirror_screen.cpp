@@ -1065,11 +1065,14 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
   //   - the glyph is wider than its row (a wide one on a double-width line of a 2- or
   //     3-column mirror): printed again it would wrap to the next row, which it only reached
   //     by wrapping (rep() drops a REP of it: libvterm would repeat it without the marks).
-  //   - DECOM is on and the cursor is outside the scroll region (a DECRC or a resize left it
-  //     there): the CUF below would end, as every CSI does then, with the cursor clamped into
-  //     the region, and the glyph printed again there (found by the fuzzer).
+  //   - DECOM is on and the cursor is outside the scroll region, or outside the left/right
+  //     margins with DECLRMM on (a DECRC, a resize, or margins set after it left it there): the
+  //     CUF below would end, as every CSI does then, with the cursor clamped into them, and the
+  //     glyph printed again there (found by the fuzzer).
   const bool table = g.chars[0] < 0x80 && gl_table;
-  if (table || g.width > impl_->row_width(g.row) || input_.csi_moves_cursor_from(g.row)) {
+  // The CUF ends in the glyph's column, or in column 1 for a glyph in column 0 (BS after it).
+  const bool clamped = input_.csi_moves_cursor_from(g.row, g.col > 0 ? g.col : 1);
+  if (table || g.width > impl_->row_width(g.row) || clamped) {
     for (std::size_t at = 0; at < marks;) {
       const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));
       if (!ch) break;

@@ -855,6 +855,26 @@ TEST(MirrorFuzzFindings, MarksJoinInPlaceWhenOriginModeLeftTheCursorOutsideTheRe
   EXPECT_EQ(whole.cell(1, 4).kind, Cell::Kind::erased) << "nothing printed in the region";
 }
 
+// The same with DECLRMM on and the cursor right of the margins (text goes on past the right
+// margin to the row's end): libvterm clamps the cursor's column into the margins too at the
+// end of every CSI in origin mode, so the glyph and its mark landed in the margin's last column
+// (found by the fourth to the eighth sessions' fork-mode runs, after broken UTF-8 with
+// `CSI 2 ; 10 s`, `CSI ? 69 h` and `CSI ? 6 h`; fuzz/corpus/mirror/
+// finding_marks_at_a_left_right_margin_after_broken_utf8*,
+// finding_mark_joined_on_one_side_after_broken_utf8_8). The grid's cell takes the marks there
+// too.
+TEST(MirrorFuzzFindings, MarksJoinInPlaceWhenOriginModeLeftTheCursorRightOfTheMargins) {
+  for (const std::string& stream :
+       {std::string("\x1b[2;5s\x1b[?69h\x1b[?6habcdefg\xcc\x81\xcc\x81x"),
+        std::string("\x1b[2;5s\x1b[?69h\x1b[?6h\x81\x81\x81\x81\x81\x81\x81\xcc\x81x")}) {
+    EXPECT_EQ(split_difference(stream, 8, 3), "") << text(stream);
+    MirrorScreen whole(8, 3);
+    whole.feed(stream);
+    EXPECT_GE(whole.cell(0, 7).nchars, 2) << text(stream) << ": the marks join in place";
+    EXPECT_EQ(whole.cell(0, 4).nchars, 1) << text(stream) << ": nothing printed in the margins";
+  }
+}
+
 // A wide glyph on a double-width line of a two-column mirror (a PTY of one column) is wider
 // than its row: libvterm reaches it only by wrapping, so join_marks() printing it again with a
 // mark that started a write wrapped once more and scrolled, while the same bytes in one write
