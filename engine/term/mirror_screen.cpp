@@ -1052,7 +1052,11 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
       g.col + g.width < impl_->row_width(g.row))
     return 0;
   const Cell c = cell(g.row, g.col);
-  if (c.kind != Cell::Kind::glyph || c.width != g.width || c.nchars != g.nchars ||
+  // A narrow glyph printed over a wide one that did not fit its row (a double-width line of one
+  // column) leaves that one's continuation past the row's end, as libvterm's screen layer does:
+  // the cell reads as wide, and still holds the glyph.
+  const bool stale_half = c.width == 2 && g.width == 1 && g.col + 1 >= impl_->row_width(g.row);
+  if (c.kind != Cell::Kind::glyph || (c.width != g.width && !stale_half) || c.nchars != g.nchars ||
       !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, c.chars.begin()) ||
       !(c.pen == pen()))
     return 0;

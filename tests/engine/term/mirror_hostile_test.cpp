@@ -909,6 +909,22 @@ TEST(MirrorFuzzFindings, MarksJoinAGlyphWiderThanItsRowInPlace) {
   }
 }
 
+// A narrow glyph printed over a wide one on a double-width line of one column (a two-column
+// mirror) leaves the wide one's continuation past the row's end, so the cell read as wide and
+// join_marks() took it for a changed cell: a mark that started a write landed alone in it,
+// while the same bytes in one write joined the glyph (found by the 45-minute run of 2026-12-03
+// and the sixth session's third run; fuzz/corpus/mirror/
+// finding_marks_on_a_double_height_line_one_column_wide_2,
+// finding_marks_after_broken_utf8_with_double_height_lines). Here with autowrap off, which
+// keeps the cursor on the glyph.
+TEST(MirrorFuzzFindings, MarksJoinANarrowGlyphOverAWideOneOnARowOfOneColumn) {
+  const std::string stream = "\x1b#6\x1b[?7l\xe4\xb8\xad;\x81\xcc\x81\xcc\x81";
+  EXPECT_EQ(split_difference(stream, 2, 1), "");
+  MirrorScreen whole(2, 1);
+  whole.feed(stream);
+  EXPECT_EQ(whole.cell(0, 0).nchars, 3) << "U+FFFD and both marks";
+}
+
 // Marks at the row's end after an ASCII glyph decoded by a table (ESC ( 0): whether GL held a
 // table was read from the input's state when the marks were written, and the input may by then
 // have read a later shift or designation (here ESC n, LS2, to a UTF-8 G2) in the same buffer:
