@@ -473,6 +473,16 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     const std::int64_t steps = (target - pos.col + w - 1) / w;
     const std::int64_t end_col = pos.col + steps * w;
     m_.pending_wrap_ = m_.input_.autowrap() && end_col + w >= row_width;
+    if (m_.rep_lacks_marks_ && m_.last_glyph_) {
+      // libvterm repeated the glyph without the marks the grid joined to it in place; fed in
+      // one write with them, it would have joined them and repeated them too. The copies get
+      // them, as the glyph has them.
+      const LastGlyph& g = *m_.last_glyph_;
+      const std::u32string_view chars(g.chars.data(), static_cast<std::size_t>(g.nchars));
+      for (std::int64_t col = pos.col; col < end_col; col += w)
+        m_.grid_->set_chars(pos.row, static_cast<int>(col), chars);
+      if (m_.tap_) m_.tap_->departed();
+    }
   }
 
   // Writes buf[fed_, end), where a text run starts at `start`. Invariant: after_text_write()
@@ -607,6 +617,7 @@ void MirrorScreen::reset() {
   pen_extras_ = 0;
   combine_width_ = 0;
   last_glyph_.reset();
+  rep_lacks_marks_ = false;
   glyph_damaged_ = false;
   saved_.reset();
   unmodelled_ = 0;
@@ -853,6 +864,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
     g.chars[0] = s.last_char;
     last_glyph_ = g;
     combine_width_ = s.last_width;
+    rep_lacks_marks_ = false;
   }
   input_.skipped_plain(s.text_last, s.text_last && s.last_char < 0x80);
   return n;
@@ -976,6 +988,7 @@ void MirrorScreen::after_text_write(bool autowrap) {
   if (!glyph_damaged_) return;
   glyph_damaged_ = false;
   combine_width_ = last_glyph_width_;
+  rep_lacks_marks_ = false;
   LastGlyph g;
   g.row = last_glyph_row_;
   g.col = last_glyph_col_;
@@ -1061,8 +1074,9 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
       !(c.pen == pen()))
     return 0;
   // Where libvterm cannot take the glyph again in its cell, the grid's cell takes the marks
-  // itself; libvterm's last glyph (what REP repeats) keeps the glyph's own characters, and
-  // libvterm's screen layer no longer matches the grid. Three such places:
+  // itself; libvterm's last glyph (what REP repeats) keeps the glyph's own characters (rep()
+  // gives the copies the marks), and libvterm's screen layer no longer matches the grid. Three
+  // such places:
   //   - GL holds a table (ESC ( B, as `tput sgr0` prints, included): libvterm decodes a piece
   //     that starts with ASCII by the table and the marks after it in a call of their own,
   //     which joins nothing at the row's end, so a glyph printed again would not take them;
@@ -1086,6 +1100,7 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
     const Cell joined = cell(g.row, g.col);
     last_glyph_->nchars = joined.nchars;
     last_glyph_->chars = joined.chars;
+    rep_lacks_marks_ = true;
     if (tap_) tap_->departed();
     ++rewritten_;
     return marks;

@@ -284,7 +284,10 @@ class MirrorScreen {
   // The feeding buffer's GL table state from each position on (Feeder::gl_table_at), in
   // position order, never empty while feeding; kept here so its capacity serves every feed.
   std::vector<std::pair<std::size_t, bool>> gl_table_from_;
-  int combine_width_ = 0;   // width of the last glyph libvterm printed (what REP repeats)
+  int combine_width_ = 0;  // width of the last glyph libvterm printed (what REP repeats)
+  // libvterm's last glyph (what REP repeats) lacks marks the grid's cell took itself
+  // (join_marks' in-place branch); last_glyph_ has them. Until libvterm prints a glyph again.
+  bool rep_lacks_marks_ = false;
   int last_glyph_row_ = 0;  // last glyph put (valid right after a text write)
   int last_glyph_col_ = 0;
   int last_glyph_width_ = 0;

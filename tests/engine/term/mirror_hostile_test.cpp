@@ -25,6 +25,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/term/mirror.hpp"
@@ -906,6 +907,26 @@ TEST(MirrorFuzzFindings, MarksJoinAGlyphWiderThanItsRowInPlace) {
         }
       }
     }
+  }
+}
+
+// Where join_marks() joins marks in the grid's cell only (above: origin mode with the cursor
+// outside the region or right of the margins, a glyph wider than its row), libvterm's last glyph
+// keeps the glyph alone, and REP repeated it so; fed in one write, libvterm joined the marks and
+// repeated them too (found by the 30-minute tools/fuzz.sh run of 2026-12-03: ESC # 4 and REP on
+// a one-column row after a grow; fuzz/corpus/mirror/
+// finding_marks_on_a_double_height_line_one_column_wide). The copies get the marks.
+TEST(MirrorFuzzFindings, RepRepeatsTheMarksJoinedInPlace) {
+  for (const auto& [stream, row, col] : std::vector<std::tuple<std::string, int, int>>{
+           {"\x1b[10;1H\x1b"
+            "7\x1b[2;3r\x1b[?6h\x1b"
+            "8abcdefgh\xcc\x81\xcc\x81\x1b[b",
+            9, 7},
+           {"\x1b[2;5s\x1b[?69h\x1b[?6habcdefg\xcc\x81\xcc\x81\x1b[3b", 0, 7}}) {
+    EXPECT_EQ(split_difference(stream, 8, 12), "") << text(stream);
+    MirrorScreen whole(8, 12);
+    whole.feed(stream);
+    EXPECT_EQ(whole.cell(row, col).nchars, 3) << text(stream) << ": the copy has both marks";
   }
 }
 
