@@ -217,6 +217,7 @@ void VtScanner::scan(std::string_view bytes) noexcept {
         if (remaining == 0) clean_end = j;
       }
       if (j > i) {
+        shift_waiting_ = false;
         utf8_remaining_ = remaining;
         if (clean_end != 0) set_clean_position(position_ + (clean_end - i));
         position_ = position_ + (j - i);
@@ -348,6 +349,7 @@ void VtScanner::step(std::uint8_t byte) noexcept {
 }
 
 void VtScanner::ground_byte(std::uint8_t byte) noexcept {
+  shift_waiting_ = false;
   if (byte < 0x80) {
     utf8_remaining_ = 0;
   } else if (byte < 0xc0) {
@@ -367,10 +369,12 @@ void VtScanner::execute(std::uint8_t control) noexcept {
     case kSo:
       gl_ = 1;
       modes_.shift_out = true;
+      check_waiting_shift();
       break;
     case kSi:
       gl_ = 0;
       modes_.shift_out = false;
+      check_waiting_shift();
       break;
     default: break;
   }
@@ -439,11 +443,15 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
         modes_.shift_out = false;
         unmodelled("charset_shift");
         break;
-      case 'N':  // SS2, SS3: harmless while G2 / G3 hold the default set
+      case 'N':  // SS2, SS3: harmless while G2 / G3 hold the default set and GL no table
         if (g2_ != 'B') unmodelled("charset_shift");
+        shift_waiting_ = true;
+        check_waiting_shift();
         break;
       case 'O':
         if (g3_ != 'B') unmodelled("charset_shift");
+        shift_waiting_ = true;
+        check_waiting_shift();
         break;
       default: break;
     }
@@ -460,6 +468,7 @@ void VtScanner::esc_dispatch(std::uint8_t final) noexcept {
     case '+': g3_ = set; break;
     default: break;
   }
+  check_waiting_shift();
 }
 
 void VtScanner::csi_byte(std::uint8_t byte) noexcept {
@@ -705,6 +714,7 @@ void VtScanner::hard_reset() noexcept {
   g2_ = 'B';
   g3_ = 'B';
   gl_ = 0;
+  shift_waiting_ = false;
   title_stack_size_ = 0;
   unmodelled_ = nullptr;
 }
@@ -921,10 +931,15 @@ void VtScanner::skip_plain(Cursor to) noexcept {
   pending_marks_.clear();  // none: a plain run has no sequence that marks
   state_ = State::ground;
   utf8_remaining_ = 0;
+  shift_waiting_ = false;  // the run's text took it
   position_ = to;
   set_clean_position(to);
   seq_begin_ = to;
   skip_from_ = to;
+}
+
+void VtScanner::check_waiting_shift() noexcept {
+  if (shift_waiting_ && gl_draws_a_table()) unmodelled("charset_shift");
 }
 
 void VtScanner::unmodelled(const char* reason) noexcept {

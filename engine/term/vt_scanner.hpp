@@ -232,6 +232,16 @@ class VtScanner {
   char g2_ = 'B';
   char g3_ = 'B';
   std::uint8_t gl_ = 0;  // locking shift: GL = G0..G3 (shift_out is gl_ == 1)
+  // SS2 or SS3 came and no text since: libvterm decodes the next character by G2 / G3.
+  bool shift_waiting_ = false;
+  // GL holds DEC graphics or UK (G0 or G1 in it): ASCII draws otherwise than by G2 / G3's set.
+  bool gl_draws_a_table() const noexcept {
+    const char set = gl_ == 1 ? modes_.g1 : modes_.g0;
+    return gl_ <= 1 && (set == '0' || set == 'A');
+  }
+  // A single shift waiting while GL holds such a table: a snapshot (which has no single shift)
+  // would draw the shifted character by the table.
+  void check_waiting_shift() noexcept;
 
   State state_ = State::ground;
   std::uint8_t utf8_remaining_ = 0;  // continuation bytes still expected (libvterm's lengths)

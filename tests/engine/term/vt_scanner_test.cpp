@@ -389,6 +389,21 @@ TEST(VtScanner, ShiftsToG2AndG3AreUnmodelled) {
   EXPECT_EQ(reason_of("\x1b+A\x1bOa"), "charset_shift");
 }
 
+// libvterm decodes the character after SS2 / SS3 by G2 / G3 (UTF-8 by default), a snapshot
+// (which has no single shift) by GL: they differ where GL holds DEC graphics or UK, at the
+// single shift or put there before the next text.
+TEST(VtScanner, SingleShiftsWaitingWhileGlHoldsATableAreUnmodelled) {
+  EXPECT_EQ(reason_of("\x1b(0\x1bNq"), "charset_shift");
+  EXPECT_EQ(reason_of("\x1b)A\x0e\x1bOq"), "charset_shift");
+  EXPECT_EQ(reason_of("\x1bN\x1b(0q"), "charset_shift");
+  EXPECT_EQ(reason_of("\x1b)0\x1bN\x0eq"), "charset_shift");
+  // Text took the shift before the table came, or GL holds US-ASCII (which decodes ASCII as
+  // G2's UTF-8 does).
+  EXPECT_EQ(reason_of("\x1bNq\x1b(0q"), "none");
+  EXPECT_EQ(reason_of("\x1b(B\x1bNq"), "none");
+  EXPECT_EQ(reason_of("\x1b)0\x1bN\x0f\x1b(Bq"), "none");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Resets
 
