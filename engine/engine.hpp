@@ -195,7 +195,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   static constexpr std::size_t kMaxQuickSnapshotBytes = 1u << 20;
   // The actor's mirror changes without new bytes (an event): the kept snapshot is stale.
   void mirror_changed(const std::string& actor);
-  // The cursor the actor's mirror's screen shows, as the mirror thread published it after its
+  // The cursor the actor's mirror's screen shows, as the mirror thread published it in its
   // last turn; empty without a mirror.
   std::optional<Cursor> mirror_parsed(const std::string& actor) const;
 
