@@ -563,6 +563,9 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
   // A write starts here anyway (a new buffer or run), so no decoder switch is due at pos.
   const bool gl_table = this->gl_table();
   const std::size_t switch_from = pos + 1;
+  // single_shift_ != 0, kept in a register: only an ESC sets a shift (it ends the run), and
+  // the non-ASCII branch below reloads it after the calls that may take it.
+  bool shift = single_shift_ != 0;
   for (; pos < n; ++pos) {
     const unsigned char c = buf[pos];
     if (c < 0x20 || c == 0x7f) break;
@@ -572,11 +575,15 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
         // a broken one becomes U+FFFD before the write ends.
         if (utf8_remaining_ > 0) replace(utf8_lead_at_, pos - utf8_lead_at_, sink);
         sink.decoder_switch(pos);
+        shift = single_shift_ != 0;
       }
       // A broken sequence before it decodes to U+FFFD inside this run, as in libvterm (G2's
       // UTF-8 decoder, after a single shift, gives both in one call: the piece ends after it).
       utf8_remaining_ = 0;
-      if (single_shift_ != 0) shifted_character(pos + 1, c, sink);
+      if (shift) {
+        shifted_character(pos + 1, c, sink);
+        shift = single_shift_ != 0;
+      }
       if (prev_ascii_ && pos - last_split_ >= kSplitEvery) {
         last_split_ = pos;
         sink.split_point(pos, false);
@@ -592,6 +599,7 @@ std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size
     } else {
       text_lead(c, pos, sink);
     }
+    shift = single_shift_ != 0;
   }
   if (pos < n) {
     // The run ends at a control, ESC, NUL or DEL. An unfinished UTF-8 sequence never reaches
