@@ -201,6 +201,11 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
 
   void text_begin(std::size_t at) override {
     note_gl_table(at);
+    // Only DEL between the run that ended and this one: the glyph being printed goes on (DEL
+    // is ignored), so marks that start this run join the last glyph of that one. join_marks()
+    // reads it and its pending wrap from the write that ends the run: write it now, or the
+    // next flush writes both runs in one write and reads only this one's.
+    if (text_end_ != kNpos && text_end_ > fed_ && at > 0 && buf_[at - 1] == 0x7f) flush(at);
     text_open_ = true;
     text_open_from_ = at;
   }

@@ -982,6 +982,28 @@ TEST(MirrorFuzzFindings, DelBetweenAGlyphAndItsMarkKeepsTheTextRun) {
   EXPECT_EQ(split_difference("a\x1b[1m\x7f\xcc\x81", 9, 9), "");
 }
 
+// Two text runs with only DEL between them, the second starting with a mark, and a byte that
+// ends the second run before anything writes the first (here NUL): the two went to libvterm in
+// one write whose last glyph was never read, so join_marks() saw the glyph and pending wrap of
+// an older write and left the mark at the row's end to libvterm, which drops it there. Cut
+// anywhere between the DEL and the NUL, the mark joined (found by the eleventh session's
+// 25-minute run, a 5-column screen; fuzz/corpus/mirror/
+// finding_mark_after_del_at_row_end_before_nul).
+TEST(MirrorFuzzFindings, AMarkAfterDelJoinsAtTheRowEndHoweverTheRunsAreWritten) {
+  struct Case {
+    std::string stream;
+    int col;  // of the glyph at the end of row 0 that takes the mark
+  };
+  for (const Case& c : {Case{"abcde\xcc\x80\x7f\xcc\x81xy\x00", 4},
+                        Case{"abc\xe4\xb8\xad\x7f\x7f\xcc\x81x\x00z", 3},
+                        Case{"\x1b[1;4Hd\x81\x7f\xcc\x81\xcc\x80x\x07", 4}}) {
+    EXPECT_EQ(split_difference(c.stream, 5, 3), "") << text(c.stream);
+    MirrorScreen whole(5, 3);
+    whole.feed(c.stream);
+    EXPECT_GE(whole.cell(0, c.col).nchars, 2) << text(c.stream) << ": the mark joins";
+  }
+}
+
 // A single shift (SS2, ESC N; SS3, ESC O) makes libvterm decode the next character by G2 / G3
 // in a piece of text of its own, and a mark that starts the next piece joins nothing at a
 // pending wrap: fed in one write, U+0301 after the U+FFFD the shift applied to landed alone on
