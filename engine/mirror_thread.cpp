@@ -38,6 +38,7 @@ struct MirrorThread::Slot {
   // The largest limit seen and when it last grew: the stream is flooding while that is recent.
   Cursor seen{0};
   std::chrono::steady_clock::time_point grew;
+  Cursor seen_at_tick{0};  // `seen` when the thread last slept on its batching tick
   // The stream's pace, measured over windows of at least kCoastPaceWindow: whether it grew by
   // kCoastPaceBytes per window or more (a flood the mirror may coast through).
   Cursor pace_from{0};
@@ -45,8 +46,8 @@ struct MirrorThread::Slot {
   bool fast = false;
   bool coasting = false;  // the last turn stopped feeding while the stream went on
   // The last turn caught up with a flooding stream: the mirror gathers the next bytes for
-  // kCoastTick instead of waking at every commit (a wake per 4 KiB read cost more than the
-  // parse once the fast path made the parse cheap).
+  // its batching tick (kBatchTickMs or less) instead of waking at every commit (a wake per 4
+  // KiB read cost more than the parse once the fast path made the parse cheap).
   bool batching = false;
   // The last snapshot request's options and when it came; the snapshot a jump held for them
   // (kHoldSnapshotFor), kept until the mirror is ready again, an event is queued or it jumps
@@ -229,8 +230,9 @@ void MirrorThread::run() {
         const auto any = [this](auto pred) {
           return std::any_of(slots_.begin(), slots_.end(), pred);
         };
-        if (any([](const auto& s) { return s->coasting || s->batching; }))
-          return WorkerSleep{kCoastTickMs, false};
+        if (any([](const auto& s) { return s->coasting; })) return WorkerSleep{kCoastTickMs, false};
+        if (any([](const auto& s) { return s->batching; }))
+          return WorkerSleep{batch_tick_ms(), false};
         // A run of bells is reported when its window ends, a keyframe taken when its gap
         // ends, output or not.
         if (any([](const auto& s) { return s->keyframe_waiting; })) {
@@ -241,6 +243,26 @@ void MirrorThread::run() {
         }
         return WorkerSleep{};
       });
+}
+
+int MirrorThread::batch_tick_ms() {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(now - last_batch_tick_).count();
+  last_batch_tick_ = now;
+  const int tick = paced_tick_ms(
+      slots_, kBatchTickMs, elapsed_ms,
+      [](Slot& slot) {
+        // A slot added since the last turn has seen nothing yet.
+        const std::uint64_t came =
+            slot.seen > slot.seen_at_tick ? slot.seen - slot.seen_at_tick : 0;
+        slot.seen_at_tick = std::max(slot.seen, slot.seen_at_tick);
+        return came;
+      },
+      [](const Slot& slot) {
+        return std::min<std::uint64_t>(kBatchTickBytes, slot.ring->capacity() / 4);
+      });
+  return std::max(tick, kCoastTickMs);
 }
 
 std::unique_ptr<term::Mirror> MirrorThread::resume(const MirrorStart::Cold& cold,
@@ -282,7 +304,7 @@ bool MirrorThread::drain_commands() {
       fresh->output = std::make_unique<recorder::OutputEvents>(*rules_);
       fresh->mirror->set_events(fresh->output.get());
       fresh->limit = start;  // its committed cursor is loaded next round, after this drain
-      fresh->pace_from = start;
+      fresh->pace_from = fresh->seen_at_tick = start;
       fresh->pace_since = std::chrono::steady_clock::now();
       fresh->keyframe_at = start;  // a fresh terminal: the io thread's first keyframe
       fresh->keyframe_time = std::chrono::steady_clock::now();
@@ -545,7 +567,7 @@ bool MirrorThread::has_work() {
   if (commands_.size_approx() > 0) return true;
   for (const auto& slot : slots_) {
     if (!slot->events.empty()) return true;
-    // A coasting or batching mirror looks at new bytes every kCoastTick, not at every commit.
+    // A coasting or batching mirror looks at new bytes on its tick, not at every commit.
     if (!slot->coasting && !slot->batching && slot->ring->committed() > slot->mirror->position())
       return true;
   }

@@ -91,17 +91,14 @@ void TranscriptWriter::run() {
 int TranscriptWriter::streaming_tick_ms(std::chrono::steady_clock::time_point now) {
   const double elapsed_ms = std::chrono::duration<double, std::milli>(now - last_sleep_).count();
   last_sleep_ = now;
-  double tick = kStreamingTickMs;
-  for (auto& slot : slots_) {
-    const std::uint64_t came = slot->position - slot->position_at_sleep;
-    slot->position_at_sleep = slot->position;
-    if (came == 0 || elapsed_ms <= 0) continue;
-    // How long this rate takes to fill a quarter of the ring.
-    const double quarter_ms =
-        static_cast<double>(slot->ring->capacity()) / 4 / (static_cast<double>(came) / elapsed_ms);
-    tick = std::min(tick, quarter_ms);
-  }
-  return std::max(1, static_cast<int>(tick));
+  return paced_tick_ms(
+      slots_, kStreamingTickMs, elapsed_ms,
+      [](Slot& slot) {
+        const std::uint64_t came = slot.position - slot.position_at_sleep;
+        slot.position_at_sleep = slot.position;
+        return came;
+      },
+      [](const Slot& slot) { return slot.ring->capacity() / 4; });
 }
 
 void TranscriptWriter::finish() {

@@ -10,7 +10,9 @@
 // answers requests for caught-up actors within one turn. A round without work sleeps.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "engine/wake_signal.hpp"
 
@@ -43,6 +45,25 @@ void run_worker(WakeSignal& wake, Slots& slots, Drain drain, Turn turn, HasWork 
       wake.sleep(has_work, how.ms, how.wake_on_data);
     }
   }
+}
+
+// The tick of a thread that, while its actors stream, looks for new bytes on a timer
+// (WorkerSleep{ms, false}) instead of at each commit: `max_ms`, shorter when some slot, at the
+// pace its bytes came over the last `elapsed_ms`, would gather more than `room(slot)` bytes
+// meanwhile (a quarter of its ring, so the consumer gate seldom pauses a PTY for the sleep; or
+// less), at least 1 ms. `came(slot)`: the bytes that reached the slot's ring since the previous
+// call (the caller keeps that mark).
+template <class Slots, class Came, class Room>
+int paced_tick_ms(Slots& slots, int max_ms, double elapsed_ms, Came came, Room room) {
+  double tick = max_ms;
+  for (auto& slot : slots) {
+    const std::uint64_t bytes = came(*slot);
+    if (bytes == 0 || elapsed_ms <= 0) continue;
+    const double fill_ms =
+        static_cast<double>(room(*slot)) / (static_cast<double>(bytes) / elapsed_ms);
+    tick = std::min(tick, fill_ms);
+  }
+  return std::max(1, static_cast<int>(tick));
 }
 
 }  // namespace backscroll::engine
