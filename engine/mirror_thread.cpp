@@ -230,9 +230,13 @@ void MirrorThread::run() {
         const auto any = [this](auto pred) {
           return std::any_of(slots_.begin(), slots_.end(), pred);
         };
+        const bool paced = batch_ticking_;  // the last sleep was a batching one
+        batch_ticking_ = false;
         if (any([](const auto& s) { return s->coasting; })) return WorkerSleep{kCoastTickMs, false};
-        if (any([](const auto& s) { return s->batching; }))
-          return WorkerSleep{batch_tick_ms(), false};
+        if (any([](const auto& s) { return s->batching; })) {
+          batch_ticking_ = true;
+          return WorkerSleep{batch_tick_ms(paced), false};
+        }
         // A run of bells is reported when its window ends, a keyframe taken when its gap
         // ends, output or not.
         if (any([](const auto& s) { return s->keyframe_waiting; })) {
@@ -245,7 +249,7 @@ void MirrorThread::run() {
       });
 }
 
-int MirrorThread::batch_tick_ms() {
+int MirrorThread::batch_tick_ms(bool paced) {
   const auto now = std::chrono::steady_clock::now();
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(now - last_batch_tick_).count();
@@ -262,7 +266,9 @@ int MirrorThread::batch_tick_ms() {
       [](const Slot& slot) {
         return std::min<std::uint64_t>(kBatchTickBytes, slot.ring->capacity() / 4);
       });
-  return std::max(tick, kCoastTickMs);
+  // The first tick of a burst has no pace measured over batching ticks (the last one may be
+  // long ago): the shortest.
+  return paced ? std::max(tick, kCoastTickMs) : kCoastTickMs;
 }
 
 std::unique_ptr<term::Mirror> MirrorThread::resume(const MirrorStart::Cold& cold,

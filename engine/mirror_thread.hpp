@@ -271,8 +271,8 @@ class MirrorThread {
   void maybe_keyframe(Slot& slot, std::int64_t now_ms);
   bool has_work();
   // The batching tick (kCoastTickMs to kBatchTickMs) from each actor's pace since the last one
-  // (paced_tick_ms).
-  int batch_tick_ms();
+  // (paced_tick_ms); kCoastTickMs unless the last sleep was a batching one too (`paced`).
+  int batch_tick_ms(bool paced);
 
   int notify_fd_;
   WakeSignal wake_;  // with the rings' committed cursors and commands_ (wake_signal.hpp)
@@ -295,6 +295,7 @@ class MirrorThread {
   std::vector<std::unique_ptr<Slot>> slots_;               // mirror thread only
   std::function<void(MirrorActorId)> jump_observer_;       // mirror thread only
   std::chrono::steady_clock::time_point last_batch_tick_;  // mirror thread only
+  bool batch_ticking_ = false;                             // mirror thread only
   std::thread thread_;
 };
 
