@@ -146,10 +146,11 @@ class MirrorThread {
   // slower than kCoastPaceBytes per kCoastPaceWindow) gathers the next bytes for a tick instead
   // of waking at every commit: kBatchTickMs, shorter when the bytes it gathers meanwhile would
   // pass kBatchTickBytes (about 0.5 ms of the fast path's parse, the most a snapshot asked
-  // meanwhile waits for) or a quarter of the ring, and never under kCoastTickMs. A stream of 2
-  // MB/s woke it at every 2 ms tick, 236 times per MB; now 63 (docs/performance.md, twelfth
-  // session). Not for coasting, whose jumps a longer tick spaces further apart, and so its
-  // keyframes: `snapshot --at`'s p99 grew by a third with an 8 ms coasting tick.
+  // meanwhile waits for) or a quarter of the ring, never under kCoastTickMs (nor over it for a
+  // burst's first tick, whose pace is not known yet). A stream of 2 MB/s woke it at every 2 ms
+  // tick, 236 times per MB; now 63 (docs/performance.md, twelfth session). Not for coasting,
+  // whose jumps a longer tick spaces further apart, and so its keyframes: `snapshot --at`'s
+  // p99 grew by a third with an 8 ms coasting tick.
   static constexpr int kBatchTickMs = 8;
   static constexpr std::uint64_t kBatchTickBytes = 256u << 10;
   // Snapshots asked during a flood: after each jump, the mirror re-parses the lines a snapshot
