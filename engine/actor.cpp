@@ -199,6 +199,8 @@ void Actor::submit_read() noexcept {
 
 void Actor::on_read(int result) noexcept {
   reading_ = false;
+  // A clear during the read left the cleared bytes under it for its end (RingWriter::clear).
+  if (result <= 0) ring_.read_over();
   if (result > 0) {
     ring_.commit(static_cast<std::size_t>(result));
     host_.on_committed(*this);

@@ -98,6 +98,7 @@ std::span<std::byte> RingWriter::reserve(std::size_t max_bytes) noexcept {
       std::min<std::uint64_t>({max_bytes, capacity_ - offset, kCursorEnd - committed_});
   const Cursor end = committed_ + n;
   if (reserved_ < end) publish_reserved(end);
+  stale_to_ = max(stale_to_, end);
   return {data_ + offset, static_cast<std::size_t>(n)};
 }
 
@@ -140,6 +141,11 @@ void RingWriter::clear(bool read_in_flight) noexcept {
   if (read_in_flight && reservation_end > committed_) {
     from = max(oldest, reservation_end - std::min(value(reservation_end), capacity_));
     wipe_to_ = reservation_end;
+  } else if (stale_to_ > committed_) {
+    // No read in flight: the unused end of the last reservations holds bytes of a lap before,
+    // which floor hides from readers but not from anyone who maps the segment.
+    zero(committed_, stale_to_);
+    stale_to_ = committed_;
   }
   if (from < committed_) zero(from, committed_);
 }
@@ -156,6 +162,7 @@ void RingWriter::finish_wipe() noexcept {
   if (wipe_to_ == Cursor{0}) return;  // the common case: no clear during a read
   if (wipe_to_ > committed_) zero(committed_, wipe_to_);
   wipe_to_ = Cursor{0};
+  stale_to_ = committed_;  // reserved_ bounds every reservation so far: all zeroed
 }
 
 bool RingWriter::release_pages() noexcept {
@@ -165,7 +172,9 @@ bool RingWriter::release_pages() noexcept {
   // MADV_REMOVE orders the zeroing after it, as for the kernel's own writes into reservations.
   // reserve() never lowers reserved, so the mark stands until the ring really passes it.
   publish_reserved(committed_ + capacity_);
-  return ::madvise(data_, capacity_, MADV_REMOVE) == 0;
+  if (::madvise(data_, capacity_, MADV_REMOVE) != 0) return false;
+  stale_to_ = committed_;  // the pages read as zeros from now on
+  return true;
 }
 
 void RingWriter::wake_readers() noexcept {

@@ -51,9 +51,13 @@ class RingWriter {
   // memory: nothing of them stays for anyone who maps the segment. Readers still copying them
   // find them overwritten, as after a lap (reserved is published a capacity ahead first). With
   // `read_in_flight`, the kernel may be writing the outstanding reservation: the cleared bytes
-  // under it are zeroed once that read is over (the next commit or reserve). The cursor space
-  // only moves forward.
+  // under it are zeroed once that read is over (the next commit, reserve or read_over). The
+  // cursor space only moves forward.
   void clear(bool read_in_flight = false) noexcept;
+  // The read into the outstanding reservation ended without a byte (EAGAIN, a cancel, an
+  // error): the cleared bytes a clear left under it are zeroed now, not at the next read, which
+  // may be a long time coming for a program that waits for input.
+  void read_over() noexcept { finish_wipe(); }
   // Gives the data area's memory back to the system (an idle actor's ring): floor rises to
   // committed and the pages are punched out; the next bytes fault fresh pages in. False when
   // the memory is not a shared segment (it is then only cleared).
@@ -102,6 +106,10 @@ class RingWriter {
   Cursor floor_{0};
   Cursor woken_at_{0};
   Cursor wipe_to_{0};  // clear() during a read: [committed_, wipe_to_) still holds cleared bytes
+  // The furthest end of a reservation since the last wipe: a read that filled less left the
+  // bytes of [committed_, stale_to_) from a lap before, below floor (nobody may read them) but
+  // still in the memory.
+  Cursor stale_to_{0};
 };
 
 }  // namespace backscroll::shm

@@ -187,13 +187,17 @@ void ScreenGrid::erase(GridRect rect, bool selective) {
     // Field by field (an erased cell's other characters are stale): a copy of a whole blank
     // cell was assembled again on the stack for every cell by GCC 12, a store-forwarding
     // stall that tripled the cost of scrolling floods.
-    for (int col = rect.start_col; col < rect.end_col; ++col) {
-      GridCell& c = r[col];
-      if (selective && (c.attrs & attr::kProtected)) continue;
+    const auto blank = [&](GridCell& c) {
       c.chars[0] = 0;
       c.fg = fg;
       c.bg = bg;
       c.attrs = attrs;
+    };
+    if (selective) {
+      for (int col = rect.start_col; col < rect.end_col; ++col)
+        if (!(r[col].attrs & attr::kProtected)) blank(r[col]);
+    } else {
+      for (int col = rect.start_col; col < rect.end_col; ++col) blank(r[col]);
     }
   }
 }

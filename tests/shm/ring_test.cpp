@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -169,6 +170,39 @@ TEST_F(Ring, ClearExpiresEveryOlderCursorAndKeepsTheCursorSpace) {
   auto view = reader().read(Cursor{500}, 100);
   ASSERT_TRUE(view.has_value());
   EXPECT_EQ(bytes_of(*view), pattern(Cursor{500}, 10));
+}
+
+// A clear leaves none of the cleared bytes in the memory, also those a short read left behind:
+// past committed, the unused end of its reservation still holds bytes of the lap before, which
+// floor hides from readers but not from anyone who maps the segment. Found by
+// Persistence.AClearLeavesNoTraceInTheRingTheMirrorTheCacheOrTheTranscript under load: the
+// consumer gate held the next read back, so no read was in flight at the clear.
+TEST_F(Ring, AClearZeroesWhatAShortReadLeftOfTheLapBefore) {
+  const auto all_zero = [&] {
+    const std::byte* d = data_area();
+    return std::all_of(d, d + kCapacity, [](std::byte b) { return b == std::byte{0}; });
+  };
+  for (const bool read_in_flight : {false, true}) {
+    SCOPED_TRACE(read_in_flight ? "a read in flight" : "no read in flight");
+    append_pattern(writer(), 2 * kCapacity + 100);
+    std::span<std::byte> space = writer().reserve(kCapacity / 4);  // a read asks for a quarter
+    ASSERT_EQ(space.size(), kCapacity / 4);
+    const std::vector<std::byte> got = pattern(writer().committed(), 10);
+    std::memcpy(space.data(), got.data(), got.size());
+    if (read_in_flight) {
+      writer().clear(true);  // the kernel may still write the reservation: wiped at its end
+      writer().commit(got.size());
+      writer().clear();
+    } else {
+      writer().commit(got.size());  // ... but it got 10 bytes, and no read follows yet
+      writer().clear();
+    }
+    EXPECT_TRUE(all_zero());
+  }
+  // And again after more bytes, in pieces that fill their reservations.
+  append_pattern(writer(), 100);
+  writer().clear();
+  EXPECT_TRUE(all_zero());
 }
 
 TEST_F(Ring, ReservePublishesReservedAndFloorBeforeTheCommit) {
