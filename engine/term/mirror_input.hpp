@@ -169,6 +169,10 @@ class MirrorInput {
   }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }
+  // A zero-width character next joins the glyph being printed. False after anything but
+  // text, and inside text after a dropped C1 character, a byte a G2 / G3 table skips or a
+  // lone zero-width character (Sink::lone_zero_width): the glyph ended without a sequence.
+  bool glyph_open() const { return cluster_ != 0; }
   // Whole tokens of text, CR, LF, BS and CSIs that change no mode this tracks were
   // applied without a scan (MirrorScreen's fast path, grid_fast_path.hpp), from a clean state:
   // the state after them. `text_last`: the last of them was text (a glyph is being printed);

@@ -165,11 +165,12 @@ class MirrorScreen {
   std::optional<SavedCursor> saved_cursor() const { return saved_; }
   // libvterm's REP / combining glyph; nullopt until a run of text printed one.
   std::optional<LastGlyph> last_glyph() const { return last_glyph_; }
-  // The last byte parsed was text (no sequence or control after the last glyph): the stream
-  // may go on with a combining mark for that glyph, or a REP of it, which a terminal applies
-  // only right after text (xterm, xterm.js). A snapshot then ends with that glyph. A resize
-  // ends the glyph (resize()).
-  bool text_last() const { return text_last_; }
+  // The last byte parsed was text (no sequence or control after the last glyph) and that
+  // glyph is still open: the stream may go on with a combining mark for that glyph, or a REP
+  // of it, which a terminal applies only right after text (xterm, xterm.js). A snapshot then
+  // ends with that glyph. A resize ends the glyph (resize()), and so does text libvterm never
+  // gets (a dropped C1 character: the next mark is a lone one, MirrorInput::glyph_open).
+  bool text_last() const { return text_last_ && input_.glyph_open(); }
   // The last OSC 0/2 title: at most 256 bytes of valid UTF-8 without control characters.
   const std::string& title() const { return title_; }
 

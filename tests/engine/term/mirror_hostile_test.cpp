@@ -377,6 +377,28 @@ std::string round_trip(const std::string& stream, std::size_t cut, std::uint16_t
   return diff;
 }
 
+// A C1 character in UTF-8 (U+0080-U+009F) ends the glyph being printed, as in xterm.js, and
+// libvterm never gets it: a mark next lands in a cell of its own (a lone mark). A snapshot
+// taken right after the C1 ended inside the text run, printing the last glyph again, so the
+// mark joined that glyph in the fresh terminal (found by a 16-minute run of 2026-12-05 on a
+// 5x2 screen, the line after it shifted by two columns in the history; fuzz/corpus/mirror/
+// finding_snapshot_after_a_c1_before_marks). The run is over for the snapshot too.
+TEST(MirrorFuzzFindings, ASnapshotAfterAC1CharacterLeavesTheNextMarkLone) {
+  struct Case {
+    std::string stream;
+    std::size_t cut;
+    std::uint16_t cols;
+  };
+  for (const Case& c : {Case{"abc\xc2\x9b\xcc\x81\xcc\x81x", 5, 10},
+                        Case{"L\x81\xcc\xc2\x9b\xcc\x81\xcc\x81\xcc\x81\xff\xff_", 5, 5},
+                        Case{"ab\xc2\x9b\xcc\x81\xcc\x81y", 6, 10}}) {
+    EXPECT_EQ(round_trip(c.stream, c.cut, c.cols, 2), "") << text(c.stream) << " cut " << c.cut;
+    Mirror whole(Cursor{0}, c.cols, 2);
+    whole.feed(c.stream);
+    EXPECT_EQ(whole.screen().cell(0, 3).chars[0], U'\u0301') << text(c.stream) << ": lone";
+  }
+}
+
 // libvterm 0.1.4 clamps only the bottom of a scroll region on resize; LF at the bottom of one
 // whose top is now past it scrolled a negative number of rows: heap corruption, abort.
 TEST(MirrorFuzzFindings, DegenerateScrollRegionAfterAShrink) {
