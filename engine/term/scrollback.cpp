@@ -1,6 +1,7 @@
 #include "engine/term/scrollback.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace backscroll::term {
 
@@ -25,53 +26,56 @@ void for_each_combining(const GridCell& g, const std::vector<std::u32string>& ta
 }  // namespace
 
 // The hot path of a scrolling flood: one call per line scrolled off, no allocation once the ring
-// has grown. Invariant: a stored line is what libvterm 0.1.4's vterm_screen_get_cell reports of
-// the row, packed, up to its last cell that is not pristine (erased, default pen, not on a
-// DECDWL/DECDHL line).
+// and the scratch vectors have grown. Invariant: a stored line is what libvterm 0.1.4's
+// vterm_screen_get_cell reports of the row, up to its last cell that is not pristine (erased,
+// default pen, not on a DECDWL/DECDHL line).
 void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
                       const std::vector<std::u32string>& tails) {
   ++pushed_;
   const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
   auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
-  auto is_glyph = [](const GridCell& g) {
-    return g.chars[0] != 0 && g.chars[0] != kContinuationChar;
-  };
   std::size_t used = row.size();
   while (used > 0) {
     const GridCell& g = row[used - 1];
     if (g.chars[0] != 0 || shown_attrs(g) != 0 || g.fg != 0 || g.bg != 0) break;
     --used;
   }
-  std::size_t extra = 0;
-  for (std::size_t c = 0; c < used; ++c)
-    if (is_glyph(row[c]) && row[c].chars[1] != 0)
-      for_each_combining(row[c], tails, [&](char32_t) { ++extra; });
-
-  LineRecord* line = place(used * kCellWords + extra);
+  // The runs and the combining characters, read in one pass over the row.
+  runs_scratch_.clear();
+  counts_scratch_.clear();
+  extra_scratch_.clear();
+  for (std::size_t c = 0; c < used; ++c) {
+    const GridCell& g = row[c];
+    const std::uint32_t attrs = shown_attrs(g);
+    const std::size_t r = runs_scratch_.size();
+    if (r == 0 || attrs != runs_scratch_[r - 3] || g.fg != runs_scratch_[r - 2] ||
+        g.bg != runs_scratch_[r - 1])
+      runs_scratch_.insert(runs_scratch_.end(), {static_cast<char32_t>(c), attrs, g.fg, g.bg});
+    if (g.chars[1] == 0 || g.chars[0] == 0 || g.chars[0] == kContinuationChar) continue;
+    if (counts_scratch_.empty()) counts_scratch_.resize(count_words(used) * 4);
+    std::uint8_t n = 0;
+    for_each_combining(g, tails, [&](char32_t ch) {
+      extra_scratch_.push_back(ch);
+      ++n;
+    });
+    counts_scratch_[c] = n;
+  }
+  const std::size_t runs = runs_scratch_.size() / kRunWords;
+  const std::size_t extra = extra_scratch_.size();
+  const std::size_t n = used + runs * kRunWords + (extra > 0 ? count_words(used) + extra : 0);
+  LineRecord* line = place(n);
   if (line == nullptr) return;
   line->cols = static_cast<int>(row.size());
   line->cells = static_cast<std::uint32_t>(used);
+  line->runs = static_cast<std::uint32_t>(runs);
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
-  char32_t* cell = &ring_[line->at % ring_.size()];
-  char32_t* more = cell + used * kCellWords;
-  for (std::size_t c = 0; c < used; ++c, cell += kCellWords) {
-    const GridCell& g = row[c];
-    const std::uint32_t attrs = shown_attrs(g);
-    const std::uint32_t width_high =
-        (c + 1 < row.size() && row[c + 1].chars[0] == kContinuationChar ? 2u : 1u) | (attrs >> 16)
-                                                                                         << 2;
-    std::uint32_t combining = 0;
-    if (is_glyph(g) && g.chars[1] != 0)
-      for_each_combining(g, tails, [&](char32_t ch) {
-        *more++ = ch;
-        ++combining;
-      });
-    cell[0] = g.chars[0];
-    cell[1] = (attrs & 0xffffu) | combining << 16 | width_high << 24;
-    cell[2] = g.fg;
-    cell[3] = g.bg;
-  }
+  char32_t* out = &ring_[line->at % ring_.size()];
+  for (std::size_t c = 0; c < used; ++c) out[c] = row[c].chars[0];
+  out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out + used);
+  if (extra == 0) return;
+  std::memcpy(out, counts_scratch_.data(), counts_scratch_.size());
+  std::copy(extra_scratch_.begin(), extra_scratch_.end(), out + count_words(used));
 }
 
 Scrollback::LineRecord* Scrollback::place(std::size_t n) {
@@ -90,7 +94,7 @@ Scrollback::LineRecord* Scrollback::place(std::size_t n) {
         used_after * sizeof(char32_t) + (lines_.size() + 1) * sizeof(LineRecord) <=
         limits_.max_bytes;
     if (fits_ring && fits_bytes) {
-      lines_.push_back({head_, at, 0, 0, 0});
+      lines_.push_back({head_, at, 0, 0, 0, 0});
       head_ = at + n;
       return &lines_.back();
     }
@@ -108,7 +112,7 @@ void Scrollback::relayout(std::size_t capacity) {
   HugePageArray<char32_t> fresh(capacity);
   std::uint64_t at = 0;
   for (LineRecord& line : lines_) {
-    const std::size_t n = line.cells * kCellWords + line.extra;
+    const std::size_t n = line_words(line);
     if (n > 0) std::copy_n(words(line), n, &fresh[at]);
     line.start = line.at = at;
     at += n;
@@ -164,30 +168,54 @@ int Scrollback::cols(std::size_t line) const {
   return line < lines_.size() ? lines_[line].cols : 0;
 }
 
-std::uint32_t Scrollback::stored_attrs(std::uint32_t packed) {
-  return (packed & 0xffffu) | (packed >> 26 & 3u) << 16;
+Scrollback::StoredLine Scrollback::view(const LineRecord& l) const {
+  StoredLine v;
+  if (l.cells == 0) return v;
+  v.chars_ = words(l);
+  v.cells_ = l.cells;
+  v.runs_ = v.chars_ + l.cells;
+  v.runs_count_ = l.runs;
+  if (l.extra > 0) v.counts_ = reinterpret_cast<const std::uint8_t*>(v.runs_ + l.runs * kRunWords);
+  for (std::size_t r = 0; r < l.runs; ++r)
+    v.line_sized_ = v.line_sized_ || (v.runs_[r * kRunWords + 1] & attr::kLineMask) != 0;
+  v.select_run(0);
+  return v;
 }
 
-void Scrollback::unpack(const char32_t* cell, const char32_t*& extra, Cell& c) {
-  const std::uint32_t packed = cell[1];
-  const std::uint32_t attrs = stored_attrs(packed);
-  const std::uint32_t combining = packed >> 16 & 0xffu;
-  c.pen = pen_of(attrs, cell[2], cell[3]);
-  c.dwl = attrs & attr::kDwl;
-  c.dhl = static_cast<std::uint8_t>(attrs >> attr::kDhlShift & 3u);
-  c.width = static_cast<std::uint8_t>(packed >> 24 & 3u);
-  c.nchars = 0;  // every field is set: `c` may hold another cell
-  if (cell[0] == 0) {
-    c.kind = Cell::Kind::erased;
-  } else if (cell[0] == kContinuationChar) {
-    c.kind = Cell::Kind::continuation;
-  } else {
-    c.kind = Cell::Kind::glyph;
-    c.chars[0] = cell[0];
-    c.nchars = static_cast<std::uint8_t>(1 + combining);
-    std::copy_n(extra, combining, c.chars.begin() + 1);
+Scrollback::StoredLine Scrollback::stored_line(std::size_t line) const {
+  return line < lines_.size() ? view(lines_[line]) : StoredLine();
+}
+
+std::size_t Scrollback::StoredLine::near_run(std::size_t i) const noexcept {
+  auto start = [this](std::size_t r) { return static_cast<std::size_t>(runs_[r * kRunWords]); };
+  auto holds = [&](std::size_t r) {
+    return start(r) <= i && (r + 1 == runs_count_ || i < start(r + 1));
+  };
+  if (i >= run_end_ && run_index_ + 1 < runs_count_ && holds(run_index_ + 1)) return run_index_ + 1;
+  if (i < run_begin_ && run_index_ > 0 && holds(run_index_ - 1)) return run_index_ - 1;
+  // The last run starting at or before i (run 0 starts at cell 0).
+  std::size_t lo = 0;
+  std::size_t hi = runs_count_;
+  while (hi - lo > 1) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (start(mid) <= i) lo = mid;
+    else hi = mid;
   }
-  extra += combining;
+  return lo;
+}
+
+void Scrollback::StoredLine::select_run(std::size_t r) const noexcept {
+  run_index_ = r;
+  run_begin_ = runs_[r * kRunWords];
+  run_end_ = r + 1 < runs_count_ ? runs_[(r + 1) * kRunWords] : cells_;
+}
+
+bool Scrollback::StoredLine::same_pen_apart(std::size_t i, std::size_t j) const noexcept {
+  // A reader compares each cell with the first of the stretch it draws (j), then reads that
+  // one's pen: j's run is the one kept selected.
+  const char32_t* b = run(j);
+  const char32_t* a = i - run_begin_ < run_end_ - run_begin_ ? b : runs_ + near_run(i) * kRunWords;
+  return a == b || (((a[1] ^ b[1]) & attr::kPenMask) == 0 && a[2] == b[2] && a[3] == b[3]);
 }
 
 void Scrollback::row(std::size_t line, std::span<Cell> out) const {
@@ -195,38 +223,57 @@ void Scrollback::row(std::size_t line, std::span<Cell> out) const {
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), Cell{});
 }
 
+// Cell `col` of `v`, in the pen of `run`; `extra` points at its combining characters, if any,
+// and is moved past them.
+void Scrollback::unpack(const StoredLine& v, std::size_t col, const char32_t* run,
+                        const char32_t*& extra, Cell& c) {
+  const char32_t ch = v.chars_[col];
+  c.pen = pen_of(run[1], run[2], run[3]);
+  c.dwl = (run[1] & attr::kDwl) != 0;
+  c.dhl = static_cast<std::uint8_t>(run[1] >> attr::kDhlShift & 3u);
+  c.width = static_cast<std::uint8_t>(v.width(col));
+  c.nchars = 0;  // every field is set: `c` may hold another cell
+  if (ch == 0) {
+    c.kind = Cell::Kind::erased;
+  } else if (ch == kContinuationChar) {
+    c.kind = Cell::Kind::continuation;
+  } else {
+    c.kind = Cell::Kind::glyph;
+    c.chars[0] = ch;
+    const std::uint8_t more = v.counts_ != nullptr ? v.counts_[col] : 0;
+    c.nchars = static_cast<std::uint8_t>(1 + more);
+    std::copy_n(extra, more, c.chars.begin() + 1);
+    extra += more;
+  }
+}
+
 std::size_t Scrollback::stored_cells(std::size_t line, std::span<Cell> out) const {
   if (line >= lines_.size()) return 0;
   const LineRecord& l = lines_[line];
   const std::size_t n = std::min<std::size_t>(out.size(), l.cells);
   if (n == 0) return 0;
-  const char32_t* cell = words(l);
-  const char32_t* extra = cell + l.cells * kCellWords;
-  for (std::size_t col = 0; col < n; ++col, cell += kCellWords) unpack(cell, extra, out[col]);
+  const StoredLine v = view(l);
+  const char32_t* extra = v.extra();
+  std::size_t next_run = 0;
+  const char32_t* run = v.runs_;
+  for (std::size_t col = 0; col < n; ++col) {
+    if (next_run < l.runs && v.runs_[next_run * kRunWords] == col)
+      run = v.runs_ + next_run++ * kRunWords;
+    unpack(v, col, run, extra, out[col]);
+  }
   return n;
-}
-
-Scrollback::StoredLine Scrollback::stored_line(std::size_t line) const {
-  if (line >= lines_.size() || lines_[line].cells == 0) return StoredLine(nullptr, 0);
-  const LineRecord& l = lines_[line];
-  return StoredLine(words(l), l.cells);
-}
-
-Pen Scrollback::StoredLine::pen(std::size_t i) const noexcept {
-  const char32_t* cell = at(i);
-  return pen_of(stored_attrs(cell[1]), cell[2], cell[3]);
 }
 
 Cell Scrollback::cell(std::size_t line, int col) const {
   Cell out;
   if (line >= lines_.size() || col < 0) return out;
-  const LineRecord& l = lines_[line];
   const auto at = static_cast<std::size_t>(col);
-  if (at >= l.cells) return out;
-  const char32_t* cells = words(l);
-  const char32_t* extra = cells + l.cells * kCellWords;
-  for (std::size_t c = 0; c < at; ++c) extra += cells[c * kCellWords + 1] >> 16 & 0xffu;
-  unpack(cells + at * kCellWords, extra, out);
+  if (at >= lines_[line].cells) return out;
+  const StoredLine v = view(lines_[line]);
+  const char32_t* extra = v.extra();
+  if (v.counts_ != nullptr)
+    for (std::size_t c = 0; c < at; ++c) extra += v.counts_[c];
+  unpack(v, at, v.run(at), extra, out);
   return out;
 }
 

@@ -2,10 +2,12 @@
 // ScreenGrid pushes a row as it scrolls off and pops the newest back when the screen grows.
 // Single-threaded (the mirror thread's).
 //
-// A flood pushes a line per LF, so the store allocates nothing per line: the lines' cells live
-// in one ring of 32-bit words that grows by doubling up to the byte bound and is then reused in
-// place, oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its CPU
-// in malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md).
+// A flood pushes a line per LF, so the store allocates nothing per line: the lines live in one
+// ring of 32-bit words that grows by doubling up to the byte bound and is then reused in place,
+// oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its CPU in
+// malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md). A line is
+// stored compactly: one word per cell and one record per run of cells in the same pen
+// (docs/profiles/scrollback-ring.md, "compact lines").
 #pragma once
 
 #include <cstddef>
@@ -23,8 +25,8 @@ namespace backscroll::term {
 
 struct ScrollbackLimits {
   // Defaults: 10,000 lines (the most a snapshot request can ask for), and 16 MiB, which holds
-  // them at up to ~100 used columns (16 bytes per stored cell, trailing blank cells are not
-  // stored). The older lines go first when either is exceeded.
+  // them at up to ~400 used columns (4 bytes per stored cell and 16 per change of pen; trailing
+  // blank cells are not stored). The older lines go first when either is exceeded.
   std::size_t max_lines = 10'000;
   std::size_t max_bytes = 16u << 20;
 };
@@ -74,42 +76,72 @@ class Scrollback {
     std::size_t size() const noexcept { return cells_; }  // the stored cells
     // 0 for an erased cell, kContinuationChar for a wide glyph's right half, else the glyph's
     // first character.
-    char32_t first_char(std::size_t i) const noexcept { return at(i)[0]; }
-    int width(std::size_t i) const noexcept { return static_cast<int>(at(i)[1] >> 24 & 3u); }
+    char32_t first_char(std::size_t i) const noexcept { return chars_[i]; }
+    int width(std::size_t i) const noexcept {
+      return i + 1 < cells_ && chars_[i + 1] == kContinuationChar ? 2 : 1;
+    }
     // For a glyph: whether characters follow its first (combining marks).
-    bool combining(std::size_t i) const noexcept { return (at(i)[1] >> 16 & 0xffu) != 0; }
+    bool combining(std::size_t i) const noexcept { return counts_ != nullptr && counts_[i] != 0; }
     // Whether the cell is on a DECDWL/DECDHL line.
-    bool line_sized(std::size_t i) const noexcept { return (at(i)[1] & attr::kLineMask) != 0; }
-    // Cells i and j have the same pen exactly when these are equal (pack and unpack are
-    // one-to-one on what push() stores: every pen bit and both colours' words).
+    bool line_sized(std::size_t i) const noexcept {
+      return line_sized_ && (run(i)[1] & attr::kLineMask) != 0;
+    }
+    // Cells i and j have the same pen exactly when these are equal: one run, or two whose pen
+    // bits and colours agree (runs also change with the line's size bits).
     bool same_pen(std::size_t i, std::size_t j) const noexcept {
-      return (at(i)[1] & kPenBits) == (at(j)[1] & kPenBits) && at(i)[2] == at(j)[2] &&
-             at(i)[3] == at(j)[3];
+      const std::size_t length = run_end_ - run_begin_;
+      return (i - run_begin_ < length && j - run_begin_ < length) || same_pen_apart(i, j);
     }
     bool default_pen(std::size_t i) const noexcept {
-      return (at(i)[1] & kPenBits) == 0 && at(i)[2] == 0 && at(i)[3] == 0;
+      const char32_t* r = run(i);
+      return (r[1] & attr::kPenMask) == 0 && r[2] == 0 && r[3] == 0;
     }
-    Pen pen(std::size_t i) const noexcept;
+    Pen pen(std::size_t i) const noexcept {
+      const char32_t* r = run(i);
+      return pen_of(r[1], r[2], r[3]);
+    }
 
    private:
     friend class Scrollback;
-    // The pen's attribute bits in a cell's second word: bits 0-15 (attr::kPenMask's low part)
-    // and attribute bits 16-17, kept in bits 26-27.
-    static constexpr std::uint32_t kPenBits = (attr::kPenMask & 0xffffu) | 3u << 26;
-    StoredLine(const char32_t* cells, std::size_t n) : cells_words_(cells), cells_(n) {}
-    const char32_t* at(std::size_t i) const noexcept { return cells_words_ + i * kCellWords; }
-    const char32_t* cells_words_ = nullptr;
+    StoredLine() = default;
+    // The run holding cell i: the last whose first cell is at or before it. Readers go left
+    // to right, looking back at the start of the run they are in, so the run last found is
+    // remembered (cells [run_begin_, run_end_)) and its neighbours are tried first.
+    const char32_t* run(std::size_t i) const noexcept {
+      if (i - run_begin_ >= run_end_ - run_begin_) select_run(near_run(i));
+      return runs_ + run_index_ * kRunWords;
+    }
+    std::size_t near_run(std::size_t i) const noexcept;
+    void select_run(std::size_t r) const noexcept;
+    // same_pen() of cells not both in the run last found.
+    bool same_pen_apart(std::size_t i, std::size_t j) const noexcept;
+    // The combining characters, in order (null when there are none).
+    const char32_t* extra() const noexcept {
+      return counts_ == nullptr ? nullptr
+                                : reinterpret_cast<const char32_t*>(counts_) + count_words(cells_);
+    }
+    const char32_t* chars_ = nullptr;
+    const char32_t* runs_ = nullptr;
+    const std::uint8_t* counts_ = nullptr;  // combining characters per cell; null: none
     std::size_t cells_ = 0;
+    std::size_t runs_count_ = 0;
+    bool line_sized_ = false;  // a run has DECDWL/DECDHL bits
+    // run()'s memory (it reads on one thread, as the class does).
+    mutable std::size_t run_index_ = 0;
+    mutable std::size_t run_begin_ = 0;
+    mutable std::size_t run_end_ = 0;
   };
   StoredLine stored_line(std::size_t line) const;
 
  private:
-  // A stored cell is kCellWords words: first character (0 erased, kContinuationChar);
-  // attributes (attr:: bits 0-15 without kProtected) | count of combining characters << 16 |
-  // (width, bits 0-1, with attribute bits 16-17 in bits 2-3) << 24; foreground; background.
-  // A line's cells, up to its last cell that is not pristine, are followed by the combining
-  // characters of its glyphs, in order, one word each.
-  static constexpr std::size_t kCellWords = 4;
+  // A stored line, in ring words: its cells' first characters (0 erased, kContinuationChar),
+  // one word each; its runs, kRunWords each: the first cell, the attribute bits as shown
+  // (attr:: pen and line bits), foreground, background, a run starting wherever one of them
+  // changes (so the first at cell 0, and two runs in a row always differ); then, only when a
+  // glyph has combining characters: a byte per cell counting them (words rounded up), and
+  // those characters in order, one word each. A glyph's width is not stored: it is 2 exactly
+  // when the next cell continues it.
+  static constexpr std::size_t kRunWords = 4;
   // Ring positions count words from the ring's start, and only grow: a line at position p is
   // at ring_[p % ring_.size()], its words contiguous (a line that would cross the ring's end
   // starts at its beginning instead, the words skipped counted as the line's).
@@ -117,16 +149,21 @@ class Scrollback {
     std::uint64_t start;  // where the line's words begin, padding included
     std::uint64_t at;     // its first cell
     std::uint32_t cells;
-    std::uint32_t extra;  // combining characters after the cells
+    std::uint32_t runs;
+    std::uint32_t extra;  // combining characters after the counts
     int cols;
   };
-  // The attr:: bits of a stored cell's second word.
-  static std::uint32_t stored_attrs(std::uint32_t packed);
-  static void unpack(const char32_t* cell, const char32_t*& extra, Cell& out);
+  static std::size_t count_words(std::size_t cells) { return (cells + 3) / 4; }
+  static std::size_t line_words(const LineRecord& l) {
+    return l.cells + l.runs * kRunWords + (l.extra > 0 ? count_words(l.cells) + l.extra : 0);
+  }
+  StoredLine view(const LineRecord& l) const;
+  static void unpack(const StoredLine& v, std::size_t col, const char32_t* run,
+                     const char32_t*& extra, Cell& c);
   const char32_t* words(const LineRecord& line) const { return &ring_[line.at % ring_.size()]; }
   // Makes room for a line of `n` words, the oldest lines going first, and appends its record
-  // (cells, extra and cols for the caller to set); nullptr when the bounds cannot hold it even
-  // alone (every line is dropped then).
+  // (cells, runs, extra and cols for the caller to set); nullptr when the bounds cannot hold it
+  // even alone (every line is dropped then).
   LineRecord* place(std::size_t n);
   // Moves the lines to the start of a ring of `capacity` words (which holds them).
   void relayout(std::size_t capacity);
@@ -140,6 +177,11 @@ class Scrollback {
   std::uint64_t tail_ = 0;        // the oldest line's start (head_ without lines)
   std::deque<LineRecord> lines_;
   std::uint64_t pushed_ = 0;
+  // push()'s line as it is packed, before it is copied into the ring: the grid's row is read
+  // once, and the ring written once, sequentially.
+  std::vector<char32_t> runs_scratch_;
+  std::vector<std::uint8_t> counts_scratch_;
+  std::vector<char32_t> extra_scratch_;
 };
 
 }  // namespace backscroll::term
