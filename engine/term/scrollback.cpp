@@ -44,13 +44,20 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   runs_scratch_.clear();
   counts_scratch_.clear();
   extra_scratch_.clear();
+  // The current run's pen, in registers; no shown attribute word has every bit set (the
+  // protected bit is cleared), so the first cell starts a run.
+  std::uint32_t run_attrs = ~0u;
+  std::uint32_t run_fg = 0;
+  std::uint32_t run_bg = 0;
   for (std::size_t c = 0; c < used; ++c) {
     const GridCell& g = row[c];
     const std::uint32_t attrs = shown_attrs(g);
-    const std::size_t r = runs_scratch_.size();
-    if (r == 0 || attrs != runs_scratch_[r - 3] || g.fg != runs_scratch_[r - 2] ||
-        g.bg != runs_scratch_[r - 1])
+    if (attrs != run_attrs || g.fg != run_fg || g.bg != run_bg) {
+      run_attrs = attrs;
+      run_fg = g.fg;
+      run_bg = g.bg;
       runs_scratch_.insert(runs_scratch_.end(), {static_cast<char32_t>(c), attrs, g.fg, g.bg});
+    }
     if (g.chars[1] == 0 || g.chars[0] == 0 || g.chars[0] == kContinuationChar) continue;
     if (counts_scratch_.empty()) counts_scratch_.resize(count_words(used) * 4);
     std::uint8_t n = 0;
