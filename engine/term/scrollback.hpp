@@ -24,11 +24,12 @@
 namespace backscroll::term {
 
 struct ScrollbackLimits {
-  // Defaults: 10,000 lines (the most a snapshot request can ask for), and 16 MiB, which holds
-  // them at up to ~400 used columns (4 bytes per stored cell and 16 per change of pen; trailing
-  // blank cells are not stored). The older lines go first when either is exceeded.
+  // Defaults: 10,000 lines (the most a snapshot request can ask for), and 8 MiB, which holds
+  // them at up to ~190 used columns in one pen, or 100 with 25 changes of pen (4 bytes per
+  // stored cell, 16 per run of one pen, 32 per line; trailing blank cells are not stored). The
+  // older lines go first when either is exceeded.
   std::size_t max_lines = 10'000;
-  std::size_t max_bytes = 16u << 20;
+  std::size_t max_bytes = 8u << 20;
 };
 
 class Scrollback {

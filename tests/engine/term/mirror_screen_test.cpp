@@ -455,7 +455,24 @@ TEST(MirrorScreen, DefaultScrollbackHoldsTenThousandLines) {
   for (int i = 0; i < 12'000; ++i) chunk += "a short line " + std::to_string(i) + "\r\n";
   m.feed(chunk);
   EXPECT_EQ(m.scrollback_lines(), 10'000u);
-  EXPECT_LE(m.scrollback_bytes(), 16u << 20);
+  EXPECT_LE(m.scrollback_bytes(), 8u << 20);
+}
+
+// The default byte bound (8 MiB) is not what limits coloured output of common widths: 10,000
+// lines of 100 columns, each with 25 changes of colour, all stay (docs/snapshot.md).
+TEST(MirrorScreen, DefaultScrollbackHoldsTenThousandColouredLinesOfAHundredColumns) {
+  MirrorScreen m(100, 24);
+  std::string chunk;
+  for (int i = 0; i < 10'500; ++i) {
+    for (int run = 0; run < 25; ++run)
+      chunk += "\x1b[38;5;" + std::to_string((i + run) % 200 + 16) + "m" +
+               std::string(4, static_cast<char>('a' + run));
+    chunk += "\x1b[m\r\n";
+  }
+  m.feed(chunk);
+  EXPECT_EQ(m.scrollback_lines(), 10'000u);
+  EXPECT_LE(m.scrollback_bytes(), 8u << 20);
+  EXPECT_EQ(m.scrollback_cols(0), 100);
 }
 
 TEST(MirrorScreen, PullsHistoryBackWhenTheScreenGrows) {
