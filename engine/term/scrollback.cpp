@@ -261,13 +261,7 @@ std::size_t Scrollback::stored_cells(std::size_t line, std::span<Cell> out) cons
   if (n == 0) return 0;
   const StoredLine v = view(l);
   const char32_t* extra = v.extra();
-  std::size_t next_run = 0;
-  const char32_t* run = v.runs_;
-  for (std::size_t col = 0; col < n; ++col) {
-    if (next_run < l.runs && v.runs_[next_run * kRunWords] == col)
-      run = v.runs_ + next_run++ * kRunWords;
-    unpack(v, col, run, extra, out[col]);
-  }
+  for (std::size_t col = 0; col < n; ++col) unpack(v, col, v.run(col), extra, out[col]);
   return n;
 }
 

@@ -52,8 +52,9 @@ class Scrollback {
   void erase_lines();
 
   std::size_t lines() const { return lines_.size(); }
-  // The lines' share of the ring (their cells, combining characters and any padding between
-  // them) and their records: at most max_bytes. The ring itself never exceeds max_bytes either.
+  // The lines' share of the ring (their cells, runs, combining characters and any padding
+  // between them) and their records: at most max_bytes. The ring itself never exceeds max_bytes
+  // either.
   std::size_t bytes() const {
     return static_cast<std::size_t>(head_ - tail_) * sizeof(char32_t) +
            lines_.size() * sizeof(LineRecord);
