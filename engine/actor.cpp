@@ -20,7 +20,8 @@ namespace backscroll::engine {
 struct Actor::Live {
   PtyProcess process;
   bool exited = false;          // the pidfd fired and the status was collected
-  bool output_done = false;     // EOF/EIO: no slave fd remains open
+  bool output_done = false;     // EOF/EIO, confirmed: no slave fd remains open
+  bool hangup_seen = false;     // a read answered EOF/EIO; the confirming read is due
   bool drain_over = false;      // the drain window passed after exit
   bool held_in_window = false;  // the consumer gate held reads back during this drain window
   bool stop_requested = false;
@@ -29,6 +30,7 @@ struct Actor::Live {
   TimerQueue::Id grace_timer = 0;
   TimerQueue::Id drain_timer = 0;
   TimerQueue::Id input_timer = 0;
+  TimerQueue::Id hangup_timer = 0;  // the confirming read after a first EOF/EIO
 
   bool sealing() const noexcept { return exited && (output_done || drain_over); }
 };
@@ -40,6 +42,12 @@ std::uint64_t random_epoch() {
   while (epoch == 0) random_bytes(std::as_writable_bytes(std::span(&epoch, 1)));
   return epoch;
 }
+
+// Linux can answer EIO on a PTY master while the slave's last bytes are still on their way to
+// the line discipline: a CI run here lost the last 1,728 of 3,000,000 bytes a program wrote
+// before it exited, and libuv found the same (a read after the hang-up still returned data).
+// So an EOF/EIO ends the output only when a read this much later answers it again.
+constexpr auto kHangupConfirmDelay = std::chrono::milliseconds(5);
 
 ActorSettings with_read_chunk_within(ActorSettings settings, std::uint64_t capacity) {
   settings.read_chunk = std::min<std::size_t>(settings.read_chunk, capacity / 4);
@@ -178,7 +186,10 @@ void Actor::hold_output(bool held) noexcept {
 }
 
 void Actor::submit_read() noexcept {
-  if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over) return;
+  if (!live_ || reading_ || read_polling_ || live_->output_done || live_->drain_over ||
+      live_->hangup_timer != 0) {
+    return;
+  }
   if (ring_.committed() == kCursorEnd) {
     // The program's further output stays in the PTY; the session seals once it exits.
     log(LogLevel::error, "actor {}: the cursor space is used up; output stops here", name_);
@@ -204,6 +215,11 @@ void Actor::on_read(int result) noexcept {
   if (result > 0) {
     ring_.commit(static_cast<std::size_t>(result));
     host_.on_committed(*this);
+    if (live_ && live_->hangup_seen) {
+      live_->hangup_seen = false;
+      log(LogLevel::info, "actor {}: {} bytes arrived after the PTY reported a hang-up", name_,
+          result);
+    }
   } else if (result == -EAGAIN || result == -EINTR) {
     // Not ready after all: wait for readability, then read again.
     if (live_ && !live_->drain_over) {
@@ -212,8 +228,19 @@ void Actor::on_read(int result) noexcept {
       return;
     }
   } else if (live_) {
-    // 0 or -EIO: every slave fd is closed and the output is drained. -ECANCELED: the drain
-    // window ended. Anything else is unexpected, but also ends the session's output.
+    // 0 or -EIO: every slave fd is closed and the output is drained, once a second read
+    // says so too (kHangupConfirmDelay). -ECANCELED: the drain window ended or the output is
+    // held. Anything else is unexpected, but also ends the session's output.
+    if ((result == 0 || result == -EIO) && !live_->hangup_seen) {
+      live_->hangup_seen = true;
+      live_->hangup_timer =
+          host_.timers().schedule(std::chrono::steady_clock::now() + kHangupConfirmDelay, [this] {
+            live_->hangup_timer = 0;
+            resume_if_possible();
+          });
+      if (live_->sealing()) maybe_seal();
+      return;
+    }
     if (result != 0 && result != -EIO && result != -ECANCELED) {
       log(LogLevel::error, "actor {}: PTY read into the ring failed: {}; output stops here", name_,
           std::strerror(-result));
@@ -479,6 +506,7 @@ void Actor::maybe_seal() noexcept {
   timers.cancel(live_->grace_timer);
   timers.cancel(live_->drain_timer);
   timers.cancel(live_->input_timer);
+  timers.cancel(live_->hangup_timer);
   ::close(live_->process.master_fd);
   ::close(live_->process.pidfd);
   live_.reset();
