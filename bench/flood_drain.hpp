@@ -105,6 +105,8 @@ inline Cursor drain_session(const Places& places, const std::string& actor, std:
   Cursor cursor = from;
   std::uint64_t checksum = 0;
   for (;;) {
+    const std::uint32_t wake_seen =
+        reader->wake_seen();  // before looking: a wake then ends the wait
     auto view = reader->read(cursor, 1 << 20);
     if (!view) fail(view.error());
     if (!view->empty()) {
@@ -127,7 +129,7 @@ inline Cursor drain_session(const Places& places, const std::string& actor, std:
       }
       break;
     }
-    reader->wait(cursor, std::chrono::milliseconds(100));
+    reader->wait(cursor, std::chrono::milliseconds(100), wake_seen);
   }
   static std::mutex checksum_mutex;
   const std::lock_guard lock(checksum_mutex);

@@ -226,7 +226,18 @@ Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noe
   return view->to;
 }
 
+std::uint32_t RingReader::wake_seen() const noexcept {
+  // acquire: pairs with the release increment in RingWriter::wake_readers, so whatever the
+  // engine published before that wake (commits, a sealed session) is seen by the checks after.
+  return std::atomic_ref<const std::uint32_t>(header_->wake).load(std::memory_order_acquire);
+}
+
 WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) const noexcept {
+  return wait(after, timeout, wake_seen());
+}
+
+WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout,
+                            std::uint32_t seen) const noexcept {
   timespec deadline{};
   ::clock_gettime(CLOCK_MONOTONIC, &deadline);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
@@ -240,10 +251,12 @@ WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) con
   for (;;) {
     // Order matters: wake first, then committed (RingWriter stores them in the opposite order),
     // so a commit this check misses has already changed `word` when the kernel compares it.
-    // acquire: pairs with the release increment in RingWriter::wake_readers.
-    const std::uint32_t seen = std::atomic_ref<std::uint32_t>(word).load(std::memory_order_acquire);
+    const std::uint32_t now_seen = wake_seen();
     if (committed() > after) return WaitResult::ready;
     if (auto m = meta(); !m || m->closed) return WaitResult::closed;
+    // A wake without a new byte (a session sealed while the reader had every byte) is news of
+    // its own: the caller looks again at what it waits for, now rather than at its timeout.
+    if (now_seen != seen) return WaitResult::woken;
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     if (now.tv_sec > deadline.tv_sec ||
@@ -251,7 +264,8 @@ WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) con
       return WaitResult::timeout;
     }
     // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. Not FUTEX_PRIVATE: the word
-    // is shared between processes. A read-only mapping is enough to wait on it.
+    // is shared between processes. A read-only mapping is enough to wait on it. Woken, the
+    // word changed already (EAGAIN), a signal: the checks above say which.
     const long rc = ::syscall(SYS_futex, &word, FUTEX_WAIT_BITSET, seen, &deadline, nullptr,
                               FUTEX_BITSET_MATCH_ANY);
     if (rc == -1 && errno == ETIMEDOUT) {

@@ -33,7 +33,9 @@ struct ReadView {
   bool empty() const noexcept { return size() == 0; }
 };
 
-enum class WaitResult { ready, timeout, closed };
+// What ended a RingReader::wait. `woken`: the engine woke its readers without committing a byte
+// (a session was sealed, the actor's state changed): look at what the caller waits for again.
+enum class WaitResult { ready, timeout, closed, woken };
 
 // Checks a mapped header before anything trusts it: size, magic, version, header size, capacity
 // against the data's mapped size. Pure function of the bytes (the fuzz target drives it).
@@ -71,8 +73,16 @@ class RingReader {
   bool intact(Cursor from) const noexcept;
   // read + copy into `out` + intact: bytes copied are never torn. Returns the end cursor.
   Result<Cursor> copy(Cursor from, std::span<std::byte> out) const noexcept;
-  // Sleeps on the futex word until committed > `after`, the timeout passes, or the segment closes.
+  // Sleeps on the futex word until committed > `after` (ready), the segment closes (closed), the
+  // engine wakes its readers for anything else (woken), or the timeout passes (timeout).
+  // `seen`: the wake word as wake_seen() gave it before the caller looked at what it waits for
+  // (new bytes, the session's end), so a wake in between ends the wait at once; without it, the
+  // word as it is when the wait begins.
   WaitResult wait(Cursor after, std::chrono::milliseconds timeout) const noexcept;
+  WaitResult wait(Cursor after, std::chrono::milliseconds timeout,
+                  std::uint32_t seen) const noexcept;
+  // The wake word: the engine changes it whenever it wakes the ring's readers.
+  std::uint32_t wake_seen() const noexcept;
 
   Cursor committed() const noexcept;
   // The oldest cursor a read can start at right now.

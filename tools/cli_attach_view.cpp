@@ -339,6 +339,7 @@ void AttachView::run() noexcept {
   try {
     for (;;) {
       const std::uint32_t bell = bell_.seen();
+      const std::uint32_t ring = reader_.wake_seen();  // both before looking (wait_ring)
       Commands commands;
       {
         const std::lock_guard lock(mutex_);
@@ -353,7 +354,7 @@ void AttachView::run() noexcept {
         // No start yet (the input side gives one before run()), or waiting for the next one:
         // commands only. A delete meanwhile ends it (no start will come).
         const RingWake wake = wait_ring(reader_, Cursor{std::numeric_limits<std::uint64_t>::max()},
-                                        bell_, bell, kWaitSlice);
+                                        ring, bell_, bell, kWaitSlice);
         if (wake == RingWake::closed) {
           finish({End::deleted, {}, 0, std::nullopt});
           break;
@@ -381,7 +382,7 @@ void AttachView::run() noexcept {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(**next_frame - Clock::now());
         timeout = std::clamp(left, std::chrono::milliseconds(0), kWaitSlice);
       }
-      const RingWake wake = wait_ring(reader_, follower_->cursor(), bell_, bell, timeout);
+      const RingWake wake = wait_ring(reader_, follower_->cursor(), ring, bell_, bell, timeout);
       if (wake == RingWake::closed) {
         // Deleted: what is left goes out first.
         while (true) {

@@ -31,25 +31,27 @@ void Doorbell::ring() noexcept {
             nullptr, nullptr, 0);
 }
 
-RingWake wait_ring(const shm::RingReader& reader, Cursor after, const Doorbell& bell,
-                   std::uint32_t bell_seen, std::chrono::milliseconds timeout) noexcept {
+RingWake wait_ring(const shm::RingReader& reader, Cursor after, std::uint32_t ring_seen,
+                   const Doorbell& bell, std::uint32_t bell_seen,
+                   std::chrono::milliseconds timeout) noexcept {
   static std::atomic<bool> no_waitv{false};  // the kernel has no futex_waitv
   const auto deadline = Clock::now() + timeout;
   auto& ring_word = const_cast<std::uint32_t&>(reader.header().wake);
   for (;;) {
     // As RingReader::wait: the wake word first, then committed (the engine stores them in the
     // opposite order), so a commit this check misses has changed the word the kernel compares.
-    const std::uint32_t ring_seen =
-        std::atomic_ref<std::uint32_t>(ring_word).load(std::memory_order_acquire);
+    const std::uint32_t ring_now = reader.wake_seen();
     if (reader.committed() > after) return RingWake::ready;
     if (const auto m = reader.meta(); !m || m->closed) return RingWake::closed;
     if (bell.seen() != bell_seen) return RingWake::doorbell;
+    if (ring_now != ring_seen) return RingWake::woken;
     const auto now = Clock::now();
     if (now >= deadline) return RingWake::timeout;
 
     if (no_waitv.load(std::memory_order_relaxed)) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      (void)reader.wait(after, std::clamp(left, std::chrono::milliseconds(1), kFallbackSlice));
+      (void)reader.wait(after, std::clamp(left, std::chrono::milliseconds(1), kFallbackSlice),
+                        ring_seen);
       continue;
     }
     futex_waitv waiters[2]{};

@@ -28,13 +28,16 @@ class Doorbell {
   std::atomic<std::uint32_t> word_{0};
 };
 
-enum class RingWake { ready, closed, doorbell, timeout };
+enum class RingWake { ready, closed, doorbell, woken, timeout };
 
 inline constexpr std::chrono::milliseconds kFallbackSlice{20};
 
 // ready: committed > `after`; closed: the segment closed (deleted, engine stopped); doorbell:
-// `bell` rang since `bell_seen` was read.
-RingWake wait_ring(const shm::RingReader& reader, Cursor after, const Doorbell& bell,
-                   std::uint32_t bell_seen, std::chrono::milliseconds timeout) noexcept;
+// `bell` rang since `bell_seen` was read; woken: the engine woke the ring's readers since
+// `ring_seen` (reader.wake_seen()) was read, without a new byte (a session was sealed, the
+// actor's state changed). Read both before looking at what the wait is for.
+RingWake wait_ring(const shm::RingReader& reader, Cursor after, std::uint32_t ring_seen,
+                   const Doorbell& bell, std::uint32_t bell_seen,
+                   std::chrono::milliseconds timeout) noexcept;
 
 }  // namespace backscroll::cli

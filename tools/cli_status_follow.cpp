@@ -145,9 +145,12 @@ void follow_ring(const shm::RingReader& reader, const term::StatusRules& rules, 
     for (const StatusEvent& e : events) out.event(self.actor, e);
   };
   while (!stop.load(std::memory_order_relaxed)) {
+    const std::uint32_t wake_seen =
+        reader.wake_seen();  // before looking: a wake then ends the wait
     drain();
-    switch (reader.wait(follower.cursor(), kWaitSlice)) {
-      case shm::WaitResult::ready: break;
+    switch (reader.wait(follower.cursor(), kWaitSlice, wake_seen)) {
+      case shm::WaitResult::ready:
+      case shm::WaitResult::woken: break;
       case shm::WaitResult::closed:
         drain();  // what was committed before the close
         out.closed(self.actor);

@@ -108,6 +108,8 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
   (void)session.ended(*reader);  // picks the session to watch: the newest now
   ReaderAnnouncer announcer(engine.places, args.actor, "tail");  // status and top show it
   for (;;) {
+    const std::uint32_t wake_seen =
+        reader->wake_seen();  // before looking: a wake then ends the wait
     if (auto r = drain(follower); !r) return report(r.error());
     announcer.report(follower.cursor());
     if (args.until_exit) {
@@ -116,8 +118,10 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
         return end->status;
       }
     }
-    switch (reader->wait(follower.cursor(), kWaitSlice)) {
-      case shm::WaitResult::ready: break;
+    switch (reader->wait(follower.cursor(), kWaitSlice, wake_seen)) {
+      case shm::WaitResult::ready:
+      case shm::WaitResult::woken:  // the session may have ended: looked at above
+        break;
       case shm::WaitResult::closed:
         // Deleted (or the engine is stopping): write what is left, then end normally.
         if (auto r = drain(follower); !r) return report(r.error());

@@ -89,6 +89,8 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
   Clock::time_point last_output = started;
 
   for (;;) {
+    const std::uint32_t wake_seen =
+        reader->wake_seen();  // before looking: a wake then ends the wait
     if (matcher) {
       std::optional<std::string> found;
       auto pumped = follower.pump_to([&](std::span<const std::byte> bytes) -> Result<void> {
@@ -138,8 +140,9 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
     }
     // Without --match nothing reads the bytes: sleep until more than what was seen is
     // committed, or the slice ends (the quiet time and the agent status are looked at then).
-    switch (reader->wait(matcher ? follower.cursor() : now_committed, slice)) {
+    switch (reader->wait(matcher ? follower.cursor() : now_committed, slice, wake_seen)) {
       case shm::WaitResult::ready:
+      case shm::WaitResult::woken:
       case shm::WaitResult::timeout:
         if (!ring_owner_alive(*reader)) return report(ring_owner_gone(*reader, args.actor));
         break;

@@ -920,6 +920,14 @@ TEST_F(RingWait, WakeIfCommittedWakesASleeperOnlyAfterACommit) {
   EXPECT_EQ(writer_->header()->wake, wake_before);
 }
 
+// A wake without a new byte (the seal of a session: every reader already has every byte) must
+// reach a reader at once, not at the end of its timeout: a follower learns of the end then.
+TEST_F(RingWait, AWakeWithoutANewByteReturnsWokenAtOnce) {
+  append("abc");
+  const WaitResult r = wait_in_child(Cursor{3}, [&] { writer_->wake_readers(); });
+  EXPECT_EQ(r, WaitResult::woken);
+}
+
 TEST_F(RingWait, WakesASleepingReaderWhenTheSegmentCloses) {
   const WaitResult r = wait_in_child(Cursor{0}, [&] {
     close_segment();
