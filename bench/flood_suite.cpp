@@ -11,9 +11,10 @@
 //   no_keyframes  as backscroll, with --no-keyframes: what the recorder's keyframes cost
 //   tmux       tmux (-f /dev/null, a detached 80x24 session) running the same `cat`, until the
 //              pane's shell reports `cat` done through a FIFO
-// Configurations alternate within each round; the figures are medians over rounds, in MB/s of
-// the bytes the PTY delivered (ONLCR turns "\n" into "\r\n"). The run fails if a backscroll
-// drain did not deliver exactly the plain loop's bytes. Also: the engines' CPU time per MB by
+// Configurations run in turn within each round (tmux last), each round starting one later, each
+// after a sync; the figures are medians over rounds, in MB/s of the bytes the PTY delivered
+// (ONLCR turns "\n" into "\r\n"). The run fails if a backscroll drain did not deliver exactly
+// the plain loop's bytes. Also: the engines' CPU time per MB by
 // thread (io thread, bs-mirror, bs-writer) and in all, beside the plain reader's own CPU time
 // per MB and the ratio of the two (issue 20's goal: 1.5x on scrolling output, 2.5x on
 // redraws), steadier than rates on a shared machine; and how often each thread was put on a
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -150,17 +152,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     std::vector<double> fed_fraction;  // share of the bytes the shipped engine's mirror parsed
     std::uint64_t delivered = 0;
     for (int r = 0; r < rounds; ++r) {
-      const Sample p = bench::plain_loop(cat);
-      delivered = p.bytes;
-      plain_cpu.push_back(p.cpu_seconds * 1e3 / (static_cast<double>(p.bytes) / 1e6));
       const std::string actor = workload + std::to_string(r);
-      const auto cpu_before = bench::thread_times(shipped.pid());
-      const auto mirror_before = shipped.call("status").header["mirror"];
-      const Sample b = bench::engine_flood(shipped, actor, cat, 2);
-      const auto mirror_after = shipped.call("status").header["mirror"];
-      const double fed =
-          mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
-      fed_fraction.push_back(fed / static_cast<double>(b.bytes));
       // Each engine thread's CPU time and times put on a CPU per MB of the flood, as
       // "CONFIG THREAD". Returns the whole process's CPU time per MB.
       const auto record_cpu = [&cpu, &runs](const std::string& config, pid_t pid,
@@ -178,13 +170,39 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
         cpu[config + " (all threads)"].push_back(all);
         return all;
       };
-      shipped_cpu.push_back(record_cpu("backscroll", shipped.pid(), cpu_before, b.bytes));
-      const auto cpu_before_k = bench::thread_times(no_keyframes.pid());
-      const Sample k = bench::engine_flood(no_keyframes, actor, cat, 2);
-      record_cpu("no_keyframes", no_keyframes.pid(), cpu_before_k, k.bytes);
-      const auto cpu_before_d = bench::thread_times(no_mirror.pid());
-      const Sample d = bench::engine_flood(no_mirror, actor, cat, 1);
-      record_cpu("no_mirror", no_mirror.pid(), cpu_before_d, d.bytes);
+      Sample p, b, k, d;
+      const std::vector<std::function<void()>> configurations = {
+          [&] { p = bench::plain_loop(cat); },
+          [&] {
+            const auto cpu_before = bench::thread_times(shipped.pid());
+            const auto mirror_before = shipped.call("status").header["mirror"];
+            b = bench::engine_flood(shipped, actor, cat, 2);
+            const auto mirror_after = shipped.call("status").header["mirror"];
+            const double fed =
+                mirror_after["fed_bytes"].get<double>() - mirror_before["fed_bytes"].get<double>();
+            fed_fraction.push_back(fed / static_cast<double>(b.bytes));
+            shipped_cpu.push_back(record_cpu("backscroll", shipped.pid(), cpu_before, b.bytes));
+          },
+          [&] {
+            const auto cpu_before = bench::thread_times(no_keyframes.pid());
+            k = bench::engine_flood(no_keyframes, actor, cat, 2);
+            record_cpu("no_keyframes", no_keyframes.pid(), cpu_before, k.bytes);
+          },
+          [&] {
+            const auto cpu_before = bench::thread_times(no_mirror.pid());
+            d = bench::engine_flood(no_mirror, actor, cat, 1);
+            record_cpu("no_mirror", no_mirror.pid(), cpu_before, d.bytes);
+          },
+      };
+      // Each round starts with the next configuration, so none always follows the same one (an
+      // order effect would read as a difference between configurations), and each starts
+      // after the transcripts written before it reached the disk, not while it runs.
+      for (std::size_t i = 0; i < configurations.size(); ++i) {
+        ::sync();
+        configurations[(i + static_cast<std::size_t>(r)) % configurations.size()]();
+      }
+      delivered = p.bytes;
+      plain_cpu.push_back(p.cpu_seconds * 1e3 / (static_cast<double>(p.bytes) / 1e6));
       if (b.bytes != p.bytes || d.bytes != p.bytes || k.bytes != p.bytes) {
         std::fprintf(stderr,
                      "flood_suite: %s delivered %llu bytes plain, %llu to backscroll, %llu "
@@ -237,7 +255,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       std::printf("| %s | times on a CPU, %s | %.0f per MB | | |\n", workload.c_str(),
                   thread.c_str(), bench::median(samples));
     }
-    // The engine's CPU per MB over the plain reader's, per round (the two ran back to back).
+    // The engine's CPU per MB over the plain reader's, per round (the same minutes).
     std::vector<double> cpu_ratio;
     for (std::size_t i = 0; i < plain_cpu.size(); ++i)
       cpu_ratio.push_back(shipped_cpu[i] / plain_cpu[i]);
