@@ -105,8 +105,8 @@ inline Cursor drain_session(const Places& places, const std::string& actor, std:
   Cursor cursor = from;
   std::uint64_t checksum = 0;
   for (;;) {
-    const std::uint32_t wake_seen =
-        reader->wake_seen();  // before looking: a wake then ends the wait
+    // Taken before looking, so a wake from here on ends the wait below.
+    const std::uint32_t wake_seen = reader->wake_seen();
     auto view = reader->read(cursor, 1 << 20);
     if (!view) fail(view.error());
     if (!view->empty()) {

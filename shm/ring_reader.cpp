@@ -229,7 +229,8 @@ Result<Cursor> RingReader::copy(Cursor from, std::span<std::byte> out) const noe
 std::uint32_t RingReader::wake_seen() const noexcept {
   // acquire: pairs with the release increment in RingWriter::wake_readers, so whatever the
   // engine published before that wake (commits, a sealed session) is seen by the checks after.
-  return std::atomic_ref<const std::uint32_t>(header_->wake).load(std::memory_order_acquire);
+  return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(header_->wake))
+      .load(std::memory_order_acquire);
 }
 
 WaitResult RingReader::wait(Cursor after, std::chrono::milliseconds timeout) const noexcept {

@@ -145,8 +145,8 @@ void follow_ring(const shm::RingReader& reader, const term::StatusRules& rules, 
     for (const StatusEvent& e : events) out.event(self.actor, e);
   };
   while (!stop.load(std::memory_order_relaxed)) {
-    const std::uint32_t wake_seen =
-        reader.wake_seen();  // before looking: a wake then ends the wait
+    // Taken before looking, so a wake from here on ends the wait below.
+    const std::uint32_t wake_seen = reader.wake_seen();
     drain();
     switch (reader.wait(follower.cursor(), kWaitSlice, wake_seen)) {
       case shm::WaitResult::ready:

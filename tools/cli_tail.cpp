@@ -108,8 +108,8 @@ int run_tail(const EngineTarget& engine, const TailArgs& args) {
   (void)session.ended(*reader);  // picks the session to watch: the newest now
   ReaderAnnouncer announcer(engine.places, args.actor, "tail");  // status and top show it
   for (;;) {
-    const std::uint32_t wake_seen =
-        reader->wake_seen();  // before looking: a wake then ends the wait
+    // Taken before looking, so a wake from here on ends the wait below.
+    const std::uint32_t wake_seen = reader->wake_seen();
     if (auto r = drain(follower); !r) return report(r.error());
     announcer.report(follower.cursor());
     if (args.until_exit) {

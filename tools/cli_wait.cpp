@@ -89,8 +89,8 @@ int run_wait(const EngineTarget& engine, const WaitArgs& args) {
   Clock::time_point last_output = started;
 
   for (;;) {
-    const std::uint32_t wake_seen =
-        reader->wake_seen();  // before looking: a wake then ends the wait
+    // Taken before looking, so a wake from here on ends the wait below.
+    const std::uint32_t wake_seen = reader->wake_seen();
     if (matcher) {
       std::optional<std::string> found;
       auto pumped = follower.pump_to([&](std::span<const std::byte> bytes) -> Result<void> {
