@@ -112,6 +112,8 @@ CheckedFlood checked_flood(const Places& places, control::ControlClient& client,
   CheckedFlood result;
   Cursor cursor = from;
   for (;;) {
+    // Taken before looking, so a wake from here on ends the wait below.
+    const std::uint32_t wake_seen = reader->wake_seen();
     auto view = reader->read(cursor, 1 << 20);
     if (!view) {
       if (view.error().code != Errc::cursor_expired || !view.error().cursor)
@@ -145,7 +147,7 @@ CheckedFlood checked_flood(const Places& places, control::ControlClient& client,
     }
     const auto record = reader->session(session);
     if (record && (record->flags & shm::kSessionSealed) && Cursor{record->end} <= cursor) break;
-    reader->wait(cursor, std::chrono::milliseconds(100));
+    reader->wait(cursor, std::chrono::milliseconds(100), wake_seen);
   }
   const std::uint64_t expected = bench::cooked_flood_bytes(raw_bytes);
   const std::uint64_t got = cursor - from;
