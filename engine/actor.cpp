@@ -33,6 +33,9 @@ struct Actor::Live {
   TimerQueue::Id hangup_timer = 0;  // the confirming read after a first EOF/EIO
 
   bool sealing() const noexcept { return exited && (output_done || drain_over); }
+  // Between a first EOF/EIO and the read that confirms it, input waits: its echo must not pass
+  // for output the program wrote before the hang-up.
+  bool confirming_hangup() const noexcept { return hangup_seen && !output_done; }
 };
 
 namespace {
@@ -219,6 +222,7 @@ void Actor::on_read(int result) noexcept {
       live_->hangup_seen = false;
       log(LogLevel::info, "actor {}: {} bytes arrived after the PTY reported a hang-up", name_,
           result);
+      pump_input();
     }
   } else if (result == -EAGAIN || result == -EINTR) {
     // Not ready after all: wait for readability, then read again.
@@ -246,6 +250,7 @@ void Actor::on_read(int result) noexcept {
           std::strerror(-result));
     }
     if (result != -ECANCELED) live_->output_done = true;
+    pump_input();  // held while the hang-up was being confirmed
   }
   if (live_ && !live_->sealing()) {
     submit_read();
@@ -294,7 +299,10 @@ Result<std::size_t> Actor::input(std::string_view bytes, bool paste) {
 }
 
 void Actor::pump_input() noexcept {
-  if (!live_ || writing_ || write_polling_ || live_->sealing() || input_.empty()) return;
+  if (!live_ || writing_ || write_polling_ || live_->sealing() || live_->confirming_hangup() ||
+      input_.empty()) {
+    return;
+  }
   const auto now = InputQueue::Clock::now();
   const auto ready_at = input_.front_ready_at();
   if (ready_at > now) {
