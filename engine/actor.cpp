@@ -225,7 +225,12 @@ void Actor::on_read(int result) noexcept {
       pump_input();
     }
   } else if (result == -EAGAIN || result == -EINTR) {
-    // Not ready after all: wait for readability, then read again.
+    // Not ready after all: wait for readability, then read again. EAGAIN also means a slave fd
+    // is open again (the master answers EIO first while none is): no hang-up to confirm.
+    if (live_ && result == -EAGAIN && live_->confirming_hangup()) {
+      live_->hangup_seen = false;
+      pump_input();
+    }
     if (live_ && !live_->drain_over) {
       read_polling_ = true;
       host_.loop().poll(live_->process.master_fd, POLLIN, &read_ready_op_);
