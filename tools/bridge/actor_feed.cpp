@@ -14,10 +14,14 @@ Result<std::shared_ptr<ActorFeed>> ActorFeed::open(std::shared_ptr<FeedWaker> wa
   // feed only through a weak pointer, on the io thread. It is detached: a feed that goes away
   // sets `stop`, and the thread ends at its next wake-up (at most kTick later).
   std::thread([shared, weak = std::weak_ptr<ActorFeed>(feed), waker = std::move(waker)] {
+    // The wake word is taken before `committed` and before the handler posted below looks at
+    // the ring, so a wake after either (a seal) ends the next wait at once.
+    std::uint32_t wake_seen = shared->reader.wake_seen();
     Cursor seen = shared->reader.committed();
     while (!shared->stop.load(std::memory_order_acquire)) {
-      const shm::WaitResult r = shared->reader.wait(seen, kTick);
+      const shm::WaitResult r = shared->reader.wait(seen, kTick, wake_seen);
       if (shared->stop.load(std::memory_order_acquire)) break;
+      wake_seen = shared->reader.wake_seen();
       seen = shared->reader.committed();
       // Dekker with on_wake(): this thread loads `committed` (above), fences, then claims
       // `posted`; the io thread clears `posted`, fences, then loads `committed`. With a seq_cst

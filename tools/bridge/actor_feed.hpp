@@ -1,8 +1,8 @@
 // ActorFeed: the bridge's view of one actor's ring (docs/bridge.md, "Reading the rings"). The
 // ring is mapped read-only (shm/ring_reader.hpp); every client of the actor reads its bytes in
 // place from this one mapping, on the bridge's io thread. A waiter thread sleeps on the ring's
-// futex and wakes the io thread when bytes are committed, and at least every kTick, so clients
-// also notice a sealed session or a deleted actor (neither commits a byte).
+// futex and wakes the io thread when bytes are committed or a session is sealed (the engine
+// wakes its readers for both), and at least every kTick.
 #pragma once
 
 #include <atomic>
