@@ -151,25 +151,25 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     std::vector<double> shipped_cpu;                  // the shipped engine's, all threads
     std::vector<double> fed_fraction;  // share of the bytes the shipped engine's mirror parsed
     std::uint64_t delivered = 0;
+    // Each engine thread's CPU time and times put on a CPU per MB of the flood, as
+    // "CONFIG THREAD". Returns the whole process's CPU time per MB.
+    const auto record_cpu = [&cpu, &runs](const std::string& config, pid_t pid, const auto& before,
+                                          std::uint64_t flooded) {
+      double all = 0;
+      const double mb_flooded = static_cast<double>(flooded) / 1e6;
+      for (const auto& [thread, now] : bench::thread_times(pid)) {
+        const auto was = before.find(thread);
+        const bench::ThreadTime then = was == before.end() ? bench::ThreadTime{} : was->second;
+        const double ms_per_mb = (now.seconds - then.seconds) * 1e3 / mb_flooded;
+        cpu[config + " " + thread].push_back(ms_per_mb);
+        runs[config + " " + thread].push_back((now.runs - then.runs) / mb_flooded);
+        all += ms_per_mb;
+      }
+      cpu[config + " (all threads)"].push_back(all);
+      return all;
+    };
     for (int r = 0; r < rounds; ++r) {
       const std::string actor = workload + std::to_string(r);
-      // Each engine thread's CPU time and times put on a CPU per MB of the flood, as
-      // "CONFIG THREAD". Returns the whole process's CPU time per MB.
-      const auto record_cpu = [&cpu, &runs](const std::string& config, pid_t pid,
-                                            const auto& before, std::uint64_t flooded) {
-        double all = 0;
-        const double mb_flooded = static_cast<double>(flooded) / 1e6;
-        for (const auto& [thread, now] : bench::thread_times(pid)) {
-          const auto was = before.find(thread);
-          const bench::ThreadTime then = was == before.end() ? bench::ThreadTime{} : was->second;
-          const double ms_per_mb = (now.seconds - then.seconds) * 1e3 / mb_flooded;
-          cpu[config + " " + thread].push_back(ms_per_mb);
-          runs[config + " " + thread].push_back((now.runs - then.runs) / mb_flooded);
-          all += ms_per_mb;
-        }
-        cpu[config + " (all threads)"].push_back(all);
-        return all;
-      };
       Sample p, b, k, d;
       const std::vector<std::function<void()>> configurations = {
           [&] { p = bench::plain_loop(cat); },
