@@ -21,16 +21,16 @@ constexpr std::size_t kFeedBytes = 64 * 1024;  // what the mirror thread hands o
 
 const std::string& workload(int which) {
   static const std::string kinds[] = {
-      bench::log_lines(kWorkloadBytes), bench::build_output(kWorkloadBytes),
-      bench::utf8_lines(kWorkloadBytes), bench::tui_redraws(kWorkloadBytes, 24),
-      bench::colored_build(kWorkloadBytes)};
+      bench::log_lines(kWorkloadBytes),     bench::build_output(kWorkloadBytes),
+      bench::utf8_lines(kWorkloadBytes),    bench::tui_redraws(kWorkloadBytes, 24),
+      bench::colored_build(kWorkloadBytes), bench::ncurses_redraws(kWorkloadBytes, 24)};
   return kinds[which];
 }
 const char* workload_name(int which) {
-  static const char* names[] = {"log", "build_sgr", "utf8", "tui", "color"};
+  static const char* names[] = {"log", "build_sgr", "utf8", "tui", "color", "ncurses"};
   return names[which];
 }
-constexpr int kWorkloads = 5;
+constexpr int kWorkloads = 6;
 
 template <typename Feed>
 void feed_in_chunks(std::string_view bytes, Feed&& feed) {

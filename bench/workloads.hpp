@@ -93,6 +93,35 @@ inline std::string tui_redraws(std::size_t bytes, int rows) {
   return out;
 }
 
+// A full-screen monitor as ncurses draws it for TERM=xterm-256color (top, htop, btop-like): the
+// setup once, then per frame the cursor hidden and shown again, `ESC ( B ESC [ m` (sgr0: G0
+// designated US-ASCII, then the reset) after every coloured span, bold and 256-colour SGRs,
+// cursor addressing, `ESC [ K`, and UTF-8 meters and box drawing.
+inline std::string ncurses_redraws(std::size_t bytes, int rows) {
+  const std::string sgr0 = "\x1b(B\x1b[m";
+  std::string out = "\x1b[?1049h\x1b[1;" + std::to_string(rows) + "r" + sgr0 +
+                    "\x1b[4l\x1b[?7h\x1b[?1h\x1b=\x1b[H\x1b[2J";
+  for (std::size_t frame = 0; out.size() < bytes; ++frame) {
+    const std::string f = std::to_string(frame);
+    out += "\x1b[?25l\x1b[H" + sgr0 + "top - 10:" + std::to_string(frame % 60) +
+           " up 3 days,  load average: \x1b[1m0." + std::to_string(frame % 100) + sgr0 +
+           "\x1b[K\r\n";
+    out += "Cpu [\x1b[38;5;46m" + std::string(frame % 17 + 1, '|') + sgr0 + "\u2588\u258c" +
+           std::string(16 - frame % 17, ' ') + "] " + f + "%\x1b[K\r\n";
+    out += "\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500" + sgr0 +
+           "\x1b[K\r\n";
+    out += "\x1b[7m  PID USER      PR  NI    VIRT    RES  %CPU  COMMAND" + sgr0 + "\x1b[K\r\n";
+    for (int r = 5; r <= rows; ++r) {
+      out += "\x1b[" + std::to_string(r) + ";1H\x1b[1m" + std::to_string(1000 + r) + sgr0 +
+             " user      20   0 " + std::to_string((frame * 7 + r) % 100000) + "  \x1b[38;5;" +
+             std::to_string(r * 3 % 216 + 16) + "m" + std::to_string(r % 10) + ".0" + sgr0 +
+             "  process-" + std::to_string(r) + "\x1b[K";
+    }
+    out += "\x1b[" + std::to_string(rows) + ";1H\x1b[?25h";
+  }
+  return out;
+}
+
 // Log lines with non-ASCII text: accented letters, CJK (wide) and an emoji per line.
 inline std::string utf8_lines(std::size_t bytes) {
   std::string out;
@@ -116,14 +145,15 @@ inline std::string as_printed_file(const std::string& text) {
   return out;
 }
 
-// A named workload ("log", "build", "color", "utf8", "tui") of about `bytes`; nullopt for
-// another name.
+// A named workload ("log", "build", "color", "utf8", "tui", "ncurses") of about `bytes`; nullopt
+// for another name.
 inline std::optional<std::string> workload_named(const std::string& name, std::size_t bytes) {
   if (name == "log") return log_lines(bytes);
   if (name == "build") return build_output(bytes);
   if (name == "color") return colored_build(bytes);
   if (name == "utf8") return utf8_lines(bytes);
   if (name == "tui") return tui_redraws(bytes, 24);
+  if (name == "ncurses") return ncurses_redraws(bytes, 24);
   return std::nullopt;
 }
 

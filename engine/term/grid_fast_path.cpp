@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "engine/term/grid_cell.hpp"
 #include "engine/term/mirror_input.hpp"
@@ -148,10 +150,10 @@ bool may_join(std::span<const unsigned char> p) {
 }
 
 // Whether a glyph ending at `at` is followed by what could join it in libvterm's next write.
-bool held_back(std::span<const unsigned char> bytes, std::size_t at, bool utf8) {
+bool held_back(std::span<const unsigned char> bytes, std::size_t at) {
   if (at >= bytes.size() || bytes[at] < 0x80) return false;
   const std::span<const unsigned char> rest = bytes.subspan(at);
-  return !(utf8 && printable_char(rest)) && may_join(rest);
+  return !printable_char(rest) && may_join(rest);
 }
 
 // EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
@@ -270,6 +272,26 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
   return true;
 }
 
+// `CSI ? 25 h/l` (DECTCEM) or `CSI ? 2026 h/l` at bytes[at] (one argument, no other form):
+// its length, with the cursor's visibility noted; 0 for anything else.
+std::size_t dec_mode(std::span<const unsigned char> bytes, std::size_t at, GridFastPath::State& s) {
+  const auto is = [&](std::string_view form) {
+    return bytes.size() - at >= form.size() &&
+           std::memcmp(bytes.data() + at, form.data(), form.size()) == 0;
+  };
+  if (is("\x1b[?25h") || is("\x1b[?25l")) {
+    s.cursor_visible = bytes[at + 5] == 'h' ? 1 : 0;
+    return 6;
+  }
+  return is("\x1b[?2026h") || is("\x1b[?2026l") ? 8 : 0;
+}
+
+// EL 0 at a pending wrap, which changes nothing (State::elided_erases).
+bool erases_nothing(const CsiArgs& c, const GridFastPath::State& s) {
+  return c.final == 'K' && s.wrap_known && s.pending_wrap &&
+         (c.args[0] == kMissing || c.args[0] == 0);
+}
+
 // A CSI of the subset; false (nothing changed) for any other.
 bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
                GridFastPath::State& s) {
@@ -329,7 +351,7 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     if (!s.wrap_known && c != 0x1b) break;
     if (c >= 0x20 && c < 0x7f) {
       std::size_t len = ascii_run_length(b + i, n - i);
-      const bool hold = held_back(bytes, i + len, s.utf8);
+      const bool hold = held_back(bytes, i + len);
       if (hold && --len == 0) break;  // the glyph goes to libvterm with what joins it
       put_text(grid, b + i, len, s);
       i += len;
@@ -340,7 +362,7 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     if (c >= 0x80) {
       // A run of UTF-8 characters, each decoded once: the one after a character is looked at
       // to know whether that one may be printed (held_back()'s rule), then printed itself.
-      std::optional<Utf8Char> ch = s.utf8 ? printable_char(bytes.subspan(i)) : std::nullopt;
+      std::optional<Utf8Char> ch = printable_char(bytes.subspan(i));
       bool stop = !ch;
       while (ch) {
         const std::size_t next = i + ch->length;
@@ -361,11 +383,15 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
       if (stop) break;
       continue;
     }
-    if (c == 0x1b) {
+    if (c == 0x1b && s.g0_ascii && i + 2 < n && b[i + 1] == '(' && b[i + 2] == 'B') {
+      i += 3;  // SCS: G0 := US-ASCII, which it holds already
+    } else if (const std::size_t mode = c == 0x1b ? dec_mode(bytes, i, s) : 0; mode > 0) {
+      i += mode;
+    } else if (c == 0x1b) {
       CsiArgs csi;
-      if (i + 1 >= n || b[i + 1] != '[' || !parse_csi(bytes, i, csi) ||
-          !apply_csi(grid, csi, bytes.subspan(i, csi.end - i), s))
-        break;
+      if (i + 1 >= n || b[i + 1] != '[' || !parse_csi(bytes, i, csi)) break;
+      if (erases_nothing(csi, s)) s.elided_erases.emplace_back(i, csi.end);
+      else if (!apply_csi(grid, csi, bytes.subspan(i, csi.end - i), s)) break;
       i = csi.end;
     } else if (c == '\r') {
       // The cursor moves and the pending wrap goes, unless the cursor is in column 0 already

@@ -3,8 +3,10 @@
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
 // addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR) and erasing (EL, ED 0-2):
 // libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
-// drawing, bullets, accented letters, CJK, emoji) are text too when GL holds libvterm's UTF-8
-// decoder, with their widths from wide_chars.hpp.
+// drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
+// wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
+// (which erases nothing: State::elided_erases), and the cursor's visibility (DECTCEM) and
+// synchronized output (mode 2026) that TUIs set around every frame.
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
 // anything else: another control or sequence, a zero-width character, a C1 control,
@@ -20,7 +22,8 @@
 //
 // Preconditions (MirrorScreen::fast_path_modes and fast_path_ready): DECOM, IRM, LNM, DECLRMM
 // and margins off; no line attributes (DECDWL/DECDHL) nor DECSCA ever used; GL holds UTF-8 or
-// US-ASCII (both read printable ASCII as itself); libvterm in ground state with nothing held.
+// US-ASCII (both read printable ASCII as itself, and libvterm decodes bytes from 0x80 by its
+// own UTF-8 decoder under either); libvterm in ground state with nothing held.
 // Single-threaded, no state between runs: everything it needs and changes is in State.
 #pragma once
 
@@ -28,6 +31,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace backscroll::term {
 
@@ -42,7 +47,9 @@ class GridFastPath {
     int region_top = 0;     // scroll region: rows [region_top, region_bottom)
     int region_bottom = 0;  // exclusive
     bool autowrap = true;
-    bool utf8 = false;  // GL holds libvterm's UTF-8 decoder: UTF-8 text may be applied
+    // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
+    // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.
+    bool g0_ascii = false;
     // The cursor, changed by a run.
     int row = 0;
     int col = 0;
@@ -63,6 +70,15 @@ class GridFastPath {
     // The SGRs it applied since the last one that resets the pen (first attribute 0 or
     // missing), as they came: libvterm's pen is where the grid's is once it reads them.
     std::string sgr_log;
+    // The byte ranges [begin, end) of the EL 0s it took at a pending wrap. The mirror follows
+    // xterm.js there (MirrorScreen: the cursor is one past the last column, so nothing is
+    // erased and the wrap stays pending) and libvterm never reads them (where it would, the
+    // mirror writes CAN instead).
+    std::vector<std::pair<std::size_t, std::size_t>> elided_erases;
+    // The last DECTCEM it took (`CSI ? 25 h` 1, `CSI ? 25 l` 0; -1 none): libvterm reads it
+    // again. It also takes `CSI ? 2026 h` / `l` (synchronized output), which libvterm 0.1.4
+    // ignores.
+    int cursor_visible = -1;
   };
 
   // A run stops before an SGR that would make sgr_log longer than this: the caller brings

@@ -813,7 +813,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   s.region_top = input_.region_top();
   s.region_bottom = input_.region_bottom();
   s.autowrap = input_.autowrap();
-  s.utf8 = input_.designation(input_.gl_set()) == 'u';
+  s.g0_ascii = input_.designation(0) == 'B';
   s.row = pos.row;
   s.col = pos.col;
   // libvterm's pending wrap is off where it cannot be on: it is set only with the cursor on a
@@ -823,8 +823,21 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   s.pen_extras = pen_extras_;
   const std::size_t n = GridFastPath::run(*grid_, buf, s);
   if (n == 0) return 0;
-  if (tap_) tap_->wrote(std::string_view(reinterpret_cast<const char*>(buf.data()), n));
+  if (tap_) {
+    // The tap's libvterm reads what the mirror would have written: CAN for each EL elided.
+    const auto bytes = [&](std::size_t from, std::size_t to) {
+      return std::string_view(reinterpret_cast<const char*>(buf.data()) + from, to - from);
+    };
+    std::size_t from = 0;
+    for (const auto& [begin, end] : s.elided_erases) {
+      tap_->wrote(bytes(from, begin));
+      tap_->wrote("\x18");
+      from = end;
+    }
+    tap_->wrote(bytes(from, n));
+  }
   fast_path_bytes_ += n;
+  rewritten_ += s.elided_erases.size();
 
   sync_.clear();
   auto cup = [&](int row, int col) {
@@ -843,13 +856,14 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
     pending = s.autowrap && s.last_col + s.last_width >= cols_;
   }
   // A pending wrap is left only by the run's last glyph, in the last column, with nothing but
-  // SGRs after it: printing that glyph again left libvterm so.
+  // SGRs, elided ELs and `ESC ( B` after it: printing that glyph again left libvterm so.
   assert(!s.pending_wrap || (pending && row == s.row && col == s.col));
   // A run that did not know the pending wrap knows it after a cursor move (off): so must
   // libvterm. A run that never learnt it took only SGRs.
   if (row != s.row || col != s.col || pending != s.pending_wrap || (!pending_known && s.wrap_known))
     cup(s.row, s.col);
   sync_ += s.sgr_log;
+  if (s.cursor_visible >= 0) sync_ += s.cursor_visible ? "\x1b[?25h" : "\x1b[?25l";
   muted_ = true;
   vterm_input_write(impl_->vt, sync_.data(), sync_.size());
   muted_ = false;

@@ -185,6 +185,34 @@ TEST(GridFastPath, StopsWhereLibvtermMustTakeOverAndGoesOnAfter) {
   }
 }
 
+// What ncurses programs print for TERM=xterm-256color: sgr0 is `ESC ( B ESC [ m` (G0
+// designated US-ASCII again), UTF-8 meters and box drawing come after it, and top pads each row
+// to the full width before its `ESC [ K`, which then meets a pending wrap and erases nothing.
+TEST(GridFastPath, TakesWhatNcursesPrintsSgr0Utf8AndFullRowsBeforeAnErase) {
+  const std::string sgr0 = "\x1b(B\x1b[m";
+  std::string frames = sgr0;
+  for (int frame = 0; frame < 40; ++frame) {
+    frames += "\x1b[H";
+    for (int r = 0; r < 8; ++r) {
+      std::string row = "\x1b[1m" + std::to_string(frame * 8 + r) + sgr0 +
+                        " \xe2\x94\x80\xe2\x96\x88 " + "\x1b[38;5;" + std::to_string(16 + r) +
+                        "mcpu" + sgr0;
+      // Seven columns besides the number: even rows fill the 20 columns, odd ones stop short.
+      const std::size_t used = std::to_string(frame * 8 + r).size() + 7;
+      row += std::string(20 - used - static_cast<std::size_t>(r % 2), '.');
+      frames += row + "\x1b[K" + (r + 1 < 8 ? "\r\n" : "");
+    }
+  }
+  for (std::size_t piece : {std::size_t{7}, std::size_t{64}, frames.size()}) {
+    Pair p(20, 8);
+    ASSERT_EQ(feed_in_pieces(p, frames, piece), "") << "pieces of " << piece;
+    if (piece == frames.size()) {
+      // All but the first designation, which changes G0 and goes to libvterm.
+      EXPECT_EQ(p.fast.screen().fast_path_bytes(), frames.size() - 3);
+    }
+  }
+}
+
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
   std::string stream = "\x1b[H";
   for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
@@ -218,7 +246,8 @@ rc::Gen<std::string> piece(bool joiners = false) {
         return "\x1b[" + *element<std::string>("", "0", "1", "2", "3") +
                *element<std::string>("K", "J");
       case 6:
-        return "\x1b[" +
+        // ncurses' sgr0 designates G0 as US-ASCII before every reset.
+        return *element<std::string>("", "", "\x1b(B") + "\x1b[" +
                *element<std::string>(
                    "", "0", "1", "4", "7", "22", "39", "49", "2", "53", "38;5;" + n(0, 255),
                    "48;2;" + n(0, 255) + ";" + n(0, 255) + ";" + n(0, 255),
@@ -231,7 +260,8 @@ rc::Gen<std::string> piece(bool joiners = false) {
       case 9:
         return *element<std::string>("\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[?6h",
                                      "\x1b[?6l", "\x1b[?25l", "\x1b[?25h", "\x1b(B", "\x1b(0",
-                                     "\x1b[20h", "\x1b[20l");
+                                     "\x1b[?2026h", "\x1b[?2026l", "\x1b[?25;2026l", "\x1b[20h",
+                                     "\x1b[20l");
       case 10: return "\x1b[" + n(0, 20) + ";" + n(0, 20) + "r";
       case 11:
         return *element<std::string>(
