@@ -405,6 +405,10 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     } else if (c == '\b' && !s.pending_wrap) {
       if (s.col > 0) --s.col;
       ++i;
+    } else if (c == '\t' && s.default_tabs && !s.pending_wrap) {
+      // tab(): to the next stop, at most the last column (where it stays).
+      s.col = std::min((s.col / 8 + 1) * 8, s.cols - 1);
+      ++i;
     } else {
       break;
     }

@@ -1,7 +1,7 @@
 // GridFastPath: the bytes full-screen programs redraw with, applied straight to a ScreenGrid as
 // libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
-// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR) and erasing (EL, ED 0-2):
+// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR), HT and erasing (EL, ED 0-2):
 // libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
 // drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
 // wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
@@ -50,6 +50,9 @@ class GridFastPath {
     // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
     // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.
     bool g0_ascii = false;
+    // The tab stops are libvterm's first ones, every eighth column (no HTS or TBC since the
+    // last reset): HT is then a move the run can make.
+    bool default_tabs = false;
     // The cursor, changed by a run.
     int row = 0;
     int col = 0;

@@ -328,7 +328,8 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
   const PlainScrollScan::Target* target = jump_target(at_least);
   if (target == nullptr) return false;
   const int rows = screen_.rows();
-  std::string equivalent;
+  // G0 as the skipped bytes left it (the only charset a plain run may change), the pen at L.
+  std::string equivalent = target->designates_g0 ? "\x1b(B" : "";
   for (const PlainScrollScan::SgrIndex sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';
   equivalent.append(static_cast<std::size_t>(rows), '\n');
@@ -339,7 +340,7 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
   jump_rows_ = rows;
   skipped_bytes_ += end - parsed_;
   ++skips_;
-  scanner_.skip_plain(end);
+  scanner_.skip_plain(end, target->designates_g0);
   parsed_ = end;
   unfed_.clear();
   unfed_base_ = end;

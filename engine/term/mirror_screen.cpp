@@ -814,6 +814,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   s.region_bottom = input_.region_bottom();
   s.autowrap = input_.autowrap();
   s.g0_ascii = input_.designation(0) == 'B';
+  s.default_tabs = (input_.unmodelled() & MirrorInput::kTabStops) == 0;
   s.row = pos.row;
   s.col = pos.col;
   // libvterm's pending wrap is off where it cannot be on: it is set only with the cursor on a

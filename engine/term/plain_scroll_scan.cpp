@@ -69,6 +69,7 @@ void PlainScrollScan::restart(Cursor at) {
   state_ = State::ground;
   sequence_.clear();
   column0_ = false;
+  designated_g0_ = false;
   line_ = Line::none;
   sgrs_.clear();
   effects_.clear();
@@ -113,6 +114,15 @@ void PlainScrollScan::scan(std::string_view bytes) {
 std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_t n) {
   if (line_ == Line::glyph) add_target();  // what byte() does at an ESC, done once
   if (n < 2) return 0;
+  if (p[1] == '(') {
+    if (n < 3) return 0;
+    if (p[2] != 'B') {
+      brk();
+      return 0;
+    }
+    designation_end();
+    return 3;
+  }
   if (p[1] != '[') {
     brk();
     return 0;
@@ -168,9 +178,13 @@ void PlainScrollScan::byte(std::uint8_t b) {
       }
       break;
     case State::escape:
-      if (b != '[') return brk();
+      if (b != '[' && b != '(') return brk();
       sequence_ += static_cast<char>(b);
-      state_ = State::csi;
+      state_ = b == '[' ? State::csi : State::designation;
+      break;
+    case State::designation:
+      if (b != 'B') return brk();
+      designation_end();
       break;
     case State::csi:
       sequence_ += static_cast<char>(b);
@@ -261,6 +275,16 @@ void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separa
   if (line_ == Line::prefix) {
     if (pending_.prefix.size() + sequence.size() > kMaxPrefixBytes) line_ = Line::none;
     else pending_.prefix += sequence;
+  }
+}
+
+void PlainScrollScan::designation_end() {
+  state_ = State::ground;
+  designated_g0_ = true;
+  if (line_ == Line::prefix) {
+    constexpr std::string_view kDesignation = "\x1b(B";
+    if (pending_.prefix.size() + kDesignation.size() > kMaxPrefixBytes) line_ = Line::none;
+    else pending_.prefix += kDesignation;
   }
 }
 
@@ -384,6 +408,7 @@ void PlainScrollScan::add_target() {
   line_ = Line::none;
   if (!targets_.empty() && pending_.line_start - targets_.back().line_start < target_spacing_)
     return;
+  pending_.designates_g0 = designated_g0_;
   targets_.push_back(pending_);
 }
 

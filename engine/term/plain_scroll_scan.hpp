@@ -2,12 +2,14 @@
 // of a flood of scrolling text can never be seen again (issue 5; docs/plain-scroll-skip.md).
 //
 // A plain run is a stretch of the stream made only of printable text (ASCII and UTF-8 bytes),
-// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters) and EL (CSI digits K). Such bytes
-// change the screen's cells, the cursor's column and row, the pen and the last glyph, and
-// nothing else (no mode, margin, tab stop, charset, title or saved cursor). On the main screen,
-// with a full-screen scroll region and the cursor on the bottom row, every LF of a plain run
-// scrolls one line into the history; once `keep` more LFs have followed a point L, nothing
-// printed before L can be on the screen or within the last `keep - rows` history lines.
+// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters), EL (CSI digits K) and
+// `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0` in scripts). Such bytes change
+// the screen's cells, the cursor's column and row, the pen, the last glyph and G0, and nothing
+// else (no mode, margin, tab stop, other charset, title or saved cursor); a target says whether
+// G0 was designated before it (Target::designates_g0), for the jump to designate it too. On the
+// main screen, with a full-screen scroll region and the cursor on the bottom row, every LF of a
+// plain run scrolls one line into the history; once `keep` more LFs have followed a point L,
+// nothing printed before L can be on the screen or within the last `keep - rows` history lines.
 //
 // The scan finds such points ("targets"): L is the start of a line (just after an LF, the
 // column known to be 0 because a CR came after the last text), and the line begins with SGR/EL
@@ -63,11 +65,12 @@ class PlainScrollScan {
   static constexpr std::size_t kMaxQueuedSgrs = 4096;
 
   struct Target {
-    Cursor line_start;          // L: just after an LF, the column 0
-    Cursor end;                 // just after the line's first glyph
-    std::uint64_t lfs = 0;      // LFs of the run before line_start
-    std::string prefix;         // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
-    std::vector<SgrIndex> pen;  // SGRs (indices into sgr()) that rebuild the pen at L
+    Cursor line_start;           // L: just after an LF, the column 0
+    Cursor end;                  // just after the line's first glyph
+    std::uint64_t lfs = 0;       // LFs of the run before line_start
+    std::string prefix;          // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
+    std::vector<SgrIndex> pen;   // SGRs (indices into sgr()) that rebuild the pen at L
+    bool designates_g0 = false;  // an `ESC ( B` of the run came before `end`
   };
 
   // `target_spacing`: at most one target per this many bytes (0: every line).
@@ -98,7 +101,7 @@ class PlainScrollScan {
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
 
  private:
-  enum class State : std::uint8_t { ground, escape, csi };
+  enum class State : std::uint8_t { ground, escape, csi, designation };
   // Where the current line stands as a target.
   enum class Line : std::uint8_t {
     none,    // not a candidate (text before, or the column is not known to be 0)
@@ -116,6 +119,8 @@ class PlainScrollScan {
   void line_feed();
   // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators.
   void sequence_end(std::string_view sequence, std::size_t separators);
+  // A whole `ESC ( B`.
+  void designation_end();
   // An SGR of the run: queued for the pen (see the header comment).
   void queue_sgr(std::string_view sequence);
   // Applies the queued SGRs to pen_, in order, and empties the queue.
@@ -135,7 +140,8 @@ class PlainScrollScan {
   std::string sequence_;  // the SGR/EL being read, from its ESC
   Cursor sequence_start_{0};
 
-  bool column0_ = false;  // a CR came after the last text byte (LF keeps the column)
+  bool column0_ = false;        // a CR came after the last text byte (LF keeps the column)
+  bool designated_g0_ = false;  // an `ESC ( B` since run_start_
   Line line_ = Line::none;
   Target pending_;                    // the current line's target while line_ != none
   char32_t next_ = 0;                 // Line::next: the character decoded so far

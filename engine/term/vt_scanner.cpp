@@ -926,7 +926,8 @@ void VtScanner::set_title(std::string_view title) noexcept {
 
 void VtScanner::to_ground() noexcept { state_ = State::ground; }
 
-void VtScanner::skip_plain(Cursor to) noexcept {
+void VtScanner::skip_plain(Cursor to, bool designates_g0) noexcept {
+  if (designates_g0) modes_.g0 = 'B';
   marks_.clear();
   pending_marks_.clear();  // none: a plain run has no sequence that marks
   state_ = State::ground;

@@ -115,8 +115,9 @@ class VtScanner {
 
   // Moves to `to` as if it had scanned [position(), to): bytes of a plain run that ends just
   // after a printable ASCII character (PlainScrollScan), which change nothing the scanner
-  // tracks. A sequence of the run left unfinished at position() ends inside those bytes.
-  void skip_plain(Cursor to) noexcept;
+  // tracks but G0 (`designates_g0`: an `ESC ( B` among them). A sequence of the run left
+  // unfinished at position() ends inside those bytes.
+  void skip_plain(Cursor to, bool designates_g0 = false) noexcept;
 
   // Continues at `at` as if the stream so far had ended there: every position moves, the
   // state (modes, title, bells) stays. Only at a clean boundary with nothing held (false,

@@ -191,11 +191,12 @@ TEST(SgrEffect, ModelsOnlyWhatItKnowsExactly) {
 }
 
 TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
-  for (std::string_view breaker : {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K",
-                                   "\x1b"
-                                   "7",
-                                   "\x1b]0;t\x07", "\x07", "\x08", "\x0b", "\x0e", "\x7f",
-                                   "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
+  for (std::string_view breaker :
+       {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K", "\x1b(0", "\x1b)B", "\x1b(A",
+        "\x1b"
+        "7",
+        "\x1b]0;t\x07", "\x07", "\x08", "\x0b", "\x0e", "\x7f",
+        "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
     const std::string stream = lines(5) + std::string(breaker) + lines(5);
     const PlainScrollScan scan = scanned(stream);
     EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(breaker));
@@ -363,6 +364,11 @@ std::vector<Case> boundary_cases() {
   cases.push_back({"marks after the first glyphs",
                    "e\xcc\x81 acute\r\nn\xcc\x83\xcc\x83 two\r\nr\xc3\xa9gime\r\n"});
   cases.push_back({"a cursor move now and then", "x\r\n\x1b[A\x1b[Bup\r\n" + lines(30)});
+  // tput sgr0 (ncurses' `ESC ( B ESC [ m`) after coloured words, at a line's start too; the
+  // first designation replaces libvterm's UTF-8 decoder in G0, which the jump must do as well.
+  cases.push_back(
+      {"sgr0 designating G0",
+       "\x1b[32mok\x1b(B\x1b[m r\xc3\xa9sum\xc3\xa9\r\n\x1b(B\x1b[mx \x1b[1mb\x1b(B\x1b[m\r\n"});
   cases.push_back({"wide screen", lines(1, "log line "), 200, 50});
   cases.push_back({"two rows", lines(1, "r "), 10, 2});
   return cases;
@@ -386,6 +392,22 @@ TEST(PlainScrollSkip, JumpsAreExactAtEveryKindOfBoundary) {
         EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
       }
     }
+  }
+}
+
+// A run that starts with DEC graphics in G0 and designates US-ASCII again: the jump leaves G0
+// as the stream does (the mirror's tokenizer, libvterm and the scanner), so what comes after
+// the landing is drawn by the same table.
+TEST(PlainScrollSkip, AJumpOverSgr0LeavesG0AsTheStreamDoes) {
+  // The designation only among the bytes jumped over: the lines after the landing show G0.
+  for (const char* designation : {"\x1b(B", "\x1b(B\x1b[m", ""}) {
+    const std::string line = "\x1b[32mok\x1b[m lqqk\r\n";
+    const std::string stream = "\x1b(0lqqk\r\n" + repeated(line, 10'000) + designation +
+                               repeated(line, 60'000) + "lqqk" + kProbes;
+    std::uint64_t skipped = 0;
+    EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "")
+        << ::testing::PrintToString(std::string(designation));
+    EXPECT_GT(skipped, 0u);
   }
 }
 
@@ -493,14 +515,14 @@ rc::Gen<std::string> plain_piece() {
                                           "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m",
                                           "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
                                           "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
-                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy")},
+                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m")},
        {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
                                          "\x1b"
                                          "7",
                                          "\x1b"
                                          "8",
                                          "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
-                                         "\x1b[r")},
+                                         "\x1b[r", "\x1b(0", "\x1b)0\x0e", "\x0f")},
        // Many distinct colours: the SGR table fills, drops what no pen uses, or ends the run
        // (38;5 past 255 is an SGR whose effect is not modelled, so it is never dropped).
        {10, rc::gen::map(rc::gen::inRange(0, 600), [](int i) {

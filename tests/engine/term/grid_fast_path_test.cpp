@@ -213,6 +213,32 @@ TEST(GridFastPath, TakesWhatNcursesPrintsSgr0Utf8AndFullRowsBeforeAnErase) {
   }
 }
 
+// HT moves to the next of libvterm's first tab stops (every eighth column), at most to the
+// last column, where it stays; at a pending wrap, or once HTS or TBC changed the stops, libvterm
+// takes it (ls -C, diffs of tab-indented code).
+TEST(GridFastPath, TakesTabsAtTheFirstTabStops) {
+  std::string stream;
+  for (int i = 0; i < 60; ++i) {
+    stream += "\x1b[3" + std::to_string(i % 8) + "m" +
+              std::string(static_cast<std::size_t>(i % 13), 'x') + "\t\x1b[0m" + std::to_string(i) +
+              "\t\t" + (i % 5 ? "\r\n" : "");
+  }
+  for (int cols : {2, 7, 8, 9, 17, 40}) {
+    for (std::size_t piece : {std::size_t{3}, stream.size()}) {
+      Pair p(cols, 6);
+      EXPECT_EQ(feed_in_pieces(p, stream, piece), "") << cols << " columns, pieces of " << piece;
+      if (cols == 40 && piece == stream.size()) {
+        EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+      }
+    }
+  }
+  Pair p(20, 4);
+  EXPECT_EQ(p.feed("a\tb\x1b[1;4H\x1bH\rx\ty\tz\x1b[3gq\tr"), "");  // stops changed
+  EXPECT_EQ(p.feed("\x1b"
+                   "c\tafter a reset\t!"),
+            "");
+}
+
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
   std::string stream = "\x1b[H";
   for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
@@ -260,8 +286,11 @@ rc::Gen<std::string> piece(bool joiners = false) {
       case 9:
         return *element<std::string>("\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[?6h",
                                      "\x1b[?6l", "\x1b[?25l", "\x1b[?25h", "\x1b(B", "\x1b(0",
-                                     "\x1b[?2026h", "\x1b[?2026l", "\x1b[?25;2026l", "\x1b[20h",
-                                     "\x1b[20l");
+                                     "\x1b[?2026h", "\x1b[?2026l", "\x1b[?25;2026l", "\x1bH",
+                                     "\x1b[3g", "\x1b[g",
+                                     "\x1b"
+                                     "c",
+                                     "\x1b[20h", "\x1b[20l");
       case 10: return "\x1b[" + n(0, 20) + ";" + n(0, 20) + "r";
       case 11:
         return *element<std::string>(
