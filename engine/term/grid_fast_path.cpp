@@ -292,11 +292,54 @@ bool erases_nothing(const CsiArgs& c, const GridFastPath::State& s) {
          (c.args[0] == kMissing || c.args[0] == 0);
 }
 
+// IL, DL (within the region, the cursor's row down; nothing when the cursor is outside it),
+// SU and SD (the whole region), state.c: scroll() clamps the count to the rows moved. At a
+// pending wrap, which they keep, libvterm takes them.
+bool scroll(ScreenGrid& grid, const CsiArgs& c, const GridFastPath::State& s) {
+  if (!s.wrap_known || s.pending_wrap || c.count > 1) return false;
+  const int count = c.count_arg();
+  const bool lines = c.final == 'L' || c.final == 'M';
+  if (lines && (s.row < s.region_top || s.row >= s.region_bottom)) return true;
+  const int top = lines ? s.row : s.region_top;
+  const int downward = c.final == 'M' || c.final == 'S' ? count : -count;
+  grid.scroll_rect(GridRect{top, s.region_bottom, 0, s.cols},
+                   std::clamp(downward, top - s.region_bottom, s.region_bottom - top), 0);
+  return true;
+}
+
+// DECSTBM (state.c): the region is clamped to the screen, a degenerate one is the whole
+// screen, and the cursor goes home.
+void set_region(const CsiArgs& c, GridFastPath::State& s) {
+  int top = std::clamp(c.arg_or(0, 1) - 1, 0, s.rows);
+  int bottom = c.count < 2 || c.args[1] == kMissing ? -1 : static_cast<int>(c.args[1]);
+  if (top == 0 && bottom == s.rows) bottom = -1;
+  else bottom = std::min(bottom, s.rows);
+  if ((bottom > -1 ? bottom : s.rows) <= top) {
+    top = 0;
+    bottom = -1;
+  }
+  s.region_top = top;
+  s.region_bottom = bottom > -1 ? bottom : s.rows;
+  s.region_bottom_set = bottom;
+  s.row = 0;
+  s.col = 0;
+}
+
 // A CSI of the subset; false (nothing changed) for any other.
 bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
                GridFastPath::State& s) {
   switch (c.final) {
     case 'm': return sgr(grid, c, raw, s);
+    case 'L':
+    case 'M':
+    case 'S':
+    case 'T': return scroll(grid, c, s);
+    case 'r':
+      // libvterm drops a pending wrap here only when going home moves the cursor.
+      if (c.count > 2 || ((!s.wrap_known || s.pending_wrap) && s.row == 0 && s.col == 0))
+        return false;
+      set_region(c, s);
+      break;
     case 'K':
     case 'J':
       // At a pending wrap EL 0 / ED 0 keep the cursor's row (MirrorScreen follows xterm.js).

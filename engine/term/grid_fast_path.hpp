@@ -1,7 +1,8 @@
 // GridFastPath: the bytes full-screen programs redraw with, applied straight to a ScreenGrid as
 // libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
-// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR), HT and erasing (EL, ED 0-2):
+// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR), HT, erasing (EL, ED 0-2) and
+// scrolling (DECSTBM, IL, DL, SU, SD):
 // libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
 // drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
 // wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
@@ -41,11 +42,15 @@ class ScreenGrid;
 class GridFastPath {
  public:
   struct State {
-    // The terminal, as libvterm has it (unchanged by a run).
+    // The terminal, as libvterm has it (a run changes only the region, with DECSTBM).
     int rows = 0;
     int cols = 0;
     int region_top = 0;     // scroll region: rows [region_top, region_bottom)
     int region_bottom = 0;  // exclusive
+    // After a DECSTBM the run took: the region as libvterm's scrollregion_bottom holds it (-1:
+    // the last row, whatever the size), for the caller to set where it keeps the region; -2
+    // when the run took none.
+    int region_bottom_set = -2;
     bool autowrap = true;
     // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
     // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.

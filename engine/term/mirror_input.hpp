@@ -185,6 +185,12 @@ class MirrorInput {
   bool origin() const { return origin_; }  // DECOM, as libvterm has it
   // The scroll region as libvterm holds it: rows [region_top(), region_bottom()).
   int region_top() const { return region_top_; }
+  // The region a DECSTBM that did not come through scan() left (the fast path's): `bottom` as
+  // libvterm's scrollregion_bottom holds it (-1: the last row, following resizes).
+  void set_region(int top, int bottom) {
+    region_top_ = top;
+    region_bottom_ = bottom;
+  }
   int region_bottom() const { return region_bottom_ > -1 ? region_bottom_ : rows_; }
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
   // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'

@@ -841,11 +841,22 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   rewritten_ += s.elided_erases.size();
 
   sync_.clear();
-  auto cup = [&](int row, int col) {
-    sync_ += "[" + std::to_string(row + 1) + ';' + std::to_string(col + 1) + 'H';
+  auto cup = [&](int to_row, int to_col) {
+    sync_ += "[" + std::to_string(to_row + 1) + ';' + std::to_string(to_col + 1) + 'H';
   };
+  // libvterm's cursor as the update goes.
   int row = pos.row;
   int col = pos.col;
+  if (s.region_bottom_set != -2) {
+    // First: DECSTBM moves libvterm's cursor home (where it stays, a pending wrap there
+    // included, the CUP below forces that off when the run knows it).
+    input_.set_region(s.region_top, s.region_bottom_set);
+    sync_ += "\x1b[" + std::to_string(s.region_top + 1);
+    if (s.region_bottom_set > -1) sync_ += ';' + std::to_string(s.region_bottom_set);
+    sync_ += 'r';
+    row = 0;
+    col = 0;
+  }
   bool pending = false;
   bool pending_known = wrap_was_known;  // libvterm's, before the update
   if (s.printed) {

@@ -239,6 +239,38 @@ TEST(GridFastPath, TakesTabsAtTheFirstTabStops) {
             "");
 }
 
+// How vim and less scroll: a region over all rows but the status line, a line deleted at its
+// top (the text moves up, a new line is drawn at its bottom) or inserted (down), SU and SD,
+// the region reset. On the main screen a scroll at row 0 pushes the line into the history.
+TEST(GridFastPath, TakesScrollRegionsAndLineScrolling) {
+  std::string stream = "\x1b[H\x1b[2J";
+  for (int i = 0; i < 12; ++i) stream += "line " + std::to_string(i) + "\r\n";
+  for (int i = 0; i < 80; ++i) {
+    const std::string n = std::to_string(i);
+    switch (i % 5) {
+      case 0:  // vim's Ctrl-E
+        stream += "\x1b[1;11r\x1b[11;1H\r\n\x1b[1;12r\x1b[11;1H\x1b[33mnew " + n + "\x1b[m";
+        break;
+      case 1:  // vim's Ctrl-Y
+        stream += "\x1b[1;11r\x1b[H\x1b[L\x1b[r\x1b[Hback " + n;
+        break;
+      case 2:
+        stream += "\x1b[3;9r\x1b[5;1H\x1b[2M\x1b[4;1H\x1b[3L\x1b[1;30r\x1b[20;1Houtside\x1b[M";
+        break;
+      case 3: stream += "\x1b[2;10r\x1b[2S\x1b[T\x1b[r\x1b[12;1Hstatus " + n + "\x1b[K"; break;
+      default: stream += "\x1b[S\x1b[99M\x1b[0;0r\x1b[5;5r\x1b[9;3r\x1b[12;1H" + n + "\r\n"; break;
+    }
+  }
+  for (std::size_t piece : {std::size_t{5}, std::size_t{61}, stream.size()}) {
+    Pair p(20, 12);
+    ASSERT_EQ(feed_in_pieces(p, stream, piece), "") << "pieces of " << piece;
+    if (piece == stream.size()) {
+      EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+      EXPECT_GT(p.fast.screen().scrollback_lines(), 0u);
+    }
+  }
+}
+
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
   std::string stream = "\x1b[H";
   for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
