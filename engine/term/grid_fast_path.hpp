@@ -64,7 +64,7 @@ class GridFastPath {
     bool pending_wrap = false;  // libvterm's at_phantom, when wrap_known
     // Whether the caller knows at_phantom (libvterm keeps it to itself, and keeps it through a
     // DECAWM reset, a REP that does not move, a resize). Until a cursor move sets it, a run
-    // takes only SGRs.
+    // takes only sequences that leave the cursor (SGRs, `ESC ( B`, DECTCEM, mode 2026).
     bool wrap_known = true;
     std::uint32_t pen_extras = 0;  // MirrorInput::kPen* bits (also in the grid's pen)
     // What the run did, for the caller to bring libvterm up to date.

@@ -871,7 +871,8 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   // SGRs, elided ELs and `ESC ( B` after it: printing that glyph again left libvterm so.
   assert(!s.pending_wrap || (pending && row == s.row && col == s.col));
   // A run that did not know the pending wrap knows it after a cursor move (off): so must
-  // libvterm. A run that never learnt it took only SGRs.
+  // libvterm. A run that never learnt it took only sequences that leave the cursor (SGRs,
+  // `ESC ( B`, DECTCEM, mode 2026).
   if (row != s.row || col != s.col || pending != s.pending_wrap || (!pending_known && s.wrap_known))
     cup(s.row, s.col);
   sync_ += s.sgr_log;
