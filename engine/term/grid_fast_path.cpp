@@ -339,6 +339,7 @@ bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char
       if (c.count > 2 || ((!s.wrap_known || s.pending_wrap) && s.row == 0 && s.col == 0))
         return false;
       set_region(c, s);
+      s.region_sequence = std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size());
       break;
     case 'K':
     case 'J':

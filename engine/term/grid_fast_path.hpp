@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,10 +48,13 @@ class GridFastPath {
     int cols = 0;
     int region_top = 0;     // scroll region: rows [region_top, region_bottom)
     int region_bottom = 0;  // exclusive
-    // After a DECSTBM the run took: the region as libvterm's scrollregion_bottom holds it (-1:
-    // the last row, whatever the size), for the caller to set where it keeps the region; -2
-    // when the run took none.
-    int region_bottom_set = -2;
+    // The last DECSTBM the run took, as it came (empty: none), for libvterm to read again (the
+    // normalised region would not do: `CSI 1 ; rows r` is the whole screen to libvterm, whose
+    // bottom then follows resizes, while `CSI 1 ; rows + 1 r` keeps an explicit bottom), and
+    // the bottom it left as libvterm's scrollregion_bottom holds it (-1: the last row, whatever
+    // the size), for the caller to set where it keeps the region.
+    std::string_view region_sequence;
+    int region_bottom_set = -1;
     bool autowrap = true;
     // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
     // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.

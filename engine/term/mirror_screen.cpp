@@ -847,13 +847,11 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   // libvterm's cursor as the update goes.
   int row = pos.row;
   int col = pos.col;
-  if (s.region_bottom_set != -2) {
+  if (!s.region_sequence.empty()) {
     // First: DECSTBM moves libvterm's cursor home (where it stays, a pending wrap there
     // included, the CUP below forces that off when the run knows it).
     input_.set_region(s.region_top, s.region_bottom_set);
-    sync_ += "\x1b[" + std::to_string(s.region_top + 1);
-    if (s.region_bottom_set > -1) sync_ += ';' + std::to_string(s.region_bottom_set);
-    sync_ += 'r';
+    sync_ += s.region_sequence;
     row = 0;
     col = 0;
   }

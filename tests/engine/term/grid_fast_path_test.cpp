@@ -271,6 +271,20 @@ TEST(GridFastPath, TakesScrollRegionsAndLineScrolling) {
   }
 }
 
+// `CSI 1 ; rows + 1 r` is a region whose bottom is the last row and stays there when the screen
+// grows; `CSI 1 ; rows r` is the whole screen, whose bottom follows. libvterm reads the run's
+// DECSTBM again as it came: written back normalised (`CSI 1 ; rows r`), the first became the
+// second (found by the mirror fuzzer, 2026-12-05, five inputs in minutes).
+TEST(GridFastPath, ARegionEndingOnTheLastRowKeepsItsBottomWhenTheScreenGrows) {
+  for (const char* region : {"\x1b[1;6r", "\x1b[1;5r", "\x1b[2;6r", "\x1b[3r", "\x1b[r"}) {
+    Pair p(20, 5);
+    EXPECT_EQ(p.feed(std::string(region) + "top\r\n"), "") << region;
+    EXPECT_EQ(p.resize(20, 9), "") << region;
+    // Insert mode rules the fast path out: libvterm's own region scrolls these.
+    EXPECT_EQ(p.feed("\x1b[4h\x1b[5;1Hbottom" + std::string(6, '\n') + "end\x1b[4l"), "") << region;
+  }
+}
+
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
   std::string stream = "\x1b[H";
   for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
