@@ -275,6 +275,8 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
 // `CSI ? 25 h/l` (DECTCEM) or `CSI ? 2026 h/l` at bytes[at] (one argument, no other form):
 // its length, with the cursor's visibility noted; 0 for anything else.
 std::size_t dec_mode(std::span<const unsigned char> bytes, std::size_t at, GridFastPath::State& s) {
+  // Most ESCs of a run start SGRs: those leave at the third byte.
+  if (bytes.size() - at < 6 || bytes[at + 1] != '[' || bytes[at + 2] != '?') return 0;
   const auto is = [&](std::string_view form) {
     return bytes.size() - at >= form.size() &&
            std::memcmp(bytes.data() + at, form.data(), form.size()) == 0;

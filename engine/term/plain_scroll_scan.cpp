@@ -272,20 +272,19 @@ void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separa
   }
   state_ = State::ground;
   // (A line in Line::glyph was settled at the ESC.)
-  if (line_ == Line::prefix) {
-    if (pending_.prefix.size() + sequence.size() > kMaxPrefixBytes) line_ = Line::none;
-    else pending_.prefix += sequence;
-  }
+  add_to_prefix(sequence);
 }
 
 void PlainScrollScan::designation_end() {
   state_ = State::ground;
   designated_g0_ = true;
-  if (line_ == Line::prefix) {
-    constexpr std::string_view kDesignation = "\x1b(B";
-    if (pending_.prefix.size() + kDesignation.size() > kMaxPrefixBytes) line_ = Line::none;
-    else pending_.prefix += kDesignation;
-  }
+  add_to_prefix("\x1b(B");
+}
+
+void PlainScrollScan::add_to_prefix(std::string_view sequence) {
+  if (line_ != Line::prefix) return;
+  if (pending_.prefix.size() + sequence.size() > kMaxPrefixBytes) line_ = Line::none;
+  else pending_.prefix += sequence;
 }
 
 void PlainScrollScan::queue_sgr(std::string_view sequence) {

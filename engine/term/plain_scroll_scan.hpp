@@ -121,6 +121,8 @@ class PlainScrollScan {
   void sequence_end(std::string_view sequence, std::size_t separators);
   // A whole `ESC ( B`.
   void designation_end();
+  // A sequence of the line's prefix, while the line may become a target (kMaxPrefixBytes).
+  void add_to_prefix(std::string_view sequence);
   // An SGR of the run: queued for the pen (see the header comment).
   void queue_sgr(std::string_view sequence);
   // Applies the queued SGRs to pen_, in order, and empties the queue.
