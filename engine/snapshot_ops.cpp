@@ -14,11 +14,6 @@ using control::Json;
 
 void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   if (!mirror_) return;
-  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
-  if (!ring) {
-    log(LogLevel::error, "actor {}: no mirror ({})", actor.name(), ring.error().describe());
-    return;
-  }
   const MirrorActorId id = next_id_++;
   mirror_ids_[actor.name()] = id;
   MirrorStart start;
@@ -31,8 +26,8 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   const MirrorWatch watch{std::make_shared<MirrorUsage>(), actor.attach_consumer()};
   mirror_watch_[actor.name()] = watch;
   mirror_changed(actor.name());
-  mirror_->add_actor(id, std::move(*ring), watch.consumer, actor.size().cols, actor.size().rows,
-                     std::move(start), watch.usage);
+  mirror_->add_actor(id, actor.ring().reader(), watch.consumer, actor.size().cols,
+                     actor.size().rows, std::move(start), watch.usage);
 }
 
 void Engine::mirror_reset(const Actor& actor, Cursor at) {

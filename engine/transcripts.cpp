@@ -167,12 +167,6 @@ std::vector<RestorableActor> Transcripts::restorable() {
 
 void Transcripts::adopt(Actor& actor, RestorableActor restored) {
   const std::string& name = actor.name();
-  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
-  if (!ring) {
-    log(LogLevel::error, "actor {}: no transcript ({})", name, ring.error().describe());
-    actor.drop_lease();
-    return;
-  }
   const std::uint64_t bytes = restored.store.bytes();
   const WriterActorId id = next_id_++;
   kept_[name] = Kept{id, restored.folder, restored.cleared_at, std::nullopt, Cursor{0}, {}, {}};
@@ -180,7 +174,7 @@ void Transcripts::adopt(Actor& actor, RestorableActor restored) {
   const auto& sessions = restored.past.sessions;
   auto consumer = actor.attach_consumer();
   kept_[name].consumer = consumer;
-  writer_->add_actor(id, std::move(*ring), std::move(consumer), std::move(restored.store),
+  writer_->add_actor(id, actor.ring().reader(), std::move(consumer), std::move(restored.store),
                      actor.epoch(), sessions.empty() ? 0 : sessions.back().id);
   save_record(actor);
   log(LogLevel::info, "actor {}: restored from its transcript, epoch {}, cursor {}, {} bytes", name,
@@ -213,13 +207,11 @@ void Transcripts::add(Actor& actor) {
   }
   auto store = store::TranscriptStore::open(folder, options_);
   if (!store) return give_up(store.error());
-  auto ring = shm::RingReader::open_announced(actor.ring().announcement());
-  if (!ring) return give_up(ring.error());
   t.id = next_id_++;
   const auto session = actor.current_session();
   const WriterActorId id = t.id;
   t.consumer = actor.attach_consumer();
-  writer_->add_actor(id, std::move(*ring), t.consumer, std::move(*store), actor.epoch(), 0);
+  writer_->add_actor(id, actor.ring().reader(), t.consumer, std::move(*store), actor.epoch(), 0);
   kept_[name] = std::move(t);
   // The record first, then the session's lease, which its first byte waits for: no byte is
   // published before a restarted engine can bring the actor back.

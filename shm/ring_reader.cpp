@@ -58,7 +58,7 @@ Result<const RingHeader*> validate_ring_header(const std::byte* header, std::siz
   return h;
 }
 
-RingReader::RingReader(std::optional<RingSegments> segments, const RingHeader* header,
+RingReader::RingReader(std::shared_ptr<const RingSegments> segments, const RingHeader* header,
                        const std::byte* data)
     : segments_(std::move(segments)), header_(header), data_(data), capacity_(header->capacity) {}
 
@@ -66,7 +66,7 @@ Result<RingReader> RingReader::over(const std::byte* header, std::size_t header_
                                     const std::byte* data, std::size_t data_bytes) {
   auto validated = validate_ring_header(header, header_bytes, data_bytes);
   if (!validated) return tl::unexpected(validated.error());
-  return RingReader(std::nullopt, *validated, data);
+  return RingReader(nullptr, *validated, data);
 }
 
 Result<RingReader> RingReader::over(const std::byte* base, std::size_t mapped_bytes) {
@@ -104,8 +104,9 @@ Result<RingReader> RingReader::open_announced(const RingAnnouncement& announced)
                 ring + " belongs to engine pid " + std::to_string(owner.pid) + ", which is gone");
   }
   const std::byte* data = data_segment->data();
-  return RingReader(RingSegments{std::move(*header_segment), std::move(*data_segment)}, *header,
-                    data);
+  return RingReader(std::make_shared<const RingSegments>(
+                        RingSegments{std::move(*header_segment), std::move(*data_segment)}),
+                    *header, data);
 }
 
 namespace {

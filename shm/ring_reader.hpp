@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -102,9 +103,13 @@ class RingReader {
   }
 
  private:
-  RingReader(std::optional<RingSegments> segments, const RingHeader* header, const std::byte* data);
+  friend class RingWriter;  // RingWriter::reader shares its mapping
+  RingReader(std::shared_ptr<const RingSegments> segments, const RingHeader* header,
+             const std::byte* data);
 
-  std::optional<RingSegments> segments_;  // empty for `over`
+  // What keeps the mapping alive: this reader's own (open_announced) or the writer's it shares
+  // (RingWriter::reader); null for `over`.
+  std::shared_ptr<const RingSegments> segments_;
   const RingHeader* header_;
   const std::byte* data_;
   std::uint64_t capacity_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 
@@ -14,8 +15,16 @@
 #include "shm/random_hex.hpp"
 #include "shm/seqlock.hpp"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
+#endif
+
 namespace backscroll::shm {
 namespace {
+
+// The first lap's pages go into the mapping this many bytes at a time (map_ahead).
+constexpr std::uint64_t kMapBlock = std::uint64_t{256} << 10;
+constexpr std::uint64_t kPage = 4096;
 
 void store_release(std::uint64_t& field, Cursor c) noexcept {
   std::atomic_ref<std::uint64_t>(field).store(value(c), std::memory_order_release);
@@ -34,14 +43,16 @@ Result<RingWriter> RingWriter::create(const RingIdentity& identity) {
   if (!data) return tl::unexpected(data.error());
   std::byte* h = header->data();
   std::byte* d = data->data();
-  return RingWriter(RingSegments{std::move(*header), std::move(*data)}, h, d, identity);
+  return RingWriter(
+      std::make_shared<RingSegments>(RingSegments{std::move(*header), std::move(*data)}), h, d,
+      identity);
 }
 
 RingWriter RingWriter::over(std::byte* base, const RingIdentity& identity) {
-  return RingWriter(std::nullopt, base, base + kHeaderBytes, identity);
+  return RingWriter(nullptr, base, base + kHeaderBytes, identity);
 }
 
-RingWriter::RingWriter(std::optional<RingSegments> segments, std::byte* header, std::byte* data,
+RingWriter::RingWriter(std::shared_ptr<RingSegments> segments, std::byte* header, std::byte* data,
                        const RingIdentity& identity)
     : segments_(std::move(segments)),
       header_(reinterpret_cast<RingHeader*>(header)),
@@ -50,8 +61,22 @@ RingWriter::RingWriter(std::optional<RingSegments> segments, std::byte* header, 
       committed_(identity.start),
       reserved_(identity.start),
       floor_(identity.start),
-      woken_at_(identity.start) {
+      woken_at_(identity.start),
+      fresh_from_(identity.start),
+      mapped_to_(identity.start),
+      map_ahead_(segments_ != nullptr) {
   initialise(identity);
+}
+
+RingWriter::~RingWriter() { close_descriptors(); }
+
+void RingWriter::close_descriptors() noexcept {
+  // Only this writer's thread reads the descriptors (announcement, data_fd); readers sharing
+  // the segments use the mapping alone.
+  if (segments_) {
+    segments_->header.close_descriptor();
+    segments_->data.close_descriptor();
+  }
 }
 
 void RingWriter::initialise(const RingIdentity& identity) noexcept {
@@ -108,6 +133,30 @@ void RingWriter::commit(std::size_t bytes) noexcept {
   // the CQE we are handling) are visible to a reader that acquire-loads committed.
   store_release(header_->committed, committed_);
   finish_wipe();
+  map_ahead();
+}
+
+void RingWriter::map_ahead() noexcept {
+  // Only a ring that took a block since its pages were fresh: an idle actor's few screenfuls
+  // keep faulting their pages in one by one and stay small in memory.
+  if (!map_ahead_ || committed_ - fresh_from_ < kMapBlock) return;
+  const Cursor lap_end = fresh_from_ + capacity_;
+  if (mapped_to_ >= lap_end || committed_ + kMapBlock / 2 <= mapped_to_) return;
+  std::uint64_t from = value(max(mapped_to_, committed_));
+  const std::uint64_t to = std::min(from + kMapBlock, value(lap_end));
+  mapped_to_ = Cursor{to};
+  while (from < to) {
+    const std::uint64_t offset = from % capacity_;
+    const std::uint64_t n = std::min(to - from, capacity_ - offset);
+    const std::uint64_t page_start = offset - offset % kPage;  // data_ is page aligned
+    if (::madvise(data_ + page_start, n + offset - page_start, MADV_POPULATE_WRITE) != 0) {
+      // A kernel before 5.14 (EINVAL) or a mapping that refuses: the pages fault in as
+      // they are written, as they always could.
+      if (errno == EINVAL || errno == EPERM || errno == ENOSYS) map_ahead_ = false;
+      return;
+    }
+    from += n;
+  }
 }
 
 std::size_t RingWriter::append(std::span<const std::byte> bytes) noexcept {
@@ -173,7 +222,8 @@ bool RingWriter::release_pages() noexcept {
   // reserve() never lowers reserved, so the mark stands until the ring really passes it.
   publish_reserved(committed_ + capacity_);
   if (::madvise(data_, capacity_, MADV_REMOVE) != 0) return false;
-  stale_to_ = committed_;  // the pages read as zeros from now on
+  stale_to_ = committed_;                 // the pages read as zeros from now on
+  fresh_from_ = mapped_to_ = committed_;  // and are out of the mapping
   return true;
 }
 
@@ -214,5 +264,7 @@ RingAnnouncement RingWriter::announcement() const {
 }
 
 int RingWriter::data_fd() const noexcept { return segments_ ? segments_->data.fd() : -1; }
+
+RingReader RingWriter::reader() const { return RingReader(segments_, header_, data_); }
 
 }  // namespace backscroll::shm

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -14,6 +14,7 @@
 #include "shm/error.hpp"
 #include "shm/ring_announcement.hpp"
 #include "shm/ring_layout.hpp"
+#include "shm/ring_reader.hpp"
 #include "shm/segment.hpp"
 
 namespace backscroll::shm {
@@ -35,7 +36,10 @@ class RingWriter {
   static RingWriter over(std::byte* base, const RingIdentity& identity);
 
   RingWriter(RingWriter&&) noexcept = default;
-  RingWriter& operator=(RingWriter&&) noexcept = default;
+  RingWriter& operator=(RingWriter&&) = delete;
+  // Closes the ring's descriptors at once (the actor is gone: no reader can open it any more);
+  // the mapping lives on while a reader() holds it.
+  ~RingWriter();
 
   // Contiguous free space at committed(), at most `max_bytes`, never crossing the end of the data
   // area nor kCursorEnd (empty there). Publishes floor and reserved before returning: the caller
@@ -84,18 +88,31 @@ class RingWriter {
   RingAnnouncement announcement() const;
   // The data segment's memfd (-1 over caller memory): what its memory use can be read from.
   int data_fd() const noexcept;
+  // A reader for threads of this process (the mirror, the transcript writer) over this writer's
+  // own mapping, which it keeps alive while it lives (over caller memory: that memory, which the
+  // caller keeps). Not a mapping of its own: a page mapped again is a fault and, on a
+  // virtual machine, a shadow page-table entry again the first time it is touched, about 5 us
+  // per 4 KiB here (docs/profiles/ring-first-lap.md); a second mapping cost each in-process
+  // reader that again for every page of the ring's first lap.
+  RingReader reader() const;
 
  private:
-  RingWriter(std::optional<RingSegments> segments, std::byte* header, std::byte* data,
+  RingWriter(std::shared_ptr<RingSegments> segments, std::byte* header, std::byte* data,
              const RingIdentity& identity);
+  void close_descriptors() noexcept;
   void initialise(const RingIdentity& identity) noexcept;
   void publish_reserved(Cursor reserved) noexcept;
   // Zeroes the data area's bytes of cursors [from, to), at most one capacity of them.
   void zero(Cursor from, Cursor to) noexcept;
   // Zeroes what a clear left under the reservation of a read now over, past committed_.
   void finish_wipe() noexcept;
+  // On the first lap since the pages were fresh, puts the next block of pages ahead of
+  // committed_ into the mapping with one madvise(MADV_POPULATE_WRITE) instead of a page fault
+  // per 4 KiB inside later PTY reads: on a virtual machine each fault is a trap costing
+  // several microseconds (docs/profiles/ring-first-lap.md). The bytes are not touched.
+  void map_ahead() noexcept;
 
-  std::optional<RingSegments> segments_;  // empty for `over`
+  std::shared_ptr<RingSegments> segments_;  // null for `over`; shared with reader()s
   RingHeader* header_;
   std::byte* data_;
   std::uint64_t capacity_;
@@ -110,6 +127,11 @@ class RingWriter {
   // bytes of [committed_, stale_to_) from a lap before, below floor (nobody may read them) but
   // still in the memory.
   Cursor stale_to_{0};
+  // Pages of cursors in [fresh_from_, mapped_to_) are in the mapping; from fresh_from_ (the
+  // ring's creation, the last release_pages) one capacity on, every page is fresh.
+  Cursor fresh_from_{0};
+  Cursor mapped_to_{0};
+  bool map_ahead_ = false;  // a shared segment, on a kernel that populates
 };
 
 }  // namespace backscroll::shm

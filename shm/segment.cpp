@@ -45,6 +45,11 @@ Segment& Segment::operator=(Segment&& other) noexcept {
 
 Segment::~Segment() { reset(); }
 
+void Segment::close_descriptor() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 void Segment::reset() noexcept {
   if (data_ != nullptr) ::munmap(data_, size_);
   if (fd_ >= 0) ::close(fd_);

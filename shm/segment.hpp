@@ -50,6 +50,9 @@ class Segment {
   std::size_t size() const noexcept { return size_; }
   // The memfd a created segment keeps open (readers reopen it through /proc); -1 when opened.
   int fd() const noexcept { return fd_; }
+  // Closes that memfd and keeps the mapping: nobody can open the segment any more, while
+  // whoever still reads the mapping reads on (RingWriter's reader()s after its actor went).
+  void close_descriptor() noexcept;
 
  private:
   Segment(int fd, std::byte* data, std::size_t size) noexcept : fd_(fd), data_(data), size_(size) {}

@@ -719,6 +719,99 @@ TEST(RingReader, OpenAnnouncedReadsWhatTheWriterAppended) {
   EXPECT_EQ(out, "hello");
 }
 
+TEST(RingReader, AWritersOwnReaderSharesItsMappingAndKeepsItAlive) {
+  auto created = RingWriter::create(RingIdentity{"own", 5, kMinCapacity, Cursor{0}});
+  ASSERT_TRUE(created.has_value());
+  std::optional<RingWriter> writer(std::move(*created));
+  const std::string label = std::string(RingSegments::kDataLabel) + "own";
+  const auto mappings = [&] {
+    std::ifstream maps("/proc/self/maps");
+    int n = 0;
+    for (std::string line; std::getline(maps, line);) n += line.find(label) != std::string::npos;
+    return n;
+  };
+  writer->append(std::as_bytes(std::span("shared", 6)));
+  std::optional<RingReader> reader = writer->reader();
+  EXPECT_EQ(reader->data_area().data(), writer->data());  // no second mapping of the data
+  EXPECT_EQ(mappings(), 1);
+  EXPECT_EQ(reader->actor(), "own");
+  writer.reset();  // the writer goes first
+  EXPECT_EQ(mappings(), 1);
+  std::string out(6, '\0');
+  auto end = reader->copy(Cursor{0}, std::as_writable_bytes(std::span(out)));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(out, "shared");
+  reader.reset();
+  EXPECT_EQ(mappings(), 0);
+}
+
+// --- RingWriter: the first lap's pages --------------------------------------------------------
+
+// Whether each 4 KiB page of [at, at + bytes) is in this process's page table now.
+std::vector<bool> pages_present(const std::byte* at, std::size_t bytes) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  std::vector<bool> present;
+  if (fd < 0) return present;
+  const auto first = reinterpret_cast<std::uintptr_t>(at) / 4096;
+  for (std::size_t i = 0; i < (bytes + 4095) / 4096; ++i) {
+    std::uint64_t entry = 0;
+    if (::pread(fd, &entry, sizeof entry, static_cast<off_t>((first + i) * sizeof entry)) !=
+        static_cast<ssize_t>(sizeof entry)) {
+      break;
+    }
+    present.push_back((entry >> 63) != 0);
+  }
+  ::close(fd);
+  return present;
+}
+
+std::size_t count_present(const std::vector<bool>& pages, std::size_t from, std::size_t to) {
+  return static_cast<std::size_t>(std::count(pages.begin() + static_cast<std::ptrdiff_t>(from),
+                                             pages.begin() + static_cast<std::ptrdiff_t>(to),
+                                             true));
+}
+
+// PTY reads come 4 KiB at a time: append `bytes` that way.
+void append_like_reads(RingWriter& writer, std::size_t bytes) {
+  const std::vector<std::byte> chunk(4096, std::byte{'x'});
+  for (std::size_t done = 0; done < bytes; done += chunk.size()) {
+    writer.append(std::span(chunk).first(std::min(chunk.size(), bytes - done)));
+  }
+}
+
+TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
+  constexpr std::size_t kCapacity = 4 << 20, kPages = kCapacity / 4096;
+  auto writer = RingWriter::create(RingIdentity{"ahead", 1, kCapacity, Cursor{0}});
+  ASSERT_TRUE(writer.has_value());
+  ASSERT_EQ(pages_present(writer->data(), kCapacity).size(), kPages) << "no /proc/self/pagemap";
+
+  // An idle actor's few screenfuls: only the pages written.
+  append_like_reads(*writer, 12 << 10);
+  auto pages = pages_present(writer->data(), kCapacity);
+  EXPECT_EQ(count_present(pages, 0, 3), 3u);
+  EXPECT_EQ(count_present(pages, 3, kPages), 0u);
+
+  // A flood: past a block, the pages ahead of the commit point are in the mapping before any
+  // read writes them, a block at a time and no further.
+  append_like_reads(*writer, (600 << 10) - (12 << 10));
+  pages = pages_present(writer->data(), kCapacity);
+  constexpr std::size_t kWritten = (600 << 10) / 4096;
+  EXPECT_EQ(count_present(pages, 0, kWritten), kWritten);
+  EXPECT_GE(count_present(pages, kWritten, kWritten + 32), 32u) << "128 KiB ahead";
+  EXPECT_EQ(count_present(pages, kWritten + 64, kPages), 0u) << "more than a block ahead";
+
+  // Near the lap's end it stops at the ring's last page, and never maps a page twice.
+  append_like_reads(*writer, kCapacity - (600 << 10) - (64 << 10));
+  pages = pages_present(writer->data(), kCapacity);
+  EXPECT_EQ(count_present(pages, 0, kPages), kPages);
+
+  // Released pages are fresh again: an idle actor after it stays small.
+  ASSERT_TRUE(writer->release_pages());
+  append_like_reads(*writer, 8 << 10);
+  pages = pages_present(writer->data(), kCapacity);
+  EXPECT_LE(count_present(pages, 0, kPages), 3u);
+}
+
 TEST(RingReader, EveryRingGetsItsOwnRandomNonce) {
   auto first = RingWriter::create(RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
   auto second = RingWriter::create(RingIdentity{"same", 1, kMinCapacity, Cursor{0}});
