@@ -77,7 +77,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   line->runs = static_cast<std::uint32_t>(runs);
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
-  char32_t* out = &ring_[line->at % ring_.size()];
+  char32_t* out = &ring_[line->at % capacity_];
   for (std::size_t c = 0; c < used; ++c) out[c] = row[c].chars[0];
   out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out + used);
   if (extra == 0) return;
@@ -92,7 +92,7 @@ Scrollback::LineRecord* Scrollback::place(std::size_t n) {
   }
   while (lines_.size() >= limits_.max_lines) drop_oldest();
   for (;;) {
-    const std::size_t capacity = ring_.size();
+    const std::size_t capacity = capacity_;
     std::uint64_t at = head_;
     if (capacity > 0 && at % capacity + n > capacity) at += capacity - at % capacity;
     const std::uint64_t used_after = at + n - tail_;
@@ -107,7 +107,13 @@ Scrollback::LineRecord* Scrollback::place(std::size_t n) {
     }
     if (!fits_ring && capacity < max_words()) {
       const std::size_t live = static_cast<std::size_t>(head_ - tail_);
-      relayout(std::min(max_words(), std::max({2 * capacity, kFirstRingWords, live + n})));
+      const std::size_t grown =
+          std::min(max_words(), std::max({2 * capacity, kFirstRingWords, live + n}));
+      if (head_ <= capacity && grown <= ring_.size()) {
+        capacity_ = grown;  // nothing wrapped: every position p is below both, p % grown == p
+      } else {
+        relayout(grown);
+      }
       continue;
     }
     if (lines_.empty()) return nullptr;  // unreachable: a line alone fits both bounds (above)
@@ -116,7 +122,12 @@ Scrollback::LineRecord* Scrollback::place(std::size_t n) {
 }
 
 void Scrollback::relayout(std::size_t capacity) {
-  HugePageArray<char32_t> fresh(capacity);
+  // From 2 MiB on (where HugePageArray asks for huge pages) the array is made as large as the
+  // bound at once and grows in place, only capacity_: on a virtual machine every fresh page
+  // costs a fault and a shadow entry, and copying into a fresh array at each doubling touched
+  // twice the memory. Below, small arrays, which the allocator reuses.
+  const bool large = capacity * sizeof(char32_t) >= HugePageArray<char32_t>::kHugePage;
+  HugePageArray<char32_t> fresh(large ? std::max(capacity, max_words()) : capacity);
   std::uint64_t at = 0;
   for (LineRecord& line : lines_) {
     const std::size_t n = line_words(line);
@@ -125,6 +136,7 @@ void Scrollback::relayout(std::size_t capacity) {
     at += n;
   }
   ring_ = std::move(fresh);
+  capacity_ = capacity;
   tail_ = 0;
   head_ = at;
 }
@@ -141,6 +153,7 @@ void Scrollback::drop_oldest() {
 void Scrollback::drop_all() {
   lines_.clear();
   ring_ = {};
+  capacity_ = 0;
   head_ = tail_ = 0;
 }
 
@@ -151,7 +164,7 @@ void Scrollback::set_limits(ScrollbackLimits limits) {
   if (lines_.empty()) {
     drop_all();
   } else if (ring_.size() > max_words()) {
-    relayout(max_words());
+    relayout(std::min(capacity_, max_words()));
   }
 }
 

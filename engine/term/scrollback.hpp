@@ -3,7 +3,9 @@
 // Single-threaded (the mirror thread's).
 //
 // A flood pushes a line per LF, so the store allocates nothing per line: the lines live in one
-// ring of 32-bit words that grows by doubling up to the byte bound and is then reused in place,
+// ring of 32-bit words that grows by doubling up to the byte bound (from 2 MiB on in place,
+// inside an array of the bound's size whose pages are touched as lines reach them) and is then
+// reused,
 // oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its CPU in
 // malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md). A line is
 // stored compactly: one word per cell and one record per run of cells in the same pen
@@ -145,7 +147,7 @@ class Scrollback {
   // when the next cell continues it.
   static constexpr std::size_t kRunWords = 4;
   // Ring positions count words from the ring's start, and only grow: a line at position p is
-  // at ring_[p % ring_.size()], its words contiguous (a line that would cross the ring's end
+  // at ring_[p % capacity_], its words contiguous (a line that would cross the ring's end
   // starts at its beginning instead, the words skipped counted as the line's).
   struct LineRecord {
     std::uint64_t start;  // where the line's words begin, padding included
@@ -162,12 +164,13 @@ class Scrollback {
   StoredLine view(const LineRecord& l) const;
   static void unpack(const StoredLine& v, std::size_t col, const char32_t* run,
                      const char32_t*& extra, Cell& c);
-  const char32_t* words(const LineRecord& line) const { return &ring_[line.at % ring_.size()]; }
+  const char32_t* words(const LineRecord& line) const { return &ring_[line.at % capacity_]; }
   // Makes room for a line of `n` words, the oldest lines going first, and appends its record
   // (cells, runs, extra and cols for the caller to set); nullptr when the bounds cannot hold it
   // even alone (every line is dropped then).
   LineRecord* place(std::size_t n);
-  // Moves the lines to the start of a ring of `capacity` words (which holds them).
+  // Moves the lines to the start of a ring of `capacity` words (which holds them), in a fresh
+  // array: from 2 MiB on, one of max_words() (the ring then grows in it without moving).
   void relayout(std::size_t capacity);
   void drop_oldest();
   void drop_all();  // every line and the ring
@@ -175,6 +178,7 @@ class Scrollback {
 
   ScrollbackLimits limits_;
   HugePageArray<char32_t> ring_;  // empty until the first line that takes words
+  std::size_t capacity_ = 0;      // the ring's words: the first capacity_ of ring_
   std::uint64_t head_ = 0;        // the next free position
   std::uint64_t tail_ = 0;        // the oldest line's start (head_ without lines)
   std::deque<LineRecord> lines_;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -226,9 +228,37 @@ TEST(Scrollback, CombiningCharactersAndTailsComeBackWithTheirGlyphs) {
 
 // Random rows (marks, tails, wide glyphs, colours, attributes with the protected bit, reverse
 // video) through random pushes, pops, new limits and erasures.
+TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
+  // From 2 MiB on the ring doubles inside one array sized for the byte bound, so a history
+  // filling up to the bound touches those pages once; copying the lines into a fresh array at
+  // each doubling (2, 4, 8, 16 MiB) touched nearly twice the bound (each fresh page a fault,
+  // and on a virtual machine a shadow entry). Below 2 MiB the small arrays are copied, at most
+  // 2 MiB more. Small pages for the count: transparent huge pages would hide the difference.
+  ASSERT_EQ(::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0), 0);
+  constexpr std::size_t kBound = 16 << 20;
+  Scrollback s(ScrollbackLimits{1'000'000, kBound});
+  std::vector<std::u32string> tails;
+  std::vector<GridCell> row(100, glyph(U"x", tails));
+  const auto faults = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  const long before = faults();
+  // 100 cells and a run each: 416 bytes of ring, 32 of record; until the bound drops lines.
+  while (s.lines() == s.pushed()) s.push(row, false, tails);
+  const long touched = faults() - before;
+  EXPECT_GT(s.bytes(), kBound * 9 / 10);
+  // The bound's pages once, the line records' (a deque of 32-byte records), the small arrays.
+  const long pages = static_cast<long>((kBound + s.lines() * 32 + (2 << 20)) / 4096);
+  EXPECT_LE(touched, pages + pages / 16)
+      << "pages of the bound, records and small arrays: " << pages;
+}
+
 RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
-  ScrollbackLimits limits{*rc::gen::inRange<std::size_t>(1, 60),
-                          *rc::gen::inRange<std::size_t>(64, 40'000)};
+  // Up to 400 lines and 400 KB: past the ring's first 64 KiB, so it grows while lines wrap.
+  ScrollbackLimits limits{*rc::gen::inRange<std::size_t>(1, 400),
+                          *rc::gen::inRange<std::size_t>(64, 400'000)};
   Scrollback s(limits);
   Model m;
   std::vector<std::u32string> tails;
@@ -274,7 +304,7 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
       }
       m.gone = m.lines.size() - s.lines();  // lines dropped for the popped one stay dropped
     } else if (op < 97) {
-      limits = {*rc::gen::inRange<std::size_t>(0, 60), *rc::gen::inRange<std::size_t>(0, 40'000)};
+      limits = {*rc::gen::inRange<std::size_t>(0, 400), *rc::gen::inRange<std::size_t>(0, 400'000)};
       s.set_limits(limits);
       m.gone = m.lines.size() - s.lines();
     } else {
