@@ -5,9 +5,8 @@
 // A flood pushes a line per LF, so the store allocates nothing per line: the lines live in one
 // ring of 32-bit words that grows by doubling up to the byte bound (from 2 MiB on in place,
 // inside an array of the bound's size whose pages are touched as lines reach them) and is then
-// reused,
-// oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its CPU in
-// malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md). A line is
+// reused, oldest lines giving way (a line per heap block cost the mirror thread 20-40% of its
+// CPU in malloc and page faults on scrolling floods: docs/profiles/scrollback-ring.md). A line is
 // stored compactly: one word per cell and one record per run of cells in the same pen
 // (docs/profiles/scrollback-ring.md, "compact lines").
 #pragma once

@@ -781,6 +781,16 @@ void append_like_reads(RingWriter& writer, std::size_t bytes) {
 
 TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   constexpr std::size_t kCapacity = 4 << 20, kPages = kCapacity / 4096;
+  {
+    // Huge pages for shared memory (a machine-wide setting) map 2 MiB per fault: no page
+    // count would mean what this test asks.
+    std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+    std::string modes;
+    std::getline(in, modes);
+    for (const char* mode : {"[always]", "[within_size]", "[force]"}) {
+      if (modes.find(mode) != std::string::npos) GTEST_SKIP() << "shmem_enabled " << modes;
+    }
+  }
   auto writer = RingWriter::create(RingIdentity{"ahead", 1, kCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   ASSERT_EQ(pages_present(writer->data(), kCapacity).size(), kPages) << "no /proc/self/pagemap";
@@ -800,7 +810,7 @@ TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   EXPECT_GE(count_present(pages, kWritten, kWritten + 32), 32u) << "128 KiB ahead";
   EXPECT_EQ(count_present(pages, kWritten + 64, kPages), 0u) << "more than a block ahead";
 
-  // Near the lap's end it stops at the ring's last page, and never maps a page twice.
+  // Near the lap's end it stops at the ring's last page.
   append_like_reads(*writer, kCapacity - (600 << 10) - (64 << 10));
   pages = pages_present(writer->data(), kCapacity);
   EXPECT_EQ(count_present(pages, 0, kPages), kPages);

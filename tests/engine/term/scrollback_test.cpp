@@ -226,8 +226,6 @@ TEST(Scrollback, CombiningCharactersAndTailsComeBackWithTheirGlyphs) {
   EXPECT_TRUE(s.cell(0, 4) == want[4]);  // after the capped glyph's extra characters
 }
 
-// Random rows (marks, tails, wide glyphs, colours, attributes with the protected bit, reverse
-// video) through random pushes, pops, new limits and erasures.
 TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
   // From 2 MiB on the ring doubles inside one array sized for the byte bound, so a history
   // filling up to the bound touches those pages once; copying the lines into a fresh array at
@@ -235,6 +233,9 @@ TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
   // and on a virtual machine a shadow entry). Below 2 MiB the small arrays are copied, at most
   // 2 MiB more. Small pages for the count: transparent huge pages would hide the difference.
   ASSERT_EQ(::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0), 0);
+  struct HugePagesBack {  // for whatever this process runs next
+    ~HugePagesBack() { ::prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0); }
+  } back;
   constexpr std::size_t kBound = 16 << 20;
   Scrollback s(ScrollbackLimits{1'000'000, kBound});
   std::vector<std::u32string> tails;
@@ -255,6 +256,8 @@ TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
       << "pages of the bound, records and small arrays: " << pages;
 }
 
+// Random rows (marks, tails, wide glyphs, colours, attributes with the protected bit, reverse
+// video) through random pushes, pops, new limits and erasures.
 RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
   // Up to 400 lines and 400 KB: past the ring's first 64 KiB, so it grows while lines wrap.
   ScrollbackLimits limits{*rc::gen::inRange<std::size_t>(1, 400),
