@@ -64,7 +64,7 @@ RingWriter::RingWriter(std::shared_ptr<RingSegments> segments, std::byte* header
       woken_at_(identity.start),
       fresh_from_(identity.start),
       mapped_to_(identity.start),
-      map_ahead_(segments_ != nullptr) {
+      populates_(segments_ != nullptr) {
   initialise(identity);
 }
 
@@ -139,7 +139,7 @@ void RingWriter::commit(std::size_t bytes) noexcept {
 void RingWriter::map_ahead() noexcept {
   // Only a ring that took a block since its pages were fresh: an idle actor's few screenfuls
   // keep faulting their pages in one by one and stay small in memory.
-  if (!map_ahead_ || committed_ - fresh_from_ < kMapBlock) return;
+  if (!populates_ || committed_ - fresh_from_ < kMapBlock) return;
   const Cursor lap_end = fresh_from_ + capacity_;
   if (mapped_to_ >= lap_end || committed_ + kMapBlock / 2 <= mapped_to_) return;
   std::uint64_t from = value(max(mapped_to_, committed_));
@@ -152,7 +152,7 @@ void RingWriter::map_ahead() noexcept {
     if (::madvise(data_ + page_start, n + offset - page_start, MADV_POPULATE_WRITE) != 0) {
       // A kernel before 5.14 (EINVAL) or a mapping that refuses: the pages fault in as
       // they are written, as they always could.
-      if (errno == EINVAL || errno == EPERM || errno == ENOSYS) map_ahead_ = false;
+      if (errno == EINVAL || errno == EPERM || errno == ENOSYS) populates_ = false;
       return;
     }
     from += n;

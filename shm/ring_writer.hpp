@@ -131,7 +131,7 @@ class RingWriter {
   // ring's creation, the last release_pages) one capacity on, every page is fresh.
   Cursor fresh_from_{0};
   Cursor mapped_to_{0};
-  bool map_ahead_ = false;  // a shared segment, on a kernel that populates
+  bool populates_ = false;  // map_ahead may: a shared segment, on a kernel that populates
 };
 
 }  // namespace backscroll::shm

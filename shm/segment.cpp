@@ -52,8 +52,7 @@ void Segment::close_descriptor() noexcept {
 
 void Segment::reset() noexcept {
   if (data_ != nullptr) ::munmap(data_, size_);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  close_descriptor();
   data_ = nullptr;
   size_ = 0;
 }
