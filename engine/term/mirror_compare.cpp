@@ -98,12 +98,13 @@ std::string first_difference(const Mirror& a, const Mirror& b, const CompareOpti
   if (d.found()) return d.text();
   if (options.screens) d.check("alternate screen", sa.alt_screen(), sb.alt_screen());
   d.check("reverse video", sa.reverse_video(), sb.reverse_video());
+  const int cols = options.columns > 0 ? std::min(options.columns, sa.cols()) : sa.cols();
   for (int r = 0; r < sa.rows() && !d.found(); ++r)
-    for (int c = 0; c < sa.cols() && !d.found(); ++c)
+    for (int c = 0; c < cols && !d.found(); ++c)
       d.cells("cell " + where(r, c), sa.cell(r, c), sb.cell(r, c));
   if (options.screens && sa.alt_screen() && sb.alt_screen()) {
     for (int r = 0; r < sa.rows() && !d.found(); ++r)
-      for (int c = 0; c < sa.cols() && !d.found(); ++c)
+      for (int c = 0; c < cols && !d.found(); ++c)
         d.cells("main screen cell " + where(r, c), sa.main_cell(r, c), sb.main_cell(r, c));
   }
   const CursorState ca = sa.cursor();
@@ -145,7 +146,8 @@ std::string first_difference(const Mirror& a, const Mirror& b, const CompareOpti
   for (std::size_t back = 1; back <= lines && !d.found(); ++back) {
     const int wa = sa.scrollback_cols(la - back);
     const int wb = sb.scrollback_cols(lb - back);
-    for (int c = 0; c < wb && !d.found(); ++c) {
+    const int compared = options.columns > 0 ? std::min(options.columns, wb) : wb;
+    for (int c = 0; c < compared && !d.found(); ++c) {
       Cell cell = sa.scrollback_cell(la - back, c);
       if (wa > wb && c == wb - 1 && cell.width == 2) cell = Cell{};
       d.cells("history line -" + std::to_string(back) + " column " + std::to_string(c), cell,

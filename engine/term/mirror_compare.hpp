@@ -21,6 +21,9 @@ struct CompareOptions {
   // false: only the screen each shows is compared, not which one it is nor the hidden one
   // (a snapshot on the alternate canvas draws only the screen shown).
   bool screens = true;
+  // > 0: cells are compared only in the columns left of this one (a cold-restored mirror's
+  // history lines are as wide as its keyframe: docs/recorder.md, "Cold restore").
+  int columns = 0;
 };
 
 // "" when `a` (the reference) and `b` show the same terminal, else the first difference in
