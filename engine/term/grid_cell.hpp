@@ -76,6 +76,8 @@ struct GridCell {
   std::uint32_t bg;
   std::uint32_t attrs;
 };
+// ScreenGrid writes fg and bg with one store of two words.
+static_assert(offsetof(GridCell, bg) == offsetof(GridCell, fg) + sizeof(std::uint32_t));
 
 inline void unpack_pen(std::uint32_t a, Pen& p) {
   p.bold = a & attr::kBold;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,14 +82,14 @@ class ScreenGrid {
   // (row, col + i), on a row without line attributes, unprotected. The cells are on the screen.
   void put_ascii(int row, int col, const unsigned char* text, int n) {
     GridCell* cell = row_cells(row) + col;
-    const std::uint32_t fg = pen_.fg;
-    const std::uint32_t bg = pen_.bg;
+    // Three stores a cell, not five: chars[0] and its terminator in one word, fg and bg in
+    // another.
+    const std::uint32_t colours[2] = {pen_.fg, pen_.bg};
     const std::uint32_t attrs = pen_.attrs & attr::kPenMask;
     for (int i = 0; i < n; ++i, ++cell) {
-      cell->chars[0] = text[i];
-      cell->chars[1] = 0;
-      cell->fg = fg;
-      cell->bg = bg;
+      const char32_t glyph[2] = {text[i], 0};
+      std::memcpy(cell->chars.data(), glyph, sizeof glyph);
+      std::memcpy(&cell->fg, colours, sizeof colours);
       cell->attrs = attrs;
     }
   }

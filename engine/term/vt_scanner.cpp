@@ -234,6 +234,19 @@ void VtScanner::scan(std::string_view bytes) noexcept {
         i += n;
         continue;
       }
+      // Fast path: `ESC ( B` (G0 designated US-ASCII), which ncurses prints with every sgr0, as
+      // step() would take its three bytes: escape, one intermediate, esc_dispatch().
+      if (size - i >= 3 && data[i] == kEsc && data[i + 1] == '(' && data[i + 2] == 'B') {
+        enter_escape(position_);
+        intermediate_ = '(';
+        intermediate_count_ = 1;
+        esc_dispatch('B');
+        to_ground();
+        position_ = position_ + 3;
+        set_clean_position(position_);
+        i += 3;
+        continue;
+      }
     }
     step(data[i]);
     position_ = position_ + 1;

@@ -1022,6 +1022,9 @@ const char* const kCorpus[] = {
     "\x1b]2;one\x07\x1b[22t\x1b]2;two\x07\x1b[23t\x1b[!p\x1b"
     "c",
     "\x1b\x1b[\x1b]\x1b]0;\x1b\x1b\\\x1b([?25h",
+    // ncurses' sgr0 (`ESC ( B ESC [ m`, read whole by a fast path) beside a waiting single
+    // shift from a G2 that holds a table, inside a UTF-8 character and after G0 held one.
+    "\x1b*0\x1bN\x1b(B\x1b[mq\xc3\x1b(B\xa9\x1b(0x\x1b(B\x1b[mx\x1b(B",
 };
 
 TEST(VtScanner, SplittingTheCorpusAtEveryOffsetChangesNothing) {
@@ -1030,7 +1033,7 @@ TEST(VtScanner, SplittingTheCorpusAtEveryOffsetChangesNothing) {
   const std::string_view streams[] = {kCorpus[0],  kCorpus[1],  kCorpus[2],  kCorpus[3],
                                       kCorpus[4],  kCorpus[5],  kCorpus[6],  kCorpus[7],
                                       kCorpus[8],  kCorpus[9],  kCorpus[10], kCorpus[11],
-                                      kCorpus[12], kCorpus[13], all};
+                                      kCorpus[12], kCorpus[13], kCorpus[14], all};
   for (std::string_view stream : streams) {
     const Outcome whole = run_whole(stream);
     for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
