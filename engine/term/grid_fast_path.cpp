@@ -185,9 +185,11 @@ bool erase(ScreenGrid& grid, const CsiArgs& c, const GridFastPath::State& s) {
 }
 
 // vterm_state_setpen() into `pen` (the attributes libvterm keeps; MirrorScreen's setpenattr
-// callback packs them so). False, `pen` half done, for an attribute the fast path leaves to
-// libvterm and the mirror: one it does not know, or a colour form the mirror rewrites.
-bool apply_sgr(const CsiArgs& c, GridPen& pen) {
+// callback packs them so), and into `extras` the ones it lacks, as MirrorInput::sgr_extras()
+// reads them (the colour forms let through here take as many arguments in both). False,
+// `pen` and `extras` half done, for an attribute the fast path leaves to libvterm and the
+// mirror: one it does not know, or a colour form the mirror rewrites.
+bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
   const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
   if (MirrorInput::sgr_needs_rewrite(args)) return false;
   auto set = [&](std::uint32_t bit, bool on) {
@@ -203,6 +205,7 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen) {
         pen.attrs &= attr::kExtraMask;
         pen.fg = 0;
         pen.bg = 0;
+        extras = 0;
         break;
       case 1: set(attr::kBold, true); break;
       case 3: set(attr::kItalic, true); break;
@@ -211,7 +214,10 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen) {
       case 7: set(attr::kReverse, true); break;
       case 9: set(attr::kStrike, true); break;
       case 21: field(attr::kUnderlineShift, 3u, 2u); break;
-      case 22: set(attr::kBold, false); break;
+      case 22:
+        set(attr::kBold, false);
+        extras &= ~MirrorInput::kPenFaint;
+        break;
       case 23: set(attr::kItalic, false); break;
       case 24: field(attr::kUnderlineShift, 3u, 0u); break;
       case 25: set(attr::kBlink, false); break;
@@ -219,11 +225,12 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen) {
       case 29: set(attr::kStrike, false); break;
       case 39: pen.fg = 0; break;
       case 49: pen.bg = 0; break;
-      case 2:  // faint, conceal, overline: libvterm has none of them; the mirror's extras
-      case 8:  // (MirrorInput::sgr_extras) keep them
-      case 28:
-      case 53:
-      case 55: break;
+      // Faint, conceal, overline: libvterm has none of them.
+      case 2: extras |= MirrorInput::kPenFaint; break;
+      case 8: extras |= MirrorInput::kPenConceal; break;
+      case 28: extras &= ~MirrorInput::kPenConceal; break;
+      case 53: extras |= MirrorInput::kPenOverline; break;
+      case 55: extras &= ~MirrorInput::kPenOverline; break;
       case 38:
       case 48: {
         // sgr_needs_rewrite() let only 38/48;5;n and 38/48;2;r;g;b through, values <= 255.
@@ -260,14 +267,14 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen) {
 bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
          GridFastPath::State& s) {
   GridPen pen = grid.pen();
-  if (!apply_sgr(c, pen)) return false;
+  std::uint32_t extras = s.pen_extras;
+  if (!apply_sgr(c, pen, extras)) return false;
   const bool resets = c.args[0] == kMissing || c.args[0] == 0;
   if (resets) s.sgr_log.clear();
   else if (s.sgr_log.size() + raw.size() > GridFastPath::kMaxSgrLog) return false;
   s.sgr_log.append(reinterpret_cast<const char*>(raw.data()), raw.size());
-  const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
-  s.pen_extras = MirrorInput::sgr_extras(s.pen_extras, args);
-  pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(s.pen_extras);
+  s.pen_extras = extras;
+  pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(extras);
   grid.pen() = pen;
   return true;
 }
