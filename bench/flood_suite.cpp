@@ -18,11 +18,14 @@
 // thread (io thread, bs-mirror, bs-writer) and in all, beside the plain reader's own CPU time
 // per MB and the ratio of the two (issue 20's goal: 1.5x on scrolling output, 2.5x on
 // redraws), steadier than rates on a shared machine; and how often each thread was put on a
-// CPU per MB (its wake-ups and preemptions). Timings are reported, never asserted.
+// CPU per MB (its wake-ups and preemptions). Before each round, how much slower the slowest CPU
+// runs a fixed loop than the fastest (bench/cpu_speed.hpp): a round on unlevel CPUs reads with
+// it. Timings are reported, never asserted.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +38,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/cpu_speed.hpp"
 #include "bench/engine_under_test.hpp"
 #include "bench/flood_drain.hpp"
 #include "bench/thread_cpu.hpp"
@@ -150,6 +154,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     std::vector<double> plain_cpu;                    // the plain reader's CPU ms per MB
     std::vector<double> shipped_cpu;                  // the shipped engine's, all threads
     std::vector<double> fed_fraction;  // share of the bytes the shipped engine's mirror parsed
+    std::vector<double> slowest_cpu;   // per round: the slowest CPU's loop time / the fastest's
     std::uint64_t delivered = 0;
     // Each engine thread's CPU time and times put on a CPU per MB of the flood, as
     // "CONFIG THREAD". Returns the whole process's CPU time per MB.
@@ -170,6 +175,9 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
     };
     for (int r = 0; r < rounds; ++r) {
       const std::string actor = workload + std::to_string(r);
+      const std::vector<double> slowdowns = bench::cpu_slowdowns();
+      slowest_cpu.push_back(
+          slowdowns.empty() ? 1.0 : *std::max_element(slowdowns.begin(), slowdowns.end()));
       Sample p, b, k, d;
       const std::vector<std::function<void()>> configurations = {
           [&] { p = bench::plain_loop(cat); },
@@ -228,7 +236,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
         mb["tmux"].push_back(t.mb_per_s());
         std::fprintf(stderr, ", tmux %.1f", t.mb_per_s());
       }
-      std::fprintf(stderr, " MB/s\n");
+      std::fprintf(stderr, " MB/s; the slowest CPU %.2fx the fastest\n", slowest_cpu.back());
     }
     const double plain = bench::median(mb["plain"]);
     const double tmux = with_tmux ? bench::median(mb["tmux"]) : 0;
@@ -261,10 +269,23 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       cpu_ratio.push_back(shipped_cpu[i] / plain_cpu[i]);
     w["plain_reader_cpu_ms_per_mb"] = bench::median(plain_cpu);
     w["engine_cpu_to_plain_reader"] = bench::median(cpu_ratio);
+    w["engine_cpu_to_plain_reader_per_round"] = cpu_ratio;
+    w["slowest_cpu_per_round"] = slowest_cpu;
     std::printf("| %s | plain reader CPU | %.2f ms/MB | | |\n", workload.c_str(),
                 bench::median(plain_cpu));
     std::printf("| %s | backscroll CPU / plain reader's | %.2fx | | |\n", workload.c_str(),
                 bench::median(cpu_ratio));
+    // A round whose CPUs ran at different speeds (a shared host) moved its CPU per MB with
+    // wherever each thread ran: per round, the ratio beside the slowest CPU's slowdown.
+    std::string per_round;
+    for (std::size_t i = 0; i < cpu_ratio.size(); ++i) {
+      char one[48];
+      std::snprintf(one, sizeof one, "%s%.2fx (CPUs %.2f)", i ? ", " : "", cpu_ratio[i],
+                    slowest_cpu[i]);
+      per_round += one;
+    }
+    std::printf("| %s | the same per round (slowest CPU / fastest) | %s | | |\n", workload.c_str(),
+                per_round.c_str());
     out["workloads"][workload] = w;
     fs::remove(file);
   }
