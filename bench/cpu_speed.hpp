@@ -23,16 +23,18 @@ inline double spin_cpu_seconds() {
   timespec end{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
   std::uint64_t x = 1;
-  for (int i = 0; i < 4'000'000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  for (int i = 0; i < 4'000'000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    asm volatile("" : "+r"(x));  // the loop stays between the two clock reads
+  }
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
-  // Keeps the loop: its result is used.
-  if (x == 0) return -1;
   return static_cast<double>(end.tv_sec - start.tv_sec) +
          static_cast<double>(end.tv_nsec - start.tv_nsec) / 1e9;
 }
 
-// Each CPU the process may run on: the loop's time there over the fastest one's (1.0 for the
-// fastest), in the order of the CPU numbers. Takes a few milliseconds per CPU.
+// Each CPU the calling thread may run on and a thread could be pinned to: the loop's time there
+// over the fastest one's (1.0 for the fastest), in increasing CPU number. A few milliseconds
+// per CPU, so a sample of that moment, not of a whole benchmark.
 inline std::vector<double> cpu_slowdowns() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);

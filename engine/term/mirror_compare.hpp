@@ -22,7 +22,7 @@ struct CompareOptions {
   // (a snapshot on the alternate canvas draws only the screen shown).
   bool screens = true;
   // > 0: cells are compared only in the columns left of this one (a cold-restored mirror's
-  // history lines are as wide as its keyframe: docs/recorder.md, "Cold restore").
+  // history lines are as wide as its keyframe drew them: docs/recorder.md, "Cold restore").
   int columns = 0;
 };
 

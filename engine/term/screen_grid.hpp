@@ -8,6 +8,7 @@
 // Coordinates: 0-based (row, col); rectangles are half-open, as libvterm's VTermRect.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -89,7 +90,8 @@ class ScreenGrid {
     for (int i = 0; i < n; ++i, ++cell) {
       const char32_t glyph[2] = {text[i], 0};
       std::memcpy(cell->chars.data(), glyph, sizeof glyph);
-      std::memcpy(&cell->fg, colours, sizeof colours);
+      std::memcpy(reinterpret_cast<unsigned char*>(cell) + offsetof(GridCell, fg), colours,
+                  sizeof colours);
       cell->attrs = attrs;
     }
   }

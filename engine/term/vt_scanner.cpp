@@ -240,9 +240,10 @@ void VtScanner::scan(std::string_view bytes) noexcept {
         enter_escape(position_);
         intermediate_ = '(';
         intermediate_count_ = 1;
+        position_ = position_ + 2;  // at the final byte, as step() dispatches it
         esc_dispatch('B');
         to_ground();
-        position_ = position_ + 3;
+        position_ = position_ + 1;
         set_clean_position(position_);
         i += 3;
         continue;

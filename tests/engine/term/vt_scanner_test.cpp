@@ -1022,9 +1022,10 @@ const char* const kCorpus[] = {
     "\x1b]2;one\x07\x1b[22t\x1b]2;two\x07\x1b[23t\x1b[!p\x1b"
     "c",
     "\x1b\x1b[\x1b]\x1b]0;\x1b\x1b\\\x1b([?25h",
-    // ncurses' sgr0 (`ESC ( B ESC [ m`, read whole by a fast path) beside a waiting single
-    // shift from a G2 that holds a table, inside a UTF-8 character and after G0 held one.
-    "\x1b*0\x1bN\x1b(B\x1b[mq\xc3\x1b(B\xa9\x1b(0x\x1b(B\x1b[mx\x1b(B",
+    // ncurses' sgr0 (`ESC ( B ESC [ m`, read whole by a fast path) after a waiting single
+    // shift, inside a UTF-8 character, after G0 held a table, and last after a single shift
+    // from a G2 that holds one.
+    "\x1bN\x1b(B\x1b[mq\xc3\x1b(B\xa9\x1b(0x\x1b(B\x1b[mx\x1b*0\x1bN\x1b(Bq",
 };
 
 TEST(VtScanner, SplittingTheCorpusAtEveryOffsetChangesNothing) {
