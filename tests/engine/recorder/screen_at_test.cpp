@@ -20,6 +20,7 @@
 
 #include "engine/recorder/keyframe_store.hpp"
 #include "engine/term/mirror_compare.hpp"
+#include "engine/term/mirror_screen.hpp"
 
 #ifndef BACKSCROLL_CORPUS_DIR
 #error "BACKSCROLL_CORPUS_DIR (tests/corpus/recordings) must be defined"
@@ -302,6 +303,17 @@ RC_GTEST_PROP(ScreenAtProperty, AResumedMirrorGoesOnAsTheMirrorFedEveryByte, ())
   RC_CLASSIFY(widened_after, "widened after the split");
   const std::string diff = term::first_difference(*reference, *resumed, compare);
   RC_ASSERT(diff == "");
+  if (widened_after) {
+    // From the keyframe's last column on, a screen cell differs only by being erased.
+    const term::MirrorScreen& want = reference->screen();
+    const term::MirrorScreen& got = resumed->screen();
+    for (int r = 0; r < want.rows(); ++r) {
+      for (int c = keyframe->cols - 1; c < want.cols(); ++c) {
+        const term::Cell cell = got.cell(r, c);
+        RC_ASSERT(cell == want.cell(r, c) || cell.kind == term::Cell::Kind::erased);
+      }
+    }
+  }
 }
 
 // The case the property above found (a line written at 80 columns, kept in the history through
