@@ -175,7 +175,7 @@ def goals_table(flood, snap, readers, scale):
                            zip(w.get("engine_cpu_to_plain_reader_per_round", []),
                                w.get("slowest_cpu_per_round", [])))
         goal(f"flood, {workload}: engine CPU per MB <= {limit:g} x the plain reader's (issue 20)",
-             f"{ratio:.2f}x (rounds: {rounds})", ratio <= limit)
+             f"{ratio:.2f}x" + (f" (rounds: {rounds})" if rounds else ""), ratio <= limit)
     for workload, w in flood["workloads"].items():
         if "no_keyframes" in w:
             cost = 1 - w["backscroll"]["median"] / w["no_keyframes"]["median"]

@@ -245,6 +245,19 @@ RC_GTEST_PROP(ScreenAtProperty, EqualsTheMirrorFedEveryByteUpToTheCursor, ()) {
   }
 }
 
+// Feeds `mirror` (at cursor `from`) the rest of the stream, with the resizes after `from` where
+// they happened: a restored actor going on.
+void feed_rest(term::Mirror& mirror, const Stream& s, std::uint64_t from) {
+  std::uint64_t at = from;
+  for (const SizeChange& c : s.resizes) {
+    if (c.cursor <= Cursor{from}) continue;
+    mirror.feed(std::string_view(s.bytes).substr(at, value(c.cursor) - at));
+    mirror.resize(c.cols, c.rows);
+    at = value(c.cursor);
+  }
+  mirror.feed(std::string_view(s.bytes).substr(at));
+}
+
 // Cold restore (screen_at.hpp, resume): a mirror rebuilt from a keyframe and the bytes after it,
 // continuing at a clean cursor and then fed the rest of the stream, is the mirror fed every byte.
 RC_GTEST_PROP(ScreenAtProperty, AResumedMirrorGoesOnAsTheMirrorFedEveryByte, ()) {
@@ -277,15 +290,7 @@ RC_GTEST_PROP(ScreenAtProperty, AResumedMirrorGoesOnAsTheMirrorFedEveryByte, ())
     return;
   }
   RC_ASSERT(resumed->position() == Cursor{split});
-  // The rest of the stream, with the resizes after the split where they happened.
-  std::uint64_t at = split;
-  for (const SizeChange& c : s.resizes) {
-    if (c.cursor <= Cursor{split}) continue;
-    resumed->feed(std::string_view(s.bytes).substr(at, value(c.cursor) - at));
-    resumed->resize(c.cols, c.rows);
-    at = value(c.cursor);
-  }
-  resumed->feed(std::string_view(s.bytes).substr(at));
+  feed_rest(*resumed, s, split);
   const auto reference = live(s, n, nullptr, 0, 4093);
   term::CompareOptions compare;
   compare.history_lines = kKeyframeHistoryLines;
@@ -335,9 +340,7 @@ TEST(ScreenAt, AResumedMirrorWidenedPastItsKeyframeShowsHistoryAsWideAsTheKeyfra
   const std::unique_ptr<term::Mirror> resumed = resume(
       {keyframe, bytes, store.size_changes(*keyframe, Cursor{kSplit}), {}, {}}, Cursor{kSplit});
   ASSERT_TRUE(resumed);
-  resumed->feed(std::string_view(s.bytes).substr(kSplit, 113 - kSplit));
-  resumed->resize(35, 11);
-  resumed->feed(std::string_view(s.bytes).substr(113));
+  feed_rest(*resumed, s, kSplit);
   const auto reference = live(s, s.bytes.size());
   term::CompareOptions compare;
   compare.history_lines = kKeyframeHistoryLines;
