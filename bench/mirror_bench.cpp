@@ -2,8 +2,15 @@
 // process), beside libvterm 0.1.4's own layers as reference points: its state layer alone (the
 // parser and the cursor/pen logic, no cells) and its screen layer alone. The profile in
 // docs/performance.md was taken on this binary (`perf record -g build/bin/mirror_bench ...`).
+// Besides the generated workloads (bench/workloads.hpp) it feeds the recordings of real programs
+// in tests/corpus/recordings (BM_MirrorRecording/<name>).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 #include <vterm.h>
@@ -37,8 +44,8 @@ void feed_in_chunks(std::string_view bytes, Feed&& feed) {
   for (std::size_t at = 0; at < bytes.size(); at += kFeedBytes) feed(bytes.substr(at, kFeedBytes));
 }
 
-void mirror_feed(benchmark::State& state, bool fast_path) {
-  const std::string& bytes = workload(static_cast<int>(state.range(0)));
+void mirror_feed(benchmark::State& state, bool fast_path, const std::string& bytes,
+                 const std::string& label) {
   std::uint64_t fast_bytes = 0;
   for (auto _ : state) {
     term::Mirror mirror(Cursor{0}, 80, 24);
@@ -50,7 +57,12 @@ void mirror_feed(benchmark::State& state, bool fast_path) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
   state.counters["fast_path_share"] =
       static_cast<double>(fast_bytes) / static_cast<double>(bytes.size());
-  state.SetLabel(workload_name(static_cast<int>(state.range(0))));
+  state.SetLabel(label);
+}
+
+void mirror_feed(benchmark::State& state, bool fast_path) {
+  const int which = static_cast<int>(state.range(0));
+  mirror_feed(state, fast_path, workload(which), workload_name(which));
 }
 
 // The mirror as the engine runs it: the fast path (grid_fast_path.hpp) where it applies,
@@ -58,6 +70,50 @@ void mirror_feed(benchmark::State& state, bool fast_path) {
 void BM_Mirror(benchmark::State& state) { mirror_feed(state, true); }
 // The same with libvterm parsing every byte: what the fast path saves.
 void BM_MirrorLibvtermOnly(benchmark::State& state) { mirror_feed(state, false); }
+
+// The recordings of real programs (tests/corpus/recordings, every *.bin there: less, vim, top,
+// tmux, ...), each repeated to kWorkloadBytes: the generated workloads above are kinder than
+// real programs (docs/performance.md, fifteenth session). One benchmark per recording,
+// BM_MirrorRecording/<name>, and BM_MirrorRecordingLibvtermOnly/<name>.
+struct Recording {
+  std::string name;
+  std::string bytes;
+};
+
+const std::vector<Recording>& recordings() {
+  static const std::vector<Recording> all = [] {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(BACKSCROLL_CORPUS_DIR)) {
+      if (entry.path().extension() == ".bin") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    std::vector<Recording> out;
+    for (const std::filesystem::path& file : files) {
+      std::ifstream in(file, std::ios::binary);
+      const std::string once{std::istreambuf_iterator<char>(in), {}};
+      if (once.empty()) continue;
+      Recording r{file.stem().string(), {}};
+      while (r.bytes.size() < kWorkloadBytes) r.bytes += once;
+      out.push_back(std::move(r));
+    }
+    return out;
+  }();
+  return all;
+}
+
+[[maybe_unused]] const bool kRecordingsRegistered = [] {
+  for (const Recording& r : recordings()) {
+    for (const bool fast_path : {true, false}) {
+      const std::string name =
+          std::string(fast_path ? "BM_MirrorRecording/" : "BM_MirrorRecordingLibvtermOnly/") +
+          r.name;
+      benchmark::RegisterBenchmark(name.c_str(), [&r, fast_path](benchmark::State& state) {
+        mirror_feed(state, fast_path, r.bytes, r.name);
+      })->Unit(benchmark::kMillisecond);
+    }
+  }
+  return true;
+}();
 
 // The look ahead alone (PlainScrollScan over the bytes, as the mirror thread hands them over in
 // pieces): what a flood that the mirror jumps over costs it per byte.

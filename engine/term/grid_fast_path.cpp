@@ -279,20 +279,42 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
   return true;
 }
 
-// `CSI ? 25 h/l` (DECTCEM) or `CSI ? 2026 h/l` at bytes[at] (one argument, no other form):
-// its length, with the cursor's visibility noted; 0 for anything else.
+// `CSI ? 25 h/l` (DECTCEM), `CSI ? 12 h/l` (the cursor's blink) or `CSI ? 2026 h/l` at
+// bytes[at] (one argument, no other form): its length, with the cursor's visibility or blink
+// noted; 0 for anything else.
 std::size_t dec_mode(std::span<const unsigned char> bytes, std::size_t at, GridFastPath::State& s) {
   // Most ESCs of a run start SGRs: those leave at the third byte.
   if (bytes.size() - at < 6 || bytes[at + 1] != '[' || bytes[at + 2] != '?') return 0;
+  const unsigned char set = bytes[at + 5];
+  if (set == 'h' || set == 'l') {
+    const int on = set == 'h' ? 1 : 0;
+    if (bytes[at + 3] == '2' && bytes[at + 4] == '5') {
+      s.cursor_visible = on;
+      return 6;
+    }
+    if (bytes[at + 3] == '1' && bytes[at + 4] == '2') {
+      s.cursor_blink = on;
+      return 6;
+    }
+  }
   const auto is = [&](std::string_view form) {
     return bytes.size() - at >= form.size() &&
            std::memcmp(bytes.data() + at, form.data(), form.size()) == 0;
   };
-  if (is("\x1b[?25h") || is("\x1b[?25l")) {
-    s.cursor_visible = bytes[at + 5] == 'h' ? 1 : 0;
-    return 6;
-  }
   return is("\x1b[?2026h") || is("\x1b[?2026l") ? 8 : 0;
+}
+
+// RI (`ESC M`, state.c on_control 0x8d): on the region's top row the region scrolls down a
+// line, else the cursor goes up a row (not past the screen's top: from row 0 above the region
+// nothing happens). At a pending wrap, which RI keeps when it scrolls, libvterm takes it.
+bool reverse_index(ScreenGrid& grid, GridFastPath::State& s) {
+  if (!s.wrap_known || s.pending_wrap) return false;
+  if (s.row == s.region_top) {
+    grid.scroll_rect(GridRect{s.region_top, s.region_bottom, 0, s.cols}, -1, 0);
+  } else if (s.row > 0) {
+    --s.row;
+  }
+  return true;
 }
 
 // EL 0 at a pending wrap, which changes nothing (State::elided_erases).
@@ -354,6 +376,12 @@ bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char
     case 'J':
       // At a pending wrap EL 0 / ED 0 keep the cursor's row (MirrorScreen follows xterm.js).
       return s.wrap_known && !s.pending_wrap && erase(grid, c, s);
+    case 'X':
+      // ECH: the cursor's cell and those right of it, at most to the row's end; the cursor
+      // stays. At a pending wrap (which it keeps in libvterm, ends in xterm.js) libvterm takes it.
+      if (!s.wrap_known || s.pending_wrap || c.count > 1) return false;
+      grid.erase(GridRect{s.row, s.row + 1, s.col, std::min(s.col + c.count_arg(), s.cols)}, false);
+      return true;
     case 'A': s.row -= c.count_arg(); break;  // CUU
     case 'B':                                 // CUD
     case 'e': s.row += c.count_arg(); break;  // VPR
@@ -440,6 +468,9 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
       i += 3;  // SCS: G0 := US-ASCII, which it holds already
     } else if (const std::size_t mode = c == 0x1b ? dec_mode(bytes, i, s) : 0; mode > 0) {
       i += mode;
+    } else if (c == 0x1b && i + 1 < n && b[i + 1] == 'M') {
+      if (!reverse_index(grid, s)) break;
+      i += 2;
     } else if (c == 0x1b) {
       CsiArgs csi;
       if (i + 1 >= n || b[i + 1] != '[' || !parse_csi(bytes, i, csi)) break;

@@ -1,13 +1,13 @@
 // GridFastPath: the bytes full-screen programs redraw with, applied straight to a ScreenGrid as
 // libvterm 0.1.4's parser and state layer apply them through MirrorScreen's callbacks
 // (docs/fast-path.md). A redraw is almost only printable ASCII, CR, LF, BS, SGR, cursor
-// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR), HT, erasing (EL, ED 0-2) and
-// scrolling (DECSTBM, IL, DL, SU, SD):
+// addressing (CUU CUD CUF CUB CNL CPL CHA CUP HVP VPA HPA HPR VPR), HT, erasing (EL, ED 0-2,
+// ECH) and scrolling (DECSTBM, IL, DL, SU, SD, RI):
 // libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
 // drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
 // wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
-// (which erases nothing: State::elided_erases), and the cursor's visibility (DECTCEM) and
-// synchronized output (mode 2026) that TUIs set around every frame.
+// (which erases nothing: State::elided_erases), and the cursor's visibility (DECTCEM), its
+// blink (mode 12) and synchronized output (mode 2026) that TUIs set around every frame.
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
 // anything else: another control or sequence, a zero-width character, a C1 control,
@@ -68,7 +68,7 @@ class GridFastPath {
     bool pending_wrap = false;  // libvterm's at_phantom, when wrap_known
     // Whether the caller knows at_phantom (libvterm keeps it to itself, and keeps it through a
     // DECAWM reset, a REP that does not move, a resize). Until a cursor move sets it, a run
-    // takes only sequences that leave the cursor (SGRs, `ESC ( B`, DECTCEM, mode 2026).
+    // takes only sequences that leave the cursor (SGRs, `ESC ( B`, DECTCEM, modes 12 and 2026).
     bool wrap_known = true;
     std::uint32_t pen_extras = 0;  // MirrorInput::kPen* bits (also in the grid's pen)
     // What the run did, for the caller to bring libvterm up to date.
@@ -91,6 +91,8 @@ class GridFastPath {
     // again. It also takes `CSI ? 2026 h` / `l` (synchronized output), which libvterm 0.1.4
     // ignores.
     int cursor_visible = -1;
+    // The last `CSI ? 12 h/l` (the cursor's blink) it took, the same way (-1 none).
+    int cursor_blink = -1;
   };
 
   // A run stops before an SGR that would make sgr_log longer than this: the caller brings

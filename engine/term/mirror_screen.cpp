@@ -870,11 +870,12 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
   assert(!s.pending_wrap || (pending && row == s.row && col == s.col));
   // A run that did not know the pending wrap knows it after a cursor move (off): so must
   // libvterm. A run that never learnt it took only sequences that leave the cursor (SGRs,
-  // `ESC ( B`, DECTCEM, mode 2026).
+  // `ESC ( B`, DECTCEM, modes 12 and 2026).
   if (row != s.row || col != s.col || pending != s.pending_wrap || (!pending_known && s.wrap_known))
     cup(s.row, s.col);
   sync_ += s.sgr_log;
   if (s.cursor_visible >= 0) sync_ += s.cursor_visible ? "\x1b[?25h" : "\x1b[?25l";
+  if (s.cursor_blink >= 0) sync_ += s.cursor_blink ? "\x1b[?12h" : "\x1b[?12l";
   muted_ = true;
   vterm_input_write(impl_->vt, sync_.data(), sync_.size());
   muted_ = false;

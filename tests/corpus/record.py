@@ -39,6 +39,12 @@ def vim_setup(work):
         f.write(NOTES)
 
 
+def numbered_lines(work):
+    with open(os.path.join(work, "lines.txt"), "w") as f:
+        for i in range(400):
+            f.write(f"{i:4d} the quick brown fox jumps over the lazy dog, line {i}\n")
+
+
 def top_command(work):
     # Only processes this script starts: no other process names, users or command lines.
     sleepers = [os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "30") for _ in range(3)]
@@ -64,6 +70,22 @@ RECORDINGS = {
          (0.3, b":set number\r"), (0.3, b"u"), (0.3, b":q!\r")]),
     "top": (
         top_command, None, [(3.5, b"q")]),
+    # Scrolling back a line at a time: less draws each new top line after RI on the top row.
+    "less_back": (
+        ["less", "lines.txt"], numbered_lines,
+        [(0.8, b"G")] + [(0.02, b"k")] * 60 + [(0.3, b"q")]),
+    # Two tmux panes side by side, each printing coloured lines: tmux redraws each pane's rows
+    # with CUP, the text and ECH for the rest of the pane (no scroll region is as narrow as a
+    # pane), and sets the cursor's blink and visibility after each update. No status line (it
+    # shows the time and the host), no config file, its own socket directory.
+    "tmux_panes": (
+        ["tmux", "-f", "/dev/null", "new-session",
+         "sh -c 'sleep 0.5; i=0; while [ $i -lt 150 ]; do echo \"left $i: the quick brown fox\";"
+         " i=$((i+1)); done; sleep 1'",
+         ";", "set", "-g", "status", "off",
+         ";", "split-window", "-h",
+         "sh -c 'sleep 0.5; i=0; while [ $i -lt 150 ]; do printf \"\\033[3%dmright %d\\033[m\\n\" $((i%8)) $i;"
+         " i=$((i+1)); done; sleep 1.5'"], None, []),
     "man_ls": (
         ["man", "ls"], None, [(1.5, b" "), (0.5, b" "), (0.5, b"/color\r"), (0.5, b"q")]),
 }
@@ -83,7 +105,7 @@ def record(name):
             "HOME": work, "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LESSHISTFILE": "-", "MANPAGER": "less", "PAGER": "less",
             "COLUMNS": str(COLS), "LINES": str(ROWS),
-            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_NOSYSTEM": "1", "TMUX_TMPDIR": work,
         }
         pid, fd = pty.fork()
         if pid == 0:

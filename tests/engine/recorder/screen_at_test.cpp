@@ -12,19 +12,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/recorder/keyframe_store.hpp"
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/mirror_screen.hpp"
-
-#ifndef BACKSCROLL_CORPUS_DIR
-#error "BACKSCROLL_CORPUS_DIR (tests/corpus/recordings) must be defined"
-#endif
+#include "tests/corpus/recordings.hpp"
 
 namespace backscroll::recorder {
 namespace {
@@ -125,13 +120,6 @@ std::string check_at(const Stream& stream, const KeyframeStore& store, std::uint
   return "";
 }
 
-std::string read_recording(const std::string& name) {
-  std::ifstream in(std::string(BACKSCROLL_CORPUS_DIR) + "/" + name + ".bin", std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 TEST(ScreenAt, AtAKeyframeItIsTheKeyframe) {
   Stream s{"hello\r\n\x1b[1;31mred\x1b[m world\x1b[3;5H"};
   KeyframeStore store;
@@ -171,8 +159,8 @@ TEST(ScreenAt, ACursorInsideASequenceIsAnsweredAtTheCleanCursorBeforeIt) {
 }
 
 TEST(ScreenAt, RecordingsOfRealProgramsAtManyCursorsAndKeyframeSpacings) {
-  for (const char* name : {"ls_color", "git_log_graph", "less", "vim", "top", "man_ls"}) {
-    Stream s{read_recording(name)};
+  for (const std::string_view name : testing::kRecordings) {
+    Stream s{testing::read_recording(name)};
     ASSERT_FALSE(s.bytes.empty()) << name;
     const std::uint64_t n = s.bytes.size();
     s.resizes = {{1, Cursor{n / 3}, 100, 30}, {2, Cursor{2 * n / 3}, 80, 24}};

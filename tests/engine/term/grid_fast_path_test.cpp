@@ -285,6 +285,46 @@ TEST(GridFastPath, ARegionEndingOnTheLastRowKeepsItsBottomWhenTheScreenGrows) {
   }
 }
 
+// What pagers and tmux print: `less` scrolls back a line with RI on the top row (the screen
+// moves down, the new line is drawn there), and tmux draws each pane's row with a CUP, the text
+// and ECH for the rest of the pane, then `CSI ? 12 l CSI ? 25 h` around the cursor. RI inside
+// and outside a region, from the top row above one, ECH past the row's end and at a pending
+// wrap (where libvterm takes it) are here too.
+TEST(GridFastPath, TakesWhatPagersAndTmuxPrintReverseIndexEraseCharactersAndTheCursorsBlink) {
+  std::string pager = "\x1b[H\x1b[2J";
+  for (int i = 0; i < 12; ++i) pager += "line " + std::to_string(i) + "\r\n";
+  for (int i = 0; i < 60; ++i) {
+    pager += "\x1b[H\x1bMback " + std::to_string(i) + "\x1b[K\x1b[12;1H\x1b[7m:\x1b[m\x1b[K";
+  }
+  std::string panes = "\x1b[H\x1b[2J";
+  for (int i = 0; i < 80; ++i) {
+    const int row = 1 + i % 12;
+    const std::string text = "out " + std::to_string(i);
+    panes += "\x1b[?25l\x1b[" + std::to_string(row) + ";1H\x1b[3" + std::to_string(i % 8) + "m" +
+             text + "\x1b[m\x1b[" + std::to_string(9 - static_cast<int>(text.size()) % 9) +
+             "X\x1b[" + std::to_string(row) + ";11H|right " + std::to_string(i) + "\x1b[99X" +
+             "\x1b[?12l\x1b[?25h";
+  }
+  std::string regions = "\x1b[H";
+  for (int i = 0; i < 40; ++i) {
+    regions += "\x1b[4;9r\x1b[4;1H\x1bM\x1bM\x1b[6;1H\x1bMmid " + std::to_string(i) +
+               "\x1b[2;1H\x1bM\x1bM\x1bMtop\x1b[r\x1b[H\x1bM\x1b[X\x1b[0X\x1b[?12h";
+  }
+  for (const std::string& stream : {pager, panes, regions}) {
+    for (std::size_t piece : {std::size_t{3}, std::size_t{50}, stream.size()}) {
+      Pair p(20, 12);
+      ASSERT_EQ(feed_in_pieces(p, stream, piece), "") << "pieces of " << piece;
+      if (piece == stream.size()) {
+        EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+      }
+    }
+  }
+  Pair p(20, 6);
+  EXPECT_EQ(p.feed("\x1b[2;1H" + std::string(20, 'x') + "\x1bMy"), "");  // RI at a pending wrap
+  EXPECT_EQ(p.feed("\x1b[H\x1b[2;1H" + std::string(20, 'x') + "\x1b[3Xz"), "");  // ECH there
+  EXPECT_EQ(p.feed("\x1b[H\x1bM\x1b[1;5H\x1b[1;2X\x1b[?12;25l"), "");
+}
+
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
   std::string stream = "\x1b[H";
   for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
@@ -334,7 +374,7 @@ rc::Gen<std::string> piece(bool joiners = false) {
         return *element<std::string>("\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[?6h",
                                      "\x1b[?6l", "\x1b[?25l", "\x1b[?25h", "\x1b(B", "\x1b(0",
                                      "\x1b[?2026h", "\x1b[?2026l", "\x1b[?25;2026l", "\x1bH",
-                                     "\x1b[3g", "\x1b[g",
+                                     "\x1b[?12l", "\x1b[?12h", "\x1b[?12;25h", "\x1b[3g", "\x1b[g",
                                      "\x1b"
                                      "c",
                                      "\x1b[20h", "\x1b[20l");

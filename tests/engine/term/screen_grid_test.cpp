@@ -9,8 +9,6 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,10 +16,7 @@
 #include "engine/term/mirror_screen.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/screen_grid.hpp"
-
-#ifndef BACKSCROLL_CORPUS_DIR
-#error "BACKSCROLL_CORPUS_DIR (tests/corpus/recordings) must be defined"
-#endif
+#include "tests/corpus/recordings.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -236,11 +231,9 @@ TEST(ScreenGrid, HistoryBeyondItsLimitDropsTheOldestLines) {
 }
 
 TEST(ScreenGrid, RecordingsOfRealProgramsHoldByteForByte) {
-  const std::string dir = BACKSCROLL_CORPUS_DIR;
-  for (const char* name : {"ls_color", "git_log_graph", "less", "vim", "top", "man_ls"}) {
-    std::ifstream in(dir + "/" + name + ".bin", std::ios::binary);
-    ASSERT_TRUE(in) << name;
-    const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  for (const std::string_view name : kRecordings) {
+    const std::string bytes = read_recording(name);
+    ASSERT_FALSE(bytes.empty()) << name;
     Pair p(80, 24);
     for (std::size_t at = 0; at < bytes.size(); at += 97) {
       p.mirror.feed(std::string_view(bytes).substr(at, 97));

@@ -52,12 +52,10 @@
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/snapshot_grammar.hpp"
+#include "tests/corpus/recordings.hpp"
 
 #ifndef BACKSCROLL_XTERM_DIR
 #error "BACKSCROLL_XTERM_DIR (tests/xterm) must be defined"
-#endif
-#ifndef BACKSCROLL_CORPUS_DIR
-#error "BACKSCROLL_CORPUS_DIR (tests/corpus/recordings) must be defined"
 #endif
 
 namespace backscroll::testing {
@@ -387,18 +385,12 @@ struct Workload {
   std::string bytes;
 };
 
-const std::vector<std::string>& recording_names() {
-  static const std::vector<std::string> names = {"ls_color", "git_log_graph", "less",
-                                                 "vim",      "top",           "man_ls"};
-  return names;
-}
-
 const std::vector<Workload>& recordings() {
   static const std::vector<Workload> all = [] {
     std::vector<Workload> w;
-    for (const std::string& n : recording_names()) {
-      const std::string path = std::string(BACKSCROLL_CORPUS_DIR) + "/" + n + ".bin";
-      w.push_back({n, 80, 24, read_file(path)});
+    for (const std::string_view n : kRecordings) {
+      w.push_back({std::string(n), 80, 24,
+                   read_file(std::string(BACKSCROLL_CORPUS_DIR) + "/" + std::string(n) + ".bin")});
     }
     return w;
   }();
