@@ -34,7 +34,8 @@ inline std::string build_output(std::size_t bytes) {
   return out;
 }
 // Colored build output as compilers, ls and highlighters print it (issue 20): gcc diagnostics
-// (bold locations, `ESC [ K` after every SGR, UTF-8 quotes, the source line with its caret),
+// (bold locations, `ESC [ K` after every SGR, UTF-8 quotes, the option linked to gcc's manual
+// with OSC 8 since 2026-12-05, the source line with its caret),
 // `ls --color` listings, and source code highlighted with 256-colour and truecolor SGR (bat,
 // delta: a colour per token kind, many distinct colours over a file).
 inline std::string colored_build(std::size_t bytes) {
@@ -44,13 +45,15 @@ inline std::string colored_build(std::size_t bytes) {
   for (std::size_t i = 0; out.size() < bytes; ++i) {
     const std::string n = std::to_string(i);
     switch (i % 6) {
-      case 0:  // a gcc warning, its source line and caret
+      case 0:  // a gcc warning (its option linked to the manual, as gcc 12 prints it on a
+               // terminal), its source line and caret
         out += "\x1b[01m\x1b[Ksrc/module" + n + ".cpp:" + std::to_string(i % 900 + 1) +
                ":17:\x1b[m\x1b[K \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[Kunused variable "
                "\u2018\x1b[01m\x1b[Kcount" +
                n +
                "\x1b[m\x1b[K\u2019 [\x1b[01;35m\x1b[K"
-               "-Wunused-variable\x1b[m\x1b[K]\r\n";
+               "\x1b]8;;https://gcc.gnu.org/onlinedocs/gcc/Warning-Options.html"
+               "#index-Wunused-variable\x07-Wunused-variable\x1b]8;;\x07\x1b[m\x1b[K]\r\n";
         out += "  " + std::to_string(i % 900 + 1) + " |     int \x1b[01;35m\x1b[Kcount" + n +
                "\x1b[m\x1b[K = compute(" + n +
                ");\r\n      |         \x1b[01;35m\x1b[K^~~~~\x1b[m"

@@ -11,6 +11,8 @@ namespace {
 
 constexpr std::uint8_t kEsc = 0x1b;
 
+constexpr std::uint8_t kBel = 0x07;
+
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
 bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';'; }
 
@@ -123,6 +125,31 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
     designation_end();
     return 3;
   }
+  if (p[1] == ']') {
+    // A hyperlink: `ESC ] 8 ;`, printable ASCII, then BEL or `ESC \`. Anything else inside
+    // (a control libvterm would run, a byte from 0x80) ends the run at the ESC.
+    if (n < 4) return 0;
+    if (p[2] != '8' || p[3] != ';') {
+      brk();
+      return 0;
+    }
+    std::size_t k = 4;
+    while (k < n && k < kMaxOscBytes && printable_ascii(p[k])) ++k;
+    if (k == n) return 0;  // goes on in the next piece
+    std::size_t end = 0;   // one past the terminator
+    if (p[k] == kBel) {
+      end = k + 1;
+    } else if (p[k] == kEsc) {
+      if (k + 1 == n) return 0;
+      if (p[k + 1] == '\\') end = k + 2;
+    }
+    if (end == 0 || end > kMaxOscBytes) {
+      brk();
+      return 0;
+    }
+    hyperlink_end(std::string_view(reinterpret_cast<const char*>(p), end));
+    return end;
+  }
   if (p[1] != '[') {
     brk();
     return 0;
@@ -178,9 +205,23 @@ void PlainScrollScan::byte(std::uint8_t b) {
       }
       break;
     case State::escape:
-      if (b != '[' && b != '(') return brk();
+      if (b != '[' && b != '(' && b != ']') return brk();
       sequence_ += static_cast<char>(b);
-      state_ = b == '[' ? State::csi : State::designation;
+      state_ = b == '[' ? State::csi : b == '(' ? State::designation : State::osc;
+      break;
+    case State::osc:  // "8;" after `ESC ]`
+      if (b != (sequence_.size() == 2 ? '8' : ';')) return brk();
+      sequence_ += static_cast<char>(b);
+      if (b == ';') state_ = State::osc_body;
+      break;
+    case State::osc_body:
+    case State::osc_st:
+      if (sequence_.size() + 1 > kMaxOscBytes) return brk();
+      if (state_ == State::osc_st ? b != '\\' : !printable_ascii(b) && b != kBel && b != kEsc)
+        return brk();
+      sequence_ += static_cast<char>(b);
+      if (b == kEsc) state_ = State::osc_st;
+      else if (b == kBel || state_ == State::osc_st) hyperlink_end(sequence_);
       break;
     case State::designation:
       if (b != 'B') return brk();
@@ -279,6 +320,13 @@ void PlainScrollScan::designation_end() {
   state_ = State::ground;
   designated_g0_ = true;
   add_to_prefix("\x1b(B");
+}
+
+void PlainScrollScan::hyperlink_end(std::string_view sequence) {
+  state_ = State::ground;
+  // (A line in Line::glyph was settled at the ESC.) In a line's prefix the link goes to the
+  // mirror with the jump, which ignores it as the stream's copy would have been.
+  add_to_prefix(sequence);
 }
 
 void PlainScrollScan::add_to_prefix(std::string_view sequence) {

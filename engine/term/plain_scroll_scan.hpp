@@ -2,10 +2,13 @@
 // of a flood of scrolling text can never be seen again (issue 5; docs/plain-scroll-skip.md).
 //
 // A plain run is a stretch of the stream made only of printable text (ASCII and UTF-8 bytes),
-// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters), EL (CSI digits K) and
-// `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0` in scripts). Such bytes change
+// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters), EL (CSI digits K),
+// `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0` in scripts) and hyperlinks
+// (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at most kMaxOscBytes:
+// gcc links each warning's option to its manual, `ls --hyperlink` each name). Such bytes change
 // the screen's cells, the cursor's column and row, the pen, the last glyph and G0, and nothing
-// else (no mode, margin, tab stop, other charset, title or saved cursor); a target says whether
+// else (no mode, margin, tab stop, other charset, title, saved cursor, event or cell the
+// mirror models: it keeps no link); a target says whether
 // G0 was designated before it (Target::designates_g0), for the jump to designate it too. On the
 // main screen, with a full-screen scroll region and the cursor on the bottom row, every LF of a
 // plain run scrolls one line into the history; once `keep` more LFs have followed a point L,
@@ -53,6 +56,7 @@ namespace backscroll::term {
 class PlainScrollScan {
  public:
   static constexpr std::size_t kMaxSequenceBytes = 64;  // a longer SGR/EL ends the run
+  static constexpr std::size_t kMaxOscBytes = 2048;     // a longer hyperlink ends the run
   static constexpr std::size_t kMaxSgrParams = 16;      // libvterm 0.1.4's limit
   // Distinct SGRs a run's pens may refer to at once; more end the run. The table also keeps
   // those no pen refers to until it is full: a palette of up to this many SGRs (syntax
@@ -101,7 +105,9 @@ class PlainScrollScan {
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
 
  private:
-  enum class State : std::uint8_t { ground, escape, csi, designation };
+  // osc: after `ESC ]`, reading "8;"; osc_body: the link's parameters and URI; osc_st: after
+  // an ESC inside it (ST is `ESC \`).
+  enum class State : std::uint8_t { ground, escape, csi, designation, osc, osc_body, osc_st };
   // Where the current line stands as a target.
   enum class Line : std::uint8_t {
     none,    // not a candidate (text before, or the column is not known to be 0)
@@ -121,6 +127,8 @@ class PlainScrollScan {
   void sequence_end(std::string_view sequence, std::size_t separators);
   // A whole `ESC ( B`.
   void designation_end();
+  // A whole hyperlink, ESC to its terminator.
+  void hyperlink_end(std::string_view sequence);
   // A sequence of the line's prefix, while the line may become a target (kMaxPrefixBytes).
   void add_to_prefix(std::string_view sequence);
   // An SGR of the run: queued for the pen (see the header comment).
@@ -139,7 +147,7 @@ class PlainScrollScan {
   std::uint64_t lfs_ = 0;
 
   State state_ = State::ground;
-  std::string sequence_;  // the SGR/EL being read, from its ESC
+  std::string sequence_;  // the SGR/EL/hyperlink being read, from its ESC
   Cursor sequence_start_{0};
 
   bool column0_ = false;        // a CR came after the last text byte (LF keeps the column)

@@ -191,12 +191,27 @@ TEST(SgrEffect, ModelsOnlyWhatItKnowsExactly) {
 }
 
 TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
-  for (std::string_view breaker :
-       {"\x1b[H", "\x1b[2J", "\x1b[?25l", "\x1b[38:5:1m", "\x1b[1;2K", "\x1b(0", "\x1b)B", "\x1b(A",
-        "\x1b"
-        "7",
-        "\x1b]0;t\x07", "\x07", "\x08", "\x0b", "\x0e", "\x7f",
-        "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
+  for (std::string_view breaker : {"\x1b[H",
+                                   "\x1b[2J",
+                                   "\x1b[?25l",
+                                   "\x1b[38:5:1m",
+                                   "\x1b[1;2K",
+                                   "\x1b(0",
+                                   "\x1b)B",
+                                   "\x1b(A",
+                                   "\x1b"
+                                   "7",
+                                   "\x1b]0;t\x07",
+                                   "\x07",
+                                   "\x08",
+                                   "\x0b",
+                                   "\x0e",
+                                   "\x7f",
+                                   "\x1b]8;;\x0a\x07",
+                                   "\x1b]8;;x\x1b[m",
+                                   "\x1b]7;file:///\x07",
+                                   "\x1b]8;;\xe2\x80\xa6\x07",
+                                   "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
     const std::string stream = lines(5) + std::string(breaker) + lines(5);
     const PlainScrollScan scan = scanned(stream);
     EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(breaker));
@@ -369,6 +384,14 @@ std::vector<Case> boundary_cases() {
   cases.push_back(
       {"sgr0 designating G0",
        "\x1b[32mok\x1b(B\x1b[m r\xc3\xa9sum\xc3\xa9\r\n\x1b(B\x1b[mx \x1b[1mb\x1b(B\x1b[m\r\n"});
+  // gcc 12 on a terminal links each warning's option to its manual with OSC 8 (BEL ends it);
+  // `ls --hyperlink` starts each line with one (ST ends it); both draw nothing.
+  cases.push_back(
+      {"hyperlinks (OSC 8)",
+       "\x1b[01m\x1b[Kw.c:1:16:\x1b[m\x1b[K \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[Kunused "
+       "[\x1b[01;35m\x1b[K\x1b]8;;https://gcc.gnu.org/onlinedocs/gcc/"
+       "Warning-Options.html#index-Wunused-variable\x07-Wunused-variable\x1b]8;;\x07\x1b[m\x1b[K]"
+       "\r\n    1 | int x;\r\n\x1b]8;id=7;file://host/tmp/a.txt\x1b\\a.txt\x1b]8;;\x1b\\\r\n"});
   cases.push_back({"wide screen", lines(1, "log line "), 200, 50});
   cases.push_back({"two rows", lines(1, "r "), 10, 2});
   return cases;
@@ -522,7 +545,18 @@ rc::Gen<std::string> plain_piece() {
                                          "\x1b"
                                          "8",
                                          "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
-                                         "\x1b[r", "\x1b(0", "\x1b)0\x0e", "\x0f")},
+                                         "\x1b[r", "\x1b(0", "\x1b)0\x0e", "\x0f",
+                                         // Not hyperlinks a run may hold: a title, another
+                                         // OSC, a control or a byte from 0x80 inside, ESC
+                                         // without the backslash of ST, one too long.
+                                         "\x1b]0;title\x07", "\x1b]88;x\x07", "\x1b]8:x\x07",
+                                         "\x1b]8;;a\nb\x07", "\x1b]8;;\xc3\xa9\x07",
+                                         "\x1b]8;;x\x1bq", "\x1b]8;;\x18",
+                                         "\x1b]8;;" + std::string(2100, 'u') + "\x07")},
+       // Hyperlinks: before a line's glyph or within the line, ended by BEL or ST.
+       {4, rc::gen::element<std::string>("\x1b]8;;https://gcc.gnu.org/x#W\x07", "\x1b]8;;\x07",
+                                         "\x1b]8;id=3;file:///tmp/a\x1b\\", "\x1b]8;;\x1b\\",
+                                         "\x1b]8;;" + std::string(2030, 'u') + "\x07")},
        // Many distinct colours: the SGR table fills, drops what no pen uses, or ends the run
        // (38;5 past 255 is an SGR whose effect is not modelled, so it is never dropped).
        {10, rc::gen::map(rc::gen::inRange(0, 600), [](int i) {
