@@ -308,10 +308,12 @@ const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
   const TerminalModes& modes = scanner_.modes();
   const int rows = screen_.rows();
   // One row: libvterm keeps no history there, so the lines before a jump would never be pushed
-  // out of it.
-  const bool plain = rows >= 2 && !screen_.alt_screen() && !screen_.size_clamped() &&
-                     !modes.alternate_screen && !modes.origin && !modes.left_right_margin_mode &&
-                     modes.scroll_top == 0 &&
+  // out of it. One or two columns: a glyph as wide as the row leaves a pending wrap with the
+  // cursor in column 0, which CR keeps (the cursor does not move) and an LF on the bottom row
+  // keeps (it scrolls), so a line start after CR LF may still have a wrap pending.
+  const bool plain = rows >= 2 && screen_.cols() >= 3 && !screen_.alt_screen() &&
+                     !screen_.size_clamped() && !modes.alternate_screen && !modes.origin &&
+                     !modes.left_right_margin_mode && modes.scroll_top == 0 &&
                      (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
   if (!plain) return nullptr;
   scan_.forget_before(parsed_);

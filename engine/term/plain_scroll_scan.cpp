@@ -14,7 +14,9 @@ constexpr std::uint8_t kEsc = 0x1b;
 constexpr std::uint8_t kBel = 0x07;
 
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
-bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';'; }
+// Digits, and the separators of parameters (';') and of an SGR's sub-parameters (':', which
+// libvterm 0.1.4 stores as arguments too: each counts against its 16).
+bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';' || b == ':'; }
 
 // A hash of a sequence (SGRs are 3 to 64 bytes), from whole-word loads.
 std::uint64_t sequence_hash(std::string_view s) {
@@ -162,7 +164,7 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
       brk();
       return 0;
     }
-    if (p[k] == ';') {
+    if (p[k] == ';' || p[k] == ':') {
       ++separators;
       continue;
     }
@@ -232,8 +234,9 @@ void PlainScrollScan::byte(std::uint8_t b) {
       if (sequence_.size() > kMaxSequenceBytes) return brk();
       if (csi_parameter_byte(b)) return;
       if (b == 'm' || b == 'K') {
-        return sequence_end(sequence_, static_cast<std::size_t>(
-                                           std::count(sequence_.begin(), sequence_.end(), ';')));
+        return sequence_end(sequence_, static_cast<std::size_t>(std::count_if(
+                                           sequence_.begin(), sequence_.end(),
+                                           [](char c) { return c == ';' || c == ':'; })));
       }
       brk();  // another CSI, a private or sub-parameter form, a control inside it
       break;
@@ -309,7 +312,7 @@ void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separa
     queue_sgr(sequence);
     if (broken_) return;
   } else if (separators > 0) {
-    return brk();  // EL takes one parameter
+    return brk();  // EL takes one parameter, and no sub-parameter
   }
   state_ = State::ground;
   // (A line in Line::glyph was settled at the ESC.)

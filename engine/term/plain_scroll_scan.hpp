@@ -2,7 +2,9 @@
 // of a flood of scrolling text can never be seen again (issue 5; docs/plain-scroll-skip.md).
 //
 // A plain run is a stretch of the stream made only of printable text (ASCII and UTF-8 bytes),
-// CR, LF, TAB, SGR (CSI digits/';' m, at most 16 parameters), EL (CSI digits K),
+// CR, LF, TAB, SGR (CSI digits/';'/':' m, at most 16 parameters and sub-parameters: the mirror
+// reads the colon forms whichever way they come, sgr_effect() models none of them), EL (CSI
+// digits K),
 // `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0` in scripts) and hyperlinks
 // (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at most kMaxOscBytes:
 // gcc links each warning's option to its manual, `ls --hyperlink` each name). Such bytes change

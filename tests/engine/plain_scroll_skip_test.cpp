@@ -194,7 +194,8 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
   for (std::string_view breaker : {"\x1b[H",
                                    "\x1b[2J",
                                    "\x1b[?25l",
-                                   "\x1b[38:5:1m",
+                                   "\x1b[1:2K",
+                                   "\x1b[1:2;3;4;5;6;7;8;9;1;2;3;4;5;6;7;8m",
                                    "\x1b[1;2K",
                                    "\x1b(0",
                                    "\x1b)B",
@@ -384,6 +385,10 @@ std::vector<Case> boundary_cases() {
   cases.push_back(
       {"sgr0 designating G0",
        "\x1b[32mok\x1b(B\x1b[m r\xc3\xa9sum\xc3\xa9\r\n\x1b(B\x1b[mx \x1b[1mb\x1b(B\x1b[m\r\n"});
+  // Sub-parameters (curly underlines, colours in the ITU form): the mirror rewrites them.
+  cases.push_back({"colon SGR forms",
+                   "\x1b[4:3;38:2::200:10:10mtypo\x1b[4:0;39m fine \x1b[38:5:33mblue\x1b[m\r\n"
+                   "\x1b[48:2:1:2:3mbg\x1b[49m\r\n"});
   // gcc 12 on a terminal links each warning's option to its manual with OSC 8 (BEL ends it);
   // `ls --hyperlink` starts each line with one (ST ends it); both draw nothing.
   cases.push_back(
@@ -503,6 +508,21 @@ TEST(PlainScrollSkip, NoJumpOnTheAlternateScreenInARegionOrInOriginMode) {
   }
 }
 
+// A glyph as wide as the row (one column on one, a wide one on two) leaves a pending wrap with
+// the cursor in column 0, which CR keeps (the cursor does not move) and so does an LF on the
+// bottom row (it scrolls instead): "column 0 after a CR" then does not mean "no wrap pending",
+// and the next line's erase and glyph land otherwise than a jump would put them (found by
+// AnyPlainishStreamJumpsExactly, 2026-12-05). Such screens never jump.
+TEST(PlainScrollSkip, NoJumpOnScreensNarrowerThanThreeColumns) {
+  const std::string body = "\xe4\xb8\xad\r\n\x1b[1;31m\x1b[2K\x1b[0mx\r\n";
+  const std::string stream = repeated(body, 40'000) + kProbes;
+  for (int cols : {1, 2, 3}) {
+    std::uint64_t skipped = 0;
+    EXPECT_EQ(jump_difference(stream, {}, cols, 4, &skipped), "") << cols << " columns";
+    EXPECT_EQ(skipped > 0, cols >= 3) << cols << " columns";
+  }
+}
+
 TEST(PlainScrollSkip, NoJumpOnOneRow) {
   // libvterm keeps no history on one row: what a jump leaves in it would never be pushed out.
   auto b = fresh(20, 5, kJumpAnywhere);
@@ -538,7 +558,10 @@ rc::Gen<std::string> plain_piece() {
                                           "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m",
                                           "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
                                           "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
-                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m")},
+                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m",
+                                          // Colon forms: the mirror rewrites them for libvterm.
+                                          "\x1b[4:3m", "\x1b[38:5:200m", "\x1b[38:2::9:8:7m",
+                                          "\x1b[48:2:1:2:3m", "\x1b[58:5:1m", "\x1b[1;4:0m")},
        {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
                                          "\x1b"
                                          "7",
