@@ -197,6 +197,13 @@ void PlainScrollScan::byte(std::uint8_t b) {
         if (line_ == Line::glyph) add_target();
         line_ = Line::none;
         column0_ = false;
+      } else if (b == '\b') {
+        // Overstrike (`man` for a terminal without SGR: `N BS N` bold, `_ BS x` underlined).
+        // BS moves the cursor left, and from column 0 nowhere (no wrap is pending there on the
+        // screens a jump is made on), so the column stays known to be 0 where it was.
+        if (line_ == Line::glyph) add_target();
+        if (line_ == Line::prefix) pending_.prefix += '\b';
+        else line_ = Line::none;
       } else if (b == kEsc) {
         if (line_ == Line::glyph) add_target();
         state_ = State::escape;

@@ -2,19 +2,18 @@
 // of a flood of scrolling text can never be seen again (issue 5; docs/plain-scroll-skip.md).
 //
 // A plain run is a stretch of the stream made only of printable text (ASCII and UTF-8 bytes),
-// CR, LF, TAB, SGR (CSI digits/';'/':' m, at most 16 parameters and sub-parameters: the mirror
-// reads the colon forms whichever way they come, sgr_effect() models none of them), EL (CSI
-// digits K),
-// `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0` in scripts) and hyperlinks
-// (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at most kMaxOscBytes:
-// gcc links each warning's option to its manual, `ls --hyperlink` each name). Such bytes change
-// the screen's cells, the cursor's column and row, the pen, the last glyph and G0, and nothing
-// else (no mode, margin, tab stop, other charset, title, saved cursor, event or cell the
-// mirror models: it keeps no link); a target says whether
-// G0 was designated before it (Target::designates_g0), for the jump to designate it too. On the
-// main screen, with a full-screen scroll region and the cursor on the bottom row, every LF of a
-// plain run scrolls one line into the history; once `keep` more LFs have followed a point L,
-// nothing printed before L can be on the screen or within the last `keep - rows` history lines.
+// CR, LF, TAB, BS (overstrike), SGR (CSI digits/';'/':' m, at most 16 parameters and
+// sub-parameters: the mirror reads the colon forms whichever way they come, sgr_effect() models
+// none of them), EL (CSI digits K), `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0`
+// in scripts) and hyperlinks (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at
+// most kMaxOscBytes: gcc links each warning's option to its manual, `ls --hyperlink` each name).
+// Such bytes change the screen's cells, the cursor's column and row, the pen, the last glyph and
+// G0, and nothing else (no mode, margin, tab stop, other charset, title, saved cursor, event or
+// cell the mirror models: it keeps no link); a target says whether G0 was designated before it
+// (Target::designates_g0), for the jump to designate it too. On the main screen, with a full-screen
+// scroll region and the cursor on the bottom row, every LF of a plain run scrolls one line into the
+// history; once `keep` more LFs have followed a point L, nothing printed before L can be on the
+// screen or within the last `keep - rows` history lines.
 //
 // The scan finds such points ("targets"): L is the start of a line (just after an LF, the
 // column known to be 0 because a CR came after the last text), and the line begins with SGR/EL

@@ -91,6 +91,18 @@ TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
   EXPECT_EQ(scan.best(Cursor{0}, 2, 0)->prefix, "x");
 }
 
+// BS keeps the column known where it was: 0 after a CR (a line whose prefix has BS is a
+// target), not 0 after text (the line after a bare LF is not).
+TEST(PlainScrollScan, BackspaceKeepsTheColumnKnownOnlyWhereItWas) {
+  const PlainScrollScan scan = scanned("a\r\nab\b\nno\r\n\b\byes\r\nN\bN\r\n");
+  std::vector<std::string> prefixes;
+  for (int keep = 0; keep <= 4; ++keep) {
+    if (const auto* t = scan.best(Cursor{0}, static_cast<std::uint64_t>(keep), 0))
+      prefixes.push_back(t->prefix);
+  }
+  EXPECT_EQ(prefixes, (std::vector<std::string>{"N", "N", "\b\by", "a", "a"}));  // "no": none
+}
+
 // The glyph may be followed by any character that cannot join it: accented letters, CJK, an
 // emoji; not by a combining mark, a C1 control, a malformed or overlong sequence (issue 20: a
 // flood of UTF-8 text lines had no target at all and was parsed whole).
@@ -204,7 +216,6 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
                                    "7",
                                    "\x1b]0;t\x07",
                                    "\x07",
-                                   "\x08",
                                    "\x0b",
                                    "\x0e",
                                    "\x7f",
@@ -385,6 +396,11 @@ std::vector<Case> boundary_cases() {
   cases.push_back(
       {"sgr0 designating G0",
        "\x1b[32mok\x1b(B\x1b[m r\xc3\xa9sum\xc3\xa9\r\n\x1b(B\x1b[mx \x1b[1mb\x1b(B\x1b[m\r\n"});
+  // man for a terminal without SGR: bold as `N BS N`, underlines as `_ BS x`, a BS at a
+  // line's start and after a wide glyph.
+  cases.push_back({"overstrike (man pages)",
+                   "N\bNA\bAM\bME\bE\r\n     l\bls\bs [_\bO_\bP]\r\n\bx\b\by\r\n"
+                   "\x1b[1m\bz\xe4\xb8\xad\b\b_\r\n\x1b[mab\b\nq\r\n"});
   // Sub-parameters (curly underlines, colours in the ITU form): the mirror rewrites them.
   cases.push_back({"colon SGR forms",
                    "\x1b[4:3;38:2::200:10:10mtypo\x1b[4:0;39m fine \x1b[38:5:33mblue\x1b[m\r\n"
@@ -559,6 +575,8 @@ rc::Gen<std::string> plain_piece() {
                                           "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
                                           "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
                                           "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m",
+                                          // Overstrike, as man prints bold and underlines.
+                                          "\b", "N\bN", "_\bx", "\r\b", "\xe4\xb8\xad\b\b",
                                           // Colon forms: the mirror rewrites them for libvterm.
                                           "\x1b[4:3m", "\x1b[38:5:200m", "\x1b[38:2::9:8:7m",
                                           "\x1b[48:2:1:2:3m", "\x1b[58:5:1m", "\x1b[1;4:0m")},
