@@ -255,42 +255,58 @@ void PlainScrollScan::text(std::uint8_t b) {
   switch (line_) {
     case Line::none: break;
     case Line::prefix:
+      // The line's first glyph: printable ASCII, or a UTF-8 character (decoded next).
+      pending_.prefix += static_cast<char>(b);
       if (printable_ascii(b)) {
-        pending_.prefix += static_cast<char>(b);
         pending_.end = scanned_ + 1;
         line_ = Line::glyph;
       } else {
-        line_ = Line::none;  // a line that starts with UTF-8 is no target
+        line_ = start_character(b) ? Line::first : Line::none;
+      }
+      break;
+    case Line::first:
+      pending_.prefix += static_cast<char>(b);
+      line_ = Line::none;
+      if (const int got = continue_character(b); got == 0) {
+        line_ = Line::first;
+      } else if (got > 0) {
+        pending_.end = scanned_ + 1;
+        line_ = Line::glyph;
       }
       break;
     case Line::glyph:
       // A combining mark after the glyph would join it within one libvterm write: an ASCII
-      // byte may follow a target's end, or a character that is not zero-width (decoded next).
+      // byte may follow a target's end, or a character that cannot join it (decoded next).
       line_ = Line::none;
-      if (b < 0x80) {
-        add_target();
-      } else if (b >= 0xc2 && b <= 0xf4) {
-        const int length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
-        next_ = static_cast<char32_t>(b & (0x7f >> length));
-        next_bytes_left_ = static_cast<std::uint8_t>(length - 1);
-        next_min_ = length == 4 ? 0x10000 : length == 3 ? 0x800 : 0xa0;
-        line_ = Line::next;
-      }
+      if (b < 0x80) add_target();
+      else if (start_character(b)) line_ = Line::next;
       break;
     case Line::next:
-      line_ = Line::none;             // unless the character goes on
-      if ((b & 0xc0) != 0x80) break;  // malformed: no target
-      next_ = next_ << 6 | (b & 0x3f);
-      if (--next_bytes_left_ > 0) {
-        line_ = Line::next;
-      } else if (next_ >= next_min_ && next_ <= 0x10ffff && !(next_ >= 0xd800 && next_ <= 0xdfff) &&
-                 !is_zero_width(next_)) {
-        // (U+0080-U+009F are C1 controls to libvterm; overlong forms and surrogates are no
-        // character: none of them makes a target.)
-        add_target();
-      }
+      line_ = Line::none;
+      if (const int got = continue_character(b); got == 0) line_ = Line::next;
+      else if (got > 0) add_target();
       break;
   }
+}
+
+bool PlainScrollScan::start_character(std::uint8_t lead) {
+  if (lead < 0xc2 || lead > 0xf4) return false;
+  const int length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+  next_ = static_cast<char32_t>(lead & (0x7f >> length));
+  next_bytes_left_ = static_cast<std::uint8_t>(length - 1);
+  next_min_ = length == 4 ? 0x10000 : length == 3 ? 0x800 : 0xa0;
+  return true;
+}
+
+int PlainScrollScan::continue_character(std::uint8_t b) {
+  if ((b & 0xc0) != 0x80) return -1;  // malformed
+  next_ = next_ << 6 | (b & 0x3f);
+  if (--next_bytes_left_ > 0) return 0;
+  // U+0080-U+009F are C1 controls to libvterm; overlong forms and surrogates are no character;
+  // a zero-width character, U+302A-U+302F and U+3099-U+309A join the glyph before them.
+  const bool glyph = next_ >= next_min_ && next_ <= 0x10ffff &&
+                     !(next_ >= 0xd800 && next_ <= 0xdfff) && !joins_at_write_start(next_);
+  return glyph ? 1 : -1;
 }
 
 void PlainScrollScan::line_feed() {

@@ -17,8 +17,9 @@
 //
 // The scan finds such points ("targets"): L is the start of a line (just after an LF, the
 // column known to be 0 because a CR came after the last text), and the line begins with SGR/EL
-// bytes and then one printable ASCII glyph g that an ASCII byte, CR, LF or a character that is
-// not zero-width follows (a combining mark would join g: docs/plain-scroll-skip.md). The mirror
+// bytes and then one glyph g (printable ASCII, or a UTF-8 character from U+00A0 that libvterm
+// does not join to the glyph before it) that an ASCII byte, CR, LF or such a character follows
+// (a combining mark would join g: docs/plain-scroll-skip.md). The mirror
 // may then replace the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead):
 // the pen at L, CR, `rows` LFs (the cursor on the bottom row, as it is at L), and the line's
 // bytes up to g (so the last glyph, what REP repeats, is the same one at the same cell).
@@ -114,6 +115,7 @@ class PlainScrollScan {
     none,    // not a candidate (text before, or the column is not known to be 0)
     prefix,  // after an LF at column 0: collecting SGR/EL bytes before the glyph
     glyph,   // the glyph was the last byte: waiting for the byte after it
+    first,   // the glyph is a UTF-8 character: decoding it (next_, next_bytes_left_)
     next,    // after the glyph, a UTF-8 character: decoding it (next_, next_bytes_left_)
   };
 
@@ -123,6 +125,12 @@ class PlainScrollScan {
   // (byte() then reads it) or ended the run.
   std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
+  // UTF-8 decoding into next_ (Line::first, Line::next): start_character() takes a lead byte
+  // (false for one that starts no character); continue_character() a continuation byte: 0 while
+  // more must come, 1 for a character that is a glyph of its own (from U+00A0, none libvterm
+  // joins to the glyph before), -1 otherwise.
+  bool start_character(std::uint8_t lead);
+  int continue_character(std::uint8_t b);
   void line_feed();
   // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators.
   void sequence_end(std::string_view sequence, std::size_t separators);

@@ -77,11 +77,11 @@ TEST(PlainScrollScan, FindsTheLatestLineStartWithEnoughLineFeedsAfterIt) {
   EXPECT_EQ(scan.best(Cursor{0}, 5, 16), nullptr);  // the cursor may not be at the bottom yet
 }
 
-TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
-  // A bare LF keeps the column; TAB, UTF-8 first, or a combining mark after the glyph.
-  const PlainScrollScan scan = scanned("a\r\nx\nbare\r\n\tx\r\n\xc3\xa9t\r\ne\xcc\x81\r\nok\r\n");
+TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAGlyphOfTheirOwnAreNoTargets) {
+  // A bare LF keeps the column; TAB first, or a combining mark after the glyph.
+  const PlainScrollScan scan = scanned("a\r\nx\nbare\r\n\tx\r\ne\xcc\x81\r\nok\r\n");
   std::vector<std::string> starts;
-  for (int keep = 0; keep <= 6; ++keep) {
+  for (int keep = 0; keep <= 5; ++keep) {
     if (const auto* t = scan.best(Cursor{0}, static_cast<std::uint64_t>(keep), 0))
       starts.push_back(t->prefix);
   }
@@ -89,6 +89,40 @@ TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAnAsciiGlyphAreNoTargets) {
   for (const std::string& s : starts) EXPECT_TRUE(s == "x" || s == "o") << s;
   EXPECT_EQ(scan.best(Cursor{0}, 1, 0)->prefix, "o");
   EXPECT_EQ(scan.best(Cursor{0}, 2, 0)->prefix, "x");
+}
+
+// A line's first glyph may be a UTF-8 character (tree's box drawing, CJK logs, a test runner's
+// check mark), one or two columns wide; not a mark, a C1 control, U+302A or U+3099 (which join
+// the glyph before them), nor a malformed or cut sequence.
+TEST(PlainScrollScan, ALinesFirstGlyphMayBeAUtf8CharacterOfItsOwn) {
+  const std::pair<std::string_view, bool> cases[] = {
+      {"\xe2\x94\x9c\xe2\x94\x80\xe2\x94\x80 src", true},  // ├── src
+      {"\xe6\x97\xa5\xe5\xbf\x97: ok", true},              // 日志: ok
+      {"\xe2\x9c\x93 passes", true},                       // ✓ passes
+      {"\xc3\xa9t\xc3\xa9", true},
+      {"\xf0\x9f\x9a\x80 launch", true},
+      {"\xcc\x81x", false},             // a combining mark
+      {"\xc2\x85x", false},             // NEL, a C1 control
+      {"\xe3\x80\xaax", false},         // U+302A
+      {"\xe3\x82\x99x", false},         // U+3099
+      {"\xe4\xb8x", false},             // cut short
+      {"\xc0\xafx", false},             // overlong
+      {"\xe2\x94\x9c\xcc\x81", false},  // a mark after it
+  };
+  for (const auto& [line, target] : cases) {
+    const std::string stream = "a\r\n" + std::string(line) + "\r\nz\r\n";
+    const PlainScrollScan scan = scanned(stream);
+    // Two LFs follow the line: only it can be the target.
+    const PlainScrollScan::Target* t = scan.best(Cursor{0}, 2, 0);
+    EXPECT_EQ(t != nullptr, target) << ::testing::PrintToString(std::string(line));
+    if (t != nullptr) {
+      // The prefix is the whole first character, and the target ends after it.
+      const auto lead = static_cast<unsigned char>(line[0]);
+      const std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+      EXPECT_EQ(t->prefix, std::string(line.substr(0, length)));
+      EXPECT_EQ(value(t->end), 3 + length);
+    }
+  }
 }
 
 // BS keeps the column known where it was: 0 after a CR (a line whose prefix has BS is a
@@ -382,6 +416,13 @@ std::vector<Case> boundary_cases() {
   cases.push_back({"empty lines", "x\r\n\r\n\r\n"});
   cases.push_back({"combining marks", "x e\xcc\x81t\xcc\x83 a\r\n"});
   cases.push_back({"UTF-8 first", "\xc3\xa9t\xc3\xa9\r\nok\r\n"});
+  // Every line starts with a UTF-8 glyph: tree's box drawing, a CJK log, check marks, an emoji,
+  // a wide glyph alone on its line.
+  cases.push_back({"UTF-8 first glyphs only",
+                   "\xe2\x94\x9c\xe2\x94\x80\xe2\x94\x80 src\r\n\xe2\x94\x82   "
+                   "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80 main.c\r\n\xe6\x97\xa5\xe5\xbf\x97: "
+                   "\xe5\xae\x8c\xe6\x88\x90\r\n\xe2\x9c\x93 ok\r\n\xf0\x9f\x9a\x80\r\n"
+                   "\xe4\xb8\xad\r\n\x1b[32m\xe2\x9c\x93\x1b[m \xc3\xa9\r\n"});
   cases.push_back({"truecolor highlighting", bench_like_highlighting()});
   cases.push_back({"SGRs overriding each other",
                    "\x1b[1;31mx\x1b[38;2;1;2;3m y\x1b[7m\x1b[27m\x1b[48;5;3mz\x1b[1m\r\n"
