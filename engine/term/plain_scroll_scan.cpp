@@ -116,7 +116,7 @@ void PlainScrollScan::scan(std::string_view bytes) {
 }
 
 std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_t n) {
-  if (line_ == Line::glyph) add_target();  // what byte() does at an ESC, done once
+  text_ends();  // what byte() does at an ESC, done once
   if (n < 2) return 0;
   if (p[1] == '(') {
     if (n < 3) return 0;
@@ -186,26 +186,26 @@ void PlainScrollScan::byte(std::uint8_t b) {
       if (is_text_byte(b)) {
         text(b);
       } else if (b == '\n') {
-        if (line_ == Line::glyph) add_target();
+        text_ends();
         line_feed();
       } else if (b == '\r') {
-        if (line_ == Line::glyph) add_target();
+        text_ends();
         if (line_ == Line::prefix) pending_.prefix += '\r';  // at column 0: no effect
         else line_ = Line::none;
         column0_ = true;
       } else if (b == '\t') {
-        if (line_ == Line::glyph) add_target();
+        text_ends();
         line_ = Line::none;
         column0_ = false;
       } else if (b == '\b') {
         // Overstrike (`man` for a terminal without SGR: `N BS N` bold, `_ BS x` underlined).
         // BS moves the cursor left, and from column 0 nowhere (no wrap is pending there on the
         // screens a jump is made on), so the column stays known to be 0 where it was.
-        if (line_ == Line::glyph) add_target();
+        text_ends();
         if (line_ == Line::prefix) pending_.prefix += '\b';
         else line_ = Line::none;
       } else if (b == kEsc) {
-        if (line_ == Line::glyph) add_target();
+        text_ends();
         state_ = State::escape;
         sequence_.assign(1, static_cast<char>(b));
         sequence_start_ = scanned_;
@@ -307,6 +307,13 @@ int PlainScrollScan::continue_character(std::uint8_t b) {
   const bool glyph = next_ >= next_min_ && next_ <= 0x10ffff &&
                      !(next_ >= 0xd800 && next_ <= 0xdfff) && !joins_at_write_start(next_);
   return glyph ? 1 : -1;
+}
+
+void PlainScrollScan::text_ends() {
+  if (line_ == Line::glyph) add_target();  // nothing can join the glyph any more
+  // A UTF-8 character cut short (the line's first glyph, or what follows it) is no character:
+  // libvterm drops it, and no target may rebuild it.
+  else if (line_ == Line::first || line_ == Line::next) line_ = Line::none;
 }
 
 void PlainScrollScan::line_feed() {

@@ -125,6 +125,9 @@ class PlainScrollScan {
   // (byte() then reads it) or ended the run.
   std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
+  // At a control or an ESC after text: settles the line's state (a glyph is a target, a UTF-8
+  // character cut short makes none).
+  void text_ends();
   // UTF-8 decoding into next_ (Line::first, Line::next): start_character() takes a lead byte
   // (false for one that starts no character); continue_character() a continuation byte: 0 while
   // more must come, 1 for a character that is a glyph of its own (from U+00A0, none libvterm

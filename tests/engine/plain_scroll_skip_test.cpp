@@ -108,6 +108,8 @@ TEST(PlainScrollScan, ALinesFirstGlyphMayBeAUtf8CharacterOfItsOwn) {
       {"\xe4\xb8x", false},             // cut short
       {"\xc0\xafx", false},             // overlong
       {"\xe2\x94\x9c\xcc\x81", false},  // a mark after it
+      {"\xe2\x1b[m\x94\x9c", false},    // cut by an SGR (libvterm drops the lead byte)
+      {"\xe2\r\x94\x9c", false},        // cut by CR
   };
   for (const auto& [line, target] : cases) {
     const std::string stream = "a\r\n" + std::string(line) + "\r\nz\r\n";
@@ -616,6 +618,8 @@ rc::Gen<std::string> plain_piece() {
                                           "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
                                           "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
                                           "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m",
+                                          // UTF-8 cut by what comes between its pieces.
+                                          "\xe2", "\x94\x9c",
                                           // Overstrike, as man prints bold and underlines.
                                           "\b", "N\bN", "_\bx", "\r\b", "\xe4\xb8\xad\b\b",
                                           // Colon forms: the mirror rewrites them for libvterm.
