@@ -133,11 +133,14 @@ void put_char(ScreenGrid& grid, char32_t c, int width, GridFastPath::State& s) {
 }
 
 // The UTF-8 character at `p` when it is one the fast path prints: well-formed, from U+00A0 (no
-// C1 control), one or two columns wide, and a glyph of its own wherever it comes (none that
-// libvterm joins to the glyph before it).
+// C1 control), one or two columns wide, a glyph of its own wherever it comes (none that
+// libvterm joins to the glyph before it), and not U+FFFE or U+FFFF, which libvterm's decoder
+// turns into U+FFFD (encoding.c; found by the mirror fuzzer, 2026-12-05).
 std::optional<Utf8Char> printable_char(std::span<const unsigned char> p) {
   std::optional<Utf8Char> ch = decode_utf8(p);
-  if (!ch || ch->value < 0xa0 || joins_at_write_start(ch->value)) return std::nullopt;
+  if (!ch || ch->value < 0xa0 || ch->value == 0xfffe || ch->value == 0xffff ||
+      joins_at_write_start(ch->value))
+    return std::nullopt;
   return ch;
 }
 

@@ -142,6 +142,23 @@ TEST(GridFastPath, TakesUtf8TextOfOneAndTwoColumns) {
   }
 }
 
+// libvterm's UTF-8 decoder turns U+FFFE and U+FFFF into U+FFFD: the fast path leaves them to
+// it (it printed them as they came, so a mirror showed U+FFFE or U+FFFD by where its writes
+// began: found by the mirror fuzzer, 2026-12-05, fuzz/corpus/mirror/finding_fast_path_ufffe).
+TEST(GridFastPath, LeavesTheNoncharactersLibvtermReplacesToIt) {
+  for (std::size_t piece : {std::size_t{1}, std::size_t{4}, std::size_t{64}}) {
+    Pair p(10, 3);
+    EXPECT_EQ(feed_in_pieces(p,
+                             "a\xef\xbf\xbe\xef\xbf\xbf"
+                             "b \xe2\x94\x9c\xef\xbf\xbe",
+                             piece),
+              "")
+        << "pieces of " << piece;
+    EXPECT_EQ(p.fast.screen().cell(0, 1).chars[0], U'\ufffd');
+    EXPECT_EQ(p.fast.screen().cell(0, 2).chars[0], U'\ufffd');
+  }
+}
+
 // A glyph followed by a mark, or by U+302A-U+302F or U+3099-U+309A (which libvterm joins to the
 // glyph and counts two columns each within a write, but joins without the columns when a write
 // starts with them), goes to libvterm with them, in one write.
