@@ -65,22 +65,24 @@ void append_arg(std::string& out, std::uint32_t a) {
 
 }  // namespace
 
-int MirrorInput::set_size(int cols, int rows) {
-  cols_ = std::max(cols, 1);
-  rows_ = std::max(rows, 1);
+int MirrorInput::set_size(int cols, int rows) { return bounds_.resize(cols, rows); }
+
+int MirrorInput::CursorBounds::resize(int new_cols, int new_rows) {
+  cols = std::max(new_cols, 1);
+  rows = std::max(new_rows, 1);
   // state.c on_resize: UBOUND(scrollregion_bottom, rows), UBOUND(scrollregion_right, cols)
   // when set; the top and left edges stay.
-  if (margin_right_ > -1) margin_right_ = std::min(margin_right_, cols_);
-  if (region_bottom_ > -1) region_bottom_ = std::min(region_bottom_, rows_);
+  if (margin_right > -1) margin_right = std::min(margin_right, cols);
+  if (region_bottom > -1) region_bottom = std::min(region_bottom, rows);
   int reset = 0;
-  if (region_top_ >= (region_bottom_ > -1 ? region_bottom_ : rows_)) {
-    region_top_ = 0;
-    region_bottom_ = -1;
+  if (region_top >= (region_bottom > -1 ? region_bottom : rows)) {
+    region_top = 0;
+    region_bottom = -1;
     reset |= kRegionReset;
   }
-  if (margin_left_ >= (margin_right_ > -1 ? margin_right_ : cols_)) {
-    margin_left_ = 0;
-    margin_right_ = -1;
+  if (margin_left >= (margin_right > -1 ? margin_right : cols)) {
+    margin_left = 0;
+    margin_right = -1;
     reset |= kMarginsReset;
   }
   return reset;
@@ -89,7 +91,7 @@ int MirrorInput::set_size(int cols, int rows) {
 std::uint32_t MirrorInput::unmodelled() const {
   std::uint32_t f = sticky_;
   if (lnm_) f |= kNewlineMode;
-  if (declrmm_ || margin_left_ != 0 || margin_right_ != -1) f |= kMargins;
+  if (bounds_.declrmm || bounds_.margin_left != 0 || bounds_.margin_right != -1) f |= kMargins;
   if ((g2_ != 'u' && g2_ != 'B') || (g3_ != 'u' && g3_ != 'B') || gl_set_ >= 2) f |= kCharsets;
   return f;
 }
@@ -360,13 +362,13 @@ void MirrorInput::dispatch_esc(unsigned char final, std::size_t at, Sink& sink) 
       case 'c':  // RIS: vterm_state_reset(state, 1)
         autowrap_ = true;
         insert_ = false;
-        origin_ = false;
+        bounds_.origin = false;
         lnm_ = false;
-        declrmm_ = false;
-        margin_left_ = 0;
-        margin_right_ = -1;
-        region_top_ = 0;
-        region_bottom_ = -1;
+        bounds_.declrmm = false;
+        bounds_.margin_left = 0;
+        bounds_.margin_right = -1;
+        bounds_.region_top = 0;
+        bounds_.region_bottom = -1;
         gl_set_ = 0;
         single_shift_ = 0;
         g0_ = g1_ = g2_ = g3_ = 'u';
@@ -400,16 +402,16 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
         std::int64_t left = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
         std::int64_t right =
             c.arg(1, kArgMissing) == kArgMissing ? -1 : static_cast<std::int64_t>(c.arg(1, 0));
-        left = std::clamp<std::int64_t>(left, 0, cols_);
+        left = std::clamp<std::int64_t>(left, 0, bounds_.cols);
         right = std::max<std::int64_t>(right, -1);
-        if (left == 0 && right == cols_) right = -1;
-        else right = std::min<std::int64_t>(right, cols_);
+        if (left == 0 && right == bounds_.cols) right = -1;
+        else right = std::min<std::int64_t>(right, bounds_.cols);
         if (right > -1 && right <= left) {
           left = 0;
           right = -1;
         }
-        margin_left_ = static_cast<int>(left);
-        margin_right_ = static_cast<int>(right);
+        bounds_.margin_left = static_cast<int>(left);
+        bounds_.margin_right = static_cast<int>(right);
         break;
       }
       case 'r': {  // DECSTBM, state.c: DECSLRM's clamping in rows, but a region without a
@@ -417,16 +419,16 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
         std::int64_t top = static_cast<std::int64_t>(c.arg(0, 1)) - 1;
         std::int64_t bottom =
             c.arg(1, kArgMissing) == kArgMissing ? -1 : static_cast<std::int64_t>(c.arg(1, 0));
-        top = std::clamp<std::int64_t>(top, 0, rows_);
+        top = std::clamp<std::int64_t>(top, 0, bounds_.rows);
         bottom = std::max<std::int64_t>(bottom, -1);
-        if (top == 0 && bottom == rows_) bottom = -1;
-        else bottom = std::min<std::int64_t>(bottom, rows_);
-        if ((bottom > -1 ? bottom : rows_) <= top) {
+        if (top == 0 && bottom == bounds_.rows) bottom = -1;
+        else bottom = std::min<std::int64_t>(bottom, bounds_.rows);
+        if ((bottom > -1 ? bottom : bounds_.rows) <= top) {
           top = 0;
           bottom = -1;
         }
-        region_top_ = static_cast<int>(top);
-        region_bottom_ = static_cast<int>(bottom);
+        bounds_.region_top = static_cast<int>(top);
+        bounds_.region_bottom = static_cast<int>(bottom);
         break;
       }
       case 'g': {  // TBC
@@ -438,9 +440,9 @@ void MirrorInput::dispatch_csi(std::size_t at, Sink& sink) {
     }
   } else if (c.dec_private() && (cmd == 'h' || cmd == 'l') && c.argcount > 0) {
     const std::uint32_t mode = c.args[0] & ~kArgMore;
-    if (mode == 6) origin_ = (cmd == 'h');
+    if (mode == 6) bounds_.origin = (cmd == 'h');
     if (mode == 7) autowrap_ = (cmd == 'h');
-    if (mode == 69) declrmm_ = (cmd == 'h');
+    if (mode == 69) bounds_.declrmm = (cmd == 'h');
   } else if (c.leader_len == 0 && c.intermed_len == 1 && c.intermed[0] == '"' && cmd == 'q') {
     if (c.arg(0, 0) == 1) sticky_ |= kProtectedCells;  // DECSCA
   }

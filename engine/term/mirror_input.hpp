@@ -159,14 +159,31 @@ class MirrorInput {
   // DECAWM as libvterm has it after the bytes scanned so far.
   bool autowrap() const { return autowrap_; }
   bool insert() const { return insert_; }  // IRM, as libvterm has it
-  // DECOM on, and (row, col) outside the scroll region, or outside the left/right margins while
-  // DECLRMM is on: libvterm clamps the cursor into them at the end of every CSI (state.c
-  // on_csi), so a relative move (CUF) that ends there would take it inside.
-  bool csi_moves_cursor_from(int row, int col) const {
-    if (!origin_) return false;
-    if (row < region_top_ || row >= (region_bottom_ > -1 ? region_bottom_ : rows_)) return true;
-    return declrmm_ && (col < margin_left_ || col >= (margin_right_ > -1 ? margin_right_ : cols_));
-  }
+  // What libvterm clamps the cursor into at the end of every CSI (state.c on_csi), as of the
+  // bytes scanned so far (which may run ahead of those libvterm has been given: a caller that
+  // acts on libvterm's state keeps its own copy, MirrorScreen::vt_bounds_).
+  struct CursorBounds {
+    bool origin = false;  // DECOM (libvterm applies a DECSET's first parameter only)
+    bool declrmm = false;
+    int margin_left = 0;
+    int margin_right = -1;   // exclusive, -1 for the last column
+    int region_top = 0;      // DECSTBM as libvterm stores it: top row, bottom (exclusive) or
+    int region_bottom = -1;  // -1 for the last row
+    int cols = 80;
+    int rows = 24;
+
+    // DECOM on, and (row, col) outside the scroll region, or outside the left/right margins
+    // while DECLRMM is on: a CSI that ends there (a CUF) takes the cursor inside them.
+    bool clamps(int row, int col) const {
+      if (!origin) return false;
+      if (row < region_top || row >= (region_bottom > -1 ? region_bottom : rows)) return true;
+      return declrmm && (col < margin_left || col >= (margin_right > -1 ? margin_right : cols));
+    }
+    // The screen's new size, with the region and margins clamped as libvterm clamps them;
+    // kRegionReset / kMarginsReset (below) for those a resize left degenerate.
+    int resize(int new_cols, int new_rows);
+  };
+  const CursorBounds& cursor_bounds() const { return bounds_; }
   // The glyph being printed is over: a zero-width character next follows no glyph.
   void end_glyph() { cluster_ = 0; }
   // A zero-width character next joins the glyph being printed. False after anything but
@@ -182,16 +199,18 @@ class MirrorInput {
     cluster_ = text_last ? 1 : 0;
     prev_ascii_ = ascii_last;
   }
-  bool origin() const { return origin_; }  // DECOM, as libvterm has it
+  bool origin() const { return bounds_.origin; }  // DECOM, as libvterm has it
   // The scroll region as libvterm holds it: rows [region_top(), region_bottom()).
-  int region_top() const { return region_top_; }
+  int region_top() const { return bounds_.region_top; }
   // The region a DECSTBM that did not come through scan() left (the fast path's): `bottom` as
   // libvterm's scrollregion_bottom holds it (-1: the last row, following resizes).
   void set_region(int top, int bottom) {
-    region_top_ = top;
-    region_bottom_ = bottom;
+    bounds_.region_top = top;
+    bounds_.region_bottom = bottom;
   }
-  int region_bottom() const { return region_bottom_ > -1 ? region_bottom_ : rows_; }
+  int region_bottom() const {
+    return bounds_.region_bottom > -1 ? bounds_.region_bottom : bounds_.rows;
+  }
   // G0-G3 designations as libvterm holds them: 'u' for its initial UTF-8 decoder (which an
   // explicit ESC ( B replaces with a US-ASCII one that decodes differently), else '0', 'A'
   // or 'B'. gl_set(): which of them SO/SI/LS2/LS3 put in GL.
@@ -298,15 +317,8 @@ class MirrorInput {
   // Modes and sticky flags (see Unmodelled).
   bool autowrap_ = true;
   bool insert_ = false;
-  bool origin_ = false;  // DECOM (libvterm applies a DECSET's first parameter only)
   bool lnm_ = false;
-  bool declrmm_ = false;
-  int margin_left_ = 0;
-  int margin_right_ = -1;
-  int region_top_ = 0;      // DECSTBM as libvterm stores it: top row, bottom (exclusive) or
-  int region_bottom_ = -1;  // -1 for the last row
-  int cols_ = 80;
-  int rows_ = 24;
+  CursorBounds bounds_;
   int gl_set_ = 0;
   char g0_ = 'u';
   char g1_ = 'u';

@@ -280,7 +280,8 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       restore,
       autowrap,
       clear_history,
-      erase_right
+      erase_right,
+      bounds
     };
     Event ev = Event::none;
     const std::uint32_t mode = c.argcount > 0 ? (c.args[0] & ~MirrorInput::kArgMore) : 0;
@@ -290,11 +291,13 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
       if (c.final == 'b') ev = Event::rep;
       else if (c.final == 'J' && c.arg(0, 0) == 3) ev = Event::clear_history;
       else if (std::strchr("ABCDEFGH`adefjk", c.final) != nullptr) ev = Event::clear;
+      else if (c.final == 'r' || c.final == 's') ev = Event::bounds;  // DECSTBM, DECSLRM
     } else if (c.dec_private() && c.arg(0, MirrorInput::kArgMissing) != MirrorInput::kArgMissing) {
       if (c.final == 'h' && (mode == 1047 || mode == 1049)) ev = Event::alt_enter;
       else if (c.final == 'h' && mode == 1048) ev = Event::save;
       else if (c.final == 'l' && (mode == 1048 || mode == 1049)) ev = Event::restore;
       else if ((c.final == 'h' || c.final == 'l') && mode == 7) ev = Event::autowrap;
+      else if ((c.final == 'h' || c.final == 'l') && (mode == 6 || mode == 69)) ev = Event::bounds;
     }
 
     if (c.final == 'm' && c.plain()) {
@@ -349,6 +352,12 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
         flush(final_at + 1);
         m_.vt_autowrap_ = c.final == 'h';
         break;
+      case Event::bounds:
+        // The tokenizer has this sequence's region, margins or DECOM (and may read on past
+        // more before the text written next): libvterm has them once it is written.
+        flush(final_at + 1);
+        m_.vt_bounds_ = m_.input_.cursor_bounds();
+        break;
       case Event::erase_right:
         // At a pending wrap xterm.js's cursor is one past the last column, and EL 0 / ED 0
         // erase from there: nothing of the cursor's row (VTE and kitty agree; xterm and
@@ -382,6 +391,7 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     if (e.final == 'c') {  // RIS
       flush(final_at + 1);
       m_.vt_autowrap_ = true;
+      m_.vt_bounds_ = m_.input_.cursor_bounds();
       m_.set_pen_extras(0);
     } else if (e.final == '7') {
       flush(final_at + 1);
@@ -596,6 +606,7 @@ void MirrorScreen::create() {
   vterm_state_reset(im.state, 1);
   input_ = MirrorInput{};
   input_.set_size(cols_, rows_);
+  vt_bounds_ = input_.cursor_bounds();
   if (tap_) tap_->created(cols_, rows_);
 }
 
@@ -851,6 +862,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
     // First: DECSTBM moves libvterm's cursor home (where it stays, a pending wrap there
     // included, the CUP below forces that off when the run knows it).
     input_.set_region(s.region_top, s.region_bottom_set);
+    vt_bounds_ = input_.cursor_bounds();
     sync_ += s.region_sequence;
     row = 0;
     col = 0;
@@ -971,6 +983,7 @@ void MirrorScreen::resize(int cols, int rows) {
   cols_ = c;
   rows_ = r;
   const int reset = input_.set_size(c, r);
+  vt_bounds_ = input_.cursor_bounds();  // nothing scanned is unwritten between feeds
   if (!in_sequence) {
     resize_fixup(reset);
     return;
@@ -1120,7 +1133,9 @@ std::size_t MirrorScreen::join_marks(std::span<const unsigned char> text, bool g
   //     glyph printed again there (found by the fuzzer).
   const bool table = g.chars[0] < 0x80 && gl_table;
   // The CUF ends in the glyph's column, or in column 1 for a glyph in column 0 (BS after it).
-  const bool clamped = input_.csi_moves_cursor_from(g.row, g.col > 0 ? g.col : 1);
+  // (libvterm's DECOM and region, not the tokenizer's: it may have read a DECSTBM after the
+  // marks already.)
+  const bool clamped = vt_bounds_.clamps(g.row, g.col > 0 ? g.col : 1);
   if (table || g.width > impl_->row_width(g.row) || clamped) {
     for (std::size_t at = 0; at < marks;) {
       const std::optional<Utf8Char> ch = decode_utf8(text.subspan(at));

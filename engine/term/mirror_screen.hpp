@@ -279,7 +279,10 @@ class MirrorScreen {
   // Set while an ED 0 at a pending wrap is written: libvterm's erase of the cursor's row from
   // its column is dropped (xterm.js erases from one past the last column: nothing of the row).
   bool keep_cursor_row_ = false;
-  bool vt_autowrap_ = true;       // DECAWM as libvterm has it after the bytes written so far
+  bool vt_autowrap_ = true;  // DECAWM as libvterm has it after the bytes written so far
+  // DECOM, the scroll region and the margins as libvterm has them after the bytes written so
+  // far (the tokenizer's may be ahead, within a feed): whether libvterm clamps a CUF.
+  MirrorInput::CursorBounds vt_bounds_;
   std::uint32_t pen_extras_ = 0;  // MirrorInput::kPen* bits of the pen (set_pen_extras)
   bool text_last_ = false;        // see text_last()
   // The feeding buffer's GL table state from each position on (Feeder::gl_table_at), in

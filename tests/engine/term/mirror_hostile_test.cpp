@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "engine/term/mirror.hpp"
+#include "engine/term/mirror_compare.hpp"
 #include "engine/term/snapshot_grammar.hpp"
 
 namespace backscroll::testing {
@@ -396,6 +398,50 @@ TEST(MirrorFuzzFindings, ASnapshotAfterAC1CharacterLeavesTheNextMarkLone) {
     Mirror whole(Cursor{0}, c.cols, 2);
     whole.feed(c.stream);
     EXPECT_EQ(whole.screen().cell(0, 3).chars[0], U'\u0301') << text(c.stream) << ": lone";
+  }
+}
+
+// join_marks() asked the tokenizer whether libvterm would clamp its CUF, and the tokenizer had
+// read ahead past a DECSTBM later in the same feed: with DECOM on and the glyph at the row's
+// end outside libvterm's region (rows 0-2, the resizes clamped `1;5`), it answered from the
+// new region (rows 0-4, no clamp), libvterm clamped the CUF and printed the glyph again in the
+// region, and the next wrap scrolled it. A mirror cut between `^` and its mark then parted
+// from one fed whole (found by the mirror fuzzer, 2026-12-05, fuzz/corpus/mirror/
+// finding_mark_with_a_decstbm_read_ahead). The clamp's inputs are now libvterm's own.
+TEST(MirrorFuzzFindings, AMarkAtTheRowsEndJoinsByTheRegionLibvtermHasNotOneReadAhead) {
+  static constexpr char kStream[] =
+      "\x00\x00\x1b\x5b\x3f\x36\x68\x59\x1b\x5b\x34\x3b\x30\x1b\x5b\x00\x31\x3b\x35\x72\x1b\x81"
+      "\xcc\x81\xcc\x81\x70\x6d\xcc\x81\xcc\x03\x0a\x00\x01\x00\x3f\x31\x30\x34\x39\xcc\x00\x00"
+      "\x00\x0b\x5e\xcc\x81\xcc\x81\xcc\x43\x01\x0a\x00\x07\x30\x34\x39\xcc\x81\xcc\x81\xcc\x00"
+      "\x00\x00\x0b\x5e\xcc\x81\xde\x5b\x3f\x68\x59\x1b\x5b\x3b\x30\x1b\x5b\x00\x31\x3b\x35\x72"
+      "\x1b\x81\xcc\x81\xcc\x81\x70\x6d\xcc\x81\x03\x0a\x03\x7f\xff\x07\x07\xcc\x03\x7f\xff\x07"
+      "\x07\xcc\x03\x7f\xff\x07\x61\x1b\x7f\xff\x07\x07\xcc\x03\x7f\xff\xff\x07\xcc\x03\x7f\xff"
+      "\x07\xcc\x03\x7f\xff\x07\xcc\x03\x7f\xff\x07\xff\x07\xcc\x03\x7f\xff\x07\x03\x7f\xff\x07";
+  const std::string stream(kStream, sizeof kStream - 1);  // it holds NULs
+  // The resizes happen at byte 55 (twice) and at byte 154, the end.
+  const auto fed = [&](std::vector<std::size_t> cuts) {
+    auto m = std::make_unique<Mirror>(Cursor{0}, 28, 8, ScrollbackLimits{8, 1u << 20});
+    cuts.push_back(55);
+    cuts.push_back(stream.size());
+    std::sort(cuts.begin(), cuts.end());
+    std::size_t at = 0;
+    for (const std::size_t cut : cuts) {
+      m->feed(std::string_view(stream).substr(at, cut - at));
+      at = cut;
+      if (cut == 55) {
+        m->resize(24, 3);
+        m->resize(12, 36);
+      }
+    }
+    m->resize(191, 60);
+    m->feed("\x18");
+    return m;
+  };
+  const auto whole = fed({});
+  for (const std::size_t cut : {70u, 71u, 88u}) {
+    term::CompareOptions all;
+    all.history_lines = 8;
+    EXPECT_EQ(term::first_difference(*whole, *fed({cut}), all), "") << "cut at " << cut;
   }
 }
 
