@@ -151,6 +151,47 @@ TEST_F(FloodExactness, SixteenActorsFloodingAtOnceEachKeepTheirOwnExactStream) {
   }
 }
 
+TEST_F(FloodExactness, OutputThatComesInStepsAfterThePtyWasEmptiedAllArrives) {
+  // Between two steps every program waits for input with its PTY read empty: the engine's next
+  // read finds nothing and waits for readability (io_uring polls the master for it, or the
+  // engine does if the read answers EAGAIN). A step whose wake-up was lost (one that came while
+  // a read was in flight, or right after a read that filled its buffer) would stay in the PTY.
+  // Step sizes around the line discipline's 4 KiB buffer and far from it.
+  constexpr int kSteps = 30;
+  const std::vector<std::uint64_t> step_bytes = {1, 4095, 4096, 12000};
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < step_bytes.size(); ++i) {
+    names.push_back("steps-" + std::to_string(step_bytes[i]));
+    engine_.spawn(names.back(), {child_binary(), "pattern", std::to_string(200 + i), "100000000",
+                                 "raw", std::to_string(step_bytes[i])});
+  }
+  auto wait_committed = [&](const std::string& actor, std::uint64_t bytes, int step) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    std::uint64_t committed = 0;
+    while ((committed = engine_.status(actor).at("committed").get<std::uint64_t>()) < bytes &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(committed, bytes) << actor << " at step " << step;
+  };
+  for (int step = 0; step <= kSteps; ++step) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      // Input only once the last step is in: the first may still meet a cooked terminal.
+      if (step > 0) engine_.call("input", {{"actor", names[i]}}, "g");
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      wait_committed(names[i], step_bytes[i] * static_cast<std::uint64_t>(step + 1), step);
+    }
+    if (HasFailure()) return;
+  }
+  for (const std::string& name : names) engine_.call("input", {{"actor", name}}, "q");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const Pattern stream(static_cast<std::uint32_t>(200 + i), false);
+    const Followed f = follow(engine_.places(), names[i], 1, stream);
+    expect_exact(f, stream, step_bytes[i] * (kSteps + 1), names[i]);
+  }
+}
+
 TEST_F(FloodExactness, CookedPtyTurnsEveryNewlineIntoCrLfAndChangesNothingElse) {
   constexpr std::uint64_t kBytes = 4 * kMiB;  // whole lines: a multiple of Pattern::kLineBytes
   spawn_writer("cooked", 42, kBytes, "cooked");
