@@ -51,6 +51,22 @@ def top_command(work):
     return ["top", "-d", "1", "-p", ",".join(str(p) for p in sleepers)], sleepers
 
 
+def htop_command(work):
+    # As top's: only processes this script starts, and no config file (HOME is scratch).
+    sleepers = [os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "30") for _ in range(3)]
+    return ["htop", "-d", "10", "-p", ",".join(str(p) for p in sleepers)], sleepers
+
+
+def ink_setup(work):
+    # Ink and React are not Debian packages: point BACKSCROLL_INK_MODULES at a node_modules
+    # folder holding them (`npm install ink@6 react@19` in any scratch folder).
+    modules = os.environ.get("BACKSCROLL_INK_MODULES")
+    if not modules or not os.path.isdir(os.path.join(modules, "ink")):
+        sys.exit("ink_agent: set BACKSCROLL_INK_MODULES to a node_modules folder with ink and react")
+    shutil.copy(os.path.join(HERE, "ink_agent.mjs"), work)
+    os.symlink(os.path.abspath(modules), os.path.join(work, "node_modules"))
+
+
 # name -> (command or function(work) -> (command, pids to reap), setup, keystrokes)
 # keystrokes: (seconds to wait first, bytes to send); after the last one the program must exit.
 RECORDINGS = {
@@ -86,6 +102,12 @@ RECORDINGS = {
          ";", "split-window", "-h",
          "sh -c 'sleep 0.5; i=0; while [ $i -lt 150 ]; do printf \"\\033[3%dmright %d\\033[m\\n\" $((i%8)) $i;"
          " i=$((i+1)); done; sleep 1.5'"], None, []),
+    # htop's meters, process list and function-key bar, redrawn each second.
+    "htop": (
+        htop_command, None, [(3.5, b"q")]),
+    # An Ink program: a scrolling log of finished steps above a box drawn again every 40 ms.
+    "ink_agent": (
+        ["node", "ink_agent.mjs"], ink_setup, []),
     "man_ls": (
         ["man", "ls"], None, [(1.5, b" "), (0.5, b" "), (0.5, b"/color\r"), (0.5, b"q")]),
 }

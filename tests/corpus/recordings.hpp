@@ -16,8 +16,9 @@
 
 namespace backscroll::testing {
 
-inline constexpr std::array<std::string_view, 8> kRecordings = {
-    "ls_color", "git_log_graph", "less", "vim", "top", "man_ls", "less_back", "tmux_panes"};
+inline constexpr std::array<std::string_view, 10> kRecordings = {
+    "ls_color", "git_log_graph", "less",       "vim",  "top",
+    "man_ls",   "less_back",     "tmux_panes", "htop", "ink_agent"};
 
 // The bytes of recording `name` (empty when it cannot be read: the callers assert it is not).
 inline std::string read_recording(std::string_view name) {
