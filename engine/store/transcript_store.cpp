@@ -540,7 +540,6 @@ Result<void> TranscriptStore::clear() {
 
 void TranscriptStore::set_aside(UniqueFd fd, std::filesystem::path path) {
   if (!fd) return;
-  ::sync_file_range(fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
   unsynced_.emplace_back(std::move(path), std::move(fd));
 }
 

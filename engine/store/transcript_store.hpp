@@ -144,7 +144,9 @@ class TranscriptStore {
   Result<void> enforce_retention();
   Result<void> drop_old_annexes();
   Result<void> read_annexes();
-  // Starts the writeback of a file closed for appending; sync() waits for it.
+  // Keeps a file closed for appending until sync() has it written back. Its writeback is left
+  // to the kernel until then: during a flood, retention deletes most segments before their
+  // pages ever reach the disk.
   void set_aside(UniqueFd fd, std::filesystem::path path);
   void close_files() noexcept;
   // write_all, fdatasync and remove through the fault plan (a write of several pieces is one
