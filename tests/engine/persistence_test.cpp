@@ -243,10 +243,13 @@ void xor_bytes(const fs::path& file, std::uint64_t offset, std::size_t n) {
 // The restarted engine logs both gaps, lists them in status, and history serves every byte
 // around them and data_lost (with the gap) inside them, never cursor_expired.
 TEST_F(Persistence, DamageIsReportedAtRestoreAndByHistory) {
-  constexpr std::uint64_t kTotal = 3'500'000;  // four 1 MiB segments
+  constexpr std::uint64_t kSegment = store::kDefaultSegmentBytes;
+  constexpr std::uint64_t kTotal = 3 * kSegment + kSegment / 2;  // four segments
   {
     EngineProcess engine;
-    ASSERT_TRUE(engine.start(persisting(runtime_dir())));
+    EngineConfig config = persisting(runtime_dir());
+    config.settings_yaml = kPersist + "  per_actor_bytes: " + std::to_string(8 * kSegment) + "\n";
+    ASSERT_TRUE(engine.start(config));
     engine.spawn("log", pattern_argv(kTotal));
     engine.wait_sealed("log");
     engine.stop();
@@ -264,10 +267,11 @@ TEST_F(Persistence, DamageIsReportedAtRestoreAndByHistory) {
   ASSERT_EQ(damaged.size(), 2u) << damaged;
   const std::uint64_t a = damaged[0].at("from"), b = damaged[0].at("to");
   const std::uint64_t c = damaged[1].at("from"), d = damaged[1].at("to");
-  // The XORed bytes lie in one record of the second segment (cursor ~1 MiB + 500,000).
+  // The XORed bytes lie in one record (at most 1 MiB) of the second segment (cursor ~one
+  // segment + 500,000).
   EXPECT_EQ(damaged[0].at("reason"), "damaged record");
-  EXPECT_LT(a, (1u << 20) + 500'000u);
-  EXPECT_GT(b, (1u << 20) + 500'000u - 1000u);
+  EXPECT_LT(a, kSegment + 500'000u);
+  EXPECT_GT(b, kSegment + 500'000u - 1000u);
   EXPECT_LE(b - a, 1u << 20);
   EXPECT_EQ(damaged[1].at("reason"), "the newest segment ends before the stream's recorded end");
   EXPECT_EQ(d, kTotal);

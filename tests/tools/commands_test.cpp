@@ -1000,7 +1000,7 @@ class CliDamagedTranscript : public CliCommandTest {
 // precedes the gap and exits 1 with data_lost and the gap's range; --skip-damaged writes all the
 // rest and lists the gap; status and the log know it from then on.
 TEST_F(CliDamagedTranscript, HistoryStopsAtAGapOrSkipsItAndStatusListsIt) {
-  constexpr std::uint64_t kTotal = 3'000'000;
+  constexpr std::uint64_t kTotal = 6'000'000;  // two segments (4 MiB each), under retention
   spawn("log", {child_binary(), "pattern", "7", std::to_string(kTotal), "raw"});
   engine_.wait_sealed("log");
   std::vector<fs::path> files;
