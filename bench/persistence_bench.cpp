@@ -52,6 +52,13 @@ std::uint64_t committed(EngineUnderTest& engine, const std::string& actor) {
   return status.header["actors"][0]["committed"].get<std::uint64_t>();
 }
 
+// Committed bytes the actor's durable transcript has not written yet (status `transcript_lag`).
+std::uint64_t transcript_lag(EngineUnderTest& engine, const std::string& actor) {
+  const auto status = engine.call("status", {{"actor", actor}});
+  const auto& lag = status.header["actors"][0]["transcript_lag"];
+  return lag.is_number() ? lag.get<std::uint64_t>() : 0;
+}
+
 // Polls until the actor's committed cursor has not moved for `quiet`.
 void wait_quiet(EngineUnderTest& engine, const std::string& actor,
                 std::chrono::milliseconds quiet) {
@@ -182,9 +189,17 @@ int main(int argc, char** argv) {
       for (int i = 0; i < actors; ++i)
         wait_quiet(first, "a" + std::to_string(i), std::chrono::milliseconds(50));
       if (crash) {
-        // Killed as soon as the floods are read: the newest keyframes on disk are older than
+        // Killed as soon as the floods are in the transcripts (written, not synced: a killed
+        // engine's pages stay in the page cache): the newest keyframes on disk are older than
         // the last screens (the mirror parses behind the drain), so each restore replays the
-        // bytes after its keyframe (docs/recorder.md, "Cold restore").
+        // bytes after its keyframe (docs/recorder.md, "Cold restore"). Not before: bytes the
+        // writer had not written yet are lost by design (reported as a gap), and a restore
+        // shows what came before them, a blank screen for an actor the writer never reached
+        // (a CI run on a loaded machine killed the engine there).
+        for (int i = 0; i < actors; ++i) {
+          while (transcript_lag(first, "a" + std::to_string(i)) != 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
         first.crash();
         return root;
       }
