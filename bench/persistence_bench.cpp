@@ -196,9 +196,15 @@ int main(int argc, char** argv) {
         // writer had not written yet are lost by design (reported as a gap), and a restore
         // shows what came before them, a blank screen for an actor the writer never reached
         // (a CI run on a loaded machine killed the engine there).
+        const auto deadline = Clock::now() + std::chrono::seconds(30);
         for (int i = 0; i < actors; ++i) {
-          while (transcript_lag(first, "a" + std::to_string(i)) != 0)
+          while (transcript_lag(first, "a" + std::to_string(i)) != 0) {
+            if (Clock::now() > deadline) {
+              std::fprintf(stderr, "restart: a%d's transcript never caught up\n", i);
+              std::exit(1);
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
         }
         first.crash();
         return root;
