@@ -1,5 +1,5 @@
 // CPU time of a process's threads by thread name, for benchmarks that say where an engine's
-// time goes: its io thread ("backscrolld"), "bs-mirror", "bs-writer". Read from
+// time goes: its io thread ("backscrolld"), "bs-mirror", "bs-writer", "bs-control". Read from
 // /proc/PID/task/TID/schedstat (nanoseconds on a CPU, user and system together) rather than
 // stat's utime and stime, which count 10 ms ticks: a writer's 40 ms on a 32 MiB flood was 4
 // ticks, so its CPU per MB moved in steps of 25%.

@@ -25,7 +25,7 @@ void Engine::notify_attached(const std::string& actor, const Json& event) {
   targets.insert(targets.end(), subscribers_.begin(), subscribers_.end());
   std::sort(targets.begin(), targets.end());
   targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-  for (const ConnectionId c : targets) server_->send_event(c, event);
+  for (const ConnectionId c : targets) control_->send_event(c, event);
 }
 
 Result<void> Engine::resize_actor(Actor& actor, WindowSize size) {

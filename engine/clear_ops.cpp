@@ -150,8 +150,8 @@ bool Engine::finish_clear(std::uint64_t token, const SnapshotReply& r) {
     }
   }
   for (const auto& [connection, id] : pending->second.waiters) {
-    server_->reply(connection,
-                   error ? control::error_response(id, *error) : control::ok_response(id, answer));
+    control_->reply(connection,
+                    error ? control::error_response(id, *error) : control::ok_response(id, answer));
   }
   clears_.erase(pending);
   return true;

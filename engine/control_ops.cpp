@@ -60,11 +60,8 @@ Json stopped_reply(const std::string& actor, const shm::SessionRecord& session) 
 
 void Engine::on_request(ConnectionId connection, control::Frame request) noexcept {
   Json id = request.header.contains("id") ? request.header["id"] : Json(nullptr);
-  // The id is echoed in every reply (and kept while a stop waits for its seal): a scalar only.
-  const bool scalar = id.is_null() || id.is_number() || id.is_boolean() ||
-                      (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
-  if (!scalar) {
-    server_->reply(
+  if (!valid_request_id(id)) {
+    control_->reply(
         connection,
         control::error_response(nullptr, Error{Errc::bad_request,
                                                "\"id\" must be a number or a string of at most " +
@@ -75,14 +72,14 @@ void Engine::on_request(ConnectionId connection, control::Frame request) noexcep
   try {
     auto result = dispatch(connection, request);
     if (!result) {
-      server_->reply(connection, control::error_response(id, result.error()));
+      control_->reply(connection, control::error_response(id, result.error()));
     } else if (!result->is_null()) {  // null: answered later (deferred) or already (history)
-      server_->reply(connection, control::ok_response(id, std::move(*result)));
+      control_->reply(connection, control::ok_response(id, std::move(*result)));
     }
   } catch (const std::exception& e) {
     log(LogLevel::error, "request failed: {}", e.what());
-    server_->reply(connection,
-                   control::error_response(id, Error{Errc::internal, e.what(), std::nullopt}));
+    control_->reply(connection,
+                    control::error_response(id, Error{Errc::internal, e.what(), std::nullopt}));
   }
 }
 
@@ -90,7 +87,7 @@ Result<control::Json> Engine::dispatch(ConnectionId connection, const control::F
   const Json& h = request.header;
   auto op = string_field(h, "op");
   if (!op) return tl::unexpected(op.error());
-  if (*op == "ping") return Json{{"version", 1}, {"pid", ::getpid()}};
+  if (*op == "ping") return ping_answer();  // here when the control thread could not
   if (*op == "spawn") return op_spawn(h);
   if (*op == "list") return op_list();
   if (*op == "status") return op_status(h);
@@ -343,7 +340,7 @@ Result<Json> Engine::op_status(const Json& request) const {
                      {"resyncs", m.resyncs},
                      {"snapshots", m.snapshots},
                      {"held_snapshots", m.held_snapshots},
-                     {"quick_snapshots", quick_answers_},
+                     {"quick_snapshots", lane_.answers()},
                      {"keyframes", m.keyframes}};
   }
   return out;
@@ -363,6 +360,7 @@ Result<Json> Engine::op_reload() {
     log(LogLevel::info, "reload: {} {} -> {}{}", c.key, c.from, c.to,
         c.live ? "" : " (at the next engine start)");
   }
+  control_->set_snapshot_scrollback(settings_.snapshot_scrollback);
   return Json{
       {"file", path}, {"applied", std::move(applied)}, {"needs_restart", std::move(needs_restart)}};
 }
@@ -503,7 +501,7 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
   for (const Deferred& d : waiting) {
     switch (d.kind) {
       case Deferred::Kind::stop:
-        server_->reply(d.connection, control::ok_response(d.id, sealed));
+        control_->reply(d.connection, control::ok_response(d.id, sealed));
         break;
       case Deferred::Kind::remove:
         removers.push_back(d);  // answered once the deletion snapshot is written
@@ -527,14 +525,14 @@ void Engine::finish_deferred(Actor& actor, const shm::SessionRecord& session) {
         }
         if (*restarted) {
           const auto& s = **restarted;
-          server_->reply(d.connection,
-                         control::ok_response(d.id, {{"actor", name},
-                                                     {"session", s.id},
-                                                     {"pid", s.pid},
-                                                     {"cursor", s.start},
-                                                     {"epoch", hex64(actor.epoch())}}));
+          control_->reply(d.connection,
+                          control::ok_response(d.id, {{"actor", name},
+                                                      {"session", s.id},
+                                                      {"pid", s.pid},
+                                                      {"cursor", s.start},
+                                                      {"epoch", hex64(actor.epoch())}}));
         } else {
-          server_->reply(d.connection, control::error_response(d.id, restarted->error()));
+          control_->reply(d.connection, control::error_response(d.id, restarted->error()));
         }
         break;
     }

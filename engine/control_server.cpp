@@ -43,6 +43,13 @@ class ControlServer::Connection {
     ::shutdown(fd_, SHUT_RD);  // completes the pending recv
     if (unsent() == 0) ::shutdown(fd_, SHUT_RDWR);
   }
+  // Reads requests again after a stall (see handle_frames).
+  void resume() noexcept {
+    if (!stalled_ || closing_) return;
+    stalled_ = false;
+    handle_frames();
+  }
+
   // Close now, dropping unsent bytes.
   void abort() noexcept {
     closing_ = true;
@@ -81,12 +88,13 @@ class ControlServer::Connection {
   }
 
   // Handles the frames received so far, then receives more. Stops (stalled_) while more than
-  // kMaxUnsentBeforeReading reply bytes wait for this peer: a client that pipelines requests
-  // without reading the answers stalls itself instead of making the engine buffer without
-  // bound. on_send resumes it.
+  // kMaxUnsentBeforeReading reply bytes wait for this peer, or while the handler is not ready
+  // for another request: a client that pipelines requests without reading the answers stalls
+  // itself instead of making the engine buffer without bound. on_send and resume() resume it.
+  // Invariant: no recv is in flight while stalled_.
   void handle_frames() noexcept {
     for (;;) {
-      if (unsent() > kMaxUnsentBeforeReading) {
+      if (unsent() > kMaxUnsentBeforeReading || !server_.handler_.ready(id_)) {
         stalled_ = true;
         return;
       }
@@ -147,9 +155,8 @@ class ControlServer::Connection {
     flush();
     if (closing_) {
       server_.reap(id_);
-    } else if (stalled_ && unsent() <= kMaxUnsentBeforeReading) {
-      stalled_ = false;
-      handle_frames();
+    } else if (unsent() <= kMaxUnsentBeforeReading) {
+      resume();
     }
   }
 
@@ -250,18 +257,17 @@ std::optional<pid_t> ControlServer::peer_pid(ConnectionId connection) const {
   return it->second->peer_pid();
 }
 
-bool ControlServer::reply(ConnectionId connection, const control::Json& header,
-                          std::string_view payload) {
+bool ControlServer::reply(ConnectionId connection, control::Json header, std::string_view payload) {
   const auto it = connections_.find(connection);
   if (it == connections_.end() || it->second->closing()) return false;
-  it->second->queue(control::encode_frame(header, payload));
+  it->second->queue(control::encode_frame(std::move(header), payload));
   return true;
 }
 
-void ControlServer::send_event(ConnectionId connection, const control::Json& header) {
+void ControlServer::send_event(ConnectionId connection, control::Json header) {
   const auto it = connections_.find(connection);
   if (it == connections_.end() || it->second->closing()) return;
-  std::string frame = control::encode_frame(header);
+  std::string frame = control::encode_frame(std::move(header));
   if (it->second->unsent() + frame.size() > kMaxQueuedEventBytes) {
     log(LogLevel::warn, "connection {}: over {} bytes of events unread; disconnecting it",
         connection, kMaxQueuedEventBytes);
@@ -270,6 +276,10 @@ void ControlServer::send_event(ConnectionId connection, const control::Json& hea
     return;
   }
   it->second->queue(std::move(frame));
+}
+
+void ControlServer::resume(ConnectionId connection) noexcept {
+  if (const auto it = connections_.find(connection); it != connections_.end()) it->second->resume();
 }
 
 void ControlServer::reap(ConnectionId id) noexcept {

@@ -1,4 +1,5 @@
-// ControlServer: the engine's Unix control socket (docs/protocol.md). Io thread.
+// ControlServer: the engine's Unix control socket (docs/protocol.md). Control thread
+// (engine/control_thread.hpp).
 // It accepts connections, checks each peer's uid with SO_PEERCRED, decodes frames and hands each
 // request to the RequestHandler, and queues replies and events per connection. A malformed frame
 // gets an error reply and closes only that connection. Sends are bounded: a subscriber that
@@ -28,6 +29,9 @@ class RequestHandler {
  public:
   virtual void on_request(ConnectionId connection, control::Frame request) noexcept = 0;
   virtual void on_disconnect(ConnectionId connection) noexcept = 0;
+  // False while the handler will not take another request from the connection (it still owes
+  // an answer): the server stops reading it until resume().
+  virtual bool ready(ConnectionId) noexcept { return true; }
 
  protected:
   ~RequestHandler() = default;
@@ -47,9 +51,11 @@ class ControlServer {
   ControlServer& operator=(const ControlServer&) = delete;
 
   // Queues a reply. False when the connection is gone (a deferred reply may outlive it).
-  bool reply(ConnectionId connection, const control::Json& header, std::string_view payload = {});
+  bool reply(ConnectionId connection, control::Json header, std::string_view payload = {});
   // Queues an event; disconnects a connection whose unsent bytes exceed kMaxQueuedEventBytes.
-  void send_event(ConnectionId connection, const control::Json& header);
+  void send_event(ConnectionId connection, control::Json header);
+  // Reads the connection's requests again, once the handler is ready() for them.
+  void resume(ConnectionId connection) noexcept;
   // Stops accepting and closes every connection once its queued bytes are sent.
   void close_all() noexcept;
   // True while an op still refers to the server or a connection.

@@ -52,7 +52,7 @@ void Engine::finish_deletion(const std::string& name, std::optional<std::string>
     }
   }
   for (const Deferred& d : node.mapped()) {
-    server_->reply(d.connection, control::ok_response(d.id, answer));
+    control_->reply(d.connection, control::ok_response(d.id, answer));
   }
   remove_actor(name);
 }

@@ -71,8 +71,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   }
   auto engine = std::unique_ptr<Engine>(new Engine(places, std::move(settings), std::move(*dir),
                                                    std::move(*loop), signal_fd, notify_fd));
-  engine->server_ =
-      std::make_unique<ControlServer>(*engine->loop_, engine->timers_, *engine, *listen_fd);
+  auto control = ControlThread::start(*listen_fd, engine->notify_fd_, engine->lane_,
+                                      engine->settings_.snapshot_scrollback);
+  if (!control) return tl::unexpected(control.error());
+  engine->control_ = std::move(*control);
   engine->restore_actors();
   engine->purge_deleted();
   return engine;
@@ -112,7 +114,9 @@ Engine::Engine(const Places& places, EngineSettings settings, RuntimeDir dir,
 }
 
 Engine::~Engine() {
-  // Join the threads, which write notify_fd_ and read the rings.
+  // Join the threads, which write notify_fd_ and read the rings (and the control thread the
+  // lane).
+  control_.reset();
   replay_.reset();
   mirror_.reset();
   transcripts_.stop();
@@ -123,7 +127,6 @@ Engine::~Engine() {
   actors_.clear();
   graveyard_.clear();
   cgroups_.reset();  // ends what is left in the actors' cgroups, removes them
-  server_.reset();
   ::close(signal_fd_);
   ::close(notify_fd_);
 }
@@ -162,6 +165,7 @@ void Engine::on_notify(int) noexcept {
   answer_replays();
   record_output_events();
   transcripts_.answer();
+  control_->handle(*this);
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
@@ -269,7 +273,7 @@ void Engine::schedule_removal(const Actor& actor, const shm::SessionRecord& sess
 void Engine::broadcast(const control::Json& event) {
   // Copied first: a send may drop a subscriber, whose end changes the set.
   const std::vector<ConnectionId> targets(subscribers_.begin(), subscribers_.end());
-  for (const ConnectionId c : targets) server_->send_event(c, event);
+  for (const ConnectionId c : targets) control_->send_event(c, event);
 }
 
 void Engine::on_disconnect(ConnectionId connection) noexcept {
@@ -290,7 +294,7 @@ void Engine::remove_actor(const std::string& name) {
     if (mirror_) mirror_->remove_actor(m->second);
     mirror_ids_.erase(m);
     mirror_watch_.erase(name);
-    quick_snapshots_.erase(name);
+    lane_.remove(name);
   }
   readers_.drop_actor(name);
   transcripts_.remove(name);
@@ -404,6 +408,9 @@ int Engine::run() noexcept {
         return woken;
       });
       std::erase_if(graveyard_, [](const auto& a) { return !a->busy(); });
+      // The batch's replies and events leave once the batch is done: a client told that an
+      // actor was deleted finds its ring's descriptors closed.
+      control_->send_queued();
       if (shutdown_complete()) break;
       if (shutting_down_ && TimerQueue::Clock::now() >= shutdown_deadline_) {
         log(LogLevel::warn, "shutdown: some actors did not seal in time; killing their groups");
@@ -424,32 +431,34 @@ int Engine::run() noexcept {
   }
   // Answer what is still waiting and let the server flush its replies.
   for (const auto& [name, d] : deferred_) {
-    server_->reply(d.connection, control::error_response(
-                                     d.id, Error{Errc::shutting_down,
-                                                 "the engine stopped before '" + name + "' sealed",
-                                                 {}}));
+    control_->reply(d.connection, control::error_response(
+                                      d.id, Error{Errc::shutting_down,
+                                                  "the engine stopped before '" + name + "' sealed",
+                                                  {}}));
   }
   deferred_.clear();
   for (const auto& [name, waiters] : deletions_) {
     for (const Deferred& d : waiters) {
-      server_->reply(d.connection,
-                     control::error_response(
-                         d.id, Error{Errc::shutting_down,
-                                     "the engine stopped before '" + name + "' was deleted",
-                                     {}}));
+      control_->reply(d.connection,
+                      control::error_response(
+                          d.id, Error{Errc::shutting_down,
+                                      "the engine stopped before '" + name + "' was deleted",
+                                      {}}));
     }
   }
   deletions_.clear();
-  server_->close_all();
+  control_->close_all();
+  control_->send_queued();
   stopping_loop_ = true;
   for (auto& [name, actor] : actors_) actor->close_ring();
   signal_eventfd(notify_fd_);
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while ((server_->busy() || std::any_of(actors_.begin(), actors_.end(),
-                                         [](const auto& a) { return a.second->busy(); })) &&
-         std::chrono::steady_clock::now() < flush_deadline) {
+  while (
+      std::any_of(actors_.begin(), actors_.end(), [](const auto& a) { return a.second->busy(); }) &&
+      std::chrono::steady_clock::now() < flush_deadline) {
     loop_->run_once(flush_deadline);
   }
+  (void)control_->wait_closed(flush_deadline);
   log(LogLevel::info, "stopped");
   return 0;
 }

@@ -1,8 +1,8 @@
 // Engine: the daemon backscrolld (docs/architecture.md). It owns the io thread's loop, timers, the
-// control server and every actor, routes control requests to actors, fans events out to
+// control thread and every actor, routes control requests to actors, fans events out to
 // subscribers and runs the clean shutdown (stop, drain and seal every actor, close the rings).
-// Everything here runs on the io thread; other threads reach it only through the consumer
-// notify eventfd and signals (signalfd).
+// Everything here runs on the io thread; other threads reach it only through the notify eventfd
+// (the workers' answers, the control thread's requests) and signals (signalfd).
 #pragma once
 
 #include <chrono>
@@ -17,7 +17,7 @@
 
 #include "engine/actor.hpp"
 #include "engine/attachments.hpp"
-#include "engine/control_server.hpp"
+#include "engine/control_thread.hpp"
 #include "engine/memory_budget.hpp"
 #include "engine/mirror_thread.hpp"
 #include "engine/reader_registry.hpp"
@@ -25,6 +25,8 @@
 #include "engine/replay_thread.hpp"
 #include "engine/runtime_dir.hpp"
 #include "engine/settings.hpp"
+#include "engine/snapshot_lane.hpp"
+#include "engine/snapshot_request.hpp"
 #include "engine/store/session_cache.hpp"
 #include "engine/timer_queue.hpp"
 #include "engine/transcripts.hpp"
@@ -75,10 +77,8 @@ struct EngineSettings {
   bool persist_from_flag = false;
 };
 
-inline constexpr std::size_t kMaxIdBytes = 256;               // a request id's size
 inline constexpr std::size_t kMaxDeferredPerConnection = 64;  // stop/restart/delete awaiting seal
 inline constexpr std::uint64_t kMaxGraceMs = 600'000;         // a stop's grace period
-inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000;  // history lines per snapshot
 inline constexpr std::size_t kMaxPendingSnapshotsPerConnection = 64;
 inline constexpr std::uint64_t kDefaultEventsPerReply = 1000;  // `events` without a limit
 inline constexpr std::uint64_t kMaxEventsPerReply = 10'000;
@@ -111,7 +111,7 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   void on_exited(Actor& actor, const shm::SessionRecord& session) noexcept override;
   void on_sealed(Actor& actor, const shm::SessionRecord& session) noexcept override;
 
-  // RequestHandler
+  // RequestHandler: what the control thread hands over (ControlThread::handle).
   void on_request(ConnectionId connection, control::Frame request) noexcept override;
   void on_disconnect(ConnectionId connection) noexcept override;
 
@@ -173,41 +173,18 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     control::Json id;
     std::string actor;
     control::Json reply;  // fields the answer carries besides the snapshot's (attach)
-    // A request of the present screen: its options and the actor's QuickSnapshot::generation
+    // A request of the present screen: its options and the lane's generation for the actor
     // when asked (the lane keeps the answer if no event came since). Empty for the others.
     term::SnapshotOptions options{};
     std::optional<std::uint64_t> generation{};
     // With the request's `timing` option: when the io thread asked the mirror.
     std::optional<std::chrono::steady_clock::time_point> asked{};
   };
-  // The snapshot lane (snapshot_ops.cpp): an actor's last snapshot answers a request with the
-  // same options at once, on the io thread, without waiting for the mirror thread (busy with
-  // other actors' floods), while the mirror's screen is still the one it shows: no event since
-  // (resize, clear, reset: each bumps `generation`, and a snapshot asked before one is never
-  // kept) and either nothing committed since (a quiet actor) or nothing parsed since (a mirror
-  // coasting through a flood, or holding back an unfinished sequence).
-  struct QuickSnapshot {
-    std::uint64_t generation = 0;
-    std::optional<term::SnapshotOptions> options;  // of `taken`, when one is kept
-    term::MirrorSnapshot taken;
-  };
-  // Larger snapshots (200x50 with 10,000 lines: ~1 MB) go through the mirror every time.
-  static constexpr std::size_t kMaxQuickSnapshotBytes = 1u << 20;
-  // The actor's mirror changes without new bytes (an event): the kept snapshot is stale.
+  // The actor's mirror changes without new bytes (an event): the lane's snapshot is stale.
   void mirror_changed(const std::string& actor);
-  // The cursor the actor's mirror's screen shows, as the mirror thread published it in its
-  // last turn; empty without a mirror.
-  std::optional<Cursor> mirror_parsed(const std::string& actor) const;
 
   // Snapshots (snapshot_ops.cpp): what a request asks for, checked before anything changes.
   Result<control::Json> op_snapshot(ConnectionId connection, const control::Json& request);
-  struct SnapshotAsk {
-    control::Json id;              // the request's, echoed in the answer
-    std::uint64_t scrollback = 0;  // history lines
-    term::SnapshotCanvas canvas = term::SnapshotCanvas::fresh;
-    const char* raw_reason = nullptr;  // "client": no snapshot_v1 in "formats"
-    bool timing = false;               // the answer says where its time went (`timing_us`)
-  };
   Result<SnapshotAsk> check_snapshot_request(ConnectionId connection,
                                              const control::Json& request) const;
   // Asks the mirror for a snapshot of `actor`, answered on `connection` with `reply` merged in.
@@ -325,7 +302,6 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
 
   // The screen at a past cursor (screen_at_ops.cpp): `snapshot` with `at`, `at_time_ms` or
   // `at_event`, answered by the replay thread.
-  bool asks_for_past(const control::Json& request) const;
   Result<control::Json> snapshot_at(ConnectionId connection, const SnapshotAsk& ask,
                                     const Actor& actor, const control::Json& request);
   // Where a past screen is asked for: a cursor, and whether it is a session's end (a seal or
@@ -381,8 +357,10 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
   TimerQueue timers_;
   std::unique_ptr<CgroupTree> cgroups_;  // null: the actors have no cgroups
   int signal_fd_;
-  int notify_fd_;  // eventfd: consumer threads and request_shutdown() wake the io thread
-  std::unique_ptr<ControlServer> server_;
+  // eventfd: the worker threads, the control thread and request_shutdown() wake the io thread
+  int notify_fd_;
+  SnapshotLane lane_;  // before control_, which answers from it
+  std::unique_ptr<ControlThread> control_;
   std::map<std::string, std::unique_ptr<Actor>> actors_;
   // Deleted actors whose ops are still in flight; destroyed once idle.
   std::vector<std::unique_ptr<Actor>> graveyard_;
@@ -408,10 +386,8 @@ class Engine final : public ActorHost, public RequestHandler, public TranscriptL
     std::shared_ptr<InternalConsumer> consumer;
   };
   std::map<std::string, MirrorWatch> mirror_watch_;
-  std::map<std::string, QuickSnapshot> quick_snapshots_;  // by actor, with the id
-  ReaderRegistry readers_;                                // announced shm readers (reader_ops.cpp)
-  std::uint64_t quick_answers_ = 0;  // snapshots the lane answered (status: mirror.quick_snapshots)
-  std::uint64_t next_id_ = 1;        // attachment ids, snapshot tokens, mirror ids
+  ReaderRegistry readers_;     // announced shm readers (reader_ops.cpp)
+  std::uint64_t next_id_ = 1;  // attachment ids, snapshot tokens, mirror ids
   bool workers_wake_owed_ = false;
   std::set<ConnectionId> subscribers_;
   std::vector<Actor*> committed_;  // actors with commits in this batch (wake once each)

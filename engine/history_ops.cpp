@@ -38,9 +38,9 @@ Result<Json> Engine::op_history(ConnectionId connection, const Json& request) {
   const std::uint64_t end = *from + bytes->size();
   const std::uint64_t target = std::min(*to, value((*actor)->ring().committed()));
   const Json id = request.contains("id") ? request["id"] : Json(nullptr);
-  server_->reply(connection,
-                 control::ok_response(id, {{"from", *from}, {"to", end}, {"more", end < target}}),
-                 *bytes);
+  control_->reply(connection,
+                  control::ok_response(id, {{"from", *from}, {"to", end}, {"more", end < target}}),
+                  std::move(*bytes));
   return Json(nullptr);
 }
 

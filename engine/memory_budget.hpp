@@ -46,7 +46,7 @@ struct ActorLimits {
   std::uint64_t history_bytes = 0;  // the mirror's history bound (ScrollbackLimits::max_bytes)
   std::uint64_t track_events = 0;   // the event track's bound, in events (both groups)
   std::uint64_t input_capacity = 0;
-  std::uint64_t snapshot_bytes = 0;  // the largest snapshot kept (Engine::kMaxQuickSnapshotBytes)
+  std::uint64_t snapshot_bytes = 0;  // the largest snapshot kept (SnapshotLane::kMaxHeldBytes)
 };
 
 struct MemoryBudget {

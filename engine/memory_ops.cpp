@@ -26,7 +26,7 @@ ActorMemory Engine::reserved_for(WindowSize size) const {
        .history_bytes = settings_.scrollback.max_bytes,
        .track_events = settings_.track.events + settings_.track.minor_events,
        .input_capacity = settings_.actor.input_capacity,
-       .snapshot_bytes = kMaxQuickSnapshotBytes});
+       .snapshot_bytes = SnapshotLane::kMaxHeldBytes});
 }
 
 ActorMemory Engine::reserved_memory(const Actor& actor) const {
@@ -43,8 +43,7 @@ ActorMemory Engine::used_memory(const Actor& actor) const {
   m.screen = reserved_for(actor.size()).screen;  // allocated whole at the actor's size
   if (const auto watch = mirror_watch_.find(actor.name()); watch != mirror_watch_.end())
     m.history = watch->second.usage->history_bytes.load(std::memory_order_relaxed);
-  if (const auto q = quick_snapshots_.find(actor.name()); q != quick_snapshots_.end())
-    m.snapshot = q->second.taken.snapshot.bytes.size();
+  m.snapshot = lane_.held_bytes(actor.name());
   if (const auto r = recordings_.find(actor.name()); r != recordings_.end()) {
     m.keyframes = r->second.keyframes.bytes();
     m.recorder = MemoryBudget::recorder_bytes(r->second.events.size(), r->second.times.size());

@@ -22,7 +22,7 @@ Result<Json> Engine::op_reader(ConnectionId connection, const Json& request) {
                                     std::to_string(value(committed)),
                                 value(committed)});
   }
-  const auto pid = server_->peer_pid(connection);
+  const auto pid = control_->peer_pid(connection);
   if (auto r = readers_.report(connection, {(*actor)->name(), *name, pid.value_or(0),
                                             Cursor{*cursor}, wall_clock_ms(), 0});
       !r) {

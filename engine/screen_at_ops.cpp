@@ -12,13 +12,6 @@ namespace backscroll::engine {
 
 using control::Json;
 
-bool Engine::asks_for_past(const Json& request) const {
-  for (const char* key : {"at", "at_event", "at_time_ms"}) {
-    if (const auto it = request.find(key); it != request.end() && !it->is_null()) return true;
-  }
-  return false;
-}
-
 Result<Engine::PastPoint> Engine::resolve_at(const Actor& actor, const Json& request) {
   const recorder::Recording* r = recording(actor.name());
   if (!r) return fail(Errc::internal, "no recording");
@@ -128,8 +121,8 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
     job.keyframe = *keyframe;
     job.bytes = std::move(*bytes);
     job.changes = r.keyframes.size_changes(*keyframe, target, point->session_end);
-    job.options.scrollback_lines = ask.scrollback;
-    job.options.canvas = ask.canvas;
+    job.options.scrollback_lines = ask.options.scrollback_lines;
+    job.options.canvas = ask.options.canvas;
     pending_snapshots_.emplace(job.token,
                                PendingSnapshot{connection,
                                                ask.id,
@@ -155,7 +148,7 @@ void Engine::answer_replays() {
     PendingSnapshot pending = std::move(p.mapped());
     const auto a = actors_.find(pending.actor);
     if (a == actors_.end()) {
-      server_->reply(
+      control_->reply(
           pending.connection,
           control::error_response(
               pending.id, Error{Errc::no_such_actor, "actor '" + pending.actor + "' was deleted",
@@ -170,14 +163,14 @@ void Engine::answer_replays() {
                       {"cursor", value(result.taken.cursor)}});
     if (snap.fallback_reason) {
       reply.update(Json{{"format", "raw_replay"}, {"reason", *snap.fallback_reason}, {"bytes", 0}});
-      server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
+      control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
       continue;
     }
     reply.update(Json{{"format", "snapshot_v1"},
                       {"bytes", snap.bytes.size()},
                       {"scrollback_lines", snap.scrollback_lines}});
-    server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
-                   snap.bytes);
+    control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
+                    snap.bytes);
   }
 }
 

@@ -25,7 +25,7 @@ void Engine::mirror_add(Actor& actor, std::optional<MirrorStart::Cold> cold) {
   start.cold = std::move(cold);
   const MirrorWatch watch{std::make_shared<MirrorUsage>(), actor.attach_consumer()};
   mirror_watch_[actor.name()] = watch;
-  mirror_changed(actor.name());
+  lane_.add(actor.name(), actor.ring().reader(), watch.usage, actor.epoch());
   mirror_->add_actor(id, actor.ring().reader(), watch.consumer, actor.size().cols,
                      actor.size().rows, std::move(start), watch.usage);
 }
@@ -36,37 +36,12 @@ void Engine::mirror_reset(const Actor& actor, Cursor at) {
   mirror_changed(actor.name());
 }
 
-void Engine::mirror_changed(const std::string& actor) {
-  QuickSnapshot& quick = quick_snapshots_[actor];
-  ++quick.generation;
-  quick.options.reset();
-  quick.taken = {};
-}
+void Engine::mirror_changed(const std::string& actor) { lane_.changed(actor); }
 
-std::optional<Cursor> Engine::mirror_parsed(const std::string& actor) const {
-  const auto w = mirror_watch_.find(actor);
-  if (w == mirror_watch_.end() || !w->second.usage) return std::nullopt;
-  return Cursor{w->second.usage->parsed.load(std::memory_order_relaxed)};
-}
-
-Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
-                                                           const Json& request) const {
-  SnapshotAsk ask;
-  ask.id = request.contains("id") ? request["id"] : Json(nullptr);
-  auto scrollback = uint_field(request, "scrollback", settings_.snapshot_scrollback);
-  if (!scrollback) return tl::unexpected(scrollback.error());
-  if (*scrollback > kMaxSnapshotScrollback) {
-    return fail(Errc::too_large,
-                "\"scrollback\" exceeds " + std::to_string(kMaxSnapshotScrollback));
-  }
-  ask.scrollback = *scrollback;
-  if (const auto canvas = request.find("canvas"); canvas != request.end()) {
-    if (*canvas == "alternate") {
-      ask.canvas = term::SnapshotCanvas::alternate;
-    } else if (*canvas != "fresh") {
-      return fail(Errc::bad_request, "\"canvas\" must be \"fresh\" or \"alternate\"");
-    }
-  }
+Result<SnapshotAsk> Engine::check_snapshot_request(ConnectionId connection,
+                                                   const Json& request) const {
+  auto ask = parse_snapshot_ask(request, settings_.snapshot_scrollback);
+  if (!ask) return ask;
   const auto waiting =
       std::count_if(pending_snapshots_.begin(), pending_snapshots_.end(),
                     [connection](const auto& p) { return p.second.connection == connection; });
@@ -74,16 +49,6 @@ Result<Engine::SnapshotAsk> Engine::check_snapshot_request(ConnectionId connecti
     return fail(Errc::too_large, "this connection already waits for " +
                                      std::to_string(kMaxPendingSnapshotsPerConnection) +
                                      " snapshots");
-  }
-  if (const auto timing = request.find("timing"); timing != request.end()) {
-    if (!timing->is_boolean()) return fail(Errc::bad_request, "\"timing\" must be a boolean");
-    ask.timing = timing->get<bool>();
-  }
-  if (const auto formats = request.find("formats"); formats != request.end()) {
-    if (!formats->is_array()) return fail(Errc::bad_request, "\"formats\" must be an array");
-    if (std::find(formats->begin(), formats->end(), Json("snapshot_v1")) == formats->end()) {
-      ask.raw_reason = "client";
-    }
   }
   return ask;
 }
@@ -106,22 +71,15 @@ Json Engine::request_snapshot(ConnectionId connection, const SnapshotAsk& ask, c
   }
 
   SnapshotRequest r;
-  r.options.scrollback_lines = ask.scrollback;
-  r.options.canvas = ask.canvas;
+  r.options = ask.options;
   r.not_before = not_before;
-  const QuickSnapshot& quick = quick_snapshots_[actor.name()];
   PendingSnapshot pending{connection,       ask.id,    actor.name(),
-                          std::move(reply), r.options, quick.generation};
+                          std::move(reply), r.options, lane_.generation(actor.name())};
   if (ask.timing) pending.asked = std::chrono::steady_clock::now();
-  // The lane: no event since the kept snapshot was asked, and either nothing committed since it
-  // was taken or nothing parsed since (a mirror coasting through a flood, which looks ahead
-  // without feeding until it jumps): the mirror's state is the one it shows. Answered here and
-  // now, when at or after not_before.
-  if (quick.options == r.options && quick.taken.cursor >= not_before &&
-      (quick.taken.cursor == actor.ring().committed() ||
-       quick.taken.cursor == mirror_parsed(actor.name()))) {
-    ++quick_answers_;
-    answer_snapshot(std::move(pending), SnapshotReply{0, true, quick.taken});
+  // The lane (engine/snapshot_lane.hpp; the control thread answers most requests it can):
+  // answered here and now when it holds the present screen, at or after not_before.
+  if (const auto held = lane_.held(actor.name(), r.options, not_before)) {
+    answer_snapshot(std::move(pending), SnapshotReply{0, true, *held->taken});
     return Json(nullptr);  // answered
   }
   r.token = next_id_++;
@@ -172,7 +130,7 @@ Json snapshot_timing(std::chrono::steady_clock::time_point asked, const Snapshot
 void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
   const auto a = actors_.find(pending.actor);
   if (!r.found || a == actors_.end()) {
-    server_->reply(
+    control_->reply(
         pending.connection,
         control::error_response(
             pending.id,
@@ -182,31 +140,27 @@ void Engine::answer_snapshot(PendingSnapshot pending, const SnapshotReply& r) {
   const Actor& actor = *a->second;
   const term::Snapshot& snap = r.taken.snapshot;
   Json reply = std::move(pending.reply);
-  reply.update(Json{{"epoch", hex64(actor.epoch())}, {"cols", snap.cols}, {"rows", snap.rows}});
   std::optional<std::string> reason = snap.fallback_reason;
   // The bytes from the snapshot's cursor on must still be readable for it to be usable.
   if (!reason && r.taken.cursor < actor.ring().floor()) reason = "expired";
   if (reason) {
-    reply.update(Json{{"format", "raw_replay"},
+    reply.update(Json{{"epoch", hex64(actor.epoch())},
+                      {"cols", snap.cols},
+                      {"rows", snap.rows},
+                      {"format", "raw_replay"},
                       {"reason", *reason},
                       {"cursor", value(actor.ring().floor())},
                       {"bytes", 0}});
-    server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
+    control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
     return;
   }
-  reply.update(Json{{"format", "snapshot_v1"},
-                    {"cursor", value(r.taken.cursor)},
-                    {"bytes", snap.bytes.size()},
-                    {"scrollback_lines", snap.scrollback_lines}});
+  reply.update(snapshot_v1_fields(actor.epoch(), r.taken));
   if (pending.asked) reply["timing_us"] = snapshot_timing(*pending.asked, r);
-  server_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
-                 snap.bytes);
+  control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
+                  snap.bytes);
   // Kept for the lane when no event came since it was asked: the mirror's state at its cursor.
-  QuickSnapshot& quick = quick_snapshots_[pending.actor];
-  if (r.token != 0 && pending.generation == quick.generation &&
-      snap.bytes.size() <= kMaxQuickSnapshotBytes) {
-    quick.options = pending.options;
-    quick.taken = r.taken;
+  if (r.token != 0 && pending.generation) {
+    lane_.keep(pending.actor, *pending.generation, pending.options, r.taken);
   }
 }
 

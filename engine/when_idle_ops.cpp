@@ -70,8 +70,8 @@ bool Engine::waits_for_input(const Actor& actor, std::chrono::milliseconds quiet
 
 void Engine::answer_send(const PendingSend& send, Result<Json> answer) {
   if (answer)
-    server_->reply(send.connection, control::ok_response(send.request_id, std::move(*answer)));
-  else server_->reply(send.connection, control::error_response(send.request_id, answer.error()));
+    control_->reply(send.connection, control::ok_response(send.request_id, std::move(*answer)));
+  else control_->reply(send.connection, control::error_response(send.request_id, answer.error()));
 }
 
 void Engine::deliver_sends() {
