@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "engine/eventfd_signal.hpp"
 #include "engine/log.hpp"
+#include "engine/request_fields.hpp"
 #include "engine/snapshot_request.hpp"
 
 namespace backscroll::engine {
@@ -19,7 +21,7 @@ Json ping_answer() { return Json{{"version", 1}, {"pid", ::getpid()}}; }
 Result<std::unique_ptr<ControlThread>> ControlThread::start(int listen_fd, int notify_fd,
                                                             SnapshotLane& lane,
                                                             std::uint64_t scrollback) {
-  auto loop = UringLoop::create(256);
+  auto loop = UringLoop::create(1024);
   if (!loop) {
     ::close(listen_fd);
     return tl::unexpected(loop.error());
@@ -84,22 +86,19 @@ void ControlThread::on_request(ConnectionId connection, control::Frame request) 
     // A request that does not parse the way the lane expects: the io thread answers it.
     log(LogLevel::debug, "connection {}: handed over ({})", connection, e.what());
   }
-  ++owed_[connection];
+  at_io_.insert(connection);
   hand_over({connection, std::move(request), server_->peer_pid(connection).value_or(0)});
 }
 
 void ControlThread::on_disconnect(ConnectionId connection) noexcept {
-  owed_.erase(connection);
+  at_io_.erase(connection);
   hand_over({connection, std::nullopt, 0});
 }
 
-bool ControlThread::ready(ConnectionId connection) noexcept {
-  const auto owed = owed_.find(connection);
-  return owed == owed_.end() || owed->second == 0;
-}
+bool ControlThread::ready(ConnectionId connection) noexcept { return !at_io_.contains(connection); }
 
+// Called only while ready(connection): the io thread has no request of this connection.
 bool ControlThread::answer_here(ConnectionId connection, const control::Frame& request) {
-  if (!ready(connection)) return false;
   const Json& h = request.header;
   const auto op = h.find("op");
   const Json id = h.contains("id") ? h["id"] : Json(nullptr);
@@ -149,9 +148,7 @@ void ControlThread::on_wake(int) noexcept {
         server_->reply(o.connection, std::move(o.header), o.payload);
         break;
       case Outbound::Kind::handled:
-        if (const auto owed = owed_.find(o.connection); owed != owed_.end() && owed->second > 0) {
-          if (--owed->second == 0) server_->resume(o.connection);
-        }
+        if (at_io_.erase(o.connection) > 0) server_->resume(o.connection);
         break;
       case Outbound::Kind::event: server_->send_event(o.connection, std::move(o.header)); break;
       case Outbound::Kind::close_all:

@@ -32,7 +32,7 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/control_server.hpp"
@@ -52,8 +52,7 @@ class ControlThread final : private RequestHandler {
   // the io thread's eventfd, written when requests wait for take(). `scrollback`: the history
   // lines of a snapshot whose request names none (settings.yaml; set_snapshot_scrollback).
   static Result<std::unique_ptr<ControlThread>> start(int listen_fd, int notify_fd,
-                                                      SnapshotLane& lane,
-                                                      std::uint64_t scrollback);
+                                                      SnapshotLane& lane, std::uint64_t scrollback);
   // Stops the thread, dropping unsent bytes if close_all() has not finished, and joins it.
   ~ControlThread();
   ControlThread(const ControlThread&) = delete;
@@ -126,8 +125,8 @@ class ControlThread final : private RequestHandler {
   int wake_fd_;
   std::uint64_t wake_buffer_ = 0;
   bool closing_ = false;
-  std::unordered_map<ConnectionId, std::uint32_t> owed_;  // requests at the io thread (0 or 1)
-  std::vector<Outbound> sending_;                         // the batch being dispatched
+  std::unordered_set<ConnectionId> at_io_;  // connections with a request at the io thread
+  std::vector<Outbound> sending_;           // the batch being dispatched
   OpSlot<&ControlThread::on_wake> wake_op_{this};
 
   // Shared, guarded by mutex_.

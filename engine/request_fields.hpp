@@ -1,9 +1,10 @@
 // Typed access to the fields of a control request (docs/protocol.md), with the errors the
-// protocol gives for missing or malformed fields. Io thread, header-only.
+// protocol gives for missing or malformed fields. Header-only; any thread.
 #pragma once
 
 #include <cctype>
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,15 @@
 #include "shm/error.hpp"
 
 namespace backscroll::engine {
+
+inline constexpr std::size_t kMaxIdBytes = 256;  // a request id's size
+
+// A request id is echoed in every reply (and kept while a stop waits for its seal): null, a
+// number, a boolean or a string of at most kMaxIdBytes.
+inline bool valid_request_id(const control::Json& id) {
+  return id.is_null() || id.is_number() || id.is_boolean() ||
+         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
+}
 
 inline Result<std::string> string_field(const control::Json& request, const char* name) {
   const auto it = request.find(name);

@@ -5,8 +5,8 @@ namespace backscroll::engine {
 void SnapshotLane::add(const std::string& actor, shm::RingReader ring,
                        std::shared_ptr<MirrorUsage> usage, std::uint64_t epoch) {
   const std::lock_guard lock(mutex_);
-  entries_.insert_or_assign(actor, Entry{std::move(ring), std::move(usage), epoch,
-                                         next_generation_++, {}, nullptr});
+  entries_.insert_or_assign(
+      actor, Entry{std::move(ring), std::move(usage), epoch, next_generation_++, {}, nullptr});
 }
 
 void SnapshotLane::remove(const std::string& actor) {

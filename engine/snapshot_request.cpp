@@ -9,11 +9,6 @@ namespace backscroll::engine {
 
 using control::Json;
 
-bool valid_request_id(const Json& id) {
-  return id.is_null() || id.is_number() || id.is_boolean() ||
-         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
-}
-
 Result<SnapshotAsk> parse_snapshot_ask(const Json& request, std::uint64_t scrollback) {
   SnapshotAsk ask;
   ask.id = request.contains("id") ? request["id"] : Json(nullptr);

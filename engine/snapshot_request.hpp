@@ -11,12 +11,7 @@
 
 namespace backscroll::engine {
 
-inline constexpr std::size_t kMaxIdBytes = 256;                  // a request id's size
 inline constexpr std::uint64_t kMaxSnapshotScrollback = 10'000;  // history lines per snapshot
-
-// A request id is echoed in every reply (and kept while a stop waits for its seal): null, a
-// number, a boolean or a string of at most kMaxIdBytes.
-bool valid_request_id(const control::Json& id);
 
 struct SnapshotAsk {
   control::Json id;  // the request's, echoed in the answer

@@ -109,8 +109,8 @@ TEST_F(ControlThreadTest, PingAndAHeldSnapshotAreAnsweredWithoutTheIoThread) {
   EXPECT_EQ(pong.at("id"), 1);
   EXPECT_EQ(pong.at("pid"), ::getpid());
 
-  ASSERT_TRUE(client.send(
-      control::encode_frame({{"op", "snapshot"}, {"id", 2}, {"actor", "quiet"}, {"timing", true}})));
+  ASSERT_TRUE(client.send(control::encode_frame(
+      {{"op", "snapshot"}, {"id", 2}, {"actor", "quiet"}, {"timing", true}})));
   const Json snap = next(client);
   EXPECT_EQ(snap.at("id"), 2);
   EXPECT_EQ(snap.at("format"), "snapshot_v1");
@@ -129,8 +129,8 @@ TEST_F(ControlThreadTest, PingAndAHeldSnapshotAreAnsweredWithoutTheIoThread) {
       {{"op", "snapshot"}, {"id", 3}, {"actor", "quiet"}, {"scrollback", 7}})));
   io_turn();
   EXPECT_EQ(next(client).at("answered_by"), "io");
-  ASSERT_TRUE(client.send(
-      control::encode_frame({{"op", "snapshot"}, {"id", 4}, {"actor", "loud"}})));
+  ASSERT_TRUE(
+      client.send(control::encode_frame({{"op", "snapshot"}, {"id", 4}, {"actor", "loud"}})));
   io_turn();
   EXPECT_EQ(next(client).at("answered_by"), "io");
   EXPECT_EQ(handler_.ops, (std::vector<std::string>{"snapshot", "snapshot"}));

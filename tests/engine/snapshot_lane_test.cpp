@@ -67,9 +67,8 @@ TEST_F(SnapshotLaneTest, NewBytesEndItUnlessTheMirrorParsedNoneOfThem) {
 TEST_F(SnapshotLaneTest, OtherOptionsOrAnOlderCursorThanAskedAreNotAnswered) {
   answered(screen_at(10), {.scrollback_lines = 100});
   EXPECT_FALSE(lane_.held("a", {.scrollback_lines = 512}, Cursor{0}));
-  EXPECT_FALSE(
-      lane_.held("a", {.scrollback_lines = 100, .canvas = term::SnapshotCanvas::alternate},
-                 Cursor{0}));
+  EXPECT_FALSE(lane_.held("a", {.scrollback_lines = 100, .canvas = term::SnapshotCanvas::alternate},
+                          Cursor{0}));
   EXPECT_FALSE(lane_.held("a", {.scrollback_lines = 100}, Cursor{11}));
   EXPECT_TRUE(lane_.held("a", {.scrollback_lines = 100}, Cursor{10}));
 }
