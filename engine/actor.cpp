@@ -543,7 +543,9 @@ void Actor::maybe_seal() noexcept {
     leftovers_killed_at_ = *kill_rest_at;
     host_.kill_leftovers_at(*this, *kill_rest_at);
   }
-  host_.on_sealed(*this, record);
+  // A copy: the host may start the next session (a restart that waited for this seal), and
+  // sessions_ grows under `record` (found by ThreadSanitizer as a use after free).
+  host_.on_sealed(*this, shm::SessionRecord(record));
 }
 
 bool Actor::wake_readers(std::chrono::steady_clock::time_point now) noexcept {
