@@ -271,11 +271,17 @@ void ControlServer::send_event(ConnectionId connection, control::Json header) {
   if (it->second->unsent() + frame.size() > kMaxQueuedEventBytes) {
     log(LogLevel::warn, "connection {}: over {} bytes of events unread; disconnecting it",
         connection, kMaxQueuedEventBytes);
-    it->second->abort();
-    reap(connection);
+    abort(connection);
     return;
   }
   it->second->queue(std::move(frame));
+}
+
+void ControlServer::abort(ConnectionId connection) noexcept {
+  const auto it = connections_.find(connection);
+  if (it == connections_.end()) return;
+  it->second->abort();
+  reap(connection);
 }
 
 void ControlServer::resume(ConnectionId connection) noexcept {

@@ -54,6 +54,8 @@ class ControlServer {
   bool reply(ConnectionId connection, control::Json header, std::string_view payload = {});
   // Queues an event; disconnects a connection whose unsent bytes exceed kMaxQueuedEventBytes.
   void send_event(ConnectionId connection, control::Json header);
+  // Closes the connection now, dropping what it has not sent.
+  void abort(ConnectionId connection) noexcept;
   // Reads the connection's requests again, once the handler is ready() for them.
   void resume(ConnectionId connection) noexcept;
   // Stops accepting and closes every connection once its queued bytes are sent.

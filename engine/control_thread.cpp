@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 #include <utility>
 
 #include "engine/eventfd_signal.hpp"
@@ -143,18 +144,25 @@ void ControlThread::on_wake(int) noexcept {
     sending_.swap(outbound_);
   }
   for (Outbound& o : sending_) {
-    switch (o.kind) {
-      case Outbound::Kind::reply:
-        server_->reply(o.connection, std::move(o.header), o.payload);
-        break;
-      case Outbound::Kind::handled:
-        if (at_io_.erase(o.connection) > 0) server_->resume(o.connection);
-        break;
-      case Outbound::Kind::event: server_->send_event(o.connection, std::move(o.header)); break;
-      case Outbound::Kind::close_all:
-        closing_ = true;
-        server_->close_all();
-        break;
+    try {
+      switch (o.kind) {
+        case Outbound::Kind::reply:
+          // The payload goes as soon as it is framed: a 16 MiB history is held once, not twice.
+          server_->reply(o.connection, std::move(o.header), std::exchange(o.payload, {}));
+          break;
+        case Outbound::Kind::handled:
+          if (at_io_.erase(o.connection) > 0) server_->resume(o.connection);
+          break;
+        case Outbound::Kind::event: server_->send_event(o.connection, std::move(o.header)); break;
+        case Outbound::Kind::close_all:
+          closing_ = true;
+          server_->close_all();
+          break;
+      }
+    } catch (const std::exception& e) {
+      // Out of memory framing a reply: the client would wait for it forever; close instead.
+      log(LogLevel::error, "connection {}: {}; closing it", o.connection, e.what());
+      server_->abort(o.connection);
     }
   }
   sending_.clear();
@@ -182,14 +190,22 @@ void ControlThread::handle(RequestHandler& handler) {
   taking_.clear();
 }
 
-void ControlThread::push(Outbound outbound) {
-  const std::lock_guard lock(mutex_);
-  wake_owed_ |= outbound_.empty();
-  outbound_.push_back(std::move(outbound));
-}
+void ControlThread::push(Outbound outbound) { queued_.push_back(std::move(outbound)); }
 
 void ControlThread::send_queued() {
-  if (std::exchange(wake_owed_, false)) signal_eventfd(wake_fd_);
+  if (queued_.empty()) return;
+  bool was_empty = false;
+  {
+    const std::lock_guard lock(mutex_);
+    was_empty = outbound_.empty();
+    if (was_empty) {
+      outbound_.swap(queued_);
+    } else {
+      std::move(queued_.begin(), queued_.end(), std::back_inserter(outbound_));
+    }
+  }
+  queued_.clear();
+  if (was_empty) signal_eventfd(wake_fd_);
 }
 
 void ControlThread::reply(ConnectionId connection, Json header, std::string payload) {

@@ -15,9 +15,10 @@
 // itself is answered at that same point, so it is answered when the io thread would have.
 //
 // Hand-over: two queues under one mutex. A side signals the other's eventfd only when the queue
-// it pushed to was empty (the io thread once per batch, at send_queued()); the other side swaps
-// the whole queue out after its eventfd read completes, so a push after that swap finds the
-// queue empty and signals again: nothing is left unseen, and a burst costs one wake-up.
+// it pushed to was empty (the io thread pushes a whole batch at once, at send_queued()); the
+// other side swaps the whole queue out after its eventfd read completes, so a push after that
+// swap finds the queue empty and signals again: nothing is left unseen, and a burst costs one
+// wake-up.
 #pragma once
 
 #include <sys/types.h>
@@ -139,7 +140,7 @@ class ControlThread final : private RequestHandler {
   // Io thread only.
   std::map<ConnectionId, pid_t> peers_;
   std::vector<Handed> taking_;
-  bool wake_owed_ = false;  // outbound_ was empty before a push since the last send_queued()
+  std::vector<Outbound> queued_;  // this batch's, moved to outbound_ by send_queued()
 
   std::thread thread_;  // last: started once everything above is built
 };

@@ -165,7 +165,8 @@ void Engine::on_notify(int) noexcept {
   answer_replays();
   record_output_events();
   transcripts_.answer();
-  control_->handle(*this);
+  // Once the last replies went (stopping_loop_), a request that came after is not handled.
+  if (!stopping_loop_) control_->handle(*this);
   if (!stopping_loop_) {
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
@@ -428,6 +429,7 @@ int Engine::run() noexcept {
   const auto keyframe_deadline = std::chrono::steady_clock::now() + kFinalKeyframeWait;
   while (final_keyframes_owed() && std::chrono::steady_clock::now() < keyframe_deadline) {
     loop_->run_once(keyframe_deadline);
+    control_->send_queued();
   }
   // Answer what is still waiting and let the server flush its replies.
   for (const auto& [name, d] : deferred_) {

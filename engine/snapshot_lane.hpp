@@ -10,8 +10,7 @@
 //   - either nothing was committed after its cursor (a quiet actor), or the mirror parsed
 //     nothing after it (a mirror coasting through a flood, or holding back an unfinished
 //     sequence): the mirror's state is still the one at that cursor;
-//   - its cursor is still readable in the ring (else the answer would be raw_replay, which the
-//     io thread gives).
+//   - its cursor is still readable in the ring (else the mirror is asked again).
 // Any thread may call held(); only the io thread changes the table. A mutex guards the table
 // (the control thread takes it once per snapshot request; the io thread at each event, each
 // mirror answer and each actor added or removed).

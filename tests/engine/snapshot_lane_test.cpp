@@ -94,13 +94,13 @@ TEST_F(SnapshotLaneTest, FallbacksAndLargeSnapshotsAreNotHeld) {
   EXPECT_FALSE(lane_.held("a", {}, Cursor{0}));
 }
 
-TEST_F(SnapshotLaneTest, ACursorNoLongerInTheRingIsLeftToTheIoThread) {
+TEST_F(SnapshotLaneTest, ACursorNoLongerInTheRingIsNotAnswered) {
   answered(screen_at(10));
   ring_.writer.clear();  // floor = committed: cursor 10 is still readable
   EXPECT_TRUE(lane_.held("a", {}, Cursor{0}));
   answered(screen_at(4));  // a screen from before the floor (its bytes are gone)
   usage_->parsed.store(4);
-  EXPECT_FALSE(lane_.held("a", {}, Cursor{0})) << "raw_replay ('expired') is the io thread's";
+  EXPECT_FALSE(lane_.held("a", {}, Cursor{0})) << "its bytes are gone: the mirror is asked";
 }
 
 TEST_F(SnapshotLaneTest, ARemovedActorIsForgotten) {
