@@ -52,6 +52,19 @@ inline constexpr bool kSanitizerBuild = false;
 #else
 inline constexpr bool kSanitizerBuild = false;
 #endif
+// ThreadSanitizer alone: its runtime cannot follow the vfork-like clone that starts a program
+// in its cgroup, so the engine runs without cgroups under it (engine/cgroup_tree.cpp).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizerBuild = true;
+#else
+inline constexpr bool kThreadSanitizerBuild = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizerBuild = false;
+#endif
 #define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                      \
   do {                                                                             \
     if (::backscroll::testing::kSanitizerBuild)                                    \
