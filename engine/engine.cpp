@@ -166,8 +166,8 @@ void Engine::on_notify(int) noexcept {
   record_output_events();
   transcripts_.answer();
   // Once the last replies went (stopping_loop_), a request that came after is not handled.
-  if (!stopping_loop_) control_->handle(*this);
   if (!stopping_loop_) {
+    control_->handle(*this);
     loop_->read(notify_fd_, std::as_writable_bytes(std::span(&notify_buffer_, 1)), &notify_op_);
   }
 }

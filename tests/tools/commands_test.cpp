@@ -1376,6 +1376,9 @@ TEST_F(CliLifecycle, RestoreOpensAShellWhereTheDeletedActorWorkedShowingItsScrol
 // restore starts where the program last was, not where it was spawned; the scrollback is the
 // first session's alone (a restart runs the shell only); --list shows what can be restored.
 TEST_F(CliLifecycle, RestoreStartsWhereTheProgramWasAndARestartDoesNotReplay) {
+  // The shell restore opens is $SHELL: /bin/sh, so no rc file of the machine's user runs (an
+  // interactive bash whose .bashrc ran `pyenv init` took more than the 30 s this test waits).
+  ::setenv("SHELL", "/bin/sh", 1);
   const fs::path moved = scratch_.path() / "moved";
   fs::create_directories(moved);
   spawn("w", {"sh", "-c", "cd '" + moved.string() + "'; echo saved-line; exec sleep 1000"},
