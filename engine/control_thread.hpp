@@ -1,4 +1,5 @@
-// ControlThread: the control socket on a thread of its own (docs/architecture.md, "Threads").
+// ControlThread: the control socket on a thread of its own (docs/architecture.md, "Control
+// socket").
 //
 // It runs a ControlServer on an io_uring of its own: it accepts connections, reads and decodes
 // requests, and writes replies and events. It answers two requests itself: `ping`, and a
