@@ -147,7 +147,7 @@ void ControlThread::on_wake(int) noexcept {
     try {
       switch (o.kind) {
         case Outbound::Kind::reply:
-          // The payload goes as soon as it is framed: a 16 MiB history is held once, not twice.
+          // The payload is freed once framed, not at the end of the batch (a 16 MiB history).
           server_->reply(o.connection, std::move(o.header), std::exchange(o.payload, {}));
           break;
         case Outbound::Kind::handled:
