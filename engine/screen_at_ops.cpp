@@ -121,8 +121,7 @@ Result<Json> Engine::snapshot_at(ConnectionId connection, const SnapshotAsk& ask
     job.keyframe = *keyframe;
     job.bytes = std::move(*bytes);
     job.changes = r.keyframes.size_changes(*keyframe, target, point->session_end);
-    job.options.scrollback_lines = ask.options.scrollback_lines;
-    job.options.canvas = ask.options.canvas;
+    job.options = ask.options;
     pending_snapshots_.emplace(job.token,
                                PendingSnapshot{connection,
                                                ask.id,
@@ -155,22 +154,22 @@ void Engine::answer_replays() {
                                 std::nullopt}));
       continue;
     }
-    const term::Snapshot& snap = result.taken.snapshot;
+    term::Snapshot& snap = result.taken.snapshot;
     Json reply = std::move(pending.reply);
-    reply.update(Json{{"epoch", hex64(a->second->epoch())},
-                      {"cols", snap.cols},
-                      {"rows", snap.rows},
-                      {"cursor", value(result.taken.cursor)}});
     if (snap.fallback_reason) {
-      reply.update(Json{{"format", "raw_replay"}, {"reason", *snap.fallback_reason}, {"bytes", 0}});
+      reply.update(Json{{"epoch", hex64(a->second->epoch())},
+                        {"cols", snap.cols},
+                        {"rows", snap.rows},
+                        {"cursor", value(result.taken.cursor)},
+                        {"format", "raw_replay"},
+                        {"reason", *snap.fallback_reason},
+                        {"bytes", 0}});
       control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)));
       continue;
     }
-    reply.update(Json{{"format", "snapshot_v1"},
-                      {"bytes", snap.bytes.size()},
-                      {"scrollback_lines", snap.scrollback_lines}});
+    reply.update(snapshot_v1_fields(a->second->epoch(), result.taken));
     control_->reply(pending.connection, control::ok_response(pending.id, std::move(reply)),
-                    snap.bytes);
+                    std::move(snap.bytes));
   }
 }
 

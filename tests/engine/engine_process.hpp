@@ -41,30 +41,25 @@ inline constexpr std::chrono::milliseconds kHangGuard = 30s;
 // A sanitizer build (tools/sanitize.sh): the engine's memory is then the sanitizer's (shadow
 // memory, quarantine, terabytes of reserved address space), so tests that measure the engine's
 // RSS or cap its address space skip.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitizerBuild = true;
-#else
-inline constexpr bool kSanitizerBuild = false;
-#endif
-#else
-inline constexpr bool kSanitizerBuild = false;
-#endif
 // ThreadSanitizer alone: its runtime cannot follow the vfork-like clone that starts a program
 // in its cgroup, so the engine runs without cgroups under it (engine/cgroup_tree.cpp).
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizerBuild = true;
+#if defined(__has_feature)
+#define BACKSCROLL_HAS_FEATURE(name) __has_feature(name)
 #else
-inline constexpr bool kThreadSanitizerBuild = false;
+#define BACKSCROLL_HAS_FEATURE(name) 0  // GCC says __SANITIZE_*__ instead
 #endif
+#if defined(__SANITIZE_THREAD__) || BACKSCROLL_HAS_FEATURE(thread_sanitizer)
+#define BACKSCROLL_THREAD_SANITIZER 1
 #else
-inline constexpr bool kThreadSanitizerBuild = false;
+#define BACKSCROLL_THREAD_SANITIZER 0
 #endif
+#if defined(__SANITIZE_ADDRESS__) || BACKSCROLL_HAS_FEATURE(address_sanitizer)
+#define BACKSCROLL_ADDRESS_SANITIZER 1
+#else
+#define BACKSCROLL_ADDRESS_SANITIZER 0
+#endif
+inline constexpr bool kThreadSanitizerBuild = BACKSCROLL_THREAD_SANITIZER;
+inline constexpr bool kSanitizerBuild = BACKSCROLL_THREAD_SANITIZER || BACKSCROLL_ADDRESS_SANITIZER;
 #define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                      \
   do {                                                                             \
     if (::backscroll::testing::kSanitizerBuild)                                    \
