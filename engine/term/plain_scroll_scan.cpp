@@ -13,6 +13,9 @@ constexpr std::uint8_t kEsc = 0x1b;
 
 constexpr std::uint8_t kBel = 0x07;
 
+// The resets queued without their bytes (PlainScrollScan::queued_reset_), by their size - 3.
+constexpr std::string_view kShortResets[] = {"\x1b[m", "\x1b[0m"};
+
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
 // Digits, and the separators of parameters (';') and of an SGR's sub-parameters (':', which
 // libvterm 0.1.4 stores as arguments too: each counts against its 16).
@@ -83,6 +86,7 @@ void PlainScrollScan::restart(Cursor at) {
   pen_.clear();
   queued_sgrs_.clear();
   queued_sizes_.clear();
+  queued_reset_ = -1;
   targets_.clear();
 }
 
@@ -372,6 +376,12 @@ void PlainScrollScan::queue_sgr(std::string_view sequence) {
   if (resets_pen(sequence)) {
     queued_sgrs_.clear();
     queued_sizes_.clear();
+    // ESC [ m and ESC [ 0 m, nearly every reset colored output sends: kept by their kind, not
+    // copied.
+    const bool is_short_reset =
+        sequence.size() == 3 || (sequence.size() == 4 && sequence[2] == '0');
+    queued_reset_ = is_short_reset ? static_cast<std::int8_t>(sequence.size() - 3) : -1;
+    if (queued_reset_ >= 0) return;
   } else if (queued_sizes_.size() == kMaxQueuedSgrs) {
     apply_queued_sgrs();
     if (broken_) return;
@@ -381,6 +391,11 @@ void PlainScrollScan::queue_sgr(std::string_view sequence) {
 }
 
 void PlainScrollScan::apply_queued_sgrs() {
+  if (queued_reset_ >= 0) {
+    apply_sgr(kShortResets[static_cast<std::size_t>(queued_reset_)]);
+    if (broken_) return;
+    queued_reset_ = -1;
+  }
   std::size_t at = 0;
   for (const std::uint8_t size : queued_sizes_) {
     apply_sgr(std::string_view(queued_sgrs_).substr(at, size));

@@ -193,7 +193,10 @@ class PlainScrollScan {
   std::array<std::int16_t, 2> reset_index_{-1, -1};
   // The reduced SGR list: with the queue applied, the pen at the scan position.
   std::vector<SgrIndex> pen_;
-  std::string queued_sgrs_;                 // the queued sequences, back to back
+  // The queue: a reset first when it starts with ESC [ m (0) or ESC [ 0 m (1), else -1; then
+  // the sequences after it, back to back.
+  std::int8_t queued_reset_ = -1;
+  std::string queued_sgrs_;
   std::vector<std::uint8_t> queued_sizes_;  // each one's size (at most kMaxSequenceBytes)
   std::deque<Target> targets_;              // in stream order
 };
