@@ -104,6 +104,18 @@ void PlainScrollScan::scan(std::string_view bytes) {
         scanned_ = scanned_ + run;
         continue;
       }
+      if (data[i] == kEsc && line_ == Line::none) {
+        // The SGR between two words of colored output, whole in this piece: checked and queued
+        // here, without sequence_in_place's calls (its text_ends() and add_to_prefix() do
+        // nothing while no line is tracked).
+        const std::size_t used = sgr_in_place(data + i, size - i);
+        if (broken_) break;
+        if (used > 0) {
+          i += used;
+          scanned_ = scanned_ + used;
+          continue;
+        }
+      }
       if (data[i] == kEsc) {
         const std::size_t used = sequence_in_place(data + i, size - i);
         if (broken_) break;
@@ -117,6 +129,20 @@ void PlainScrollScan::scan(std::string_view bytes) {
     ++i;
     scanned_ = scanned_ + 1;
   }
+}
+
+std::size_t PlainScrollScan::sgr_in_place(const std::uint8_t* p, std::size_t n) {
+  if (n < 3 || p[1] != '[') return 0;
+  const std::size_t end = std::min(n, kMaxSequenceBytes);
+  std::size_t separators = 0;
+  std::size_t k = 2;
+  for (; k < end && csi_parameter_byte(p[k]); ++k) separators += p[k] == ';' || p[k] == ':';
+  if (k == end) return 0;
+  // EL (CSI digits K: gcc sends one after every SGR) changes nothing the scan tracks.
+  if (p[k] == 'K' && separators == 0) return k + 1;
+  if (p[k] != 'm' || separators >= kMaxSgrParams) return 0;
+  queue_sgr(std::string_view(reinterpret_cast<const char*>(p), k + 1));
+  return broken_ ? 0 : k + 1;
 }
 
 std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_t n) {

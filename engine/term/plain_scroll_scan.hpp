@@ -124,6 +124,10 @@ class PlainScrollScan {
   // common case), without copying it; returns the bytes it used, 0 when it goes on past n
   // (byte() then reads it) or ended the run.
   std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
+  // At an ESC in the ground state with no line tracked: a whole SGR (queued) or EL within
+  // [p, p + n) and within the limits; returns its size, or 0 for anything else or when the
+  // SGR ended the run (sequence_in_place() then reads it, unless broken()).
+  std::size_t sgr_in_place(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
   // At a control or an ESC after text: settles the line's state (a glyph is a target, a UTF-8
   // character cut short makes none).

@@ -259,12 +259,19 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
                                    "\x1b]8;;x\x1b[m",
                                    "\x1b]7;file:///\x07",
                                    "\x1b]8;;\xe2\x80\xa6\x07",
-                                   "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"}) {
-    const std::string stream = lines(5) + std::string(breaker) + lines(5);
-    const PlainScrollScan scan = scanned(stream);
-    EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(breaker));
-    EXPECT_EQ(value(scan.scanned()), lines(5).size());
-    EXPECT_EQ(scan.lfs(), 5u);
+                                   "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m",
+                                   "\x1b[0000000000000000000000000000000000000000000000000000"
+                                   "0000000001m"}) {
+    // At a line's start (a candidate target, its prefix collected) and within its text
+    // (nothing tracked but the column): the scan reads sequences on different paths there.
+    for (const std::string_view before : {"", "text "}) {
+      const std::string stream = lines(5) + std::string(before) + std::string(breaker) + lines(5);
+      const PlainScrollScan scan = scanned(stream);
+      EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(before) +
+                                                              std::string(breaker));
+      EXPECT_EQ(value(scan.scanned()), lines(5).size() + before.size());
+      EXPECT_EQ(scan.lfs(), 5u);
+    }
   }
   // More distinct SGRs than the table holds, each still part of the pen (none sets a part a
   // later one sets again: unmodelled ones stay).
