@@ -268,7 +268,7 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
       const std::string stream = lines(5) + std::string(before) + std::string(breaker) + lines(5);
       const PlainScrollScan scan = scanned(stream);
       EXPECT_TRUE(scan.broken()) << ::testing::PrintToString(std::string(before) +
-                                                              std::string(breaker));
+                                                             std::string(breaker));
       EXPECT_EQ(value(scan.scanned()), lines(5).size() + before.size());
       EXPECT_EQ(scan.lfs(), 5u);
     }
