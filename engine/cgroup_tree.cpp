@@ -1,6 +1,7 @@
 #include "engine/cgroup_tree.hpp"
 #include "engine/proc_file.hpp"
 #include "engine/process_tree.hpp"
+#include "engine/sanitizer_build.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -156,25 +157,16 @@ std::size_t ActorCgroup::signal(int sig) const {
   return reached;
 }
 
-// ThreadSanitizer's runtime aborts in its fork hooks on the vfork-like clone that starts a
-// session's program inside its cgroup (pty_process.cpp): under it the engine runs without
-// cgroups, as on a host that delegates none (tools/sanitize.sh tsan).
-#if defined(__SANITIZE_THREAD__)
-#define BACKSCROLL_THREAD_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BACKSCROLL_THREAD_SANITIZER 1
-#endif
-#endif
-
 Result<std::unique_ptr<CgroupTree>> CgroupTree::open() {
-#ifdef BACKSCROLL_THREAD_SANITIZER
-  return fail(Errc::io_error,
-              "not under ThreadSanitizer, which cannot follow the clone that "
-              "starts a program in its cgroup");
-#else
+  // ThreadSanitizer's runtime aborts in its fork hooks on the vfork-like clone that starts a
+  // session's program inside its cgroup (pty_process.cpp): under it the engine runs without
+  // cgroups, as on a host that delegates none (tools/sanitize.sh tsan).
+  if constexpr (kThreadSanitizerBuild) {
+    return fail(Errc::io_error,
+                "not under ThreadSanitizer, which cannot follow the clone that "
+                "starts a program in its cgroup");
+  }
   return open_from("/proc/self/cgroup", "/proc/self/mountinfo", ::getpid());
-#endif
 }
 
 Result<std::unique_ptr<CgroupTree>> CgroupTree::open_from(const fs::path& proc_cgroup,

@@ -21,6 +21,20 @@ bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
 // libvterm 0.1.4 stores as arguments too: each counts against its 16).
 bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';' || b == ':'; }
 
+// The parameter bytes of the CSI at p (ESC [ at p[0], p[1]) before `end`: `final`, the index of
+// the first byte from p[2] on that is not one (`end` when there is none), and how many of them
+// are separators (';' and ':').
+struct CsiParameters {
+  std::size_t final;
+  std::size_t separators;
+};
+CsiParameters csi_parameters(const std::uint8_t* p, std::size_t end) {
+  std::size_t separators = 0;
+  std::size_t k = 2;
+  for (; k < end && csi_parameter_byte(p[k]); ++k) separators += p[k] == ';' || p[k] == ':';
+  return {k, separators};
+}
+
 // A hash of a sequence (SGRs are 3 to 64 bytes), from whole-word loads.
 std::uint64_t sequence_hash(std::string_view s) {
   constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ull;
@@ -133,11 +147,8 @@ void PlainScrollScan::scan(std::string_view bytes) {
 
 std::size_t PlainScrollScan::sgr_in_place(const std::uint8_t* p, std::size_t n) {
   if (n < 3 || p[1] != '[') return 0;
-  const std::size_t end = std::min(n, kMaxSequenceBytes);
-  std::size_t separators = 0;
-  std::size_t k = 2;
-  for (; k < end && csi_parameter_byte(p[k]); ++k) separators += p[k] == ';' || p[k] == ':';
-  if (k == end) return 0;
+  const auto [k, separators] = csi_parameters(p, std::min(n, kMaxSequenceBytes));
+  if (k == n || k == kMaxSequenceBytes) return 0;  // sequence_in_place() decides
   // EL (CSI digits K: gcc sends one after every SGR) changes nothing the scan tracks.
   if (p[k] == 'K' && separators == 0) return k + 1;
   if (p[k] != 'm' || separators >= kMaxSgrParams) return 0;
@@ -188,25 +199,14 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
   }
   // The same limits as byte()'s: at most kMaxSequenceBytes, ESC and final byte included. One
   // pass: the separators are counted on the way.
-  std::size_t separators = 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (k + 1 > kMaxSequenceBytes) {
-      brk();
-      return 0;
-    }
-    if (p[k] == ';' || p[k] == ':') {
-      ++separators;
-      continue;
-    }
-    if (p[k] >= '0' && p[k] <= '9') continue;
-    if (p[k] != 'm' && p[k] != 'K') {
-      brk();
-      return 0;
-    }
-    sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), separators);
-    return broken_ ? 0 : k + 1;
+  const auto [k, separators] = csi_parameters(p, std::min(n, kMaxSequenceBytes));
+  if (k == n) return 0;  // goes on in the next piece
+  if (k == kMaxSequenceBytes || (p[k] != 'm' && p[k] != 'K')) {
+    brk();
+    return 0;
   }
-  return 0;  // goes on in the next piece
+  sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), separators);
+  return broken_ ? 0 : k + 1;
 }
 
 // One byte at scanned_ (not counted yet).

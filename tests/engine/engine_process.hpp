@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/sanitizer_build.hpp"
 #include "shm/control_client.hpp"
 #include "shm/control_frame.hpp"
 #include "shm/error.hpp"
@@ -41,25 +42,10 @@ inline constexpr std::chrono::milliseconds kHangGuard = 30s;
 // A sanitizer build (tools/sanitize.sh): the engine's memory is then the sanitizer's (shadow
 // memory, quarantine, terabytes of reserved address space), so tests that measure the engine's
 // RSS or cap its address space skip.
+inline constexpr bool kSanitizerBuild = kThreadSanitizerBuild || kAddressSanitizerBuild;
 // ThreadSanitizer alone: its runtime cannot follow the vfork-like clone that starts a program
 // in its cgroup, so the engine runs without cgroups under it (engine/cgroup_tree.cpp).
-#if defined(__has_feature)
-#define BACKSCROLL_HAS_FEATURE(name) __has_feature(name)
-#else
-#define BACKSCROLL_HAS_FEATURE(name) 0  // GCC says __SANITIZE_*__ instead
-#endif
-#if defined(__SANITIZE_THREAD__) || BACKSCROLL_HAS_FEATURE(thread_sanitizer)
-#define BACKSCROLL_THREAD_SANITIZER 1
-#else
-#define BACKSCROLL_THREAD_SANITIZER 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || BACKSCROLL_HAS_FEATURE(address_sanitizer)
-#define BACKSCROLL_ADDRESS_SANITIZER 1
-#else
-#define BACKSCROLL_ADDRESS_SANITIZER 0
-#endif
-inline constexpr bool kThreadSanitizerBuild = BACKSCROLL_THREAD_SANITIZER;
-inline constexpr bool kSanitizerBuild = BACKSCROLL_THREAD_SANITIZER || BACKSCROLL_ADDRESS_SANITIZER;
+using ::backscroll::kThreadSanitizerBuild;
 #define SKIP_MEMORY_MEASURE_UNDER_SANITIZER()                                      \
   do {                                                                             \
     if (::backscroll::testing::kSanitizerBuild)                                    \
