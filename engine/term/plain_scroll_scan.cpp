@@ -13,9 +13,6 @@ constexpr std::uint8_t kEsc = 0x1b;
 
 constexpr std::uint8_t kBel = 0x07;
 
-// The resets queued without their bytes (PlainScrollScan::queued_reset_), by their size - 3.
-constexpr std::string_view kShortResets[] = {"\x1b[m", "\x1b[0m"};
-
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
 // Digits, and the separators of parameters (';') and of an SGR's sub-parameters (':', which
 // libvterm 0.1.4 stores as arguments too: each counts against its 16).
@@ -98,15 +95,19 @@ void PlainScrollScan::restart(Cursor at) {
   sgr_slots_.fill({});
   reset_index_.fill(-1);
   pen_.clear();
-  queued_sgrs_.clear();
-  queued_sizes_.clear();
-  queued_reset_ = -1;
+  carried_sgrs_.clear();
+  carried_sizes_.clear();
+  unfolded_from_ = at;
+  unfolded_sgrs_ = 0;
+  sgrs_since_fold_ = 0;
   targets_.clear();
 }
 
 void PlainScrollScan::scan(std::string_view bytes) {
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
   const std::size_t size = bytes.size();
+  piece_ = data;
+  piece_start_ = scanned_;
   std::size_t i = 0;
   while (i < size && !broken_) {
     if (state_ == State::ground) {
@@ -119,7 +120,7 @@ void PlainScrollScan::scan(std::string_view bytes) {
         continue;
       }
       if (data[i] == kEsc && line_ == Line::none) {
-        // The SGR between two words of colored output, whole in this piece: checked and queued
+        // The SGR between two words of colored output, whole in this piece: checked and counted
         // here, without sequence_in_place's calls (its text_ends() and add_to_prefix() do
         // nothing while no line is tracked).
         const std::size_t used = sgr_in_place(data + i, size - i);
@@ -143,6 +144,8 @@ void PlainScrollScan::scan(std::string_view bytes) {
     ++i;
     scanned_ = scanned_ + 1;
   }
+  if (!broken_) carry_unfolded_sgrs();
+  piece_ = nullptr;
 }
 
 std::size_t PlainScrollScan::sgr_in_place(const std::uint8_t* p, std::size_t n) {
@@ -152,7 +155,7 @@ std::size_t PlainScrollScan::sgr_in_place(const std::uint8_t* p, std::size_t n) 
   // EL (CSI digits K: gcc sends one after every SGR) changes nothing the scan tracks.
   if (p[k] == 'K' && separators == 0) return k + 1;
   if (p[k] != 'm' || separators >= kMaxSgrParams) return 0;
-  queue_sgr(std::string_view(reinterpret_cast<const char*>(p), k + 1));
+  sgr_in_piece(scanned_ + (k + 1));
   return broken_ ? 0 : k + 1;
 }
 
@@ -205,7 +208,8 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
     brk();
     return 0;
   }
-  sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), separators);
+  sequence_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), separators,
+               /*in_piece=*/true);
   return broken_ ? 0 : k + 1;
 }
 
@@ -271,9 +275,11 @@ void PlainScrollScan::byte(std::uint8_t b) {
       if (sequence_.size() > kMaxSequenceBytes) return brk();
       if (csi_parameter_byte(b)) return;
       if (b == 'm' || b == 'K') {
-        return sequence_end(sequence_, static_cast<std::size_t>(std::count_if(
-                                           sequence_.begin(), sequence_.end(),
-                                           [](char c) { return c == ';' || c == ':'; })));
+        return sequence_end(
+            sequence_,
+            static_cast<std::size_t>(std::count_if(sequence_.begin(), sequence_.end(),
+                                                   [](char c) { return c == ';' || c == ':'; })),
+            /*in_piece=*/false);
       }
       brk();  // another CSI, a private or sub-parameter form, a control inside it
       break;
@@ -349,14 +355,14 @@ void PlainScrollScan::text_ends() {
 void PlainScrollScan::line_feed() {
   const Cursor line_start = scanned_ + 1;
   // A line too close to the last target can never become one (add_target() would drop it):
-  // nothing about it is tracked, and the queued SGRs wait for a line that can.
+  // nothing about it is tracked, and the pen is folded at a line that can.
   if (!column0_ ||
       (!targets_.empty() && line_start - targets_.back().line_start < target_spacing_)) {
     ++lfs_;
     line_ = Line::none;
     return;
   }
-  apply_queued_sgrs();
+  fold_pen(line_start);
   if (broken_) return;  // the run ends before this LF
   ++lfs_;
   line_ = Line::prefix;
@@ -366,10 +372,19 @@ void PlainScrollScan::line_feed() {
   pending_.pen = pen_;
 }
 
-void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separators) {
+void PlainScrollScan::sequence_end(std::string_view sequence, std::size_t separators,
+                                   bool in_piece) {
   if (sequence.back() == 'm') {
     if (separators >= kMaxSgrParams) return brk();
-    queue_sgr(sequence);
+    if (in_piece) {
+      sgr_in_piece(scanned_ + sequence.size());
+    } else {
+      // Its ESC lies in an earlier piece, and nothing of this piece came before it: carried
+      // whole, after what is carried already.
+      carry_sgr(sequence);
+      unfolded_from_ = scanned_ + 1;
+      count_sgr(scanned_ + 1);
+    }
     if (broken_) return;
   } else if (separators > 0) {
     return brk();  // EL takes one parameter, and no sub-parameter
@@ -398,38 +413,90 @@ void PlainScrollScan::add_to_prefix(std::string_view sequence) {
   else pending_.prefix += sequence;
 }
 
-void PlainScrollScan::queue_sgr(std::string_view sequence) {
-  if (resets_pen(sequence)) {
-    queued_sgrs_.clear();
-    queued_sizes_.clear();
-    // ESC [ m and ESC [ 0 m, nearly every reset colored output sends: kept by their kind, not
-    // copied.
-    const bool is_short_reset =
-        sequence.size() == 3 || (sequence.size() == 4 && sequence[2] == '0');
-    queued_reset_ = is_short_reset ? static_cast<std::int8_t>(sequence.size() - 3) : -1;
-    if (queued_reset_ >= 0) return;
-  } else if (queued_sizes_.size() == kMaxQueuedSgrs) {
-    apply_queued_sgrs();
-    if (broken_) return;
-  }
-  queued_sgrs_ += sequence;
-  queued_sizes_.push_back(static_cast<std::uint8_t>(sequence.size()));
+void PlainScrollScan::sgr_in_piece(Cursor after) {
+  ++unfolded_sgrs_;
+  count_sgr(after);
 }
 
-void PlainScrollScan::apply_queued_sgrs() {
-  if (queued_reset_ >= 0) {
-    apply_sgr(kShortResets[static_cast<std::size_t>(queued_reset_)]);
-    if (broken_) return;
-    queued_reset_ = -1;
+void PlainScrollScan::count_sgr(Cursor after) {
+  if (++sgrs_since_fold_ == kMaxSgrsBetweenFolds) fold_pen(after);
+}
+
+void PlainScrollScan::carry_sgr(std::string_view sequence) {
+  if (resets_pen(sequence)) {
+    carried_sgrs_.clear();
+    carried_sizes_.clear();
   }
-  std::size_t at = 0;
-  for (const std::uint8_t size : queued_sizes_) {
-    apply_sgr(std::string_view(queued_sgrs_).substr(at, size));
-    if (broken_) return;
-    at += size;
+  carried_sgrs_ += sequence;
+  carried_sizes_.push_back(static_cast<std::uint8_t>(sequence.size()));
+}
+
+std::size_t PlainScrollScan::unfolded_start(std::size_t to) {
+  const std::size_t from = unfolded_from_ > piece_start_ ? unfolded_from_ - piece_start_ : 0;
+  // Backwards from `to` to the last reset: nothing before it matters.
+  for (std::size_t end = to; end > from;) {
+    const void* esc = ::memrchr(piece_ + from, kEsc, end - from);
+    if (esc == nullptr) break;
+    const auto at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(esc) - piece_);
+    if (piece_[at + 1] == '[') {
+      const std::size_t final = csi_parameters(piece_ + at, to - at).final;
+      if (piece_[at + final] == 'm' &&
+          resets_pen(std::string_view(reinterpret_cast<const char*>(piece_ + at), final + 1))) {
+        carried_sgrs_.clear();
+        carried_sizes_.clear();
+        return at;
+      }
+    }
+    end = at;
   }
-  queued_sgrs_.clear();
-  queued_sizes_.clear();
+  return from;
+}
+
+template <typename Use>
+void PlainScrollScan::for_each_sgr(std::size_t from, std::size_t to, Use&& use) {
+  for (std::size_t at = from; at < to;) {
+    const void* esc = std::memchr(piece_ + at, kEsc, to - at);
+    if (esc == nullptr) return;
+    at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(esc) - piece_);
+    if (piece_[at + 1] != '[') {
+      ++at;  // `ESC ( B`, a hyperlink's `ESC ]` or its ST: no SGR
+      continue;
+    }
+    const std::size_t final = csi_parameters(piece_ + at, to - at).final;
+    if (piece_[at + final] == 'm') {
+      use(std::string_view(reinterpret_cast<const char*>(piece_ + at), final + 1));
+      if (broken_) return;
+    }
+    at += final + 1;
+  }
+}
+
+void PlainScrollScan::carry_unfolded_sgrs() {
+  // An unfinished sequence at the piece's end is carried once it ends (sequence_end()).
+  const Cursor end = state_ == State::ground ? scanned_ : sequence_start_;
+  if (unfolded_sgrs_ > 0 && end > piece_start_) {
+    const std::size_t to = end - piece_start_;
+    for_each_sgr(unfolded_start(to), to, [this](std::string_view sgr) { carry_sgr(sgr); });
+  }
+  unfolded_sgrs_ = 0;
+  unfolded_from_ = std::max(unfolded_from_, end);
+}
+
+void PlainScrollScan::fold_pen(Cursor at) {
+  sgrs_since_fold_ = 0;
+  const std::size_t to = at - piece_start_;
+  const std::size_t from = unfolded_sgrs_ > 0 ? unfolded_start(to) : to;
+  std::size_t carried_at = 0;
+  for (const std::uint8_t size : carried_sizes_) {
+    apply_sgr(std::string_view(carried_sgrs_).substr(carried_at, size));
+    if (broken_) return;
+    carried_at += size;
+  }
+  carried_sgrs_.clear();
+  carried_sizes_.clear();
+  for_each_sgr(from, to, [this](std::string_view sgr) { apply_sgr(sgr); });
+  unfolded_sgrs_ = 0;
+  unfolded_from_ = at;
 }
 
 void PlainScrollScan::apply_sgr(std::string_view sequence) {

@@ -33,10 +33,12 @@
 // full, the entries no list refers to any more are dropped (kMaxDistinctSgrs).
 //
 // The list is only needed at the lines that may become targets (one per `target_spacing`
-// bytes), so the scan reduces it lazily: an SGR is only copied to a queue (a reset empties the
-// queue first: nothing before it matters), and the queue is applied to the list at a line start
-// that may become a target, or when it grows past kMaxQueuedSgrs. Colored output resets the pen
-// several times per line, so most SGRs never reach the table.
+// bytes), so the scan reduces it lazily ("folds" it). Between two folds it only checks and
+// counts SGRs. A fold (at such a line start, or after kMaxSgrsBetweenFolds SGRs) reads the piece
+// backwards from there to the last reset (nothing before it matters) and applies the SGRs from
+// it on; at the end of each piece, the SGRs after its last reset that no fold took are copied
+// (carried) for the next fold. Colored output resets the pen several times per line, so most
+// SGRs are never looked at again, and none is copied.
 //
 // Single-threaded (the mirror thread). Memory: one target per kTargetSpacing bytes of look
 // ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
@@ -67,8 +69,10 @@ class PlainScrollScan {
   static constexpr std::size_t kMaxDistinctSgrs = 1023;
   using SgrIndex = std::uint16_t;
   static constexpr std::size_t kMaxPrefixBytes = 256;  // SGR/EL bytes before a line's glyph
-  // SGRs queued before they are applied to the pen (see above): bounds the queue's memory.
-  static constexpr std::size_t kMaxQueuedSgrs = 4096;
+  // SGRs between two folds of the pen at most (see above): bounds the carried copies' memory.
+  // Folds happen at the same stream positions however the bytes are split into pieces, so the
+  // pens, the table and where a full table ends the run do not depend on the split either.
+  static constexpr std::size_t kMaxSgrsBetweenFolds = 4096;
 
   struct Target {
     Cursor line_start;           // L: just after an LF, the column 0
@@ -103,6 +107,9 @@ class PlainScrollScan {
   const Target* best(Cursor from, std::uint64_t keep, std::uint64_t rows_before) const;
   // Drops targets that start before `at` (the mirror has parsed past them).
   void forget_before(Cursor at);
+  // SGRs copied from earlier pieces for the next fold of the pen (at most
+  // kMaxSgrsBetweenFolds).
+  std::size_t carried_sgrs() const noexcept { return carried_sizes_.size(); }
   // The SGR sequence (whole, ESC [ ... m) of a pen entry.
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
 
@@ -124,7 +131,7 @@ class PlainScrollScan {
   // common case), without copying it; returns the bytes it used, 0 when it goes on past n
   // (byte() then reads it) or ended the run.
   std::size_t sequence_in_place(const std::uint8_t* p, std::size_t n);
-  // At an ESC in the ground state with no line tracked: a whole SGR (queued) or EL within
+  // At an ESC in the ground state with no line tracked: a whole SGR (counted) or EL within
   // [p, p + n) and within the limits; returns its size, or 0 for anything else or when the
   // SGR ended the run (sequence_in_place() then reads it, unless broken()).
   std::size_t sgr_in_place(const std::uint8_t* p, std::size_t n);
@@ -139,18 +146,37 @@ class PlainScrollScan {
   bool start_character(std::uint8_t lead);
   int continue_character(std::uint8_t b);
   void line_feed();
-  // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators.
-  void sequence_end(std::string_view sequence, std::size_t separators);
+  // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators;
+  // `in_piece`: its ESC lies in the piece being scanned (else it was read byte by byte).
+  void sequence_end(std::string_view sequence, std::size_t separators, bool in_piece);
   // A whole `ESC ( B`.
   void designation_end();
   // A whole hyperlink, ESC to its terminator.
   void hyperlink_end(std::string_view sequence);
   // A sequence of the line's prefix, while the line may become a target (kMaxPrefixBytes).
   void add_to_prefix(std::string_view sequence);
-  // An SGR of the run: queued for the pen (see the header comment).
-  void queue_sgr(std::string_view sequence);
-  // Applies the queued SGRs to pen_, in order, and empties the queue.
-  void apply_queued_sgrs();
+  // An SGR of the run whose ESC lies in the piece, ending just before `after`: counted.
+  void sgr_in_piece(Cursor after);
+  // Counts an SGR ending just before `after`, and folds the pen there every
+  // kMaxSgrsBetweenFolds.
+  void count_sgr(Cursor after);
+  // Copies an SGR to the carried ones (a reset drops those first).
+  void carry_sgr(std::string_view sequence);
+  // Where the SGRs that matter to the pen at piece offset `to` start among those not folded
+  // or carried yet: the last reset before `to` (the carried SGRs are then dropped), else the
+  // first byte not folded or carried.
+  std::size_t unfolded_start(std::size_t to);
+  // Calls use(sgr) for each whole SGR with its ESC in piece offsets [from, to), in order,
+  // until the run breaks. [from, to) holds only what the scan took for plain, its sequences
+  // whole: an ESC there starts a sequence or is a hyperlink's ST.
+  template <typename Use>
+  void for_each_sgr(std::size_t from, std::size_t to, Use&& use);
+  // At the end of a piece: carries the SGRs no fold took, up to the piece's end (or the start
+  // of a sequence that goes on in the next piece).
+  void carry_unfolded_sgrs();
+  // Applies to pen_ the carried SGRs, then those of the piece before `at` not folded yet: pen_
+  // becomes the pen at `at`.
+  void fold_pen(Cursor at);
   // Applies one SGR to pen_ (the reduction the header comment describes).
   void apply_sgr(std::string_view sequence);
   void add_target();
@@ -195,14 +221,19 @@ class PlainScrollScan {
   std::array<SgrSlot, kSgrSlots> sgr_slots_{};
   // The table indices of ESC [ m and ESC [ 0 m once looked up (-1: not yet, or renumbered).
   std::array<std::int16_t, 2> reset_index_{-1, -1};
-  // The reduced SGR list: with the queue applied, the pen at the scan position.
+  // The reduced SGR list. Invariant: pen_, then the carried SGRs, then the SGRs whose ESC lies
+  // in [unfolded_from_, the scan position) applied in order give the pen at the scan position;
+  // unfolded_sgrs_ counts the last ones, all in the current piece.
   std::vector<SgrIndex> pen_;
-  // The queue: a reset first when it starts with ESC [ m (0) or ESC [ 0 m (1), else -1; then
-  // the sequences after it, back to back.
-  std::int8_t queued_reset_ = -1;
-  std::string queued_sgrs_;
-  std::vector<std::uint8_t> queued_sizes_;  // each one's size (at most kMaxSequenceBytes)
-  std::deque<Target> targets_;              // in stream order
+  std::string carried_sgrs_;                 // back to back
+  std::vector<std::uint8_t> carried_sizes_;  // each one's size (at most kMaxSequenceBytes)
+  Cursor unfolded_from_{0};
+  std::size_t unfolded_sgrs_ = 0;
+  std::size_t sgrs_since_fold_ = 0;
+  // The piece scan() is reading (only during the call) and its position in the stream.
+  const std::uint8_t* piece_ = nullptr;
+  Cursor piece_start_{0};
+  std::deque<Target> targets_;  // in stream order
 };
 
 }  // namespace backscroll::term

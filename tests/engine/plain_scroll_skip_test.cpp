@@ -751,6 +751,63 @@ RC_GTEST_PROP(PlainScrollScan, TargetsFarApartHaveThePensOfAScanOfEveryLine, ())
   RC_CLASSIFY(compared > 1, "several targets");
 }
 
+// Between two targets far apart, a stream that never resets the pen: the scan folds the pen
+// every kMaxSgrsBetweenFolds SGRs and carries what no fold took from piece to piece, in pieces
+// that cut most SGRs (1 and 7 bytes), hold a few lines or the whole stream. Each target's pen
+// must be the one a scan that makes every line a target finds at its line.
+TEST(PlainScrollScan, PensFoldedEveryFewThousandSgrsAreThoseOfAScanOfEveryLine) {
+  std::string stream;
+  for (int i = 0; i < 12000; ++i) {
+    stream += "\x1b[1mw" + std::to_string(i) + "\x1b[22m \x1b[3" + std::to_string(i % 8) + "m" +
+              (i % 3 == 0 ? "\x1b[4m" : "") + "x\x1b[38;5;" + std::to_string(i % 251) + "m\r\n";
+  }
+  const PlainScrollScan every_line = scanned(stream);
+  ASSERT_FALSE(every_line.broken());
+  const auto pen = [](const PlainScrollScan& scan, const PlainScrollScan::Target& t) {
+    std::string out;
+    for (const auto i : t.pen) out += scan.sgr(i);
+    return out;
+  };
+  for (const std::size_t piece :
+       {std::size_t{1}, std::size_t{7}, std::size_t{300}, stream.size()}) {
+    PlainScrollScan spaced(150'000);  // ~4,500 lines and ~13,000 SGRs apart
+    spaced.restart(Cursor{0});
+    for (std::size_t at = 0; at < stream.size(); at += piece)
+      spaced.scan(std::string_view(stream).substr(at, piece));
+    EXPECT_FALSE(spaced.broken());
+    int compared = 0;
+    for (std::uint64_t keep = 0; keep <= spaced.lfs(); ++keep) {
+      const PlainScrollScan::Target* t = spaced.best(Cursor{0}, keep, 0);
+      if (t == nullptr) break;
+      const PlainScrollScan::Target* same =
+          every_line.best(t->line_start, every_line.lfs() - t->lfs, 0);
+      ASSERT_NE(same, nullptr);
+      ASSERT_EQ(same->line_start, t->line_start);
+      EXPECT_EQ(pen(spaced, *t), pen(every_line, *same)) << "pieces of " << piece;
+      if (t->lfs > 0) ++compared;
+    }
+    EXPECT_GE(compared, 2) << "pieces of " << piece;
+  }
+}
+
+// A stream of SGRs with no line a target could start (no CR): nothing asks for the pen, so the
+// scan folds it every kMaxSgrsBetweenFolds SGRs and never carries more than that from piece to
+// piece, however long the stream.
+TEST(PlainScrollScan, CarriesABoundedNumberOfSgrsWhereNoLineAsksForThePen) {
+  PlainScrollScan scan;
+  scan.restart(Cursor{0});
+  std::string piece;
+  for (int i = 0; i < 50; ++i) piece += "\x1b[1mx\x1b[22m\x1b[3" + std::to_string(i % 8) + "m\n";
+  std::size_t most = 0;
+  for (int i = 0; i < 200; ++i) {  // 30,000 SGRs
+    scan.scan(piece);
+    most = std::max(most, scan.carried_sgrs());
+  }
+  EXPECT_FALSE(scan.broken());
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(most, PlainScrollScan::kMaxSgrsBetweenFolds);
+}
+
 // --- the mirror thread -----------------------------------------------------------------------
 
 // Waits (generously) for the mirror thread's notify eventfd and drains it.
