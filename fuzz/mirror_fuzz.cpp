@@ -74,7 +74,10 @@ constexpr std::uint64_t kStart = 1000;  // A's stream starts at this ring cursor
 constexpr ScrollbackLimits kLimits{1000, 1u << 20};
 // The look-ahead check: a short history, so a jump needs only history + rows + 1 LFs after it.
 constexpr ScrollbackLimits kJumpLimits{8, 1u << 20};
+// A target at every line, or one per 200 bytes (the scan then folds the pen from SGRs of
+// several lines and pieces).
 constexpr LookAheadOptions kJumpAnywhere{1, 0};
+constexpr LookAheadOptions kJumpSpaced{1, 200};
 
 struct Resize {
   std::size_t at;  // after stream bytes [0, at)
@@ -255,9 +258,13 @@ void feed_jumping(Mirror& m, std::string_view stream, const std::vector<Resize>&
   for (;;) {
     const std::size_t at = backscroll::value(m.position()) - kStart;
     const std::size_t limit = next < resizes.size() ? resizes[next].at : stream.size();
-    if (auto from = m.look_ahead_from(); from && backscroll::value(*from) - kStart < limit) {
+    // The look ahead in pieces of 1 to 512 bytes, as the mirror thread reads the ring in
+    // pieces: sequences cut between them, the pen carried from one to the next.
+    while (auto from = m.look_ahead_from()) {
       const std::size_t f = backscroll::value(*from) - kStart;
-      m.look_ahead(stream.substr(f, limit - f));
+      if (f >= limit) break;
+      seed = seed * 1103515245u + 12345u;
+      m.look_ahead(stream.substr(f, std::min<std::size_t>(limit - f, 1 + ((seed >> 16) & 511))));
     }
     if (m.skip_ahead()) {
       check(backscroll::value(m.position()) - kStart <= limit, "a jump past a resize");
@@ -282,7 +289,7 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
   parsed.set_tap(&screen_layer);
   std::uint32_t seed_p = seed;
   feed_range(parsed, stream, 0, stream.size(), resizes, true, seed_p);
-  Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, kJumpAnywhere);
+  Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, seed & 1 ? kJumpSpaced : kJumpAnywhere);
   feed_jumping(jumped, stream, resizes, seed ^ 0x9e3779b9u);
   if (jumped.skips() > 0) ++stats.jumped;
   Mirror libvterm_only(Cursor{kStart}, cols, rows, kJumpLimits);
