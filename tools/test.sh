@@ -29,7 +29,7 @@ ctest -j2 --output-on-failure --timeout 300
 # (default 200; 0 skips the runs). A fixed seed keeps it deterministic: the same inputs on every
 # run of a commit (BACKSCROLL_FUZZ_SEED sets it). New inputs go to a scratch folder; a finding
 # fails the run and is written to $fuzz_build. Two lanes, one per core. The mirror target's
-# corpus replay is the longest run (15-20 ms an input under ASan, ~3,900 inputs): 85% of
+# corpus replay is the longest run (15-20 ms an input under ASan, ~4,200 inputs): 85% of
 # its corpus run in one lane, the rest in the other after all the other targets.
 fuzz_new="${BACKSCROLL_FUZZ_NEW:-200}"
 if [ "$fuzz_new" -gt 0 ]; then
