@@ -808,6 +808,33 @@ TEST(PlainScrollScan, CarriesABoundedNumberOfSgrsWhereNoLineAsksForThePen) {
   EXPECT_LE(most, PlainScrollScan::kMaxSgrsBetweenFolds);
 }
 
+// More distinct SGRs than the table holds, all still part of the pen (unmodelled ones are never
+// dropped), and no line a target could start: the table fills at the first fold, after
+// kMaxSgrsBetweenFolds SGRs, and the run ends there, at the same byte and with the same result
+// whether an SGR is read in place or byte by byte across pieces.
+TEST(PlainScrollScan, ATableFilledAtAFoldEndsTheRunWhereverThePiecesEnd) {
+  std::string stream;
+  for (int i = 0; i < 6000; ++i)
+    stream += "\x1b[" + std::to_string(i % 2 ? 53 : 21) + ";" + std::to_string(i) + "1mx\n";
+  std::string whole_result;
+  for (const std::size_t piece :
+       {stream.size(), std::size_t{1}, std::size_t{7}, std::size_t{300}}) {
+    PlainScrollScan scan;
+    scan.restart(Cursor{0});
+    for (std::size_t at = 0; at < stream.size(); at += piece)
+      scan.scan(std::string_view(stream).substr(at, piece));
+    ASSERT_TRUE(scan.broken()) << "pieces of " << piece;
+    EXPECT_LE(scan.carried_sgrs(), PlainScrollScan::kMaxSgrsBetweenFolds);
+    if (piece == stream.size()) {
+      whole_result = scan_result(scan);
+      // At the fold after the 4,096th SGR: the 4,096 lines before it are plain.
+      EXPECT_EQ(scan.lfs(), PlainScrollScan::kMaxSgrsBetweenFolds - 1);
+    } else {
+      EXPECT_EQ(scan_result(scan), whole_result) << "pieces of " << piece;
+    }
+  }
+}
+
 // --- the mirror thread -----------------------------------------------------------------------
 
 // Waits (generously) for the mirror thread's notify eventfd and drains it.
