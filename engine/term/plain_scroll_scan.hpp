@@ -38,7 +38,7 @@
 // backwards from there to the last reset (nothing before it matters) and applies the SGRs from
 // it on; at the end of each piece, the SGRs after its last reset that no fold took are copied
 // (carried) for the next fold. Colored output resets the pen several times per line, so most
-// SGRs are never looked at again, and none is copied.
+// SGRs are never looked at again and hardly any is copied.
 //
 // Single-threaded (the mirror thread). Memory: one target per kTargetSpacing bytes of look
 // ahead, each with its pen list and line prefix (at most kMaxPrefixBytes).
