@@ -431,6 +431,13 @@ void PlainScrollScan::carry_sgr(std::string_view sequence) {
   carried_sizes_.push_back(static_cast<std::uint8_t>(sequence.size()));
 }
 
+std::string_view PlainScrollScan::sgr_at(std::size_t at, std::size_t to) const {
+  if (piece_[at + 1] != '[') return {};  // `ESC ( B`, a hyperlink's `ESC ]` or its ST
+  const std::size_t last = csi_parameters(piece_ + at, to - at).final;
+  if (piece_[at + last] != 'm') return {};  // EL
+  return std::string_view(reinterpret_cast<const char*>(piece_ + at), last + 1);
+}
+
 std::size_t PlainScrollScan::unfolded_start(std::size_t to) {
   const std::size_t from = unfolded_from_ > piece_start_ ? unfolded_from_ - piece_start_ : 0;
   // Backwards from `to` to the last reset: nothing before it matters.
@@ -438,14 +445,10 @@ std::size_t PlainScrollScan::unfolded_start(std::size_t to) {
     const void* esc = ::memrchr(piece_ + from, kEsc, end - from);
     if (esc == nullptr) break;
     const auto at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(esc) - piece_);
-    if (piece_[at + 1] == '[') {
-      const std::size_t final = csi_parameters(piece_ + at, to - at).final;
-      if (piece_[at + final] == 'm' &&
-          resets_pen(std::string_view(reinterpret_cast<const char*>(piece_ + at), final + 1))) {
-        carried_sgrs_.clear();
-        carried_sizes_.clear();
-        return at;
-      }
+    if (const std::string_view sgr = sgr_at(at, to); !sgr.empty() && resets_pen(sgr)) {
+      carried_sgrs_.clear();
+      carried_sizes_.clear();
+      return at;
     }
     end = at;
   }
@@ -458,16 +461,14 @@ void PlainScrollScan::for_each_sgr(std::size_t from, std::size_t to, Use&& use) 
     const void* esc = std::memchr(piece_ + at, kEsc, to - at);
     if (esc == nullptr) return;
     at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(esc) - piece_);
-    if (piece_[at + 1] != '[') {
-      ++at;  // `ESC ( B`, a hyperlink's `ESC ]` or its ST: no SGR
+    const std::string_view sgr = sgr_at(at, to);
+    if (sgr.empty()) {
+      ++at;  // no ESC inside any other sequence of a plain run but a hyperlink's ST
       continue;
     }
-    const std::size_t final = csi_parameters(piece_ + at, to - at).final;
-    if (piece_[at + final] == 'm') {
-      use(std::string_view(reinterpret_cast<const char*>(piece_ + at), final + 1));
-      if (broken_) return;
-    }
-    at += final + 1;
+    use(sgr);
+    if (broken_) return;
+    at += sgr.size();
   }
 }
 

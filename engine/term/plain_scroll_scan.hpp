@@ -166,6 +166,9 @@ class PlainScrollScan {
   // or carried yet: the last reset before `to` (the carried SGRs are then dropped), else the
   // first byte not folded or carried.
   std::size_t unfolded_start(std::size_t to);
+  // The whole SGR whose ESC is at piece offset `at`, within [at, to) (a sequence of the bytes
+  // for_each_sgr() reads); empty for any other sequence.
+  std::string_view sgr_at(std::size_t at, std::size_t to) const;
   // Calls use(sgr) for each whole SGR with its ESC in piece offsets [from, to), in order,
   // until the run breaks. [from, to) holds only what the scan took for plain, its sequences
   // whole: an ESC there starts a sequence or is a hyperlink's ST.
