@@ -71,12 +71,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const Places& places, EngineSetti
   }
   auto engine = std::unique_ptr<Engine>(new Engine(places, std::move(settings), std::move(*dir),
                                                    std::move(*loop), signal_fd, notify_fd));
+  // Housekeeping that a client may observe is done before the socket is served: the control
+  // thread answers ping itself, so anything after its start races the first client.
+  engine->purge_deleted();
   auto control = ControlThread::start(*listen_fd, engine->notify_fd_, engine->lane_,
                                       engine->settings_.snapshot_scrollback);
   if (!control) return tl::unexpected(control.error());
   engine->control_ = std::move(*control);
   engine->restore_actors();
-  engine->purge_deleted();
   return engine;
 }
 
