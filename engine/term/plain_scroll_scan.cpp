@@ -111,20 +111,25 @@ void PlainScrollScan::scan(std::string_view bytes) {
   std::size_t i = 0;
   while (i < size && !broken_) {
     if (state_ == State::ground) {
-      // The rest of a line's text, where nothing is tracked but the column.
-      if (line_ == Line::none && is_text_byte(data[i])) {
-        column0_ = false;
-        const std::size_t run = text_run_length(data + i, size - i);
-        i += run;
-        scanned_ = scanned_ + run;
-        continue;
-      }
-      if (data[i] == kEsc && line_ == Line::none) {
-        // The SGR between two words of colored output, whole in this piece: checked and counted
-        // here, without sequence_in_place's calls (its text_ends() and add_to_prefix() do
-        // nothing while no line is tracked).
-        const std::size_t used = sgr_in_place(data + i, size - i);
-        if (broken_) break;
+      if (line_ == Line::none) {
+        // Where nothing is tracked but the column and the LFs: the rest of a line's text, the
+        // CR and LF that end it, and the SGRs between words (what byte() and
+        // sequence_in_place() do with them then, without their calls).
+        const std::uint8_t b = data[i];
+        std::size_t used = 0;
+        if (is_text_byte(b)) {
+          column0_ = false;
+          used = text_run_length(data + i, size - i);
+        } else if (b == '\r') {
+          column0_ = true;
+          used = 1;
+        } else if (b == '\n' && !may_become_target(scanned_ + 1)) {
+          ++lfs_;
+          used = 1;
+        } else if (b == kEsc) {
+          used = sgr_in_place(data + i, size - i);
+          if (broken_) break;
+        }
         if (used > 0) {
           i += used;
           scanned_ = scanned_ + used;
@@ -352,12 +357,17 @@ void PlainScrollScan::text_ends() {
   else if (line_ == Line::first || line_ == Line::next) line_ = Line::none;
 }
 
+bool PlainScrollScan::may_become_target(Cursor line_start) const {
+  // A line too close to the last target can never become one (add_target() would drop it).
+  return column0_ &&
+         (targets_.empty() || line_start - targets_.back().line_start >= target_spacing_);
+}
+
 void PlainScrollScan::line_feed() {
   const Cursor line_start = scanned_ + 1;
-  // A line too close to the last target can never become one (add_target() would drop it):
-  // nothing about it is tracked, and the pen is folded at a line that can.
-  if (!column0_ ||
-      (!targets_.empty() && line_start - targets_.back().line_start < target_spacing_)) {
+  // Nothing is tracked about a line that cannot become a target, and the pen is folded at a
+  // line that can.
+  if (!may_become_target(line_start)) {
     ++lfs_;
     line_ = Line::none;
     return;

@@ -145,6 +145,9 @@ class PlainScrollScan {
   // joins to the glyph before), -1 otherwise.
   bool start_character(std::uint8_t lead);
   int continue_character(std::uint8_t b);
+  // Whether the line starting at `line_start` (just after an LF) may become a target: the
+  // column is known to be 0 there, and it is far enough from the last target.
+  bool may_become_target(Cursor line_start) const;
   void line_feed();
   // A whole SGR or EL sequence, ESC to final byte, with its count of ';' separators;
   // `in_piece`: its ESC lies in the piece being scanned (else it was read byte by byte).
