@@ -469,6 +469,7 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     }
     if (c == 0x1b && s.g0_ascii && i + 2 < n && b[i + 1] == '(' && b[i + 2] == 'B') {
       i += 3;  // SCS: G0 := US-ASCII, which it holds already
+      s.designated_g0 = true;
     } else if (const std::size_t mode = c == 0x1b ? dec_mode(bytes, i, s) : 0; mode > 0) {
       i += mode;
     } else if (c == 0x1b && i + 1 < n && b[i + 1] == 'M') {

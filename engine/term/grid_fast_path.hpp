@@ -59,6 +59,7 @@ class GridFastPath {
     // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
     // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.
     bool g0_ascii = false;
+    bool designated_g0 = false;  // the run took an `ESC ( B`
     // The tab stops are libvterm's first ones, every eighth column (no HTS or TBC since the
     // last reset): HT is then a move the run can make.
     bool default_tabs = false;

@@ -105,6 +105,40 @@ void Mirror::skip_to(Cursor end) { parsed_ = std::max(parsed_, end); }
 void Mirror::synthesize(std::string_view bytes) { screen_.feed(bytes); }
 
 void Mirror::feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    bytes.remove_prefix(feed_fast(bytes));
+    if (bytes.empty()) break;
+    // The fast path stopped before a token it does not take, or may not start: the scanner and
+    // MirrorScreen read the bytes up to where it may start again (the next ESC, or the end of
+    // the line, as MirrorScreen::feed hands libvterm the bytes between fast runs), or all of
+    // them while a mode rules it out.
+    std::size_t next = bytes.size();
+    if (screen_.fast_path_possible()) {
+      next = std::min(bytes.find('\x1b', 1), bytes.size());
+      next = std::min(bytes.substr(0, next).find('\n'), next - 1) + 1;
+    }
+    feed_scanned(bytes.substr(0, next));
+    bytes.remove_prefix(next);
+  }
+  // The landing window closes once the screen and every history line held are exact.
+  if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
+    jump_pushes_.reset();
+}
+
+std::size_t Mirror::feed_fast(std::string_view bytes) {
+  // Only where libvterm has parsed everything scanned and the stream is at a clean boundary:
+  // then nothing is held (unfed_ is empty) and no mark is pending.
+  if (parsed_ != scanner_.position() || !scanner_.at_clean_boundary()) return 0;
+  screen_.feed_fast_only(std::as_bytes(std::span(bytes.data(), bytes.size())), fast_run_);
+  if (fast_run_.bytes == 0) return 0;
+  parsed_ = parsed_ + fast_run_.bytes;
+  scanner_.skip_fast(parsed_, fast_run_.settings, fast_run_.text);
+  unfed_base_ = parsed_;
+  parsed_clean_ = true;
+  return fast_run_.bytes;
+}
+
+void Mirror::feed_scanned(std::string_view bytes) {
   scanner_.scan(bytes);
   unfed_.append(bytes);
   apply_marks();
@@ -112,9 +146,6 @@ void Mirror::feed(std::string_view bytes) {
   // writes): nothing else is held back. MirrorScreen makes libvterm's result independent of
   // where its writes end, so the mirror's cursor reaches every clean boundary it is fed.
   settle_to(scanner_.feed_limit());
-  // The landing window closes once the screen and every history line held are exact.
-  if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
-    jump_pushes_.reset();
 }
 
 // Marks end at or before feed_limit(). A mark whose sequence libvterm already started to parse

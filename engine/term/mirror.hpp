@@ -1,7 +1,9 @@
 // Mirror: one actor's terminal as the mirror thread keeps it (docs/snapshot.md). The raw stream
 // goes through VtScanner first (clean boundaries, the modes and title libvterm 0.1.4 does not
 // expose, output a snapshot cannot reproduce) and then, up to the scanner's feed limit, into
-// MirrorScreen (libvterm). Where libvterm 0.1.4 departs from xterm on a sequence the scanner
+// MirrorScreen (libvterm); where the two stand at a clean boundary, bytes the grid's fast path
+// takes go to it first and the scanner only steps over them (docs/fast-path.md, "Before the
+// scanner"). Where libvterm 0.1.4 departs from xterm on a sequence the scanner
 // flags (SM/RM with several parameters, ?47, DECSTR, RIS on the alternate screen, SCOSC/SCORC),
 // the mirror feeds libvterm an equivalent it handles, so screen and modes describe one terminal.
 // Invariant: libvterm has parsed exactly the bytes [start, parsed()), and parsed() is the
@@ -128,6 +130,11 @@ class Mirror {
  private:
   // Where skip_ahead(at_least) would land, or nullptr.
   const PlainScrollScan::Target* jump_target(std::uint64_t at_least);
+  // The prefix of `bytes` the fast path takes where it may start (MirrorScreen::feed_fast_only),
+  // the scanner moved past it; returns its length.
+  std::size_t feed_fast(std::string_view bytes);
+  // `bytes` through the scanner, then libvterm (MirrorScreen::feed) up to the feed limit.
+  void feed_scanned(std::string_view bytes);
   void feed_to(Cursor end);
   // Feeds libvterm up to `end` (at most position()) and drops what it parsed from unfed_.
   void settle_to(Cursor end);
@@ -143,6 +150,7 @@ class Mirror {
   // unfed_base_ (<= parsed_; the prefix up to parsed_ is dropped after each feed).
   std::string unfed_;
   Cursor unfed_base_;
+  MirrorScreen::FastRun fast_run_;  // feed_fast()'s, kept for its capacity
   Cursor parsed_;
   bool parsed_clean_ = true;  // parsed_ is a clean position (see the invariant)
   Cursor resized_at_{0};      // where the latest resize came in the stream

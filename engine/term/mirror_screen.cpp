@@ -795,6 +795,22 @@ void MirrorScreen::feed(std::span<const std::byte> bytes) {
   }
 }
 
+void MirrorScreen::feed_fast_only(std::span<const std::byte> bytes, FastRun& run) {
+  run.bytes = 0;
+  run.settings.clear();
+  run.text = false;
+  std::span<const unsigned char> buf(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                     bytes.size());
+  if (!fast_path_on_) return;
+  // A run may stop only to bring libvterm up to date: the next one goes on from there.
+  while (!buf.empty() && fast_path_modes() && fast_path_ready()) {
+    const std::size_t taken = feed_fast(buf, &run);
+    if (taken == 0) break;
+    run.bytes += taken;
+    buf = buf.subspan(taken);
+  }
+}
+
 bool MirrorScreen::fast_path_modes() const {
   constexpr std::uint32_t kRuledOut = MirrorInput::kLineSize | MirrorInput::kProtectedCells |
                                       MirrorInput::kMargins | MirrorInput::kNewlineMode |
@@ -815,7 +831,7 @@ bool MirrorScreen::fast_path_ready() const {
 // (muted_): the run's last glyph printed again in its cell (libvterm's cursor, pending wrap and
 // the glyph REP repeats and marks join, exactly as printing it the first time left them), the
 // cursor put where the run left it, and the run's SGRs since its last reset.
-std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
+std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun* run) {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
   GridFastPath::State s;
@@ -910,6 +926,13 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf) {
     rep_lacks_marks_ = false;
   }
   input_.skipped_plain(s.text_last, s.text_last && s.last_char < 0x80);
+  if (run != nullptr) {
+    run->settings += s.region_sequence;
+    if (s.designated_g0) run->settings += "\x1b(B";
+    if (s.cursor_visible >= 0) run->settings += s.cursor_visible ? "\x1b[?25h" : "\x1b[?25l";
+    if (s.cursor_blink >= 0) run->settings += s.cursor_blink ? "\x1b[?12h" : "\x1b[?12l";
+    run->text = run->text || s.printed;
+  }
   return n;
 }
 

@@ -110,6 +110,20 @@ class MirrorScreen {
   void feed(std::string_view bytes) {
     feed(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
   }
+  // What the fast path took in feed_fast_only() that a VtScanner keeps (VtScanner::skip_fast).
+  struct FastRun {
+    std::size_t bytes = 0;
+    // Its DECSTBM, DECTCEM, cursor-blink and `ESC ( B` sequences, whole, in stream order (at
+    // most one of each per run of the fast path).
+    std::string settings;
+    bool text = false;  // it printed a character
+  };
+  // The longest prefix of `bytes` the fast path takes now, fed as feed() would feed it; 0
+  // bytes where it may not start (its modes, libvterm inside a sequence or holding bytes, a
+  // single shift waiting) or takes nothing. `run` is cleared first.
+  void feed_fast_only(std::span<const std::byte> bytes, FastRun& run);
+  // Whether feed() may use the fast path at all now (it is on, and no mode rules it out).
+  bool fast_path_possible() const { return fast_path_on_ && fast_path_modes(); }
   // The PTY was resized (apply in stream order). Sizes are clamped to [kMinCols, kMaxCols] x
   // [1, kMaxRows]; size_clamped() says when the mirror is not at the requested size.
   void resize(int cols, int rows);
@@ -223,8 +237,8 @@ class MirrorScreen {
   // ... and these, which any sequence or text may change.
   bool fast_path_ready() const;
   // Applies the prefix of `buf` the fast path takes, brings libvterm's state to where it left
-  // the terminal, and returns its length.
-  std::size_t feed_fast(std::span<const unsigned char> buf);
+  // the terminal, and returns its length. With `run`, adds to it what a VtScanner keeps.
+  std::size_t feed_fast(std::span<const unsigned char> buf, FastRun* run = nullptr);
   void write(const char* bytes, std::size_t len);
   void vt_write(const char* bytes, std::size_t len);
   void after_text_write(bool autowrap);

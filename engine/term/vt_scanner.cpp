@@ -25,9 +25,11 @@
 //    holds back at most 5 bytes; any byte that is not a continuation ends a partial character
 //    (libvterm keeps it across controls and sequences; that would make the hold unbounded).
 #include "engine/term/vt_scanner.hpp"
+
 #include "engine/term/text_run.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <utility>
 
@@ -947,6 +949,18 @@ void VtScanner::skip_plain(Cursor to, bool designates_g0) noexcept {
   state_ = State::ground;
   utf8_remaining_ = 0;
   shift_waiting_ = false;  // the run's text took it
+  position_ = to;
+  set_clean_position(to);
+  seq_begin_ = to;
+  skip_from_ = to;
+}
+
+void VtScanner::skip_fast(Cursor to, std::string_view settings, bool text) noexcept {
+  assert(state_ == State::ground && at_clean_boundary());
+  for (const char c : settings) step(static_cast<std::uint8_t>(c));  // at position_: no mark
+  assert(state_ == State::ground && pending_marks_.empty());
+  if (text) shift_waiting_ = false;
+  utf8_remaining_ = 0;
   position_ = to;
   set_clean_position(to);
   seq_begin_ = to;

@@ -118,6 +118,11 @@ class VtScanner {
   // tracks but G0 (`designates_g0`: an `ESC ( B` among them). A sequence of the run left
   // unfinished at position() ends inside those bytes.
   void skip_plain(Cursor to, bool designates_g0 = false) noexcept;
+  // Moves to `to` as if it had scanned [position(), to) from a clean boundary: whole tokens of
+  // the mirror's fast path (grid_fast_path.hpp), of which only `settings` change what the
+  // scanner keeps (DECSTBM, DECTCEM, the cursor's blink, `ESC ( B`: whole, in stream order;
+  // none of them marks or reports an event); `text`: a character was among them.
+  void skip_fast(Cursor to, std::string_view settings, bool text) noexcept;
 
   // Continues at `at` as if the stream so far had ended there: every position moves, the
   // state (modes, title, bells) stays. Only at a clean boundary with nothing held (false,

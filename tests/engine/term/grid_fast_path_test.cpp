@@ -476,6 +476,33 @@ RC_GTEST_PROP(GridFastPath, AgreesWithLibvtermOnCharactersThatWidenTheGlyphBefor
 
 // A wide glyph that fills a two-column row leaves the pending wrap in column 0, and CR keeps it
 // there (libvterm drops it only when the cursor moves).
+// The mirror hands the fast path its bytes before the scanner reads them, and the scanner only
+// steps over what it took (VtScanner::skip_fast): the modes it keeps from those bytes (the
+// scroll region, the cursor's visibility, the blink mode's reading) must be the ones it keeps
+// when it reads every byte, wherever the pieces end.
+TEST(GridFastPath, TheScannerKeepsTheModesOfWhatTheFastPathTook) {
+  const std::string stream =
+      "\x1b(B\x1b[?25l\x1b[3;8r\x1b[5;1Htext\x1bM\x1b[?12h\x1b(B\x1b[1mbold\x1b[m\r\n"
+      "\xe2\x94\x80\xe4\xb8\xad\x1b[?2026h\x1b[K";
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, stream.size()}) {
+    Pair p(20, 10);
+    ASSERT_EQ(feed_in_pieces(p, stream, piece), "") << "pieces of " << piece;
+    const term::TerminalModes& modes = p.fast.scanner().modes();
+    EXPECT_FALSE(modes.cursor_visible);
+    EXPECT_EQ(modes.scroll_top, 2);
+    EXPECT_EQ(modes.scroll_bottom, 8);
+    EXPECT_EQ(modes.cursor_style_source, term::CursorStyleSource::blink_mode);
+    EXPECT_EQ(modes, p.slow.scanner().modes());
+    EXPECT_EQ(p.fast.position(), p.slow.position());
+    EXPECT_EQ(p.fast.parsed(), Cursor{stream.size()});
+    EXPECT_TRUE(p.fast.scanner().at_clean_boundary());
+    // All of it but the first `ESC ( B`, which designates G0 (libvterm takes that one).
+    if (piece == stream.size()) {
+      EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size() - 3);
+    }
+  }
+}
+
 TEST(GridFastPath, CarriageReturnKeepsAWrapPendingInColumnZero) {
   Pair p(2, 3);
   EXPECT_EQ(p.feed("\x1b[H\xe4\xb8\xad\rx"), "");
