@@ -41,7 +41,13 @@ inline constexpr std::array<CodePointRange, 89> kWideRanges = {{
     {0x30000, 0x3FFFD},
 }};
 
-inline bool is_wide(char32_t c) { return c >= 0x1100 && in_ranges(kWideRanges, c); }
+inline constexpr BmpBits kWideBmp(kWideRanges);
+
+inline bool is_wide(char32_t c) {
+  if (c < 0x1100) return false;
+  if (c < BmpBits::kEnd) return kWideBmp.contains(c);
+  return in_ranges(kWideRanges, c);
+}
 
 // libvterm's cell width of a character from U+00A0 on: 0 (a combining mark), 1 or 2.
 inline int unicode_width(char32_t c) { return is_zero_width(c) ? 0 : is_wide(c) ? 2 : 1; }

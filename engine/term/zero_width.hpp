@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <iterator>
 
 namespace backscroll::term {
@@ -22,6 +23,25 @@ bool in_ranges(const std::array<CodePointRange, N>& ranges, char32_t c) {
                                    [](char32_t v, const CodePointRange& r) { return v < r.first; });
   return it != ranges.begin() && c <= std::prev(it)->last;
 }
+
+// The Basic Multilingual Plane's part of `ranges` as one bit per code point (8 KiB): the
+// characters of most text are looked up with one load instead of a binary search.
+class BmpBits {
+ public:
+  template <std::size_t N>
+  constexpr explicit BmpBits(const std::array<CodePointRange, N>& ranges) : words_{} {
+    for (const CodePointRange& r : ranges) {
+      for (char32_t c = r.first; c <= r.last && c < kEnd; ++c)
+        words_[c >> 6] |= std::uint64_t{1} << (c & 63);
+    }
+  }
+  static constexpr char32_t kEnd = 0x10000;
+  // `c` < kEnd.
+  constexpr bool contains(char32_t c) const { return (words_[c >> 6] >> (c & 63) & 1) != 0; }
+
+ private:
+  std::array<std::uint64_t, kEnd / 64> words_;
+};
 
 inline constexpr std::array<CodePointRange, 140> kZeroWidthRanges = {{
     {0x300, 0x36F},     {0x483, 0x486},     {0x488, 0x489},     {0x591, 0x5BD},
@@ -61,10 +81,12 @@ inline constexpr std::array<CodePointRange, 140> kZeroWidthRanges = {{
     {0x1D242, 0x1D244}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xE0100, 0xE01EF},
 }};
 
-// Inline: the mirror's input reads every non-ASCII character through it. CJK and most scripts
-// are rejected before the search (no zero-width character in U+20F0..U+A805).
+inline constexpr BmpBits kZeroWidthBmp(kZeroWidthRanges);
+
+// Inline: the mirror's input and its fast path read every non-ASCII character through it.
 inline bool is_zero_width(char32_t c) {
-  if (c < 0x300 || (c >= 0x20f0 && c < 0xa806)) return false;
+  if (c < 0x300) return false;
+  if (c < BmpBits::kEnd) return kZeroWidthBmp.contains(c);
   return in_ranges(kZeroWidthRanges, c);
 }
 
