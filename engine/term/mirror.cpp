@@ -113,9 +113,12 @@ void Mirror::feed(std::string_view bytes) {
     // the line, as MirrorScreen::feed hands libvterm the bytes between fast runs), or all of
     // them while a mode rules it out.
     std::size_t next = bytes.size();
-    if (screen_.fast_path_possible()) {
-      next = std::min(bytes.find('\x1b', 1), bytes.size());
-      next = std::min(bytes.substr(0, next).find('\n'), next - 1) + 1;
+    if (screen_.fast_path_possible() && bytes[0] == '\n') {
+      next = 1;
+    } else if (screen_.fast_path_possible()) {
+      // One search for either byte: it reads only the segment it cuts.
+      const std::size_t at = bytes.find_first_of("\x1b\n", 1);
+      if (at != std::string_view::npos) next = bytes[at] == '\n' ? at + 1 : at;
     }
     feed_scanned(bytes.substr(0, next));
     bytes.remove_prefix(next);

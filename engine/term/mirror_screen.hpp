@@ -113,8 +113,8 @@ class MirrorScreen {
   // What the fast path took in feed_fast_only() that a VtScanner keeps (VtScanner::skip_fast).
   struct FastRun {
     std::size_t bytes = 0;
-    // Its DECSTBM, DECTCEM, cursor-blink and `ESC ( B` sequences, whole, in stream order (at
-    // most one of each per run of the fast path).
+    // Its DECSTBM, DECTCEM, cursor-blink and `ESC ( B` sequences, whole: the last of each kind
+    // per run of the fast path, one run's after another's (the kinds are independent).
     std::string settings;
     bool text = false;  // it printed a character
   };

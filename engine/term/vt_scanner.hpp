@@ -120,8 +120,9 @@ class VtScanner {
   void skip_plain(Cursor to, bool designates_g0 = false) noexcept;
   // Moves to `to` as if it had scanned [position(), to) from a clean boundary: whole tokens of
   // the mirror's fast path (grid_fast_path.hpp), of which only `settings` change what the
-  // scanner keeps (DECSTBM, DECTCEM, the cursor's blink, `ESC ( B`: whole, in stream order;
-  // none of them marks or reports an event); `text`: a character was among them.
+  // scanner keeps (DECSTBM, DECTCEM, the cursor's blink, `ESC ( B`, each whole; none marks or
+  // reports an event, and each kind sets what it sets whatever the others did, so their order
+  // does not matter); `text`: a character was among them. Forgets the marks of the last scan().
   void skip_fast(Cursor to, std::string_view settings, bool text) noexcept;
 
   // Continues at `at` as if the stream so far had ended there: every position moves, the

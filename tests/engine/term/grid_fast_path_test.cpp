@@ -474,8 +474,6 @@ RC_GTEST_PROP(GridFastPath, AgreesWithLibvtermOnCharactersThatWidenTheGlyphBefor
   check_random_stream(true);
 }
 
-// A wide glyph that fills a two-column row leaves the pending wrap in column 0, and CR keeps it
-// there (libvterm drops it only when the cursor moves).
 // The mirror hands the fast path its bytes before the scanner reads them, and the scanner only
 // steps over what it took (VtScanner::skip_fast): the modes it keeps from those bytes (the
 // scroll region, the cursor's visibility, the blink mode's reading) must be the ones it keeps
@@ -503,6 +501,8 @@ TEST(GridFastPath, TheScannerKeepsTheModesOfWhatTheFastPathTook) {
   }
 }
 
+// A wide glyph that fills a two-column row leaves the pending wrap in column 0, and CR keeps it
+// there (libvterm drops it only when the cursor moves).
 TEST(GridFastPath, CarriageReturnKeepsAWrapPendingInColumnZero) {
   Pair p(2, 3);
   EXPECT_EQ(p.feed("\x1b[H\xe4\xb8\xad\rx"), "");
