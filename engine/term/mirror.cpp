@@ -109,17 +109,10 @@ void Mirror::feed(std::string_view bytes) {
     bytes.remove_prefix(feed_fast(bytes));
     if (bytes.empty()) break;
     // The fast path stopped before a token it does not take, or may not start: the scanner and
-    // MirrorScreen read the bytes up to where it may start again (the next ESC, or the end of
-    // the line, as MirrorScreen::feed hands libvterm the bytes between fast runs), or all of
-    // them while a mode rules it out.
-    std::size_t next = bytes.size();
-    if (screen_.fast_path_possible() && bytes[0] == '\n') {
-      next = 1;
-    } else if (screen_.fast_path_possible()) {
-      // One search for either byte: it reads only the segment it cuts.
-      const std::size_t at = bytes.find_first_of("\x1b\n", 1);
-      if (at != std::string_view::npos) next = bytes[at] == '\n' ? at + 1 : at;
-    }
+    // MirrorScreen read the bytes up to where it may start again, or all of them while a mode
+    // rules it out.
+    const std::size_t next =
+        screen_.fast_path_possible() ? MirrorScreen::between_fast_runs(bytes) : bytes.size();
     feed_scanned(bytes.substr(0, next));
     bytes.remove_prefix(next);
   }

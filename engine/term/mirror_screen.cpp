@@ -781,17 +781,28 @@ void MirrorScreen::feed(std::span<const std::byte> bytes) {
         continue;  // it may have stopped only to bring libvterm up to date
       }
     }
-    const void* esc = std::memchr(buf.data() + 1, 0x1b, buf.size() - 1);
-    std::size_t next =
-        esc ? static_cast<std::size_t>(static_cast<const unsigned char*>(esc) - buf.data())
-            : buf.size();
-    // Or up to the end of the line: text the fast path stopped in (wide characters, marks)
-    // rarely goes on for more than a line. libvterm reads the text after a control as a new
-    // piece of text within a write too, so a write that ends with the LF reads the same.
-    if (const void* lf = std::memchr(buf.data(), '\n', next))
-      next = static_cast<std::size_t>(static_cast<const unsigned char*>(lf) - buf.data()) + 1;
+    const std::size_t next =
+        between_fast_runs(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
     feed_libvterm(buf.first(next));
     buf = buf.subspan(next);
+  }
+}
+
+std::size_t MirrorScreen::between_fast_runs(std::string_view bytes) {
+  // Up to the next ESC, or through the end of the line: text the fast path stopped in (wide
+  // characters, marks) rarely goes on for more than a line. libvterm reads the text after a
+  // control as a new piece of text within a write too, so a write that ends with the LF reads
+  // the same. Searched in growing windows, so a stretch costs about its own length however
+  // much follows it (a search of the whole rest per stretch would be quadratic).
+  const char* const b = bytes.data();
+  for (std::size_t window = 256;; window *= 4) {
+    const std::size_t limit = std::min(window, bytes.size());
+    const void* esc = limit > 1 ? std::memchr(b + 1, 0x1b, limit - 1) : nullptr;
+    const std::size_t end =
+        esc ? static_cast<std::size_t>(static_cast<const char*>(esc) - b) : limit;
+    if (const void* lf = std::memchr(b, '\n', end))
+      return static_cast<std::size_t>(static_cast<const char*>(lf) - b) + 1;
+    if (esc != nullptr || limit == bytes.size()) return end;
   }
 }
 

@@ -124,6 +124,9 @@ class MirrorScreen {
   void feed_fast_only(std::span<const std::byte> bytes, FastRun& run);
   // Whether feed() may use the fast path at all now (it is on, and no mode rules it out).
   bool fast_path_possible() const { return fast_path_on_ && fast_path_modes(); }
+  // Where the fast path stopped at the start of `bytes` (not empty): how many bytes libvterm
+  // reads before the fast path may start again (at least one).
+  static std::size_t between_fast_runs(std::string_view bytes);
   // The PTY was resized (apply in stream order). Sizes are clamped to [kMinCols, kMaxCols] x
   // [1, kMaxRows]; size_clamped() says when the mirror is not at the requested size.
   void resize(int cols, int rows);

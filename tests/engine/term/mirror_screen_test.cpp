@@ -683,5 +683,19 @@ TEST(MirrorScreen, ResetGivesAFreshTerminal) {
   EXPECT_EQ(text_of_row(m, 0), "");
 }
 
+// Between fast runs libvterm reads up to the next ESC (not the one the stretch starts with) or
+// through the end of the line, whichever comes first, however far it is (the search grows in
+// windows: the cases cross the first ones).
+TEST(MirrorScreen, LibvtermReadsUpToTheNextEscOrThroughTheLineBetweenFastRuns) {
+  const std::string text(1000, 'a');
+  EXPECT_EQ(MirrorScreen::between_fast_runs("\n" + text), 1u);
+  EXPECT_EQ(MirrorScreen::between_fast_runs("\x1b"), 1u);
+  EXPECT_EQ(MirrorScreen::between_fast_runs(text), text.size());
+  EXPECT_EQ(MirrorScreen::between_fast_runs(text + "\nb\x1b"), text.size() + 1);
+  EXPECT_EQ(MirrorScreen::between_fast_runs("\x1b" + text + "\x1b\n"), text.size() + 1);
+  EXPECT_EQ(MirrorScreen::between_fast_runs("\x1b]0;" + text + "\x1b\\\n"), text.size() + 4);
+  EXPECT_EQ(MirrorScreen::between_fast_runs(text + text + "\n"), 2 * text.size() + 1);
+}
+
 }  // namespace
 }  // namespace backscroll::testing
