@@ -14,6 +14,13 @@ constexpr std::uint8_t kEsc = 0x1b;
 constexpr std::uint8_t kBel = 0x07;
 
 bool printable_ascii(std::uint8_t b) { return b >= 0x20 && b < 0x7f; }
+
+// Bits [0, n) of a block's mask.
+constexpr std::uint64_t below(unsigned n) {
+  return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+}
+unsigned lowest_bit(std::uint64_t x) { return static_cast<unsigned>(__builtin_ctzll(x)); }
+unsigned highest_bit(std::uint64_t x) { return 63 - static_cast<unsigned>(__builtin_clzll(x)); }
 // Digits, and the separators of parameters (';') and of an SGR's sub-parameters (':', which
 // libvterm 0.1.4 stores as arguments too: each counts against its 16).
 bool csi_parameter_byte(std::uint8_t b) { return (b >= '0' && b <= '9') || b == ';' || b == ':'; }
@@ -114,10 +121,14 @@ void PlainScrollScan::scan(std::string_view bytes) {
       if (line_ == Line::none) {
         // Where nothing is tracked but the column and the LFs: the rest of a line's text, the
         // CR and LF that end it, and the SGRs between words (what byte() and
-        // sequence_in_place() do with them then, without their calls).
+        // sequence_in_place() do with them then, without their calls). From an ESC on, blocks
+        // of 64 bytes while they can: colored text has a sequence every few words, plain text
+        // runs to its line's end faster alone.
         const std::uint8_t b = data[i];
-        std::size_t used = 0;
-        if (is_text_byte(b)) {
+        std::size_t used = b == kEsc && blocks_ ? blocks(data + i, size - i) : 0;
+        if (used > 0) {
+          // taken by the blocks
+        } else if (is_text_byte(b)) {
           column0_ = false;
           used = text_run_length(data + i, size - i);
         } else if (b == '\r') {
@@ -151,6 +162,96 @@ void PlainScrollScan::scan(std::string_view bytes) {
   }
   if (!broken_) carry_unfolded_sgrs();
   piece_ = nullptr;
+}
+
+BACKSCROLL_WIDE_MASKS std::size_t PlainScrollScan::blocks(const std::uint8_t* p, std::size_t n) {
+  // Every sequence a block takes is shorter than the limit.
+  static_assert(kMaxSequenceBytes >= 64);
+  std::size_t taken_bytes = 0;
+  while (n - taken_bytes >= 64) {
+    const std::uint8_t* const block = p + taken_bytes;
+    const ByteMasks m = classify_64_wide(block);
+    unsigned stop = m.stop != 0 ? lowest_bit(m.stop) : 64;
+    bool go_on = stop == 64;         // the next block may take the bytes from `stop` on
+    std::uint64_t finals = 0;        // the last byte of each sequence taken
+    std::uint64_t sgrs = 0;          // the ESCs of the SGRs among them
+    std::uint64_t designations = 0;  // the ESCs of `ESC ( B`
+    std::size_t since_fold = sgrs_since_fold_;
+    // Each ESC before the stop must start a sequence that ends within the block. No sequence
+    // taken holds an ESC, so the next ESC is the next sequence's.
+    for (std::uint64_t escs = m.esc & below(stop); escs != 0; escs &= escs - 1) {
+      const unsigned e = lowest_bit(escs);
+      // Bit j: byte e + 2 + j is no parameter byte (the shift brings in zeros past the block).
+      const std::uint64_t not_param = e + 2 < 64 ? ~m.param >> (e + 2) : 0;
+      if (not_param == 0) {  // the sequence may go on in the next block
+        stop = e;
+        go_on = true;
+        break;
+      }
+      unsigned last;  // the sequence's final byte
+      if (block[e + 1] == '(' && block[e + 2] == 'B') {
+        designations |= std::uint64_t{1} << e;
+        last = e + 2;
+      } else {
+        last = e + 2 + lowest_bit(not_param);
+        const unsigned params = last - e - 2;
+        const std::uint64_t separators = m.separator >> (e + 2) & below(params);
+        const bool sgr = block[last] == 'm';
+        // An SGR of at most kMaxSgrParams parameters, or an EL of one; the SGR a fold follows
+        // is the byte loop's (count_sgr()).
+        const bool fits =
+            sgr ? params < kMaxSgrParams ||
+                      static_cast<std::size_t>(__builtin_popcountll(separators)) < kMaxSgrParams
+                : block[last] == 'K' && separators == 0;
+        if (block[e + 1] != '[' || !fits || since_fold + sgr >= kMaxSgrsBetweenFolds) {
+          stop = e;
+          go_on = false;
+          break;
+        }
+        sgrs |= static_cast<std::uint64_t>(sgr) << e;
+        since_fold += sgr;
+      }
+      finals |= std::uint64_t{1} << last;
+    }
+    // The sequences' bytes: each run from an ESC to its final byte is final * 2 - ESC (modulo
+    // 2^64, which also holds for a final byte at bit 63).
+    const std::uint64_t in_sequence = (finals << 1) - (m.esc & below(stop));
+    // Whether a CR came after the last text byte before byte j (LF and BS keep the column).
+    const std::uint64_t text = m.text & ~in_sequence;
+    const auto column0_before = [&](unsigned j) {
+      const std::uint64_t crs = m.cr & below(j);
+      const std::uint64_t texts = text & below(j);
+      if (crs == 0) return texts == 0 && column0_;
+      return texts == 0 || highest_bit(crs) > highest_bit(texts);
+    };
+    // LFs from the first whose line is far enough from the last target: the first of them at
+    // column 0 is the byte loop's (line_feed() starts its line there).
+    unsigned spaced = 0;
+    if (!targets_.empty()) {
+      const Cursor due = targets_.back().line_start + target_spacing_;
+      const Cursor first_line = scanned_ + (taken_bytes + 1);  // the line an LF at byte 0 starts
+      if (due > first_line)
+        spaced = static_cast<unsigned>(std::min<std::uint64_t>(due - first_line, 64));
+    }
+    for (std::uint64_t lfs = m.lf & below(stop) & ~below(spaced); lfs != 0; lfs &= lfs - 1) {
+      if (const unsigned j = lowest_bit(lfs); column0_before(j)) {
+        stop = j;
+        go_on = false;
+        break;
+      }
+    }
+    const std::uint64_t taken = below(stop);
+    lfs_ += static_cast<std::uint64_t>(__builtin_popcountll(m.lf & taken));
+    column0_ = column0_before(stop);
+    if ((designations & taken) != 0) designated_g0_ = true;
+    const auto counted = static_cast<std::size_t>(__builtin_popcountll(sgrs & taken));
+    unfolded_sgrs_ += counted;
+    sgrs_since_fold_ += counted;
+    taken_bytes += stop;
+    if (!go_on || stop == 0) break;
+  }
+  block_bytes_ += taken_bytes;
+  return taken_bytes;
 }
 
 std::size_t PlainScrollScan::sgr_in_place(const std::uint8_t* p, std::size_t n) {

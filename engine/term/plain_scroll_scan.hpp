@@ -52,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/term/byte_masks.hpp"
 #include "engine/term/sgr_effect.hpp"
 #include "shm/cursor.hpp"
 
@@ -86,6 +87,13 @@ class PlainScrollScan {
   // `target_spacing`: at most one target per this many bytes (0: every line).
   explicit PlainScrollScan(std::uint64_t target_spacing = 16 * 1024)
       : target_spacing_(target_spacing) {}
+
+  // Whether scan() reads 64 bytes at a time where it can (ByteMasks; the default where
+  // wide_masks_available()). Off, it reads byte by byte: the reference the tests hold it to.
+  void read_in_blocks(bool on) noexcept { blocks_ = on && wide_masks_available(); }
+  bool reads_in_blocks() const noexcept { return blocks_; }
+  // Bytes the blocks took since the scan was made (the rest went through the byte loop).
+  std::uint64_t block_bytes() const noexcept { return block_bytes_; }
 
   // Starts a run at `at`, which must be a clean boundary of the stream (the parser in ground).
   void restart(Cursor at);
@@ -135,6 +143,12 @@ class PlainScrollScan {
   // [p, p + n) and within the limits; returns its size, or 0 for anything else or when the
   // SGR ended the run (sequence_in_place() then reads it, unless broken()).
   std::size_t sgr_in_place(const std::uint8_t* p, std::size_t n);
+  // In the ground state with no line tracked: the bytes at p read 64 at a time (ByteMasks), as
+  // the byte loop would read them, up to the first one it leaves to that loop (a control or
+  // sequence of another kind, an LF whose line may become a target, the SGR a fold follows,
+  // the last bytes short of a block); returns the bytes taken. Only where
+  // wide_masks_available().
+  std::size_t blocks(const std::uint8_t* p, std::size_t n);
   void text(std::uint8_t b);
   // At a control or an ESC after text: settles the line's state (a glyph is a target, a UTF-8
   // character cut short makes none).
@@ -189,6 +203,8 @@ class PlainScrollScan {
   void brk();
 
   std::uint64_t target_spacing_;
+  bool blocks_ = wide_masks_available();
+  std::uint64_t block_bytes_ = 0;
   Cursor run_start_{0};
   Cursor scanned_{0};
   bool broken_ = false;

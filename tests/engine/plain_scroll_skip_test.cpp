@@ -715,6 +715,50 @@ RC_GTEST_PROP(PlainScrollScan, FindsTheSameWhateverPiecesTheBytesComeIn, ()) {
   RC_CLASSIFY(whole.broken(), "broken");
 }
 
+// Blocks of 64 bytes (PlainScrollScan::blocks()) must find what the byte loop finds: the same
+// end, LFs, targets, prefixes and pens, and the same SGRs carried, with sequences across block
+// and piece ends, runs ended inside a block, targets due anywhere in one, and SGRs the blocks
+// leave to the byte loop (more than kMaxSgrParams parameters, EL with several).
+RC_GTEST_PROP(PlainScrollScan, BlocksFindWhatTheByteLoopFinds, ()) {
+  if (!term::wide_masks_available()) RC_SUCCEED("no AVX-512BW on this CPU: no blocks");
+  const auto pieces = *rc::gen::container<std::vector<std::string>>(
+      *rc::gen::inRange(20, 500),
+      rc::gen::weightedOneOf<std::string>(
+          {{20, plain_piece()},
+           {5, rc::gen::just<std::string>("\r\n")},
+           // Text of any length, to put the next ESC anywhere in a block.
+           {6, rc::gen::map(rc::gen::inRange(0, 90), [](int n) { return std::string(n, 'a'); })},
+           {2, rc::gen::element<std::string>(
+                   "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15m",
+                   "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16m",
+                   "\x1b[1:2:3:4:5:6:7:8:9:1:2:3:4:5:6:7:8m", "\x1b[1;2K", "\x1b[;K",
+                   "\x1b[0000000000000000000000000000000000000000000000000000000000001m", "\x07",
+                   "\x7f", "\x01", "\x1b(0", "\x1b[?25l")}}));
+  // Most streams keep only the pieces that do not end a run on their own, to reach far.
+  const bool may_break = *rc::gen::element(false, false, false, true);
+  std::string stream;
+  for (const std::string& p : pieces)
+    if (may_break || !scanned(p).broken()) stream += p;
+  const auto spacing = *rc::gen::element<std::uint64_t>(0, 1, 200, 2000, 16 * 1024);
+  const auto size = *rc::gen::element<std::size_t>(1, 63, 64, 65, 200, 4096, stream.size());
+  const auto scan = [&](bool blocks) {
+    PlainScrollScan s(spacing);
+    s.read_in_blocks(blocks);
+    s.restart(Cursor{0});
+    for (std::size_t at = 0; at < stream.size(); at += size)
+      s.scan(std::string_view(stream).substr(at, size));
+    return s;
+  };
+  const PlainScrollScan in_blocks = scan(true);
+  const PlainScrollScan by_byte = scan(false);
+  RC_ASSERT(in_blocks.reads_in_blocks());
+  RC_ASSERT(!by_byte.reads_in_blocks());
+  RC_ASSERT(scan_result(in_blocks) == scan_result(by_byte));
+  RC_ASSERT(in_blocks.carried_sgrs() == by_byte.carried_sgrs());
+  RC_CLASSIFY(by_byte.broken(), "broken");
+  RC_CLASSIFY(by_byte.lfs() > 30, "over thirty lines");
+}
+
 // Targets far apart get their pens from SGRs queued over many lines (a reset empties the queue):
 // each must be the pen a scan that makes every line a target finds at the same line.
 RC_GTEST_PROP(PlainScrollScan, TargetsFarApartHaveThePensOfAScanOfEveryLine, ()) {
@@ -787,6 +831,35 @@ TEST(PlainScrollScan, PensFoldedEveryFewThousandSgrsAreThoseOfAScanOfEveryLine) 
       if (t->lfs > 0) ++compared;
     }
     EXPECT_GE(compared, 2) << "pieces of " << piece;
+  }
+}
+
+// Thousands of SGRs between two targets far apart: the blocks stop at the SGR a fold follows
+// (every kMaxSgrsBetweenFolds), and the pens and carried SGRs are the byte loop's.
+TEST(PlainScrollScan, BlocksLeaveEachFoldToTheByteLoop) {
+  if (!term::wide_masks_available()) GTEST_SKIP() << "no AVX-512BW on this CPU: no blocks";
+  std::string stream;
+  for (int i = 0; i < 12000; ++i) {
+    stream += "\x1b[1mw" + std::to_string(i) + "\x1b[22m \x1b[3" + std::to_string(i % 8) + "m" +
+              (i % 3 == 0 ? "\x1b[4m" : "") + "x\x1b[38;5;" + std::to_string(i % 251) + "m\r\n";
+  }
+  for (const std::size_t piece : {std::size_t{300}, std::size_t{4096}, stream.size()}) {
+    const auto scan = [&](bool blocks) {
+      PlainScrollScan s(150'000);
+      s.read_in_blocks(blocks);
+      s.restart(Cursor{0});
+      for (std::size_t at = 0; at < stream.size(); at += piece)
+        s.scan(std::string_view(stream).substr(at, piece));
+      return s;
+    };
+    const PlainScrollScan in_blocks = scan(true);
+    const PlainScrollScan by_byte = scan(false);
+    EXPECT_FALSE(by_byte.broken());
+    EXPECT_EQ(scan_result(in_blocks), scan_result(by_byte)) << "pieces of " << piece;
+    EXPECT_EQ(in_blocks.carried_sgrs(), by_byte.carried_sgrs()) << "pieces of " << piece;
+    // What the blocks are for: they read most of colored text, the byte loop none of it.
+    EXPECT_GT(in_blocks.block_bytes(), stream.size() / 2) << "pieces of " << piece;
+    EXPECT_EQ(by_byte.block_bytes(), 0u);
   }
 }
 

@@ -1,0 +1,14 @@
+#include "engine/term/byte_masks.hpp"
+
+namespace backscroll::term {
+
+#if defined(__x86_64__)
+bool wide_masks_available() noexcept {
+  static const bool available = __builtin_cpu_supports("avx512bw");
+  return available;
+}
+#else
+bool wide_masks_available() noexcept { return false; }
+#endif
+
+}  // namespace backscroll::term
