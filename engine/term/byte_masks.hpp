@@ -75,7 +75,8 @@ BACKSCROLL_WIDE_MASKS inline ByteMasks classify_64_wide(const std::uint8_t* p) n
   m.param = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')),
                                    _mm512_set1_epi8(';' - '0'));
   // ':' | 1 == ';' | 1 == ';', and no other byte.
-  m.separator = _mm512_cmpeq_epi8_mask(_mm512_or_si512(v, _mm512_set1_epi8(1)), _mm512_set1_epi8(';'));
+  m.separator =
+      _mm512_cmpeq_epi8_mask(_mm512_or_si512(v, _mm512_set1_epi8(1)), _mm512_set1_epi8(';'));
   m.cr = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\r'));
   m.lf = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\n'));
   const std::uint64_t control = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1f));
@@ -88,7 +89,9 @@ BACKSCROLL_WIDE_MASKS inline ByteMasks classify_64_wide(const std::uint8_t* p) n
 }
 #else
 #define BACKSCROLL_WIDE_MASKS
-inline ByteMasks classify_64_wide(const std::uint8_t* p) noexcept { return classify_64_bytewise(p); }
+inline ByteMasks classify_64_wide(const std::uint8_t* p) noexcept {
+  return classify_64_bytewise(p);
+}
 #endif
 
 }  // namespace backscroll::term

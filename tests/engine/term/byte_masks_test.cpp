@@ -29,11 +29,11 @@ TEST(ByteMasks, EachByteIsInTheClassesTheBlocksRead) {
 
 RC_GTEST_PROP(ByteMasks, TheWideStepIsTheBytewiseOne, ()) {
   if (!term::wide_masks_available()) RC_SUCCEED("no AVX-512BW on this CPU");
-  const auto bytes = *rc::gen::container<std::array<std::uint8_t, 64>>(
-      rc::gen::weightedOneOf<std::uint8_t>({{3, rc::gen::arbitrary<std::uint8_t>()},
-                                             {2, rc::gen::element<std::uint8_t>(
-                                                     0x1b, '[', ';', ':', '0', '9', 'm', 'K',
-                                                     '\r', '\n', '\t', '\b', 0x7f, 0x1f, 0x20)}}));
+  const auto bytes =
+      *rc::gen::container<std::array<std::uint8_t, 64>>(rc::gen::weightedOneOf<std::uint8_t>(
+          {{3, rc::gen::arbitrary<std::uint8_t>()},
+           {2, rc::gen::element<std::uint8_t>(0x1b, '[', ';', ':', '0', '9', 'm', 'K', '\r', '\n',
+                                              '\t', '\b', 0x7f, 0x1f, 0x20)}}));
   RC_ASSERT(term::classify_64_wide(bytes.data()) == term::classify_64_bytewise(bytes.data()));
 }
 
