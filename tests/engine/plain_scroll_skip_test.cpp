@@ -715,6 +715,16 @@ RC_GTEST_PROP(PlainScrollScan, FindsTheSameWhateverPiecesTheBytesComeIn, ()) {
   RC_CLASSIFY(whole.broken(), "broken");
 }
 
+// `stream` scanned in pieces of `piece` bytes, in blocks where the CPU allows or byte by byte.
+PlainScrollScan scanned_in_pieces(std::string_view stream, std::uint64_t spacing, std::size_t piece,
+                                  bool blocks) {
+  PlainScrollScan scan(spacing);
+  scan.read_in_blocks(blocks);
+  scan.restart(Cursor{0});
+  for (std::size_t at = 0; at < stream.size(); at += piece) scan.scan(stream.substr(at, piece));
+  return scan;
+}
+
 // Blocks of 64 bytes (PlainScrollScan::blocks()) must find what the byte loop finds: the same
 // end, LFs, targets, prefixes and pens, and the same SGRs carried, with sequences across block
 // and piece ends, runs ended inside a block, targets due anywhere in one, and SGRs the blocks
@@ -741,16 +751,8 @@ RC_GTEST_PROP(PlainScrollScan, BlocksFindWhatTheByteLoopFinds, ()) {
     if (may_break || !scanned(p).broken()) stream += p;
   const auto spacing = *rc::gen::element<std::uint64_t>(0, 1, 200, 2000, 16 * 1024);
   const auto size = *rc::gen::element<std::size_t>(1, 63, 64, 65, 200, 4096, stream.size());
-  const auto scan = [&](bool blocks) {
-    PlainScrollScan s(spacing);
-    s.read_in_blocks(blocks);
-    s.restart(Cursor{0});
-    for (std::size_t at = 0; at < stream.size(); at += size)
-      s.scan(std::string_view(stream).substr(at, size));
-    return s;
-  };
-  const PlainScrollScan in_blocks = scan(true);
-  const PlainScrollScan by_byte = scan(false);
+  const PlainScrollScan in_blocks = scanned_in_pieces(stream, spacing, size, true);
+  const PlainScrollScan by_byte = scanned_in_pieces(stream, spacing, size, false);
   RC_ASSERT(in_blocks.reads_in_blocks());
   RC_ASSERT(!by_byte.reads_in_blocks());
   RC_ASSERT(scan_result(in_blocks) == scan_result(by_byte));
@@ -844,16 +846,8 @@ TEST(PlainScrollScan, BlocksLeaveEachFoldToTheByteLoop) {
               (i % 3 == 0 ? "\x1b[4m" : "") + "x\x1b[38;5;" + std::to_string(i % 251) + "m\r\n";
   }
   for (const std::size_t piece : {std::size_t{300}, std::size_t{4096}, stream.size()}) {
-    const auto scan = [&](bool blocks) {
-      PlainScrollScan s(150'000);
-      s.read_in_blocks(blocks);
-      s.restart(Cursor{0});
-      for (std::size_t at = 0; at < stream.size(); at += piece)
-        s.scan(std::string_view(stream).substr(at, piece));
-      return s;
-    };
-    const PlainScrollScan in_blocks = scan(true);
-    const PlainScrollScan by_byte = scan(false);
+    const PlainScrollScan in_blocks = scanned_in_pieces(stream, 150'000, piece, true);
+    const PlainScrollScan by_byte = scanned_in_pieces(stream, 150'000, piece, false);
     EXPECT_FALSE(by_byte.broken());
     EXPECT_EQ(scan_result(in_blocks), scan_result(by_byte)) << "pieces of " << piece;
     EXPECT_EQ(in_blocks.carried_sgrs(), by_byte.carried_sgrs()) << "pieces of " << piece;
