@@ -24,7 +24,7 @@ struct ByteMasks {
   std::uint64_t cr = 0;
   std::uint64_t lf = 0;
   // What moves the cursor off column 0 in a plain run: a byte from 0x20 (DEL aside, which is a
-  // stop) and TAB. Bytes of a sequence are among them; the block step takes those out.
+  // stop) and TAB. Bytes of a sequence are among them; blocks() takes those out.
   std::uint64_t text = 0;
   // What a block does not take: C0 controls other than ESC, CR, LF, TAB and BS, and DEL.
   std::uint64_t stop = 0;
