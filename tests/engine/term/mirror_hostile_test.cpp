@@ -757,6 +757,17 @@ TEST(MirrorFuzzFindings, ModeSequenceCutByAResize) {
   m.feed("\x18");
   EXPECT_EQ(m.screen().cell(0, 0).chars[0], U'c');
   EXPECT_EQ(m.screen().cell(0, 1).chars[0], U'a') << "insert mode shifted the line";
+  // Two resizes inside one sequence with a control in it: the start fed at the first grows at
+  // the second, and the modes are still split when it ends (the fuzzer's
+  // mirror-snapshot-origin-mode-... input, 2026-12-06: DECOM was lost).
+  Mirror twice(Cursor{0}, 20, 5);
+  twice.feed("\x1b[\r");
+  twice.resize(30, 5);
+  twice.feed("1");
+  twice.resize(25, 5);
+  twice.feed(";4hab\x1b[1Gc");
+  twice.feed("\x18");
+  EXPECT_EQ(twice.screen().cell(0, 1).chars[0], U'a') << "insert mode shifted the line";
 }
 
 // A trailing 38/48 made libvterm read the arguments past the sequence's last, which hold what
