@@ -244,14 +244,15 @@ void Mirror::resize(std::uint16_t cols, std::uint16_t rows) {
       return static_cast<unsigned char>(c) >= 0x08 && static_cast<unsigned char>(c) <= 0x0f;
     });
   }
-  if (!hold && parsed_ <= clean) {
-    cut_sequence_ = std::string(unfed(clean, scanner_.position()));
-    cut_sequence_at_ = clean;
-  } else if (!hold && cut_sequence_at_ == clean &&
-             cut_sequence_at_ + cut_sequence_.size() == parsed_) {
-    // A second resize inside the same sequence: its start grows by what is fed now, so the
-    // modes are still completed when it ends.
-    cut_sequence_ += unfed(parsed_, scanner_.position());
+  if (!hold) {
+    if (parsed_ <= clean) {
+      cut_sequence_ = std::string(unfed(clean, scanner_.position()));
+      cut_sequence_at_ = clean;
+    } else if (cut_sequence_at_ == clean && clean + cut_sequence_.size() == parsed_) {
+      // A second resize inside the same sequence: its start grows by what is fed now, so the
+      // modes are still completed when it ends.
+      cut_sequence_ += unfed(parsed_, scanner_.position());
+    }
   }
   settle_to(hold ? clean : scanner_.position());
   resized_at_ = scanner_.position();
