@@ -96,11 +96,7 @@ void PlainScrollScan::restart(Cursor at) {
   column0_ = false;
   designated_g0_ = false;
   line_ = Line::none;
-  sgrs_.clear();
-  effects_.clear();
-  resets_.clear();
-  sgr_slots_.fill({});
-  reset_index_.fill(-1);
+  clear_sgrs();
   pen_.clear();
   carried_sgrs_.clear();
   carried_sizes_.clear();
@@ -666,6 +662,27 @@ void PlainScrollScan::index_sgr(SgrIndex index) {
   while (sgr_slots_[slot].index_plus_1 != 0) slot = (slot + 1) & kMask;
   sgr_slots_[slot] = {static_cast<std::uint16_t>(index + 1),
                       static_cast<std::uint16_t>(hash >> 48)};
+}
+
+void PlainScrollScan::clear_sgrs() {
+  // A run that breaks early (full-screen output does at its first cursor move) holds a few
+  // entries: their slots are cleared one by one, not the whole table (8 KiB) at every restart.
+  // Each entry is found on its probe sequence, which clearing an earlier slot does not cut:
+  // the walk looks for its index, not for a free slot.
+  constexpr std::size_t kMask = kSgrSlots - 1;
+  if (sgrs_.size() <= kSgrSlots / 64) {
+    for (std::size_t index = 0; index < sgrs_.size(); ++index) {
+      std::size_t slot = sequence_hash(sgrs_[index]) & kMask;
+      while (sgr_slots_[slot].index_plus_1 != index + 1) slot = (slot + 1) & kMask;
+      sgr_slots_[slot] = {};
+    }
+  } else {
+    sgr_slots_.fill({});
+  }
+  sgrs_.clear();
+  effects_.clear();
+  resets_.clear();
+  reset_index_.fill(-1);
 }
 
 bool PlainScrollScan::compact_sgrs() {

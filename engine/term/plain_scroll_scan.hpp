@@ -120,6 +120,7 @@ class PlainScrollScan {
   std::size_t carried_sgrs() const noexcept { return carried_sizes_.size(); }
   // The SGR sequence (whole, ESC [ ... m) of a pen entry.
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
+  std::size_t distinct_sgrs() const noexcept { return sgrs_.size(); }
 
  private:
   // osc: after `ESC ]`, reading "8;"; osc_body: the link's parameters and URI; osc_st: after
@@ -228,6 +229,8 @@ class PlainScrollScan {
   std::optional<SgrIndex> sgr_index(std::string_view sequence);
   // Puts sgrs_[index] in the first free slot of its probe sequence.
   void index_sgr(SgrIndex index);
+  // Empties the table and its slots.
+  void clear_sgrs();
 
   std::vector<std::string> sgrs_;     // distinct SGR sequences of the run
   std::vector<SgrEffect> effects_;    // sgr_effect() of each

@@ -715,6 +715,41 @@ RC_GTEST_PROP(PlainScrollScan, FindsTheSameWhateverPiecesTheBytesComeIn, ()) {
   RC_CLASSIFY(whole.broken(), "broken");
 }
 
+// A restart forgets everything the run before it held: a scan that ran before (its SGR table
+// emptied slot by slot when small, whole when large) finds what a new one finds.
+RC_GTEST_PROP(PlainScrollScan, ARestartedScanFindsWhatANewOneFinds, ()) {
+  // Plain pieces and truecolour SGRs from a small cube (so the two runs share some), up to
+  // hundreds of distinct ones: more than the slot-by-slot bound.
+  const auto colour = rc::gen::map(
+      rc::gen::tuple(rc::gen::inRange(0, 8), rc::gen::inRange(0, 8), rc::gen::inRange(0, 8)),
+      [](const std::tuple<int, int, int>& c) {
+        return "\x1b[38;2;" + std::to_string(std::get<0>(c)) + ";" +
+               std::to_string(std::get<1>(c)) + ";" + std::to_string(std::get<2>(c)) + "mw\r\n";
+      });
+  const auto stream_of = [&](int most, int plain_weight) {
+    return rc::gen::map(
+        rc::gen::container<std::vector<std::string>>(
+            *rc::gen::inRange(1, most),
+            rc::gen::weightedOneOf<std::string>({{plain_weight, plain_piece()}, {3, colour}})),
+        [](const std::vector<std::string>& pieces) {
+          std::string out;
+          for (const std::string& p : pieces) out += p;
+          return out;
+        });
+  };
+  // (Without plain pieces the long run never breaks before its hundreds of colours.)
+  const auto before = *rc::gen::oneOf(stream_of(10, 1), stream_of(1500, 0));
+  const auto after = *stream_of(300, 1);
+  PlainScrollScan reused(0);
+  reused.restart(Cursor{0});
+  reused.scan(before);
+  const std::size_t held = reused.distinct_sgrs();
+  reused.restart(Cursor{0});
+  reused.scan(after);
+  RC_ASSERT(scan_result(reused) == scan_result(scanned(after)));
+  RC_CLASSIFY(held > 32, "more than 32 SGRs before the restart");
+}
+
 // `stream` scanned in pieces of `piece` bytes, in blocks where the CPU allows or byte by byte.
 PlainScrollScan scanned_in_pieces(std::string_view stream, std::uint64_t spacing, std::size_t piece,
                                   bool blocks) {
