@@ -178,7 +178,7 @@ void ScreenGrid::move_rect(GridRect dest, GridRect src) {
 // attributes; a selective erase (DECSED/DECSEL) skips protected cells.
 void ScreenGrid::erase(GridRect rect, bool selective) {
   for (int row = rect.start_row; row < state_rows_ && row < rect.end_row; ++row) {
-    const LineAttrs line = lines_.line_attrs(row);
+    const LineAttrs line = line_attrs_used_ ? lines_.line_attrs(row) : LineAttrs{};
     const std::uint32_t attrs =
         (pen_.attrs & ~attr::kExtraMask) | attr::line_bits(line.dwl, line.dhl);
     const std::uint32_t fg = pen_.fg;
@@ -207,6 +207,7 @@ void ScreenGrid::erase(GridRect rect, bool selective) {
 // the erased cells get).
 void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
   if (now.dwl == before.dwl && now.dhl == before.dhl) return;
+  line_attrs_used_ = true;
   if (row < 0 || row >= rows_) return;
   GridCell* r = row_cells(row);
   const std::uint32_t bits = attr::line_bits(now.dwl, now.dhl);

@@ -164,6 +164,9 @@ class ScreenGrid {
   int cols_;
   Scrollback& history_;
   const LineAttrsSource& lines_;
+  // Whether a row ever had line attributes (set_line_attrs, the state layer's only way to set
+  // them): until then every row's are the defaults, and erasing does not ask for them.
+  bool line_attrs_used_ = false;
   Buffer buffers_[2];
   int active_ = 0;
   bool reverse_video_ = false;
