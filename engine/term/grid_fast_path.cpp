@@ -194,7 +194,6 @@ bool erase(ScreenGrid& grid, const CsiArgs& c, const GridFastPath::State& s) {
 // mirror: one it does not know, or a colour form the mirror rewrites.
 bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
   const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
-  if (MirrorInput::sgr_needs_rewrite(args)) return false;
   auto set = [&](std::uint32_t bit, bool on) {
     pen.attrs = on ? pen.attrs | bit : pen.attrs & ~bit;
   };
@@ -236,9 +235,18 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
       case 55: extras &= ~MirrorInput::kPenOverline; break;
       case 38:
       case 48: {
-        // sgr_needs_rewrite() let only 38/48;5;n and 38/48;2;r;g;b through, values <= 255.
+        // Only 38/48;5;n and 38/48;2;r;g;b with values up to 255, which libvterm reads as
+        // xterm.js does (MirrorInput::sgr_needs_rewrite() sends the mirror every other form; a
+        // missing value is kMissing, past 255). parse_csi() took no sub-parameters.
+        const std::size_t values = i + 1 == args.size() ? 0
+                                   : args[i + 1] == 5   ? 1
+                                   : args[i + 1] == 2   ? 3
+                                                        : 0;
+        if (values == 0 || i + 1 + values >= args.size()) return false;
+        for (std::size_t k = i + 2; k <= i + 1 + values; ++k)
+          if (args[k] > 255) return false;
         std::uint32_t& colour = a == 38 ? pen.fg : pen.bg;
-        if (args[i + 1] == 5) {
+        if (values == 1) {
           colour = pack_color(Color::indexed(static_cast<std::uint8_t>(args[i + 2])));
           i += 2;
         } else {
@@ -272,10 +280,8 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
   GridPen pen = grid.pen();
   std::uint32_t extras = s.pen_extras;
   if (!apply_sgr(c, pen, extras)) return false;
-  const bool resets = c.args[0] == kMissing || c.args[0] == 0;
-  if (resets) s.sgr_log.clear();
-  else if (s.sgr_log.size() + raw.size() > GridFastPath::kMaxSgrLog) return false;
-  s.sgr_log.append(reinterpret_cast<const char*>(raw.data()), raw.size());
+  if (c.args[0] == kMissing || c.args[0] == 0) s.sgr_log.clear();  // it resets the pen
+  if (!s.sgr_log.append(raw)) return false;
   s.pen_extras = extras;
   pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(extras);
   grid.pen() = pen;

@@ -28,8 +28,10 @@
 // Single-threaded, no state between runs: everything it needs and changes is in State.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +44,30 @@ class ScreenGrid;
 
 class GridFastPath {
  public:
+  // A run stops before an SGR that would make State::sgr_log longer than this: the caller
+  // brings libvterm up to date and starts a new run.
+  static constexpr std::size_t kMaxSgrLog = 4096;
+
+  // The SGRs a run applied since the last one that resets the pen (first attribute 0 or
+  // missing), as they came: libvterm's pen is where the grid's is once it reads them. In
+  // place (a run logs an SGR every few bytes of a redraw).
+  class SgrLog {
+   public:
+    std::string_view view() const { return {bytes_.data(), size_}; }
+    void clear() { size_ = 0; }
+    // False, nothing added, when it would not fit.
+    bool append(std::span<const unsigned char> sgr) {
+      if (sgr.size() > bytes_.size() - size_) return false;
+      std::memcpy(bytes_.data() + size_, sgr.data(), sgr.size());
+      size_ += sgr.size();
+      return true;
+    }
+
+   private:
+    std::array<char, kMaxSgrLog> bytes_;  // [0, size_) used
+    std::size_t size_ = 0;
+  };
+
   struct State {
     // The terminal, as libvterm has it (a run changes only the region, with DECSTBM).
     int rows = 0;
@@ -80,9 +106,7 @@ class GridFastPath {
     int last_col = 0;
     int last_width = 1;
     char32_t last_char = 0;
-    // The SGRs it applied since the last one that resets the pen (first attribute 0 or
-    // missing), as they came: libvterm's pen is where the grid's is once it reads them.
-    std::string sgr_log;
+    SgrLog sgr_log;
     // The byte ranges [begin, end) of the EL 0s it took at a pending wrap. The mirror follows
     // xterm.js there (MirrorScreen: the cursor is one past the last column, so nothing is
     // erased and the wrap stays pending) and libvterm never reads them (where it would, the
@@ -95,10 +119,6 @@ class GridFastPath {
     // The last `CSI ? 12 h/l` (the cursor's blink) it took, the same way (-1 none).
     int cursor_blink = -1;
   };
-
-  // A run stops before an SGR that would make sgr_log longer than this: the caller brings
-  // libvterm up to date and starts a new run.
-  static constexpr std::size_t kMaxSgrLog = 4096;
 
   // The grid's pen attribute bits for MirrorInput::kPen* extras (faint, conceal, overline).
   static std::uint32_t extra_attrs(std::uint32_t extras);

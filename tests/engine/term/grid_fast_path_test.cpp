@@ -381,7 +381,11 @@ rc::Gen<std::string> piece(bool joiners = false) {
                    "", "0", "1", "4", "7", "22", "39", "49", "2", "53", "8", "28", "55", "1;2;8;53",
                    "38;5;" + n(0, 255) + ";2", "22;28;55;0;8", "38;5;" + n(0, 255),
                    "48;2;" + n(0, 255) + ";" + n(0, 255) + ";" + n(0, 255),
-                   "3" + n(0, 7) + ";4" + n(0, 7), "9" + n(0, 7), "10" + n(0, 7)) +
+                   "3" + n(0, 7) + ";4" + n(0, 7), "9" + n(0, 7), "10" + n(0, 7),
+                   // Colour forms the mirror rewrites for libvterm: values past 255, missing
+                   // or short ones, unknown modes, the underline colour.
+                   "38;5;" + n(250, 400), "48;2;1;" + n(250, 300) + ";3", "38;5;", "38;2;1;;3",
+                   "1;38;2;1;2", "48;7;1", "38", "58;5;" + n(0, 9)) +
                "m";
       case 7:
         return *element<std::string>("\xc3\xa9", "\xe4\xb8\xad", "\xcc\x81", "e\xcc\x81",
