@@ -31,7 +31,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,28 +43,41 @@ class ScreenGrid;
 
 class GridFastPath {
  public:
-  // A run stops before an SGR that would make State::sgr_log longer than this: the caller
-  // brings libvterm up to date and starts a new run.
+  // A run stops before an SGR that would make State::sgr_log longer than this (in bytes, or
+  // in SGRs): the caller brings libvterm up to date and starts a new run.
   static constexpr std::size_t kMaxSgrLog = 4096;
+  static constexpr std::size_t kMaxSgrLogEntries = 256;
 
   // The SGRs a run applied since the last one that resets the pen (first attribute 0 or
-  // missing), as they came: libvterm's pen is where the grid's is once it reads them. In
-  // place (a run logs an SGR every few bytes of a redraw).
+  // missing), as they came: libvterm's pen is where the grid's is once it reads them. Views
+  // of the run's bytes, valid while those are (a run logs an SGR every few bytes of a redraw:
+  // nothing is copied until the caller writes them out).
   class SgrLog {
    public:
-    std::string_view view() const { return {bytes_.data(), size_}; }
-    void clear() { size_ = 0; }
+    void clear() {
+      count_ = 0;
+      bytes_ = 0;
+    }
     // False, nothing added, when it would not fit.
     bool append(std::span<const unsigned char> sgr) {
-      if (sgr.size() > bytes_.size() - size_) return false;
-      std::memcpy(bytes_.data() + size_, sgr.data(), sgr.size());
-      size_ += sgr.size();
+      if (count_ == entries_.size() || sgr.size() > kMaxSgrLog - bytes_) return false;
+      entries_[count_++] = {sgr.data(), sgr.size()};
+      bytes_ += sgr.size();
       return true;
+    }
+    void write_to(std::string& out) const {
+      for (std::size_t i = 0; i < count_; ++i)
+        out.append(reinterpret_cast<const char*>(entries_[i].data), entries_[i].size);
     }
 
    private:
-    std::array<char, kMaxSgrLog> bytes_;  // [0, size_) used
-    std::size_t size_ = 0;
+    struct Entry {  // no initializers: a run's state is made for every run, left unset
+      const unsigned char* data;
+      std::size_t size;
+    };
+    std::array<Entry, kMaxSgrLogEntries> entries_;  // [0, count_) set
+    std::size_t count_ = 0;
+    std::size_t bytes_ = 0;
   };
 
   struct State {

@@ -912,7 +912,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
   // `ESC ( B`, DECTCEM, modes 12 and 2026).
   if (row != s.row || col != s.col || pending != s.pending_wrap || (!pending_known && s.wrap_known))
     cup(s.row, s.col);
-  sync_ += s.sgr_log.view();
+  s.sgr_log.write_to(sync_);
   if (s.cursor_visible >= 0) sync_ += s.cursor_visible ? "\x1b[?25h" : "\x1b[?25l";
   if (s.cursor_blink >= 0) sync_ += s.cursor_blink ? "\x1b[?12h" : "\x1b[?12l";
   muted_ = true;

@@ -343,8 +343,12 @@ TEST(GridFastPath, TakesWhatPagersAndTmuxPrintReverseIndexEraseCharactersAndTheC
 }
 
 TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
+  // Short lines: a run that stops in a row's last two columns leaves the next text to
+  // libvterm (the pending wrap is not known there), which would make the share below vary
+  // with where the bound falls.
   std::string stream = "\x1b[H";
-  for (int i = 0; i < 3000; ++i) stream += "\x1b[3" + std::to_string(i % 8) + "m" + "ab";
+  for (int i = 0; i < 3000; ++i)
+    stream += "\x1b[3" + std::to_string(i % 8) + "m" + (i % 10 == 9 ? "ab\r\n" : "ab");
   Pair p(80, 24);
   EXPECT_EQ(feed_in_pieces(p, stream, 64 * 1024), "");
   EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
