@@ -25,7 +25,9 @@ constexpr std::uint32_t kMissing = MirrorInput::kArgMissing;
 constexpr std::uint32_t kMaxArgValue = 65535;
 
 struct CsiArgs {
-  std::array<std::uint32_t, MirrorInput::kMaxCsiArgs> args{};
+  // [0, count) set: nothing reads past them (a CSI comes every few bytes of a redraw, and
+  // zeroing the rest was a store of 64 bytes each).
+  std::array<std::uint32_t, MirrorInput::kMaxCsiArgs> args;
   int count = 0;
   char final = 0;
   std::size_t end = 0;  // one past the final byte
@@ -288,12 +290,11 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
   return true;
 }
 
-// `CSI ? 25 h/l` (DECTCEM), `CSI ? 12 h/l` (the cursor's blink) or `CSI ? 2026 h/l` at
-// bytes[at] (one argument, no other form): its length, with the cursor's visibility or blink
-// noted; 0 for anything else.
+// The `CSI ?` at bytes[at] when it is `CSI ? 25 h/l` (DECTCEM), `CSI ? 12 h/l` (the cursor's
+// blink) or `CSI ? 2026 h/l` (one argument, no other form): its length, with the cursor's
+// visibility or blink noted; 0 for anything else.
 std::size_t dec_mode(std::span<const unsigned char> bytes, std::size_t at, GridFastPath::State& s) {
-  // Most ESCs of a run start SGRs: those leave at the third byte.
-  if (bytes.size() - at < 6 || bytes[at + 1] != '[' || bytes[at + 2] != '?') return 0;
+  if (bytes.size() - at < 6) return 0;
   const unsigned char set = bytes[at + 5];
   if (set == 'h' || set == 'l') {
     const int on = set == 'h' ? 1 : 0;
@@ -424,6 +425,31 @@ bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char
   return true;
 }
 
+// The sequence at bytes[at] (an ESC), by its second byte: its length when the run took it, 0
+// to stop before it.
+std::size_t escape(ScreenGrid& grid, std::span<const unsigned char> bytes, std::size_t at,
+                   GridFastPath::State& s) {
+  const std::size_t n = bytes.size();
+  if (at + 1 >= n) return 0;
+  switch (bytes[at + 1]) {
+    case '[': {
+      if (at + 2 < n && bytes[at + 2] == '?') return dec_mode(bytes, at, s);
+      CsiArgs csi;
+      if (!parse_csi(bytes, at, csi)) return 0;
+      if (erases_nothing(csi, s)) s.elided_erases.emplace_back(at, csi.end);
+      else if (!apply_csi(grid, csi, bytes.subspan(at, csi.end - at), s)) return 0;
+      return csi.end - at;
+    }
+    case '(':
+      // SCS: G0 := US-ASCII, which it holds already.
+      if (!s.g0_ascii || at + 2 >= n || bytes[at + 2] != 'B') return 0;
+      s.designated_g0 = true;
+      return 3;
+    case 'M': return reverse_index(grid, s) ? 2 : 0;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 std::uint32_t GridFastPath::extra_attrs(std::uint32_t extras) {
@@ -473,20 +499,10 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
       if (stop) break;
       continue;
     }
-    if (c == 0x1b && s.g0_ascii && i + 2 < n && b[i + 1] == '(' && b[i + 2] == 'B') {
-      i += 3;  // SCS: G0 := US-ASCII, which it holds already
-      s.designated_g0 = true;
-    } else if (const std::size_t mode = c == 0x1b ? dec_mode(bytes, i, s) : 0; mode > 0) {
-      i += mode;
-    } else if (c == 0x1b && i + 1 < n && b[i + 1] == 'M') {
-      if (!reverse_index(grid, s)) break;
-      i += 2;
-    } else if (c == 0x1b) {
-      CsiArgs csi;
-      if (i + 1 >= n || b[i + 1] != '[' || !parse_csi(bytes, i, csi)) break;
-      if (erases_nothing(csi, s)) s.elided_erases.emplace_back(i, csi.end);
-      else if (!apply_csi(grid, csi, bytes.subspan(i, csi.end - i), s)) break;
-      i = csi.end;
+    if (c == 0x1b) {
+      const std::size_t taken = escape(grid, bytes, i, s);
+      if (taken == 0) break;
+      i += taken;
     } else if (c == '\r') {
       // The cursor moves and the pending wrap goes, unless the cursor is in column 0 already
       // (a wide glyph filling a two-column row): CR keeps the wrap there (libvterm, measured).
