@@ -120,6 +120,7 @@ class PlainScrollScan {
   std::size_t carried_sgrs() const noexcept { return carried_sizes_.size(); }
   // The SGR sequence (whole, ESC [ ... m) of a pen entry.
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
+  // How many distinct SGRs the run holds now.
   std::size_t distinct_sgrs() const noexcept { return sgrs_.size(); }
 
  private:
