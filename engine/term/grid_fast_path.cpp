@@ -237,16 +237,9 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
       case 55: extras &= ~MirrorInput::kPenOverline; break;
       case 38:
       case 48: {
-        // Only 38/48;5;n and 38/48;2;r;g;b with values up to 255, which libvterm reads as
-        // xterm.js does (MirrorInput::sgr_needs_rewrite() sends the mirror every other form; a
-        // missing value is kMissing, past 255). parse_csi() took no sub-parameters.
-        const std::size_t values = i + 1 == args.size() ? 0
-                                   : args[i + 1] == 5   ? 1
-                                   : args[i + 1] == 2   ? 3
-                                                        : 0;
-        if (values == 0 || i + 1 + values >= args.size()) return false;
-        for (std::size_t k = i + 2; k <= i + 1 + values; ++k)
-          if (args[k] > 255) return false;
+        // Only the forms libvterm reads as xterm.js does; the mirror rewrites the others.
+        const std::size_t values = MirrorInput::xterm_colour_values(args, i);
+        if (values == 0) return false;
         std::uint32_t& colour = a == 38 ? pen.fg : pen.bg;
         if (values == 1) {
           colour = pack_color(Color::indexed(static_cast<std::uint8_t>(args[i + 2])));

@@ -217,20 +217,13 @@ bool MirrorInput::sgr_needs_rewrite(std::span<const std::uint32_t> args) {
   // sequence) and sets a colour it never initialised from a short or unknown form, applies the
   // sub-parameters of 38:2:r:g:b without xterm.js's colour-space slot, and reads the arguments
   // of 58 (underline colour, which it lacks) as attributes of their own.
-  auto plain = [&](std::size_t i) {
-    return i < args.size() && !(args[i] & kArgMore) && (args[i] & ~kArgMore) <= 255;
-  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (i > 0 && (args[i - 1] & kArgMore)) continue;  // a sub-parameter
     const std::uint32_t v = args[i] & ~kArgMore;
     if (v == 58) return true;
     if (v != 38 && v != 48) continue;
-    if (!plain(i) || !plain(i + 1)) return true;
-    const std::uint32_t mode = args[i + 1];
-    const std::size_t values = mode == 5 ? 1 : mode == 2 ? 3 : 0;
+    const std::size_t values = xterm_colour_values(args, i);
     if (values == 0) return true;
-    for (std::size_t k = 0; k < values; ++k)
-      if (!plain(i + 2 + k)) return true;
     i += 1 + values;
   }
   return false;

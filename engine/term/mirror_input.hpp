@@ -241,6 +241,17 @@ class MirrorInput {
   // Whether libvterm 0.1.4 would read this SGR's arguments differently from xterm.js (a colour
   // given in another form than 38/48;5;n or 38/48;2;r;g;b, or 58), so encode_sgr() must rewrite it.
   static bool sgr_needs_rewrite(std::span<const std::uint32_t> args);
+  // The colour attribute at args[i] (38 or 48): how many values follow its mode (1 for 5;n,
+  // 3 for 2;r;g;b) when libvterm 0.1.4 reads it as xterm.js does (no sub-parameters, each of
+  // them up to 255: a missing one is kArgMissing); 0 for any other form.
+  static std::size_t xterm_colour_values(std::span<const std::uint32_t> args, std::size_t i) {
+    const auto plain = [&](std::size_t k) { return k < args.size() && args[k] <= 255; };
+    if (!plain(i) || !plain(i + 1)) return 0;
+    const std::size_t values = args[i + 1] == 5 ? 1 : args[i + 1] == 2 ? 3 : 0;
+    for (std::size_t k = i + 2; k < i + 2 + values; ++k)
+      if (!plain(k)) return 0;
+    return values;
+  }
   // The SGR as several SGRs of at most 16 arguments each, split only between attributes, with
   // the colours in the forms libvterm reads as xterm.js does: libvterm then applies the pen
   // xterm.js applies (underline colour aside, which it lacks).
