@@ -18,12 +18,16 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
 #endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1
+#endif
 
 namespace backscroll::shm {
 namespace {
 
-// The first lap's pages go into the mapping this many bytes at a time (map_ahead).
-constexpr std::uint64_t kMapBlock = std::uint64_t{256} << 10;
+// A ring that took this much since its pages were fresh is flooding: map_ahead maps its pages
+// before the reads write them.
+constexpr std::uint64_t kFloodingAfter = std::uint64_t{256} << 10;
 constexpr std::uint64_t kPage = 4096;
 
 void store_release(std::uint64_t& field, Cursor c) noexcept {
@@ -137,25 +141,33 @@ void RingWriter::commit(std::size_t bytes) noexcept {
 }
 
 void RingWriter::map_ahead() noexcept {
-  // Only a ring that took a block since its pages were fresh: an idle actor's few screenfuls
-  // keep faulting their pages in one by one and stay small in memory.
-  if (!populates_ || committed_ - fresh_from_ < kMapBlock) return;
+  // Only a ring that took a flood's worth since its pages were fresh: an idle actor's few
+  // screenfuls keep faulting their pages in one by one.
+  if (!populates_ || committed_ - fresh_from_ < kFloodingAfter) return;
   const Cursor lap_end = fresh_from_ + capacity_;
-  if (mapped_to_ >= lap_end || committed_ + kMapBlock / 2 <= mapped_to_) return;
-  std::uint64_t from = value(max(mapped_to_, committed_));
-  const std::uint64_t to = std::min(from + kMapBlock, value(lap_end));
-  mapped_to_ = Cursor{to};
-  while (from < to) {
-    const std::uint64_t offset = from % capacity_;
-    const std::uint64_t n = std::min(to - from, capacity_ - offset);
-    const std::uint64_t page_start = offset - offset % kPage;  // data_ is page aligned
-    if (::madvise(data_ + page_start, n + offset - page_start, MADV_POPULATE_WRITE) != 0) {
-      // A kernel before 5.14 (EINVAL) or a mapping that refuses: the pages fault in as
-      // they are written, as they always could.
-      if (errno == EINVAL || errno == EPERM || errno == ENOSYS) populates_ = false;
-      return;
-    }
-    from += n;
+  if (mapped_to_ >= lap_end || committed_ + kLargePageBytes / 2 <= mapped_to_) return;
+  // The rest of the large page holding the next cursor not mapped yet (data_ is aligned to
+  // large pages when the ring spans one: Segment).
+  const Cursor from = max(mapped_to_, committed_);
+  const std::uint64_t offset = value(from) % capacity_;
+  const std::uint64_t page_start = offset - offset % kLargePageBytes;
+  const std::uint64_t page_end = std::min<std::uint64_t>(page_start + kLargePageBytes, capacity_);
+  mapped_to_ = min(lap_end, from + (page_end - offset));
+  // One large page instead of 512 small ones. The kernel copies the bytes already written into
+  // it (the first one holds the flood's first 256 KiB) and maps it with one entry; the ring's
+  // memory does not grow, because its small pages were all reserved when it was created. A
+  // large page whose bytes were given back (release_pages) holds no page to collapse (EINVAL),
+  // and a kernel before 6.1 or one without large pages refuses too: then small pages, mapped
+  // ahead at once as before.
+  if (page_end - page_start == kLargePageBytes &&
+      ::madvise(data_ + page_start, kLargePageBytes, MADV_COLLAPSE) == 0) {
+    return;
+  }
+  const std::uint64_t map_from = offset - offset % kPage;
+  if (::madvise(data_ + map_from, page_end - map_from, MADV_POPULATE_WRITE) != 0) {
+    // A kernel before 5.14 (EINVAL) or a mapping that refuses: the pages fault in as they are
+    // written, as they always could.
+    if (errno == EINVAL || errno == EPERM || errno == ENOSYS) populates_ = false;
   }
 }
 

@@ -106,10 +106,13 @@ class RingWriter {
   void zero(Cursor from, Cursor to) noexcept;
   // Zeroes what a clear left under the reservation of a read now over, past committed_.
   void finish_wipe() noexcept;
-  // On the first lap since the pages were fresh, puts the next block of pages ahead of
-  // committed_ into the mapping with one madvise(MADV_POPULATE_WRITE) instead of a page fault
-  // per 4 KiB inside later PTY reads: on a virtual machine each fault is a trap costing
-  // several microseconds (docs/profiles/ring-first-lap.md). The bytes are not touched.
+  // On a flooding ring's first lap since its pages were fresh, puts the large page (2 MiB)
+  // ahead of committed_ into the mapping before the reads reach it: collapsed into one large
+  // page where the kernel can (madvise MADV_COLLAPSE), else its small pages at once
+  // (MADV_POPULATE_WRITE). Either replaces a page fault per 4 KiB inside later PTY reads (on a
+  // virtual machine each is a trap of several microseconds: docs/profiles/ring-first-lap.md);
+  // a large page also spares every thread that reads the ring a TLB entry per 4 KiB
+  // (docs/profiles/ring-large-pages.md). The bytes are kept.
   void map_ahead() noexcept;
 
   std::shared_ptr<RingSegments> segments_;  // null for `over`; shared with reader()s

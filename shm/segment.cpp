@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -25,6 +26,39 @@ struct FdCloser {
   }
   int release() noexcept { return std::exchange(fd, -1); }
 };
+
+constexpr std::size_t kLargePage = kLargePageBytes;
+constexpr std::size_t kPage = 4096;
+
+// Maps `bytes` of `fd` shared. A segment that spans a large page is placed at an address aligned
+// to one, so that the kernel can map a large page of the file with one page-table entry
+// wherever the file has one (RingWriter makes them for a flooding ring); a placement of the
+// kernel's own choosing is aligned only when the machine-wide setting gives shared memory
+// large pages, which Debian leaves off. The alignment comes from mapping the file inside a
+// larger reservation, then giving the reservation's ends back.
+void* map_shared(int fd, std::size_t bytes, int protection) noexcept {
+  if (bytes < kLargePage) return ::mmap(nullptr, bytes, protection, MAP_SHARED, fd, 0);
+  const std::size_t room_bytes = bytes + kLargePage;
+  void* room =
+      ::mmap(nullptr, room_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (room == MAP_FAILED) return MAP_FAILED;
+  const auto room_start = reinterpret_cast<std::uintptr_t>(room);
+  const std::uintptr_t start = (room_start + kLargePage - 1) & ~(kLargePage - 1);
+  void* mapped =
+      ::mmap(reinterpret_cast<void*>(start), bytes, protection, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (mapped == MAP_FAILED) {
+    const int err = errno;
+    ::munmap(room, room_bytes);
+    errno = err;
+    return MAP_FAILED;
+  }
+  const std::uintptr_t end = start + (bytes + kPage - 1) / kPage * kPage;
+  if (start > room_start) ::munmap(room, start - room_start);
+  if (room_start + room_bytes > end) {
+    ::munmap(reinterpret_cast<void*>(end), room_start + room_bytes - end);
+  }
+  return mapped;
+}
 
 }  // namespace
 
@@ -70,7 +104,7 @@ Result<Segment> Segment::create(std::string_view label, std::size_t bytes, Seali
   if (const int err = ::posix_fallocate(fd.fd, 0, static_cast<off_t>(bytes))) {
     return fail_errno("reserve " + std::to_string(bytes) + " bytes for segment " + name, err);
   }
-  void* address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  void* address = map_shared(fd.fd, bytes, PROT_READ | PROT_WRITE);
   if (address == MAP_FAILED) return fail_errno("map segment " + name, errno);
   Segment segment(fd.release(), static_cast<std::byte*>(address), bytes);
   // After the mapping: F_SEAL_FUTURE_WRITE leaves mappings made before it writable.
@@ -123,7 +157,7 @@ Result<Segment> Segment::open_read_only(pid_t pid, int fd, std::size_t bytes, Se
   if (static_cast<std::uint64_t>(st.st_size) != bytes) {
     return refuse("is " + std::to_string(st.st_size) + " bytes, not " + std::to_string(bytes));
   }
-  void* address = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, opened.fd, 0);
+  void* address = map_shared(opened.fd, bytes, PROT_READ);
   if (address == MAP_FAILED) return fail_errno("map segment " + where, errno);
   return Segment(-1, static_cast<std::byte*>(address), bytes);  // the mapping outlives the fd
 }

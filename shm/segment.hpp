@@ -25,6 +25,11 @@
 
 namespace backscroll::shm {
 
+// The processor's large page (x86-64's and arm64's with 4 KiB pages): a segment at least this
+// large is mapped at an address aligned to it, in every process, so that a large page of its
+// file can be mapped with one page-table entry (RingWriter makes them for flooding rings).
+inline constexpr std::size_t kLargePageBytes = std::size_t{2} << 20;
+
 enum class Sealing {
   size,             // F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL
   size_and_writes,  // the same and F_SEAL_FUTURE_WRITE

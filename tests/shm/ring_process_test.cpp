@@ -779,18 +779,23 @@ void append_like_reads(RingWriter& writer, std::size_t bytes) {
   }
 }
 
-TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
-  constexpr std::size_t kCapacity = 4 << 20, kPages = kCapacity / 4096;
-  {
-    // Huge pages for shared memory (a machine-wide setting) map 2 MiB per fault: no page
-    // count would mean what this test asks.
-    std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-    std::string modes;
-    std::getline(in, modes);
-    for (const char* mode : {"[always]", "[within_size]", "[force]"}) {
-      if (modes.find(mode) != std::string::npos) GTEST_SKIP() << "shmem_enabled " << modes;
-    }
+// Huge pages for all shared memory (a machine-wide setting) map 2 MiB per fault: no count of
+// small pages would mean what the tests below ask.
+bool shared_memory_gets_large_pages_on_every_fault() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string modes;
+  std::getline(in, modes);
+  for (const char* mode : {"[always]", "[within_size]", "[force]"}) {
+    if (modes.find(mode) != std::string::npos) return true;
   }
+  return false;
+}
+
+constexpr std::size_t kLargePages = kLargePageBytes / 4096;
+
+TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
+  if (shared_memory_gets_large_pages_on_every_fault()) GTEST_SKIP() << "shmem_enabled";
+  constexpr std::size_t kCapacity = 3 * kLargePageBytes, kPages = kCapacity / 4096;
   auto writer = RingWriter::create(RingIdentity{"ahead", 1, kCapacity, Cursor{0}});
   ASSERT_TRUE(writer.has_value());
   ASSERT_EQ(pages_present(writer->data(), kCapacity).size(), kPages) << "no /proc/self/pagemap";
@@ -801,17 +806,21 @@ TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   EXPECT_EQ(count_present(pages, 0, 3), 3u);
   EXPECT_EQ(count_present(pages, 3, kPages), 0u);
 
-  // A flood: past a block, the pages ahead of the commit point are in the mapping before any
-  // read writes them, a block at a time and no further.
+  // A flood: past 256 KiB, the rest of the large page it writes is in the mapping before any
+  // read reaches it, and the next large page is not yet...
   append_like_reads(*writer, (600 << 10) - (12 << 10));
   pages = pages_present(writer->data(), kCapacity);
-  constexpr std::size_t kWritten = (600 << 10) / 4096;
-  EXPECT_EQ(count_present(pages, 0, kWritten), kWritten);
-  EXPECT_GE(count_present(pages, kWritten, kWritten + 32), 32u) << "128 KiB ahead";
-  EXPECT_EQ(count_present(pages, kWritten + 64, kPages), 0u) << "more than a block ahead";
+  EXPECT_EQ(count_present(pages, 0, kLargePages), kLargePages);
+  EXPECT_EQ(count_present(pages, kLargePages, kPages), 0u) << "more than a large page ahead";
 
-  // Near the lap's end it stops at the ring's last page.
-  append_like_reads(*writer, kCapacity - (600 << 10) - (64 << 10));
+  // ...until the flood is half way through the one it writes.
+  append_like_reads(*writer, (1200 << 10) - (600 << 10));
+  pages = pages_present(writer->data(), kCapacity);
+  EXPECT_EQ(count_present(pages, 0, 2 * kLargePages), 2 * kLargePages);
+  EXPECT_EQ(count_present(pages, 2 * kLargePages, kPages), 0u);
+
+  // Near the lap's end every page is in.
+  append_like_reads(*writer, kCapacity - (1200 << 10) - (64 << 10));
   pages = pages_present(writer->data(), kCapacity);
   EXPECT_EQ(count_present(pages, 0, kPages), kPages);
 
@@ -820,6 +829,117 @@ TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   append_like_reads(*writer, 8 << 10);
   pages = pages_present(writer->data(), kCapacity);
   EXPECT_LE(count_present(pages, 0, kPages), 3u);
+}
+
+// The kB of shared memory that this process's first mapping accepted by `is_it` (given the
+// mapping's line of /proc/self/smaps: "start-end perms offset device inode name") maps with
+// large pages, or -1 when no mapping is accepted.
+template <class Predicate>
+long large_page_kib_mapped(Predicate is_it) {
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false, found = false;
+  for (std::string line; std::getline(smaps, line);) {
+    const bool mapping_line = line.find('-') < line.find(' ') && line.find(':') > line.find(' ');
+    if (mapping_line) {
+      inside = !found && is_it(line);
+      found = found || inside;
+    } else if (inside && line.rfind("ShmemPmdMapped:", 0) == 0) {
+      return std::stol(line.substr(15));
+    }
+  }
+  return -1;
+}
+
+long large_page_kib_mapped_at(const void* at) {
+  char start[32];
+  std::snprintf(start, sizeof start, "%lx-", reinterpret_cast<unsigned long>(at));
+  return large_page_kib_mapped([&](const std::string& line) { return line.rfind(start, 0) == 0; });
+}
+
+// The read-only mapping of ring `actor`'s data: a RingReader's.
+long large_page_kib_read_only(const std::string& actor) {
+  const std::string name = std::string(RingSegments::kDataLabel) + actor + " ";
+  return large_page_kib_mapped([&](const std::string& line) {
+    return line.find(" r--s ") != std::string::npos && line.find(name) != std::string::npos;
+  });
+}
+
+// Whether this kernel collapses a memfd's reserved pages into a large page on request (Linux
+// 6.1 and later, built with transparent huge pages, memory to spare): the tests below ask the
+// ring for what the kernel can give.
+bool kernel_collapses_shared_memory() {
+  auto probe = Segment::create("probe", kLargePageBytes, Sealing::size);
+  return probe.has_value() && ::madvise(probe->data(), kLargePageBytes, 25 /* COLLAPSE */) == 0 &&
+         large_page_kib_mapped_at(probe->data()) == static_cast<long>(kLargePageBytes >> 10);
+}
+
+TEST(Segment, ASegmentSpanningALargePageIsMappedAlignedToOneInEveryProcess) {
+  for (const std::size_t bytes :
+       {kLargePageBytes, 3 * kLargePageBytes + 4096, std::size_t{10485760}}) {
+    auto created = Segment::create("aligned", bytes, Sealing::size);
+    ASSERT_TRUE(created.has_value());
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(created->data()) % kLargePageBytes, 0u) << bytes;
+    auto opened = Segment::open_read_only(::getpid(), created->fd(), bytes, Sealing::size);
+    ASSERT_TRUE(opened.has_value()) << opened.error().describe();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(opened->data()) % kLargePageBytes, 0u) << bytes;
+    // Nothing of the reservation it was placed in is left on either side.
+    for (const std::byte* mapping : {created->data(), opened->data()}) {
+      char before[32], after[32];
+      std::snprintf(before, sizeof before, "-%lx ---p", reinterpret_cast<unsigned long>(mapping));
+      std::snprintf(after, sizeof after, "%lx-",
+                    reinterpret_cast<unsigned long>(mapping + (bytes + 4095) / 4096 * 4096));
+      EXPECT_EQ(large_page_kib_mapped([&](const std::string& line) {
+                  return line.find(before) != std::string::npos ||
+                         (line.rfind(after, 0) == 0 && line.find(" ---p ") != std::string::npos);
+                }),
+                -1)
+          << bytes;
+    }
+    std::memset(created->data() + bytes - 1, 'z', 1);
+    EXPECT_EQ(opened->data()[bytes - 1], std::byte{'z'});
+  }
+}
+
+// A flooding ring is mapped with large pages, in the engine's mapping and in a reader's, and
+// keeps every byte written before its pages were collapsed.
+TEST(RingWriter, AFloodingRingsPagesBecomeLargePagesAndKeepTheirBytes) {
+  if (shared_memory_gets_large_pages_on_every_fault()) GTEST_SKIP() << "shmem_enabled";
+  if (!kernel_collapses_shared_memory()) GTEST_SKIP() << "this kernel makes no large pages";
+  constexpr std::size_t kCapacity = 3 * kLargePageBytes;
+  auto writer = RingWriter::create(RingIdentity{"large", 1, kCapacity, Cursor{0}});
+  ASSERT_TRUE(writer.has_value());
+  auto reader = RingReader::open_announced(writer->announcement());
+  ASSERT_TRUE(reader.has_value()) << reader.error().describe();
+
+  std::mt19937_64 random(7);
+  std::vector<std::byte> written(kCapacity + kLargePageBytes);
+  for (auto& b : written) b = static_cast<std::byte>(random());
+  const auto write = [&](std::size_t from, std::size_t to) {
+    for (std::size_t at = from; at < to; at += 4096) {
+      writer->append(std::span(written).subspan(at, std::min<std::size_t>(4096, to - at)));
+    }
+  };
+
+  write(0, 12 << 10);  // idle: small pages
+  EXPECT_EQ(large_page_kib_mapped_at(writer->data()), 0);
+  write(12 << 10, 1200 << 10);  // a flood: its large page and the next
+  EXPECT_EQ(large_page_kib_mapped_at(writer->data()), 2 * (kLargePageBytes >> 10));
+
+  // The bytes written before the collapse and after it, through a reader of its own mapping.
+  std::vector<std::byte> out(1200 << 10);
+  auto end = reader->copy(Cursor{0}, out);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(*end, Cursor{1200 << 10});
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), written.begin()));
+  EXPECT_EQ(large_page_kib_read_only("large"), kLargePageBytes >> 10) << "the one it read";
+
+  // Past the lap and around it: all three, and the second lap's bytes read back.
+  write(1200 << 10, written.size());
+  EXPECT_EQ(large_page_kib_mapped_at(writer->data()), 3 * (kLargePageBytes >> 10));
+  out.resize(kCapacity);
+  end = reader->copy(Cursor{kLargePageBytes}, out);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), written.begin() + kLargePageBytes));
 }
 
 TEST(RingReader, EveryRingGetsItsOwnRandomNonce) {
