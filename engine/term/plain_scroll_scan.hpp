@@ -92,6 +92,9 @@ class PlainScrollScan {
   // wide_masks_available()). Off, it reads byte by byte: the reference the tests hold it to.
   void read_in_blocks(bool on) noexcept { blocks_ = on && wide_masks_available(); }
   bool reads_in_blocks() const noexcept { return blocks_; }
+  // Whether a block reads all its ESCs at once (the default) or one at a time, the reference
+  // the tests hold the first to: both take the same bytes.
+  void read_escs_at_once(bool on) noexcept { escs_at_once_ = on; }
   // Bytes the blocks took since the scan was made (the rest went through the byte loop).
   std::uint64_t block_bytes() const noexcept { return block_bytes_; }
 
@@ -206,6 +209,7 @@ class PlainScrollScan {
 
   std::uint64_t target_spacing_;
   bool blocks_ = wide_masks_available();
+  bool escs_at_once_ = true;
   std::uint64_t block_bytes_ = 0;
   Cursor run_start_{0};
   Cursor scanned_{0};

@@ -750,11 +750,13 @@ RC_GTEST_PROP(PlainScrollScan, ARestartedScanFindsWhatANewOneFinds, ()) {
   RC_CLASSIFY(held > 32, "more than 32 SGRs before the restart");
 }
 
-// `stream` scanned in pieces of `piece` bytes, in blocks where the CPU allows or byte by byte.
+// `stream` scanned in pieces of `piece` bytes, in blocks where the CPU allows (their ESCs all
+// at once or one by one) or byte by byte.
 PlainScrollScan scanned_in_pieces(std::string_view stream, std::uint64_t spacing, std::size_t piece,
-                                  bool blocks) {
+                                  bool blocks, bool escs_at_once = true) {
   PlainScrollScan scan(spacing);
   scan.read_in_blocks(blocks);
+  scan.read_escs_at_once(escs_at_once);
   scan.restart(Cursor{0});
   for (std::size_t at = 0; at < stream.size(); at += piece) scan.scan(stream.substr(at, piece));
   return scan;
@@ -778,20 +780,32 @@ RC_GTEST_PROP(PlainScrollScan, BlocksFindWhatTheByteLoopFinds, ()) {
                    "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16m",
                    "\x1b[1:2:3:4:5:6:7:8:9:1:2:3:4:5:6:7:8m", "\x1b[1;2K", "\x1b[;K",
                    "\x1b[0000000000000000000000000000000000000000000000000000000000001m", "\x07",
-                   "\x7f", "\x01", "\x1b(0", "\x1b[?25l")}}));
+                   "\x7f", "\x01", "\x1b(0", "\x1b[?25l", "\x1b[38;5;1m\x1b[K")}}));
   // Most streams keep only the pieces that do not end a run on their own, to reach far.
   const bool may_break = *rc::gen::element(false, false, false, true);
   std::string stream;
   for (const std::string& p : pieces)
     if (may_break || !scanned(p).broken()) stream += p;
+  // Often an end: a sequence cut short or of a kind the blocks leave, then what comes after.
+  stream += *rc::gen::element<std::string>("", "", "\x1b(", "\x1b[", "\x1b[12", "\x1b[1;2;3",
+                                           "\x1b\x1b[m",
+                                           "\x1b"
+                                           "c",
+                                           "\x1b[>c", "\x1b]1", "\x1bP", "\x1b(B\x1b(0");
+  stream += std::string(*rc::gen::inRange(0, 70), ';') +
+            *rc::gen::element<std::string>("m", "K", "xm") + "\r\n";
   const auto spacing = *rc::gen::element<std::uint64_t>(0, 1, 200, 2000, 16 * 1024);
   const auto size = *rc::gen::element<std::size_t>(1, 63, 64, 65, 200, 4096, stream.size());
   const PlainScrollScan in_blocks = scanned_in_pieces(stream, spacing, size, true);
+  const PlainScrollScan esc_by_esc = scanned_in_pieces(stream, spacing, size, true, false);
   const PlainScrollScan by_byte = scanned_in_pieces(stream, spacing, size, false);
   RC_ASSERT(in_blocks.reads_in_blocks());
   RC_ASSERT(!by_byte.reads_in_blocks());
   RC_ASSERT(scan_result(in_blocks) == scan_result(by_byte));
   RC_ASSERT(in_blocks.carried_sgrs() == by_byte.carried_sgrs());
+  // A block's ESCs read all at once take what reading them one by one takes, no less.
+  RC_ASSERT(scan_result(esc_by_esc) == scan_result(by_byte));
+  RC_ASSERT(in_blocks.block_bytes() == esc_by_esc.block_bytes());
   RC_CLASSIFY(by_byte.broken(), "broken");
   RC_CLASSIFY(by_byte.lfs() > 30, "over thirty lines");
 }
