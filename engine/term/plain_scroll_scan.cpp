@@ -219,6 +219,11 @@ BACKSCROLL_WIDE_MASKS BlockSequences sequences_one_by_one(const std::uint8_t* bl
 }
 
 #if defined(__x86_64__)
+// The bytes equal to c among 64.
+BACKSCROLL_WIDE_MASKS inline std::uint64_t bytes_equal(const __m512i& bytes, char c) {
+  return _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(c));
+}
+
 // All ESCs of the block at once, in a few dozen mask operations instead of a turn per ESC
 // (colored output has one every 8 to 10 bytes). Falls back to sequences_one_by_one where the
 // block holds enough separators or SGRs that a limit may be reached.
@@ -228,15 +233,13 @@ BACKSCROLL_WIDE_MASKS BlockSequences sequences_at_once(const std::uint8_t* block
   const std::uint64_t escs = m.esc & below(stop);
   if (escs == 0) return {stop, stop == 64, 0, 0, 0};
   const __m512i bytes = _mm512_loadu_si512(block);
-#define BACKSCROLL_BYTES_EQUAL(c) \
-  static_cast<std::uint64_t>(_mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(c)))
   // Bytes [top, 64) are parameter bytes: an ESC from top - 2 on may go on in the next block.
   const unsigned top = highest_bit(~m.param) + 1;  // an ESC is no parameter byte
   const std::uint64_t open = escs & ~below(top >= 2 ? top - 2 : 0);
   const std::uint64_t closed = escs & ~open;
   const std::uint64_t designations =
-      closed & BACKSCROLL_BYTES_EQUAL('(') >> 1 & BACKSCROLL_BYTES_EQUAL('B') >> 2;
-  const std::uint64_t csis = closed & BACKSCROLL_BYTES_EQUAL('[') >> 1;
+      closed & bytes_equal(bytes, '(') >> 1 & bytes_equal(bytes, 'B') >> 2;
+  const std::uint64_t csis = closed & bytes_equal(bytes, '[') >> 1;
   // Each CSI's final byte is the first byte from its third on that is no parameter byte: a 1
   // added at the third byte carries through the run of parameter bytes there and stops on
   // it. Runs of different CSIs are apart (an ESC is no parameter byte), and none reaches the
@@ -245,15 +248,14 @@ BACKSCROLL_WIDE_MASKS BlockSequences sequences_at_once(const std::uint8_t* block
   const std::uint64_t finals = (thirds + m.param) & ~m.param;
   // Each CSI's parameter bytes, [third, final): disjoint ranges, so one subtraction.
   const std::uint64_t separators = m.separator & (finals - thirds);
-  const std::uint64_t sgrs = finals & BACKSCROLL_BYTES_EQUAL('m');
-  const std::uint64_t els = finals & BACKSCROLL_BYTES_EQUAL('K');
+  const std::uint64_t sgrs = finals & bytes_equal(bytes, 'm');
+  const std::uint64_t els = finals & bytes_equal(bytes, 'K');
   if (static_cast<std::size_t>(__builtin_popcountll(separators)) >=
           PlainScrollScan::kMaxSgrParams ||
       since_fold + static_cast<std::size_t>(__builtin_popcountll(sgrs)) >=
           PlainScrollScan::kMaxSgrsBetweenFolds) {
     return sequences_one_by_one(block, m, stop, since_fold);
   }
-#undef BACKSCROLL_BYTES_EQUAL
   // The finals of CSIs with a separator: the same carry, from each separator.
   const std::uint64_t separated = (separators + m.param) & ~m.param;
   const std::uint64_t refused_finals = (finals & ~sgrs & ~els) | (els & separated);
