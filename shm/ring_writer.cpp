@@ -28,6 +28,8 @@ namespace {
 // A ring that took this much since its pages were fresh is flooding: map_ahead maps its pages
 // before the reads write them.
 constexpr std::uint64_t kFloodingAfter = std::uint64_t{256} << 10;
+// Where its pages are not large ones, the ring maps this much ahead at a time.
+constexpr std::uint64_t kPopulateBlock = std::uint64_t{256} << 10;
 constexpr std::uint64_t kPage = 4096;
 
 void store_release(std::uint64_t& field, Cursor c) noexcept {
@@ -68,7 +70,8 @@ RingWriter::RingWriter(std::shared_ptr<RingSegments> segments, std::byte* header
       woken_at_(identity.start),
       fresh_from_(identity.start),
       mapped_to_(identity.start),
-      populates_(segments_ != nullptr) {
+      populates_(segments_ != nullptr),
+      collapses_(populates_) {
   initialise(identity);
 }
 
@@ -145,29 +148,45 @@ void RingWriter::map_ahead() noexcept {
   // screenfuls keep faulting their pages in one by one.
   if (!populates_ || committed_ - fresh_from_ < kFloodingAfter) return;
   const Cursor lap_end = fresh_from_ + capacity_;
-  if (mapped_to_ >= lap_end || committed_ + kLargePageBytes / 2 <= mapped_to_) return;
-  // The rest of the large page holding the next cursor not mapped yet (data_ is aligned to
-  // large pages when the ring spans one: Segment).
+  const std::uint64_t ahead = collapses_ ? kLargePageBytes : kPopulateBlock;
+  if (mapped_to_ >= lap_end || committed_ + ahead / 2 <= mapped_to_) return;
   const Cursor from = max(mapped_to_, committed_);
   const std::uint64_t offset = value(from) % capacity_;
-  const std::uint64_t page_start = offset - offset % kLargePageBytes;
-  const std::uint64_t page_end = std::min<std::uint64_t>(page_start + kLargePageBytes, capacity_);
-  mapped_to_ = min(lap_end, from + (page_end - offset));
-  // One large page instead of 512 small ones. The kernel copies the bytes already written into
-  // it (the first one holds the flood's first 256 KiB) and maps it with one entry; the ring's
-  // memory does not grow, because its small pages were all reserved when it was created. A
-  // large page whose bytes were given back (release_pages) holds no page to collapse (EINVAL),
-  // and a kernel before 6.1 or one without large pages refuses too: then small pages, mapped
-  // ahead at once as before.
-  if (page_end - page_start == kLargePageBytes &&
-      ::madvise(data_ + page_start, kLargePageBytes, MADV_COLLAPSE) == 0) {
+  if (collapses_) {
+    // The rest of the large page holding the next cursor not mapped yet (data_ is aligned to
+    // large pages when the ring spans one: Segment), as one large page instead of 512 small
+    // ones. The kernel copies the bytes already written into it (the first holds the flood's
+    // first 256 KiB) and maps it with one entry. The ring's memory does not grow: its small
+    // pages were all reserved when it was made (after release_pages they are not, and
+    // collapses_ is false). The short last piece of a capacity that is no multiple of a large
+    // page is populated.
+    const std::uint64_t page_start = offset - offset % kLargePageBytes;
+    const std::uint64_t page_end = std::min<std::uint64_t>(page_start + kLargePageBytes, capacity_);
+    mapped_to_ = min(lap_end, from + (page_end - offset));
+    if (page_end - page_start < kLargePageBytes) {
+      populate(offset, page_end);
+      return;
+    }
+    if (::madvise(data_ + page_start, kLargePageBytes, MADV_COLLAPSE) == 0) return;
+    // A kernel before 6.1 or without large pages, one that found no free large page: the rest
+    // of the lap in small pages, so that a machine short of large pages does not stall this
+    // thread in a collapse at every one.
+    collapses_ = false;
+    populate(offset, page_end);
     return;
   }
-  const std::uint64_t map_from = offset - offset % kPage;
-  if (::madvise(data_ + map_from, page_end - map_from, MADV_POPULATE_WRITE) != 0) {
+  // (A block that would pass the ring's end stops there; the next starts at its offset 0.)
+  const std::uint64_t n = std::min({kPopulateBlock, lap_end - from, capacity_ - offset});
+  mapped_to_ = from + n;
+  populate(offset, offset + n);
+}
+
+void RingWriter::populate(std::uint64_t from, std::uint64_t to) noexcept {
+  const std::uint64_t page_start = from - from % kPage;  // data_ is page aligned
+  if (::madvise(data_ + page_start, to - page_start, MADV_POPULATE_WRITE) != 0) {
     // A kernel before 5.14 (EINVAL) or a mapping that refuses: the pages fault in as they are
     // written, as they always could.
-    if (errno == EINVAL || errno == EPERM || errno == ENOSYS) populates_ = false;
+    if (errno == EINVAL || errno == EPERM || errno == ENOSYS) populates_ = collapses_ = false;
   }
 }
 
@@ -236,6 +255,8 @@ bool RingWriter::release_pages() noexcept {
   if (::madvise(data_, capacity_, MADV_REMOVE) != 0) return false;
   stale_to_ = committed_;                 // the pages read as zeros from now on
   fresh_from_ = mapped_to_ = committed_;  // and are out of the mapping
+  // and out of the memory: a large page collapsed now would take 2 MiB of it for a burst.
+  collapses_ = false;
   return true;
 }
 

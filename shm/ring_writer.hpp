@@ -106,14 +106,16 @@ class RingWriter {
   void zero(Cursor from, Cursor to) noexcept;
   // Zeroes what a clear left under the reservation of a read now over, past committed_.
   void finish_wipe() noexcept;
-  // On a flooding ring's first lap since its pages were fresh, puts the large page (2 MiB)
-  // ahead of committed_ into the mapping before the reads reach it: collapsed into one large
-  // page where the kernel can (madvise MADV_COLLAPSE), else its small pages at once
-  // (MADV_POPULATE_WRITE). Either replaces a page fault per 4 KiB inside later PTY reads (on a
-  // virtual machine each is a trap of several microseconds: docs/profiles/ring-first-lap.md);
-  // a large page also spares every thread that reads the ring a TLB entry per 4 KiB
-  // (docs/profiles/ring-large-pages.md). The bytes are kept.
+  // On a flooding ring's first lap since its pages were fresh, puts the pages ahead of
+  // committed_ into the mapping before the reads reach them: on a ring made with all its pages
+  // reserved, the next large page (2 MiB) collapsed into one (madvise MADV_COLLAPSE), else
+  // 256 KiB of small pages (MADV_POPULATE_WRITE). Either replaces a page fault per 4 KiB
+  // inside later PTY reads (on a virtual machine each is a trap of several microseconds:
+  // docs/profiles/ring-first-lap.md); a large page also spares every thread that reads the
+  // ring a TLB entry per 4 KiB (docs/profiles/ring-large-pages.md). The bytes are kept.
   void map_ahead() noexcept;
+  // Puts the small pages of data offsets [from, to) into the mapping.
+  void populate(std::uint64_t from, std::uint64_t to) noexcept;
 
   std::shared_ptr<RingSegments> segments_;  // null for `over`; shared with reader()s
   RingHeader* header_;
@@ -135,6 +137,9 @@ class RingWriter {
   Cursor fresh_from_{0};
   Cursor mapped_to_{0};
   bool populates_ = false;  // map_ahead may: a shared segment, on a kernel that populates
+  // map_ahead collapses large pages: a segment whose pages are all reserved (none given back
+  // by release_pages), where no collapse failed yet.
+  bool collapses_ = false;
 };
 
 }  // namespace backscroll::shm

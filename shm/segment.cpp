@@ -28,35 +28,40 @@ struct FdCloser {
 };
 
 constexpr std::size_t kLargePage = kLargePageBytes;
-constexpr std::size_t kPage = 4096;
+constexpr std::size_t kSmallPage = 4096;  // the size kLargePageBytes is the large page of
 
 // Maps `bytes` of `fd` shared. A segment that spans a large page is placed at an address aligned
 // to one, so that the kernel can map a large page of the file with one page-table entry
 // wherever the file has one (RingWriter makes them for a flooding ring); a placement of the
 // kernel's own choosing is aligned only when the machine-wide setting gives shared memory
 // large pages, which Debian leaves off. The alignment comes from mapping the file inside a
-// larger reservation, then giving the reservation's ends back.
+// larger reservation, then giving the reservation's ends back. Where pages are not 4 KiB
+// (some arm64 kernels), the large page is another size: no alignment then.
 void* map_shared(int fd, std::size_t bytes, int protection) noexcept {
-  if (bytes < kLargePage) return ::mmap(nullptr, bytes, protection, MAP_SHARED, fd, 0);
+  static const bool small_pages = ::sysconf(_SC_PAGESIZE) == static_cast<long>(kSmallPage);
+  if (bytes < kLargePage || !small_pages) {
+    return ::mmap(nullptr, bytes, protection, MAP_SHARED, fd, 0);
+  }
   const std::size_t room_bytes = bytes + kLargePage;
   void* room =
       ::mmap(nullptr, room_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (room == MAP_FAILED) return MAP_FAILED;
   const auto room_start = reinterpret_cast<std::uintptr_t>(room);
+  const std::uintptr_t room_end = room_start + room_bytes;
   const std::uintptr_t start = (room_start + kLargePage - 1) & ~(kLargePage - 1);
+  const std::uintptr_t end = start + (bytes + kSmallPage - 1) / kSmallPage * kSmallPage;
+  const auto give_back = [](std::uintptr_t from, std::uintptr_t to) {
+    if (to > from) ::munmap(reinterpret_cast<void*>(from), to - from);
+  };
   void* mapped =
       ::mmap(reinterpret_cast<void*>(start), bytes, protection, MAP_SHARED | MAP_FIXED, fd, 0);
-  if (mapped == MAP_FAILED) {
-    const int err = errno;
-    ::munmap(room, room_bytes);
-    errno = err;
-    return MAP_FAILED;
-  }
-  const std::uintptr_t end = start + (bytes + kPage - 1) / kPage * kPage;
-  if (start > room_start) ::munmap(room, start - room_start);
-  if (room_start + room_bytes > end) {
-    ::munmap(reinterpret_cast<void*>(end), room_start + room_bytes - end);
-  }
+  const int err = errno;
+  // The ends of the reservation, whatever happened. A failed MAP_FIXED may have unmapped part
+  // of [start, end) already, where another thread may have mapped since: that range is left
+  // as it is (at worst some address space without memory stays reserved).
+  give_back(room_start, start);
+  give_back(end, room_end);
+  errno = err;
   return mapped;
 }
 

@@ -167,10 +167,12 @@ namespace {
 // must start an SGR of up to kMaxSgrParams parameters, an EL of at most one, or `ESC ( B`,
 // ending within the block; the first that does not is where the block stops.
 struct BlockSequences {
-  unsigned stop;               // that first ESC, else the `stop` given
-  bool go_on;                  // whether the next block may take the bytes from `stop` on
-  std::uint64_t finals;        // the last byte of each sequence taken
-  std::uint64_t sgrs;          // a bit per SGR taken, in its bytes
+  unsigned stop;         // that first ESC, else the `stop` given
+  bool go_on;            // whether the next block may take the bytes from `stop` on
+  std::uint64_t finals;  // the last byte of each sequence taken
+  // A bit per SGR taken, at one of its bytes (its ESC or its final byte: the caller counts
+  // them below a stop that lies inside no sequence taken, an ESC refused or an LF).
+  std::uint64_t sgrs;
   std::uint64_t designations;  // the ESCs of the `ESC ( B`s taken
 };
 

@@ -780,7 +780,14 @@ RC_GTEST_PROP(PlainScrollScan, BlocksFindWhatTheByteLoopFinds, ()) {
                    "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16m",
                    "\x1b[1:2:3:4:5:6:7:8:9:1:2:3:4:5:6:7:8m", "\x1b[1;2K", "\x1b[;K",
                    "\x1b[0000000000000000000000000000000000000000000000000000000000001m", "\x07",
-                   "\x7f", "\x01", "\x1b(0", "\x1b[?25l", "\x1b[38;5;1m\x1b[K")}}));
+                   "\x7f", "\x01", "\x1b(0", "\x1b[?25l", "\x1b[38;5;1m\x1b[K", "\x1b[\x1b[1m",
+                   "\x1b[1m\x1b[2;\x1b[3m")},
+           // More SGRs on one line than the fold limit: blocks leave the fold to the byte loop.
+           {1, rc::gen::map(rc::gen::inRange(4000, 4200), [](int n) {
+              std::string sgrs;
+              for (int i = 0; i < n; ++i) sgrs += i % 2 ? "\x1b[1m" : "\x1b[32mx";
+              return sgrs;
+            })}}));
   // Most streams keep only the pieces that do not end a run on their own, to reach far.
   const bool may_break = *rc::gen::element(false, false, false, true);
   std::string stream;

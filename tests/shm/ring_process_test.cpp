@@ -793,6 +793,13 @@ bool shared_memory_gets_large_pages_on_every_fault() {
 
 constexpr std::size_t kLargePages = kLargePageBytes / 4096;
 
+// The memory the ring's data memfd holds now (pages reserved or written, not holes).
+std::uint64_t memfd_bytes(const RingWriter& writer) {
+  struct stat st {};
+  if (::fstat(writer.data_fd(), &st) != 0) return ~std::uint64_t{0};
+  return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
 TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   if (shared_memory_gets_large_pages_on_every_fault()) GTEST_SKIP() << "shmem_enabled";
   constexpr std::size_t kCapacity = 3 * kLargePageBytes, kPages = kCapacity / 4096;
@@ -824,11 +831,19 @@ TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   pages = pages_present(writer->data(), kCapacity);
   EXPECT_EQ(count_present(pages, 0, kPages), kPages);
 
-  // Released pages are fresh again: an idle actor after it stays small.
+  // Released pages are fresh again: an idle actor after it stays small...
   ASSERT_TRUE(writer->release_pages());
   append_like_reads(*writer, 8 << 10);
   pages = pages_present(writer->data(), kCapacity);
   EXPECT_LE(count_present(pages, 0, kPages), 3u);
+  EXPECT_LE(memfd_bytes(*writer), std::uint64_t{16} << 10);
+
+  // ...and a burst after it takes about what it wrote: at most 384 KiB ahead (a block of
+  // 256 KiB mapped once the writes are within 128 KiB of the last),
+  // no large page filled around it.
+  append_like_reads(*writer, 600 << 10);
+  EXPECT_LE(memfd_bytes(*writer), std::uint64_t{608 + 384 + 8} << 10);
+  EXPECT_GE(memfd_bytes(*writer), std::uint64_t{608} << 10);
 }
 
 // The kB of shared memory that this process's first mapping accepted by `is_it` (given the
@@ -940,6 +955,14 @@ TEST(RingWriter, AFloodingRingsPagesBecomeLargePagesAndKeepTheirBytes) {
   end = reader->copy(Cursor{kLargePageBytes}, out);
   ASSERT_TRUE(end.has_value());
   EXPECT_TRUE(std::equal(out.begin(), out.end(), written.begin() + kLargePageBytes));
+
+  // Released, the pages are gone with their large pages; a flood after it stays in small
+  // pages, which take memory only as the lap reaches them.
+  ASSERT_TRUE(writer->release_pages());
+  EXPECT_EQ(memfd_bytes(*writer), 0u);
+  write(0, 1200 << 10);
+  EXPECT_EQ(large_page_kib_mapped_at(writer->data()), 0);
+  EXPECT_LE(memfd_bytes(*writer), std::uint64_t{1200 + 384 + 8} << 10);
 }
 
 TEST(RingReader, EveryRingGetsItsOwnRandomNonce) {
