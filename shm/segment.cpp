@@ -27,7 +27,6 @@ struct FdCloser {
   int release() noexcept { return std::exchange(fd, -1); }
 };
 
-constexpr std::size_t kLargePage = kLargePageBytes;
 constexpr std::size_t kSmallPage = 4096;  // the size kLargePageBytes is the large page of
 
 // Maps `bytes` of `fd` shared. A segment that spans a large page is placed at an address aligned
@@ -39,16 +38,16 @@ constexpr std::size_t kSmallPage = 4096;  // the size kLargePageBytes is the lar
 // (some arm64 kernels), the large page is another size: no alignment then.
 void* map_shared(int fd, std::size_t bytes, int protection) noexcept {
   static const bool small_pages = ::sysconf(_SC_PAGESIZE) == static_cast<long>(kSmallPage);
-  if (bytes < kLargePage || !small_pages) {
+  if (bytes < kLargePageBytes || !small_pages) {
     return ::mmap(nullptr, bytes, protection, MAP_SHARED, fd, 0);
   }
-  const std::size_t room_bytes = bytes + kLargePage;
+  const std::size_t room_bytes = bytes + kLargePageBytes;
   void* room =
       ::mmap(nullptr, room_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (room == MAP_FAILED) return MAP_FAILED;
   const auto room_start = reinterpret_cast<std::uintptr_t>(room);
   const std::uintptr_t room_end = room_start + room_bytes;
-  const std::uintptr_t start = (room_start + kLargePage - 1) & ~(kLargePage - 1);
+  const std::uintptr_t start = (room_start + kLargePageBytes - 1) & ~(kLargePageBytes - 1);
   const std::uintptr_t end = start + (bytes + kSmallPage - 1) / kSmallPage * kSmallPage;
   const auto give_back = [](std::uintptr_t from, std::uintptr_t to) {
     if (to > from) ::munmap(reinterpret_cast<void*>(from), to - from);

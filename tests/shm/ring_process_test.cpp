@@ -838,9 +838,9 @@ TEST(RingWriter, AFloodingRingsNextPagesAreMappedAheadAndAnIdleRingsAreNot) {
   EXPECT_LE(count_present(pages, 0, kPages), 3u);
   EXPECT_LE(memfd_bytes(*writer), std::uint64_t{16} << 10);
 
-  // ...and a burst after it takes about what it wrote: at most 384 KiB ahead (a block of
-  // 256 KiB mapped once the writes are within 128 KiB of the last),
-  // no large page filled around it.
+  // ...and a burst after it takes about what it wrote, no large page filled around it: at
+  // most 384 KiB ahead (a block of 256 KiB mapped once the writes are within 128 KiB of the
+  // last).
   append_like_reads(*writer, 600 << 10);
   EXPECT_LE(memfd_bytes(*writer), std::uint64_t{608 + 384 + 8} << 10);
   EXPECT_GE(memfd_bytes(*writer), std::uint64_t{608} << 10);
@@ -883,8 +883,9 @@ long large_page_kib_read_only(const std::string& actor) {
 // 6.1 and later, built with transparent huge pages, memory to spare): the tests below ask the
 // ring for what the kernel can give.
 bool kernel_collapses_shared_memory() {
+  constexpr int kCollapse = 25;  // MADV_COLLAPSE (Linux 6.1), which older headers lack
   auto probe = Segment::create("probe", kLargePageBytes, Sealing::size);
-  return probe.has_value() && ::madvise(probe->data(), kLargePageBytes, 25 /* COLLAPSE */) == 0 &&
+  return probe.has_value() && ::madvise(probe->data(), kLargePageBytes, kCollapse) == 0 &&
          large_page_kib_mapped_at(probe->data()) == static_cast<long>(kLargePageBytes >> 10);
 }
 
