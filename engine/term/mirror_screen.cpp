@@ -524,6 +524,16 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
   // it can avoid it. A piece that starts with combining marks goes through join_marks() first.
   void write_range(std::size_t a, std::size_t b) {
     while (a < b) {
+      // DELs that start the range, before marks: written on their own first (libvterm ignores
+      // them, and the glyph being printed stays open, MirrorScreen::write), so that the marks
+      // start a write and join it as marks right after it do. At a feed's start, where no run
+      // of this buffer ended before them (text_begin()), and in a range of any other split.
+      std::size_t marks = a;
+      while (marks < b && buf_[marks] == 0x7f) ++marks;
+      if (marks > a && marks < b && m_.starts_with_mark(buf_.subspan(marks, b - marks))) {
+        m_.write(reinterpret_cast<const char*>(buf_.data() + a), marks - a);
+        a = marks;
+      }
       a += m_.join_marks(buf_.subspan(a, b - a), gl_table_at(a));
       if (a == b) break;
       std::size_t end = b;

@@ -1067,7 +1067,11 @@ TEST(MirrorFuzzFindings, DelBetweenAGlyphAndItsMarkKeepsTheTextRun) {
 // an older write and left the mark at the row's end to libvterm, which drops it there. Cut
 // anywhere between the DEL and the NUL, the mark joined (found by the eleventh session's
 // 25-minute run, a 5-column screen; fuzz/corpus/mirror/
-// finding_mark_after_del_at_row_end_before_nul).
+// finding_mark_after_del_at_row_end_before_nul). And a feed that starts with the DEL: its DELs
+// and marks went to libvterm in one write, which joins nothing at the row's end, while a feed
+// of the whole stream joined them (the invalid-UTF-8 family of fuzz findings, twenty-second to
+// twenty-sixth sessions: a U+FFFD glyph, DEL, a mark; fuzz/corpus/mirror/
+// finding_*_replacement_glyph_*).
 TEST(MirrorFuzzFindings, AMarkAfterDelJoinsAtTheRowEndHoweverTheRunsAreWritten) {
   struct Case {
     std::string stream;
@@ -1075,7 +1079,9 @@ TEST(MirrorFuzzFindings, AMarkAfterDelJoinsAtTheRowEndHoweverTheRunsAreWritten) 
   };
   for (const Case& c : {Case{"abcde\xcc\x80\x7f\xcc\x81xy\x00", 4},
                         Case{"abc\xe4\xb8\xad\x7f\x7f\xcc\x81x\x00z", 3},
-                        Case{"\x1b[1;4Hd\x81\x7f\xcc\x81\xcc\x80x\x07", 4}}) {
+                        Case{"\x1b[1;4Hd\x81\x7f\xcc\x81\xcc\x80x\x07", 4},
+                        Case{std::string("abcd\xff\x7f\xcc\x81\x00.\x01", 11), 4},
+                        Case{"abcd\xff\x7f\x7f\xcc\x81\xcc\x80.", 4}}) {
     EXPECT_EQ(split_difference(c.stream, 5, 3), "") << text(c.stream);
     MirrorScreen whole(5, 3);
     whole.feed(c.stream);
