@@ -561,9 +561,11 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
 std::size_t MirrorInput::scan_text(std::span<const unsigned char> buf, std::size_t pos,
                                    Sink& sink) {
   const std::size_t n = buf.size();
-  // A write starts here anyway (a new buffer or run), so no decoder switch is due at pos.
+  // A write starts here anyway (a new buffer or run), so no decoder switch is due at pos;
+  // unless part of a character carried from the last buffer comes first (it is written with
+  // the run): ASCII at pos breaks it, and the table must decode pos as it does in one buffer.
   const bool gl_table = this->gl_table();
-  const std::size_t switch_from = pos + 1;
+  const std::size_t switch_from = utf8_remaining_ > 0 ? pos : pos + 1;
   // single_shift_ != 0, kept in a register: only an ESC sets a shift (it ends the run), and
   // the non-ASCII branch below reloads it after the calls that may take it.
   bool shift = single_shift_ != 0;

@@ -159,6 +159,58 @@ TEST(MirrorScreen, JoinsMarksInALaterWriteAtTheRowEnd) {
   EXPECT_EQ(whole.cell(7, 6).chars[0], U'\u2510');
 }
 
+// Streams drawn from what makes libvterm's result depend on where its writes end: glyphs up to
+// the row's end on a narrow screen, DEL and NUL between a glyph and its marks, broken UTF-8 (its
+// U+FFFD glyphs), combining marks, shifts, a single shift and designations, a cursor move, SGR,
+// autowrap off and on. Cut at every byte, each gives the screen the whole stream gives. It found
+// two: a feed that started with DEL before a mark joined nothing at the row's end (the
+// invalid-UTF-8 family of fuzz findings), and a UTF-8 lead byte held at a feed's end, then
+// ASCII, wrote the ASCII to libvterm with it, which decoded it as UTF-8, not by the DEC
+// graphics in GL (`ESC ( 0`, 0xCC | `a`).
+RC_GTEST_PROP(MirrorScreen, SplitSensitiveStreamsGiveOneScreenWhereverTheyAreCut, ()) {
+  static const std::vector<std::string> kPieces = {
+      "a",        "b",        "\xff",        "\x7f",   std::string(1, '\0'),
+      "\xcc\x81", "\xcc\x80", "\x1b(0",      "\x1b(B", "\x0e",
+      "\x0f",     "\x1b[C",   "\r",          "\n",     "\x01",
+      "\x81",     "\xcc",     "\x1bN",       "\b",     "\x1b[1m",
+      "\x1b[?7l", "\x1b[?7h", "\xe4\xb8\xad"};
+  const auto picks = *rc::gen::container<std::vector<std::size_t>>(
+      rc::gen::inRange<std::size_t>(0, kPieces.size()));
+  const int cols = *rc::gen::inRange(2, 6);
+  std::string stream;
+  for (std::size_t i : picks) stream += kPieces[i];
+  MirrorScreen whole(cols, 2);
+  whole.feed(stream);
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    MirrorScreen split(cols, 2);
+    split.feed(std::string_view(stream).substr(0, cut));
+    split.feed(std::string_view(stream).substr(cut));
+    const std::string difference = first_difference(model_of(whole), model_of(split), 0);
+    if (!difference.empty() || whole.cursor().pending_wrap != split.cursor().pending_wrap) {
+      RC_LOG() << "cut at " << cut << " of";
+      for (unsigned char c : stream) RC_LOG() << ' ' << static_cast<unsigned>(c);
+    }
+    RC_ASSERT(difference == "");
+    RC_ASSERT(whole.cursor().pending_wrap == split.cursor().pending_wrap);
+  }
+}
+
+// The second one above: DEC graphics in GL, a UTF-8 lead byte, then `a`. In one feed the lead
+// byte is written as U+FFFD and `a` in a write of its own, decoded by the table (U+2592); cut
+// after the lead byte (held, since it may start a character), `a` went to libvterm with it.
+TEST(MirrorScreen, AsciiAfterALeadByteHeldAtAFeedsEndIsDecodedByTheTableInGl) {
+  const std::string stream =
+      "\x1b(0\xcc"
+      "a";
+  for (std::size_t cut = 0; cut < stream.size(); ++cut) {
+    MirrorScreen m(2, 2);
+    m.feed(std::string_view(stream).substr(0, cut));
+    m.feed(std::string_view(stream).substr(cut));
+    EXPECT_EQ(m.cell(0, 0).chars[0], U'\ufffd') << "cut at " << cut;
+    EXPECT_EQ(m.cell(0, 1).chars[0], U'\u2592') << "cut at " << cut;
+  }
+}
+
 // The mirror's table of zero-width characters (what it counts to find glyphs longer than
 // libvterm's six characters) is libvterm's own, for every code point.
 // libvterm's own answer: how far a character moves the cursor of a fresh one-row terminal.
