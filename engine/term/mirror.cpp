@@ -117,8 +117,8 @@ void Mirror::feed(std::string_view bytes) {
     bytes.remove_prefix(next);
   }
   // The landing window closes once the screen and every history line held are exact.
-  if (jump_pushes_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
-    jump_pushes_.reset();
+  if (landing_ && screen_exact() && exact_history_lines() >= screen_.scrollback_lines())
+    landing_.reset();
 }
 
 std::size_t Mirror::feed_fast(std::string_view bytes) {
@@ -274,7 +274,7 @@ void Mirror::reset(Cursor at) {
   resized_at_ = at;
   cut_sequence_.clear();
   scan_stale_ = true;
-  jump_pushes_.reset();
+  landing_.reset();
 }
 
 bool Mirror::restart_at(Cursor at) {
@@ -286,16 +286,22 @@ bool Mirror::restart_at(Cursor at) {
   return true;
 }
 
-bool Mirror::screen_exact() const noexcept {
-  return !jump_pushes_ ||
-         screen_.pushed_lines() - *jump_pushes_ + 1 >= static_cast<std::uint64_t>(jump_rows_);
+std::uint64_t Mirror::rows_scrolled_off(bool alternate) const noexcept {
+  return alternate ? screen_.alt_rows_scrolled_off() : screen_.pushed_lines();
 }
 
+bool Mirror::screen_exact() const noexcept {
+  return !landing_ || rows_scrolled_off(landing_->alternate) - landing_->scrolled + 1 >=
+                          static_cast<std::uint64_t>(landing_->rows);
+}
+
+// A jump on the alternate screen leaves the history alone: the bytes it skipped were all
+// drawn there (a plain run switches no screen), and the alternate screen pushes nothing.
 std::size_t Mirror::exact_history_lines() const noexcept {
   const std::size_t held = screen_.scrollback_lines();
-  if (!jump_pushes_) return held;
-  const std::uint64_t pushed = screen_.pushed_lines() - *jump_pushes_;
-  const auto above = static_cast<std::uint64_t>(jump_rows_ - 1);  // rows above the landing line
+  if (!landing_ || landing_->alternate) return held;
+  const std::uint64_t pushed = screen_.pushed_lines() - landing_->scrolled;
+  const auto above = static_cast<std::uint64_t>(landing_->rows - 1);  // rows above the landing
   return pushed <= above ? 0
                          : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
 }
@@ -326,11 +332,13 @@ bool Mirror::may_coast(std::size_t history_lines) const noexcept {
 }
 
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
-// holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title
-// and saved cursor are untouched; on the main screen with a full-screen scroll region, the
+// holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title,
+// saved cursor and which screen is active are untouched; with a full-screen scroll region, the
 // cursor is on the bottom row at the target's line start L (at least `rows` LFs before it) and
 // the `history_lines_ + rows + 1` LFs after L scroll everything printed before L out of the
-// screen and out of the history. What is left to rebuild is the pen at L (the run's reduced
+// screen and out of the history. On the alternate screen, which pushes nothing into the
+// history, `rows + 1` LFs do, and the history is the one before the run (the main screen's
+// too). What is left to rebuild is the pen at L (the run's reduced
 // SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
 // (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
 // last glyph (REP, combining marks) at the same cell.
@@ -344,15 +352,16 @@ const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
   // out of it. One or two columns: a glyph as wide as the row leaves a pending wrap with the
   // cursor in column 0, which CR keeps (the cursor does not move) and an LF on the bottom row
   // keeps (it scrolls), so a line start after CR LF may still have a wrap pending.
-  const bool plain = rows >= 2 && screen_.cols() >= 3 && !screen_.alt_screen() &&
-                     !screen_.size_clamped() && !modes.alternate_screen && !modes.origin &&
-                     !modes.left_right_margin_mode && modes.scroll_top == 0 &&
+  const bool alternate = screen_.alt_screen();
+  const bool plain = rows >= 2 && screen_.cols() >= 3 && alternate == modes.alternate_screen &&
+                     !screen_.size_clamped() && !modes.origin && !modes.left_right_margin_mode &&
+                     modes.scroll_top == 0 &&
                      (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
   if (!plain) return nullptr;
   scan_.forget_before(parsed_);
-  const PlainScrollScan::Target* target =
-      scan_.best(parsed_, history_lines_ + static_cast<std::uint64_t>(rows) + 1,
-                 static_cast<std::uint64_t>(rows));
+  const std::uint64_t history = alternate ? 0 : history_lines_;
+  const PlainScrollScan::Target* target = scan_.best(
+      parsed_, history + static_cast<std::uint64_t>(rows) + 1, static_cast<std::uint64_t>(rows));
   if (target == nullptr || target->end <= position() ||
       target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
     return nullptr;
@@ -371,8 +380,8 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
   equivalent += target->prefix;
   const Cursor end = target->end;
   screen_.feed(equivalent);
-  jump_pushes_ = screen_.pushed_lines();
-  jump_rows_ = rows;
+  const bool alternate = screen_.alt_screen();
+  landing_ = Landing{alternate, rows_scrolled_off(alternate), rows};
   skipped_bytes_ += end - parsed_;
   ++skips_;
   scanner_.skip_plain(end, target->designates_g0);

@@ -163,10 +163,19 @@ class Mirror {
   bool scan_stale_ = true;
   LookAheadOptions look_ahead_options_;
   std::size_t history_lines_;  // the history's line limit
-  // screen_.pushed_lines() right after the latest jump's equivalent, until the history is
-  // exact again; the screen's rows then.
-  std::optional<std::uint64_t> jump_pushes_;
-  int jump_rows_ = 0;
+  // The latest jump, until the screen and the history are exact again. What it left behind
+  // (the rows above the landing line; on the main screen the history before them too) goes as
+  // rows leave the top of the screen: pushed into the history on the main screen, dropped on
+  // the alternate one. `scrolled`: that count (screen_.pushed_lines() or
+  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `rows`: the screen's.
+  struct Landing {
+    bool alternate;
+    std::uint64_t scrolled;
+    int rows;
+  };
+  std::optional<Landing> landing_;
+  // Rows that left the top of the screen a jump landed on (Landing::scrolled's count).
+  std::uint64_t rows_scrolled_off(bool alternate) const noexcept;
   std::uint64_t skipped_bytes_ = 0;
   std::uint64_t skips_ = 0;
   std::uint16_t cols_;  // the PTY's size (the screen may be clamped)

@@ -9,7 +9,8 @@
 //   snapshot bytes), with the jump at every kind of boundary: wide characters, wrapping at the
 //   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
 //   EL (background colour erase), and probes after the stream that show the pen and last glyph.
-// - No jump where it would not be exact: the alternate screen, a scroll region, origin mode.
+// - No jump where it would not be exact: a scroll region, origin mode. On the alternate screen,
+//   jumps that leave the history alone.
 // - After a jump, snapshots draw only exact history lines; the mirror thread waits for the lines
 //   a snapshot draws, and every snapshot it gives during a flood is a full parse's.
 // - The mirror thread jumps through a flood in its ring and answers with the same snapshot; a
@@ -565,8 +566,61 @@ TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
   EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
 }
 
-TEST(PlainScrollSkip, NoJumpOnTheAlternateScreenInARegionOrInOriginMode) {
-  for (std::string_view setup : {"\x1b[?1049h", "\x1b[2;4r", "\x1b[?6h", "\x1b[?69h"}) {
+// The alternate screen (each way in): the same boundary cases, after lines on the main screen
+// that the history holds, and back to the main screen after the flood. Every jump is exact, and
+// the history held from before is exact all along (the alternate screen pushes nothing).
+TEST(PlainScrollSkip, JumpsOnTheAlternateScreenAreExactAndLeaveTheHistoryAlone) {
+  for (std::string_view enter : {"\x1b[?1049h", "\x1b[?1047h", "\x1b[?47h"}) {
+    for (const Case& c : boundary_cases()) {
+      const std::string stream = lines(60, "main ") + std::string(enter) +
+                                 repeated(c.body, 30'000) + kProbes + "\x1b[?1049l\x1b[?47l" +
+                                 lines(3, "after ") + kProbes;
+      for (const std::vector<std::size_t>& pieces :
+           std::vector<std::vector<std::size_t>>{{}, {3, 7, 1}}) {
+        std::uint64_t skipped = 0;
+        EXPECT_EQ(jump_difference(stream, pieces, c.cols, c.rows, &skipped), "")
+            << c.name << ", entered with " << ::testing::PrintToString(std::string(enter))
+            << ", pieces of " << (pieces.empty() ? 4096 : pieces[0]);
+        if (std::string_view(c.name) != "a cursor move now and then") {
+          EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
+        }
+      }
+    }
+  }
+}
+
+// After a jump on the alternate screen the rows above the landing line are not the stream's
+// until rows - 1 of them scrolled off the top; the history is exact throughout.
+TEST(PlainScrollSkip, OnTheAlternateScreenTheScreenIsExactAfterRowsMinusOneLines) {
+  const std::string before = lines(30, "main ") + "\x1b[?1049h";
+  const std::string stream = before + lines(400);
+  auto b = fresh(20, 5, kJumpAnywhere);
+  b->feed(before);
+  const std::size_t held = b->screen().scrollback_lines();
+  ASSERT_GT(held, 0u);
+  ASSERT_TRUE(b->look_ahead_from());
+  b->look_ahead(std::string_view(stream).substr(before.size()));
+  ASSERT_TRUE(b->skip_ahead());
+  EXPECT_FALSE(b->screen_exact());
+  EXPECT_EQ(b->snapshot().snapshot.fallback_reason, "catching_up");
+  // The landing needs only rows + 1 LFs after it here, not the history's bound as well.
+  EXPECT_GT(value(b->position()), stream.size() - 20 * 10);
+  std::size_t lfs = 0;
+  while (value(b->position()) < stream.size()) {
+    const std::size_t at = value(b->position());
+    b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
+    ++lfs;
+    EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
+    EXPECT_EQ(b->exact_history_lines(), held) << lfs;
+    if (b->screen_exact()) {
+      EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << lfs;
+    }
+  }
+  EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
+}
+
+TEST(PlainScrollSkip, NoJumpInARegionOrInOriginMode) {
+  for (std::string_view setup : {"\x1b[2;4r", "\x1b[?6h", "\x1b[?69h"}) {
     const std::string stream = std::string(setup) + repeated(lines(1, "text "), 20'000);
     std::uint64_t skipped = 1;
     EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
@@ -663,7 +717,10 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   std::string body;
   for (const std::string& p : pieces) body += p;
   const int copies = *rc::gen::inRange(1, 8);
-  std::string stream;
+  // On the main screen, or on the alternate one after lines the history holds.
+  const std::string enter =
+      *rc::gen::element<std::string>("", "\x1b[?1049h", "\x1b[?1047h", "\x1b[?47h");
+  std::string stream = enter.empty() ? "" : lines(*rc::gen::inRange(0, 50), "main ") + enter;
   for (int i = 0; i < copies; ++i) stream += body + lines(60);
   stream += kProbes;
   const auto cols = *rc::gen::inRange(2, 30);
@@ -675,7 +732,7 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   const LookAheadOptions look_ahead{1, *rc::gen::element<std::uint64_t>(0, 0, 300, 2000)};
   std::uint64_t skipped = 0;
   RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped, look_ahead) == "");
-  RC_CLASSIFY(skipped > 0, "jumped");
+  RC_CLASSIFY(skipped > 0, enter.empty() ? "jumped" : "jumped, entered the alternate screen");
 }
 
 // Everything a scan found, as text: where it ended, why, and each target it offers.
