@@ -333,35 +333,46 @@ bool Mirror::may_coast(std::size_t history_lines) const noexcept {
 
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
 // holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title,
-// saved cursor and which screen is active are untouched; with a full-screen scroll region, the
-// cursor is on the bottom row at the target's line start L (at least `rows` LFs before it) and
-// the `history_lines_ + rows + 1` LFs after L scroll everything printed before L out of the
-// screen and out of the history. On the alternate screen, which pushes nothing into the
-// history, `rows + 1` LFs do, and the history is the one before the run (the main screen's
-// too). What is left to rebuild is the pen at L (the run's reduced
-// SGRs, applied again), the bottom row as the LF before L erased it (with that pen), the cursor
-// (column 0 of the bottom row), and the line up to its first glyph, which is also libvterm's
-// last glyph (REP, combining marks) at the same cell.
+// saved cursor and which screen is active are untouched, and the cursor never leaves the
+// scroll region it is in. With a scroll region of `height` rows from the top row (the whole
+// screen, or all but a footer below it) and the cursor inside it, the cursor is on the
+// region's bottom row at the target's line start L (at least `height` LFs before it) and the
+// `history_lines_ + height + 1` LFs after L scroll everything printed before L out of the
+// region and out of the history; rows below the region are never written. On the alternate
+// screen, which pushes nothing into the history, `height + 1` LFs do, and the history is the
+// one before the run (the main screen's too). What is left to rebuild is the pen at L (the
+// run's reduced SGRs, applied again), the region's bottom row as the LF before L erased it
+// (with that pen), the cursor (column 0 of that row), and the line up to its first glyph, which
+// is also libvterm's last glyph (REP, combining marks) at the same cell.
+int Mirror::jump_height() const {
+  const TerminalModes& modes = scanner_.modes();
+  const int rows = screen_.rows();
+  const bool alternate = screen_.alt_screen();
+  if (screen_.cols() < 3 || alternate != modes.alternate_screen || screen_.size_clamped() ||
+      modes.origin || modes.left_right_margin_mode || modes.scroll_top != 0 ||
+      modes.scroll_bottom > rows)
+    return 0;
+  const int height = modes.scroll_bottom == 0 ? rows : modes.scroll_bottom;
+  // One row: libvterm keeps no history there (a one-row region only erases), so the lines
+  // before a jump would never be pushed out of it. One or two columns: a glyph as wide as the
+  // row leaves a pending wrap with the cursor in column 0, which CR keeps (the cursor does not
+  // move) and an LF on the bottom row keeps (it scrolls), so a line start after CR LF may still
+  // have a wrap pending. Below the region, an LF on the last row scrolls nothing.
+  if (height < 2 || screen_.cursor().row >= height) return 0;
+  return height;
+}
+
 const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
   if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
       parsed_ < scan_.run_start())
     return nullptr;
-  const TerminalModes& modes = scanner_.modes();
-  const int rows = screen_.rows();
-  // One row: libvterm keeps no history there, so the lines before a jump would never be pushed
-  // out of it. One or two columns: a glyph as wide as the row leaves a pending wrap with the
-  // cursor in column 0, which CR keeps (the cursor does not move) and an LF on the bottom row
-  // keeps (it scrolls), so a line start after CR LF may still have a wrap pending.
-  const bool alternate = screen_.alt_screen();
-  const bool plain = rows >= 2 && screen_.cols() >= 3 && alternate == modes.alternate_screen &&
-                     !screen_.size_clamped() && !modes.origin && !modes.left_right_margin_mode &&
-                     modes.scroll_top == 0 &&
-                     (modes.scroll_bottom == 0 || modes.scroll_bottom == rows);
-  if (!plain) return nullptr;
+  const int height = jump_height();
+  if (height == 0) return nullptr;
   scan_.forget_before(parsed_);
-  const std::uint64_t history = alternate ? 0 : history_lines_;
-  const PlainScrollScan::Target* target = scan_.best(
-      parsed_, history + static_cast<std::uint64_t>(rows) + 1, static_cast<std::uint64_t>(rows));
+  const std::uint64_t history = screen_.alt_screen() ? 0 : history_lines_;
+  const PlainScrollScan::Target* target =
+      scan_.best(parsed_, history + static_cast<std::uint64_t>(height) + 1,
+                 static_cast<std::uint64_t>(height));
   if (target == nullptr || target->end <= position() ||
       target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
     return nullptr;
@@ -371,17 +382,17 @@ const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
 bool Mirror::skip_ahead(std::uint64_t at_least) {
   const PlainScrollScan::Target* target = jump_target(at_least);
   if (target == nullptr) return false;
-  const int rows = screen_.rows();
+  const int height = jump_height();
   // G0 as the skipped bytes left it (the only charset a plain run may change), the pen at L.
   std::string equivalent = target->designates_g0 ? "\x1b(B" : "";
   for (const PlainScrollScan::SgrIndex sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';
-  equivalent.append(static_cast<std::size_t>(rows), '\n');
+  equivalent.append(static_cast<std::size_t>(height), '\n');
   equivalent += target->prefix;
   const Cursor end = target->end;
   screen_.feed(equivalent);
   const bool alternate = screen_.alt_screen();
-  landing_ = Landing{alternate, rows_scrolled_off(alternate), rows};
+  landing_ = Landing{alternate, rows_scrolled_off(alternate), height};
   skipped_bytes_ += end - parsed_;
   ++skips_;
   scanner_.skip_plain(end, target->designates_g0);

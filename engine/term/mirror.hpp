@@ -130,6 +130,9 @@ class Mirror {
  private:
   // Where skip_ahead(at_least) would land, or nullptr.
   const PlainScrollScan::Target* jump_target(std::uint64_t at_least);
+  // The rows a jump's LFs scroll (the scroll region from the top row, with the cursor in it),
+  // or 0 where no jump may land.
+  int jump_height() const;
   // The prefix of `bytes` the fast path takes where it may start (MirrorScreen::feed_fast_only),
   // the scanner moved past it; returns its length.
   std::size_t feed_fast(std::string_view bytes);
@@ -167,7 +170,8 @@ class Mirror {
   // (the rows above the landing line; on the main screen the history before them too) goes as
   // rows leave the top of the screen: pushed into the history on the main screen, dropped on
   // the alternate one. `scrolled`: that count (screen_.pushed_lines() or
-  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `rows`: the screen's.
+  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `rows`: the scroll
+  // region's (jump_height()).
   struct Landing {
     bool alternate;
     std::uint64_t scrolled;

@@ -9,8 +9,9 @@
 //   snapshot bytes), with the jump at every kind of boundary: wide characters, wrapping at the
 //   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
 //   EL (background colour erase), and probes after the stream that show the pen and last glyph.
-// - No jump where it would not be exact: a scroll region, origin mode. On the alternate screen,
-//   jumps that leave the history alone.
+// - No jump where it would not be exact: a scroll region below the top row, the cursor below a
+//   region, origin mode. On the alternate screen, jumps that leave the history alone; in a region
+//   from the top row, jumps that leave the footer below it alone.
 // - After a jump, snapshots draw only exact history lines; the mirror thread waits for the lines
 //   a snapshot draws, and every snapshot it gives during a flood is a full parse's.
 // - The mirror thread jumps through a flood in its ring and answers with the same snapshot; a
@@ -619,8 +620,39 @@ TEST(PlainScrollSkip, OnTheAlternateScreenTheScreenIsExactAfterRowsMinusOneLines
   EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
 }
 
-TEST(PlainScrollSkip, NoJumpInARegionOrInOriginMode) {
-  for (std::string_view setup : {"\x1b[2;4r", "\x1b[?6h", "\x1b[?69h"}) {
+// A scroll region from the top row with a footer below it (a status line, a progress bar), on
+// either screen, the cursor inside it: lines scroll out of the region (into the history on the
+// main screen) and the footer is never written. Every jump is exact.
+TEST(PlainScrollSkip, JumpsInARegionFromTheTopRowLeaveTheFooterAlone) {
+  for (std::string_view screen : {"", "\x1b[?1049h"}) {
+    for (const Case& c : boundary_cases()) {
+      if (c.rows < 3) continue;
+      // The footer on the last row, then the region above it (DECSTBM homes the cursor).
+      const std::string setup = lines(40, "main ") + std::string(screen) + "\x1b[" +
+                                std::to_string(c.rows) + ";1H\x1b[7mfooter\x1b[m\x1b[1;" +
+                                std::to_string(c.rows - 1) + "r";
+      const std::string stream = setup + repeated(c.body, 30'000) + kProbes;
+      std::uint64_t skipped = 0;
+      EXPECT_EQ(jump_difference(stream, {3, 7, 1}, c.cols, c.rows, &skipped), "")
+          << c.name << (screen.empty() ? "" : ", on the alternate screen");
+      if (std::string_view(c.name) != "a cursor move now and then") {
+        EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
+      }
+    }
+  }
+}
+
+// The cursor below such a region: an LF on the last row scrolls nothing, and nothing scrolls
+// out of sight however many come. No jump.
+TEST(PlainScrollSkip, NoJumpWithTheCursorBelowTheRegion) {
+  const std::string stream = "\x1b[1;3r\x1b[5;1H" + repeated(lines(1, "below "), 20'000) + kProbes;
+  std::uint64_t skipped = 1;
+  EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
+  EXPECT_EQ(skipped, 0u);
+}
+
+TEST(PlainScrollSkip, NoJumpInARegionBelowTheTopRowOrInOriginMode) {
+  for (std::string_view setup : {"\x1b[2;4r", "\x1b[2;5r", "\x1b[?6h", "\x1b[?69h"}) {
     const std::string stream = std::string(setup) + repeated(lines(1, "text "), 20'000);
     std::uint64_t skipped = 1;
     EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
@@ -692,7 +724,8 @@ rc::Gen<std::string> plain_piece() {
                                          "\x1b"
                                          "8",
                                          "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
-                                         "\x1b[r", "\x1b(0", "\x1b)0\x0e", "\x0f",
+                                         "\x1b[r", "\x1b[1;3r", "\x1b[;2r", "\x1b[9;1H", "\x1b(0",
+                                         "\x1b)0\x0e", "\x0f",
                                          // Not hyperlinks a run may hold: a title, another
                                          // OSC, a control or a byte from 0x80 inside, ESC
                                          // without the backslash of ST, one too long.
