@@ -388,7 +388,7 @@ bool MirrorThread::pump(Slot& slot, std::size_t budget) {
         std::any_of(slot.waiting.begin(), slot.waiting.end(),
                     [&](const SnapshotRequest& r) { return !slot.caught_up_to(r.not_before); });
     const bool far_only = coast || (!cursor_wait && !mirror.history_ready(kReadyHistoryLines));
-    const std::uint64_t far_jump = std::min(kCoastJumpBytes, slot.ring->capacity() / 4);
+    const std::uint64_t far_jump = std::min(kCoastJumpBytes, slot.ring->capacity() / 8 * 3);
     if (mirror.position() < end &&
         look_ahead(slot, end, look_ahead_budget, far_only ? far_jump : 0)) {
       worked = true;

@@ -134,10 +134,12 @@ class MirrorThread {
   // (kReadyHistoryLines), it is not fed while its actor floods: the committed cursor keeps
   // moving (within kCoastQuiet) at kCoastPaceBytes per kCoastPaceWindow or faster (3.3 MB/s; a
   // progress bar or a spinner never is, so their screens stay current). It only looks ahead
-  // every kCoastTick and jumps again once the landing would be kCoastJumpBytes (at most a
-  // quarter of the ring, well under the consumer gate's high water) ahead. When the stream
-  // pauses or slows down, it parses the rest.
-  static constexpr std::uint64_t kCoastJumpBytes = 2u << 20;
+  // every kCoastTick and jumps again once the landing would be kCoastJumpBytes ahead: the
+  // keyframes' stream spacing (kKeyframeStreamBytes), so that the history lines parsed again
+  // after each landing (it must be ready before it coasts on) serve one keyframe each; at
+  // most three eighths of the ring, under the consumer gate's high water with the lines a
+  // landing needs after it. When the stream pauses or slows down, it parses the rest.
+  static constexpr std::uint64_t kCoastJumpBytes = 3u << 20;
   static constexpr std::chrono::milliseconds kCoastQuiet{20};
   static constexpr std::uint64_t kCoastPaceBytes = 32u << 10;
   static constexpr std::chrono::milliseconds kCoastPaceWindow{10};
@@ -172,6 +174,7 @@ class MirrorThread {
   // lines) per 3 MiB costs ~1.4% of the engine's CPU per MB; `snapshot --at`'s p99 over a 50.7
   // MB transcript stays at 27-37 ms (goal 50; 8 MiB gave 56 ms). docs/performance.md.
   static constexpr std::uint64_t kKeyframeStreamBytes = 3u << 20;
+  static_assert(kCoastJumpBytes == kKeyframeStreamBytes, "one landing per keyframe (above)");
   static constexpr std::chrono::seconds kKeyframeActivity{30};
   static constexpr std::chrono::milliseconds kKeyframeGap{25};
   static constexpr std::uint64_t kKeyframeRetryBytes = 256u << 10;
