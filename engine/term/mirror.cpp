@@ -292,7 +292,7 @@ std::uint64_t Mirror::rows_scrolled_off(bool alternate) const noexcept {
 
 bool Mirror::screen_exact() const noexcept {
   return !landing_ || rows_scrolled_off(landing_->alternate) - landing_->scrolled + 1 >=
-                          static_cast<std::uint64_t>(landing_->rows);
+                          static_cast<std::uint64_t>(landing_->height);
 }
 
 // A jump on the alternate screen leaves the history alone: the bytes it skipped were all
@@ -301,7 +301,7 @@ std::size_t Mirror::exact_history_lines() const noexcept {
   const std::size_t held = screen_.scrollback_lines();
   if (!landing_ || landing_->alternate) return held;
   const std::uint64_t pushed = screen_.pushed_lines() - landing_->scrolled;
-  const auto above = static_cast<std::uint64_t>(landing_->rows - 1);  // rows above the landing
+  const auto above = static_cast<std::uint64_t>(landing_->height - 1);  // rows above the landing
   return pushed <= above ? 0
                          : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
 }

@@ -167,15 +167,15 @@ class Mirror {
   LookAheadOptions look_ahead_options_;
   std::size_t history_lines_;  // the history's line limit
   // The latest jump, until the screen and the history are exact again. What it left behind
-  // (the rows above the landing line; on the main screen the history before them too) goes as
-  // rows leave the top of the screen: pushed into the history on the main screen, dropped on
-  // the alternate one. `scrolled`: that count (screen_.pushed_lines() or
-  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `rows`: the scroll
-  // region's (jump_height()).
+  // (the rows of its region above the landing line; on the main screen the history before them
+  // too) goes as rows leave the top of the screen: pushed into the history on the main screen,
+  // dropped on the alternate one. `scrolled`: that count (screen_.pushed_lines() or
+  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `height`: the region's
+  // rows (jump_height()).
   struct Landing {
     bool alternate;
     std::uint64_t scrolled;
-    int rows;
+    int height;
   };
   std::optional<Landing> landing_;
   // Rows that left the top of the screen a jump landed on (Landing::scrolled's count).
