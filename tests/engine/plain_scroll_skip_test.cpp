@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -540,12 +541,20 @@ TEST(PlainScrollSkip, ThePenAtTheTargetIsRebuilt) {
   EXPECT_EQ(jump_difference(stream, {12}, 20, 5), "");
 }
 
-TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
-  const std::string stream = lines(400);
+// After `before`, a jump into 400 lines on a 20x5 screen, then the lines fed one at a time:
+// the screen is exact once 4 rows (those above the landing line) left the top, and the history
+// lines held exact after each are `exact_history(lines fed, lines held before the jump)`.
+// Returns how many lines were fed after the landing.
+std::size_t check_landing_window(
+    const std::string& before,
+    const std::function<std::size_t(std::size_t, std::size_t)>& exact_history) {
+  const std::string stream = before + lines(400);
   auto b = fresh(20, 5, kJumpAnywhere);
-  ASSERT_TRUE(b->look_ahead_from());
-  b->look_ahead(stream);
-  ASSERT_TRUE(b->skip_ahead());
+  b->feed(before);
+  const std::size_t held = b->screen().scrollback_lines();
+  EXPECT_TRUE(b->look_ahead_from());
+  b->look_ahead(std::string_view(stream).substr(before.size()));
+  EXPECT_TRUE(b->skip_ahead());
   EXPECT_FALSE(b->screen_exact());
   EXPECT_EQ(b->snapshot().snapshot.fallback_reason, "catching_up");
   std::size_t lfs = 0;
@@ -553,18 +562,24 @@ TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
     const std::size_t at = value(b->position());
     b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
     ++lfs;
-    // Rows above the landing line: 4; then one exact history line per line fed.
     EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
-    EXPECT_EQ(b->exact_history_lines(),
-              std::min<std::size_t>(lfs < 4 ? 0 : lfs - 4, kLimits.max_lines))
-        << lfs;
+    EXPECT_EQ(b->exact_history_lines(), exact_history(lfs, held)) << lfs;
     if (b->screen_exact()) {
-      const auto s = b->snapshot();
-      EXPECT_EQ(s.snapshot.scrollback_lines, b->exact_history_lines());
+      EXPECT_EQ(b->snapshot().snapshot.scrollback_lines, b->exact_history_lines());
       EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << lfs;
     }
   }
   EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
+  return lfs;
+}
+
+TEST(PlainScrollSkip, TheHistoryIsExactAgainLineByLine) {
+  // Rows above the landing line: 4; then one exact history line per line fed. The landing has
+  // the history's bound and the screen's rows + 1 LFs after it.
+  const std::size_t fed = check_landing_window("", [](std::size_t lfs, std::size_t) {
+    return std::min<std::size_t>(lfs < 4 ? 0 : lfs - 4, kLimits.max_lines);
+  });
+  EXPECT_EQ(fed, kLimits.max_lines + 6);
 }
 
 // The alternate screen (each way in): the same boundary cases, after lines on the main screen
@@ -591,33 +606,15 @@ TEST(PlainScrollSkip, JumpsOnTheAlternateScreenAreExactAndLeaveTheHistoryAlone) 
 }
 
 // After a jump on the alternate screen the rows above the landing line are not the stream's
-// until rows - 1 of them scrolled off the top; the history is exact throughout.
+// until rows - 1 of them scrolled off the top; the history is exact throughout, and the landing
+// needs only rows + 1 LFs after it, not the history's bound as well.
 TEST(PlainScrollSkip, OnTheAlternateScreenTheScreenIsExactAfterRowsMinusOneLines) {
-  const std::string before = lines(30, "main ") + "\x1b[?1049h";
-  const std::string stream = before + lines(400);
-  auto b = fresh(20, 5, kJumpAnywhere);
-  b->feed(before);
-  const std::size_t held = b->screen().scrollback_lines();
-  ASSERT_GT(held, 0u);
-  ASSERT_TRUE(b->look_ahead_from());
-  b->look_ahead(std::string_view(stream).substr(before.size()));
-  ASSERT_TRUE(b->skip_ahead());
-  EXPECT_FALSE(b->screen_exact());
-  EXPECT_EQ(b->snapshot().snapshot.fallback_reason, "catching_up");
-  // The landing needs only rows + 1 LFs after it here, not the history's bound as well.
-  EXPECT_GT(value(b->position()), stream.size() - 20 * 10);
-  std::size_t lfs = 0;
-  while (value(b->position()) < stream.size()) {
-    const std::size_t at = value(b->position());
-    b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
-    ++lfs;
-    EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
-    EXPECT_EQ(b->exact_history_lines(), held) << lfs;
-    if (b->screen_exact()) {
-      EXPECT_EQ(difference(*parsed(stream.substr(0, value(b->position())), 20, 5), *b), "") << lfs;
-    }
-  }
-  EXPECT_EQ(final_difference(*parsed(stream, 20, 5), *b), "");
+  const std::size_t fed =
+      check_landing_window(lines(30, "main ") + "\x1b[?1049h", [](std::size_t, std::size_t held) {
+        EXPECT_GT(held, 0u);
+        return held;
+      });
+  EXPECT_EQ(fed, 6u);
 }
 
 // A scroll region from the top row with a footer below it (a status line, a progress bar), on
