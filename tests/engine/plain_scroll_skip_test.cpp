@@ -477,18 +477,25 @@ std::string repeated(const std::string& body, std::size_t at_least) {
   return out;
 }
 
+// `stream`, made of case `c`'s body (`where`: the setup before it), fed in each of `feeds`: every
+// jump exact, and at least one (but where the case's cursor moves keep its runs short).
+void expect_exact_jumps(const Case& c, const std::string& stream,
+                        const std::vector<std::vector<std::size_t>>& feeds,
+                        std::string_view where = "") {
+  for (const std::vector<std::size_t>& pieces : feeds) {
+    std::uint64_t skipped = 0;
+    EXPECT_EQ(jump_difference(stream, pieces, c.cols, c.rows, &skipped), "")
+        << c.name << where << ", pieces of " << (pieces.empty() ? 4096 : pieces[0]);
+    if (std::string_view(c.name) != "a cursor move now and then") {
+      EXPECT_GT(skipped, 0u) << c.name << where << ": the test must jump";
+    }
+  }
+}
+
 TEST(PlainScrollSkip, JumpsAreExactAtEveryKindOfBoundary) {
   for (const Case& c : boundary_cases()) {
-    const std::string stream = repeated(c.body, 60'000) + kProbes;
-    for (const std::vector<std::size_t>& pieces :
-         std::vector<std::vector<std::size_t>>{{}, {1}, {3, 7, 1}, {101, 13}, {2048}}) {
-      std::uint64_t skipped = 0;
-      EXPECT_EQ(jump_difference(stream, pieces, c.cols, c.rows, &skipped), "")
-          << c.name << ", pieces of " << (pieces.empty() ? 4096 : pieces[0]);
-      if (std::string_view(c.name) != "a cursor move now and then") {
-        EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
-      }
-    }
+    expect_exact_jumps(c, repeated(c.body, 60'000) + kProbes,
+                       {{}, {1}, {3, 7, 1}, {101, 13}, {2048}});
   }
 }
 
@@ -591,16 +598,8 @@ TEST(PlainScrollSkip, JumpsOnTheAlternateScreenAreExactAndLeaveTheHistoryAlone) 
       const std::string stream = lines(60, "main ") + std::string(enter) +
                                  repeated(c.body, 30'000) + kProbes + "\x1b[?1049l\x1b[?47l" +
                                  lines(3, "after ") + kProbes;
-      for (const std::vector<std::size_t>& pieces :
-           std::vector<std::vector<std::size_t>>{{}, {3, 7, 1}}) {
-        std::uint64_t skipped = 0;
-        EXPECT_EQ(jump_difference(stream, pieces, c.cols, c.rows, &skipped), "")
-            << c.name << ", entered with " << ::testing::PrintToString(std::string(enter))
-            << ", pieces of " << (pieces.empty() ? 4096 : pieces[0]);
-        if (std::string_view(c.name) != "a cursor move now and then") {
-          EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
-        }
-      }
+      expect_exact_jumps(c, stream, {{}, {3, 7, 1}},
+                         ", entered with " + ::testing::PrintToString(std::string(enter)));
     }
   }
 }
@@ -628,13 +627,8 @@ TEST(PlainScrollSkip, JumpsInARegionFromTheTopRowLeaveTheFooterAlone) {
       const std::string setup = lines(40, "main ") + std::string(screen) + "\x1b[" +
                                 std::to_string(c.rows) + ";1H\x1b[7mfooter\x1b[m\x1b[1;" +
                                 std::to_string(c.rows - 1) + "r";
-      const std::string stream = setup + repeated(c.body, 30'000) + kProbes;
-      std::uint64_t skipped = 0;
-      EXPECT_EQ(jump_difference(stream, {3, 7, 1}, c.cols, c.rows, &skipped), "")
-          << c.name << (screen.empty() ? "" : ", on the alternate screen");
-      if (std::string_view(c.name) != "a cursor move now and then") {
-        EXPECT_GT(skipped, 0u) << c.name << ": the test must jump";
-      }
+      expect_exact_jumps(c, setup + repeated(c.body, 30'000) + kProbes, {{3, 7, 1}},
+                         screen.empty() ? "" : ", on the alternate screen");
     }
   }
 }
