@@ -286,22 +286,23 @@ bool Mirror::restart_at(Cursor at) {
   return true;
 }
 
-std::uint64_t Mirror::rows_scrolled_off(bool alternate) const noexcept {
-  return alternate ? screen_.alt_rows_scrolled_off() : screen_.pushed_lines();
+std::uint64_t Mirror::rows_scrolled_off(const JumpRegion& region) const noexcept {
+  return region.pushes_history ? screen_.pushed_lines() : screen_.dropped_rows();
 }
 
 bool Mirror::screen_exact() const noexcept {
-  return !landing_ || rows_scrolled_off(landing_->alternate) - landing_->scrolled + 1 >=
-                          static_cast<std::uint64_t>(landing_->height);
+  return !landing_ || rows_scrolled_off(landing_->region) - landing_->scrolled + 1 >=
+                          static_cast<std::uint64_t>(landing_->region.height);
 }
 
-// A jump on the alternate screen leaves the history alone: the bytes it skipped were all
-// drawn there (a plain run switches no screen), and the alternate screen pushes nothing.
+// A jump in a region that pushes nothing (the alternate screen, a region below the top row)
+// leaves the history alone: the bytes it skipped only ever scrolled that region (a plain run
+// switches no screen and sets no region).
 std::size_t Mirror::exact_history_lines() const noexcept {
   const std::size_t held = screen_.scrollback_lines();
-  if (!landing_ || landing_->alternate) return held;
+  if (!landing_ || !landing_->region.pushes_history) return held;
   const std::uint64_t pushed = screen_.pushed_lines() - landing_->scrolled;
-  const auto above = static_cast<std::uint64_t>(landing_->height - 1);  // rows above the landing
+  const auto above = static_cast<std::uint64_t>(landing_->region.height - 1);  // above the landing
   return pushed <= above ? 0
                          : static_cast<std::size_t>(std::min<std::uint64_t>(pushed - above, held));
 }
@@ -327,52 +328,58 @@ bool Mirror::history_ready(std::size_t lines) const noexcept {
   return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
 }
 
+// A jump must be able to land from here, or the coasting mirror would fall behind for good
+// (the ring would lap it and the consumer gate pause the PTY). The run keeps the screen, the
+// modes and the region, but not where the cursor is: above a region, it walks into it.
 bool Mirror::may_coast(std::size_t history_lines) const noexcept {
-  return !scan_stale_ && !scan_.broken() && history_ready(history_lines);
+  return !scan_stale_ && !scan_.broken() && history_ready(history_lines) &&
+         jump_region().height > 0;
 }
 
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
 // holds only plain bytes (plain_scroll_scan.hpp), so modes, margins, tab stops, charsets, title,
 // saved cursor and which screen is active are untouched, and the cursor never leaves the
-// scroll region it is in. With a scroll region of `height` rows from the top row (the whole
-// screen, or all but a footer below it) and the cursor inside it, the cursor is on the
-// region's bottom row at the target's line start L (at least `height` LFs before it) and the
-// `history_lines_ + height + 1` LFs after L scroll everything printed before L out of the
-// region and out of the history; rows below the region are never written. On the alternate
-// screen, which pushes nothing into the history, `height + 1` LFs do, and the history is the
-// one before the run (the main screen's too). What is left to rebuild is the pen at L (the
-// run's reduced SGRs, applied again), the region's bottom row as the LF before L erased it
-// (with that pen), the cursor (column 0 of that row), and the line up to its first glyph, which
-// is also libvterm's last glyph (REP, combining marks) at the same cell.
-int Mirror::jump_height() const {
+// scroll region it is in. With a scroll region of `height` rows and the cursor inside it, the
+// cursor is on the region's bottom row at the target's line start L (at least `height` LFs
+// before it), and rows outside the region are never written. Where what leaves the region's
+// top enters the history (the main screen, a region from the top row: the whole screen, or
+// all but a footer below it), the `history_lines_ + height + 1` LFs after L scroll everything
+// printed before L out of the region and out of the history. Where it is dropped (the
+// alternate screen; a region below the top row, under a title bar), `height + 1` LFs do, and
+// the history is the one before the run. What is left to rebuild is the pen at L (the run's
+// reduced SGRs, applied again), the region's bottom row as the LF before L erased it (with
+// that pen), the cursor (column 0 of that row), and the line up to its first glyph, which is
+// also libvterm's last glyph (REP, combining marks) at the same cell.
+Mirror::JumpRegion Mirror::jump_region() const {
   const TerminalModes& modes = scanner_.modes();
   const int rows = screen_.rows();
   const bool alternate = screen_.alt_screen();
   if (screen_.cols() < 3 || alternate != modes.alternate_screen || screen_.size_clamped() ||
-      modes.origin || modes.left_right_margin_mode || modes.scroll_top != 0 ||
-      modes.scroll_bottom > rows)
-    return 0;
-  const int height = modes.scroll_bottom == 0 ? rows : modes.scroll_bottom;
+      modes.origin || modes.left_right_margin_mode || modes.scroll_bottom > rows)
+    return {};
+  const int top = modes.scroll_top;
+  const int bottom = modes.scroll_bottom == 0 ? rows : modes.scroll_bottom;
   // One row: libvterm keeps no history there (a one-row region only erases), so the lines
   // before a jump would never be pushed out of it. One or two columns: a glyph as wide as the
   // row leaves a pending wrap with the cursor in column 0, which CR keeps (the cursor does not
   // move) and an LF on the bottom row keeps (it scrolls), so a line start after CR LF may still
-  // have a wrap pending. Below the region, an LF on the last row scrolls nothing.
-  if (height < 2 || screen_.cursor().row >= height) return 0;
-  return height;
+  // have a wrap pending. Outside the region: below it an LF on the last row scrolls nothing;
+  // above it the rows the cursor writes on its way down never scroll.
+  const int row = screen_.cursor().row;
+  if (bottom - top < 2 || row < top || row >= bottom) return {};
+  return {bottom - top, !alternate && top == 0};
 }
 
 const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
   if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
       parsed_ < scan_.run_start())
     return nullptr;
-  const int height = jump_height();
-  if (height == 0) return nullptr;
+  const JumpRegion region = jump_region();
+  if (region.height == 0) return nullptr;
   scan_.forget_before(parsed_);
-  const std::uint64_t history = screen_.alt_screen() ? 0 : history_lines_;
-  const PlainScrollScan::Target* target =
-      scan_.best(parsed_, history + static_cast<std::uint64_t>(height) + 1,
-                 static_cast<std::uint64_t>(height));
+  const std::uint64_t history = region.pushes_history ? history_lines_ : 0;
+  const auto height = static_cast<std::uint64_t>(region.height);
+  const PlainScrollScan::Target* target = scan_.best(parsed_, history + height + 1, height);
   if (target == nullptr || target->end <= position() ||
       target->line_start - parsed_ < std::max(at_least, look_ahead_options_.min_skip_bytes))
     return nullptr;
@@ -382,17 +389,16 @@ const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
 bool Mirror::skip_ahead(std::uint64_t at_least) {
   const PlainScrollScan::Target* target = jump_target(at_least);
   if (target == nullptr) return false;
-  const int height = jump_height();
+  const JumpRegion region = jump_region();
   // G0 as the skipped bytes left it (the only charset a plain run may change), the pen at L.
   std::string equivalent = target->designates_g0 ? "\x1b(B" : "";
   for (const PlainScrollScan::SgrIndex sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';
-  equivalent.append(static_cast<std::size_t>(height), '\n');
+  equivalent.append(static_cast<std::size_t>(region.height), '\n');
   equivalent += target->prefix;
   const Cursor end = target->end;
   screen_.feed(equivalent);
-  const bool alternate = screen_.alt_screen();
-  landing_ = Landing{alternate, rows_scrolled_off(alternate), height};
+  landing_ = Landing{region, rows_scrolled_off(region)};
   skipped_bytes_ += end - parsed_;
   ++skips_;
   scanner_.skip_plain(end, target->designates_g0);

@@ -90,9 +90,10 @@ class Mirror {
   // Whether skip_ahead(at_least) would jump now.
   bool can_skip(std::uint64_t at_least = 0) { return jump_target(at_least) != nullptr; }
   // Whether the mirror thread may stop feeding this mirror while the stream keeps coming (a
-  // flood): history_ready(history_lines), and the bytes after are plain so far, so a later jump
-  // passes them. Whether it jumped before does not matter: a mirror that keeps up with a flood
-  // is never far enough behind for a jump unless it stops feeding.
+  // flood): history_ready(history_lines), the bytes after are plain so far and a jump may land
+  // where the mirror stands (its screen, modes, region and cursor), so a later jump passes
+  // them. Whether it jumped before does not matter: a mirror that keeps up with a flood is
+  // never far enough behind for a jump unless it stops feeding.
   bool may_coast(std::size_t history_lines) const noexcept;
   // After a jump the rows above the landing line and the history before it are not the
   // stream's, until libvterm has pushed them all out: the screen is exact once it pushed
@@ -130,9 +131,14 @@ class Mirror {
  private:
   // Where skip_ahead(at_least) would land, or nullptr.
   const PlainScrollScan::Target* jump_target(std::uint64_t at_least);
-  // The rows a jump's LFs scroll (the scroll region from the top row, with the cursor in it),
-  // or 0 where no jump may land.
-  int jump_height() const;
+  // The scroll region a jump's LFs scroll (the cursor is in it): `height` rows, 0 where no
+  // jump may land; whether what leaves its top enters the history (the main screen's region
+  // from the top row) or is dropped (the alternate screen, a region below the top row).
+  struct JumpRegion {
+    int height = 0;
+    bool pushes_history = false;
+  };
+  JumpRegion jump_region() const;
   // The prefix of `bytes` the fast path takes where it may start (MirrorScreen::feed_fast_only),
   // the scanner moved past it; returns its length.
   std::size_t feed_fast(std::string_view bytes);
@@ -167,19 +173,17 @@ class Mirror {
   LookAheadOptions look_ahead_options_;
   std::size_t history_lines_;  // the history's line limit
   // The latest jump, until the screen and the history are exact again. What it left behind
-  // (the rows of its region above the landing line; on the main screen the history before them
-  // too) goes as rows leave the top of the screen: pushed into the history on the main screen,
-  // dropped on the alternate one. `scrolled`: that count (screen_.pushed_lines() or
-  // screen_.alt_rows_scrolled_off()) right after the jump's equivalent; `height`: the region's
-  // rows (jump_height()).
+  // (the rows of its region above the landing line; where the region pushes into the history,
+  // the history before them too) goes as rows leave the region's top, pushed or dropped
+  // (JumpRegion). `scrolled`: that count (screen_.pushed_lines() or screen_.dropped_rows())
+  // right after the jump's equivalent.
   struct Landing {
-    bool alternate;
+    JumpRegion region;
     std::uint64_t scrolled;
-    int height;
   };
   std::optional<Landing> landing_;
-  // Rows that left the top of the screen a jump landed on (Landing::scrolled's count).
-  std::uint64_t rows_scrolled_off(bool alternate) const noexcept;
+  // Rows that left the top of a region like the landing's (Landing::scrolled's count).
+  std::uint64_t rows_scrolled_off(const JumpRegion& region) const noexcept;
   std::uint64_t skipped_bytes_ = 0;
   std::uint64_t skips_ = 0;
   std::uint16_t cols_;  // the PTY's size (the screen may be clamped)

@@ -1267,7 +1267,7 @@ GridRow MirrorScreen::main_row(int row) const { return grid_->main_row(row); }
 GridRow MirrorScreen::active_row(int row) const { return grid_->row(row); }
 
 bool MirrorScreen::alt_screen() const { return grid_->alt_active(); }
-std::uint64_t MirrorScreen::alt_rows_scrolled_off() const { return grid_->alt_rows_scrolled_off(); }
+std::uint64_t MirrorScreen::dropped_rows() const { return grid_->dropped_rows(); }
 
 bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }
 

@@ -155,8 +155,8 @@ class MirrorScreen {
   std::size_t scrollback_lines() const { return scrollback_.lines(); }
   // Lines pushed into the history since the terminal was created or reset.
   std::uint64_t pushed_lines() const { return scrollback_.pushed(); }
-  // Rows scrolled off the top of the alternate screen (ScreenGrid::alt_rows_scrolled_off).
-  std::uint64_t alt_rows_scrolled_off() const;
+  // Rows scrolled off a region's top without entering the history (ScreenGrid::dropped_rows).
+  std::uint64_t dropped_rows() const;
   std::size_t scrollback_bytes() const { return scrollback_.bytes(); }
   void set_scrollback_limits(ScrollbackLimits limits) { scrollback_.set_limits(limits); }
   // Drops every history line, as CSI 3 J does (pushed_lines() keeps counting): the engine's

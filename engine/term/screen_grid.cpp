@@ -116,11 +116,13 @@ void ScreenGrid::sweep_tails() {
 // scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
 // erase_internal(). A scroll by the whole height or width only erases (nothing is pushed).
 void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
-  if (std::abs(downward) >= rect.end_row - rect.start_row ||
-      std::abs(rightward) >= rect.end_col - rect.start_col) {
-    if (active_ == 1 && downward > 0 && rect.start_row == 0 && rect.start_col == 0 &&
-        rect.end_col == cols_)
-      alt_rows_scrolled_off_ += static_cast<std::uint64_t>(rect.end_row);
+  const int height = rect.end_row - rect.start_row;
+  // What leaves the region's top is pushed into the history only from row 0 of the main
+  // buffer (move_rect), and never by a scroll of the whole height.
+  if (downward > 0 && rightward == 0 && rect.start_col == 0 && rect.end_col == cols_ &&
+      (active_ == 1 || rect.start_row > 0 || downward >= height))
+    dropped_rows_ += static_cast<std::uint64_t>(std::min(downward, height));
+  if (std::abs(downward) >= height || std::abs(rightward) >= rect.end_col - rect.start_col) {
     erase(rect, false);
     return;
   }
@@ -149,18 +151,13 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
 }
 
 // moverect_internal(): a move to the top-left corner, full width, on the main buffer pushes the
-// rows it overwrites to the scrollback first (a scroll region that starts at row 0 included);
-// on the alternate buffer they are only counted (alt_rows_scrolled_off).
+// rows it overwrites to the scrollback first (a scroll region that starts at row 0 included).
 // Whole rows move by rotating the row table: the rows overwritten land where the move leaves
 // rows behind, which the caller erases next.
 void ScreenGrid::move_rect(GridRect dest, GridRect src) {
-  if (dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_) {
-    if (active_ == 0) {
-      for (int r = 0; r < src.start_row; ++r)
-        history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, tails_);
-    } else {
-      alt_rows_scrolled_off_ += static_cast<std::uint64_t>(src.start_row);
-    }
+  if (active_ == 0 && dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_) {
+    for (int r = 0; r < src.start_row; ++r)
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, tails_);
   }
   const int downward = src.start_row - dest.start_row;
   if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {

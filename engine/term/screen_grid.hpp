@@ -54,10 +54,11 @@ class ScreenGrid {
   int cols() const { return cols_; }
   bool alt_active() const { return active_ == 1; }
   bool reverse_video() const { return reverse_video_; }
-  // Rows that left the top of the alternate buffer by scrolling (full width, from row 0), as
-  // the main buffer's are pushed into the history: what a look-ahead jump on the alternate
-  // screen waits for (Mirror::screen_exact). Only ever grows.
-  std::uint64_t alt_rows_scrolled_off() const { return alt_rows_scrolled_off_; }
+  // Rows that left the top of a full-width scroll region without entering the history: on the
+  // alternate buffer, or from a region that starts below the top row (only a region from row 0
+  // of the main buffer pushes its rows into the history). What a look-ahead jump that leaves
+  // the history alone waits for (Mirror::screen_exact). Only ever grows.
+  std::uint64_t dropped_rows() const { return dropped_rows_; }
 
   // --- the state layer's callbacks (screen.c's state_cbs) ---
   // chars: up to six (kInlineChars), 0-terminated when fewer. False off the screen.
@@ -173,7 +174,7 @@ class ScreenGrid {
   bool line_attrs_used_ = false;
   Buffer buffers_[2];
   int active_ = 0;
-  std::uint64_t alt_rows_scrolled_off_ = 0;
+  std::uint64_t dropped_rows_ = 0;
   bool reverse_video_ = false;
   GridPen pen_;
   // The state layer's row count, which erasing is bounded by: rows_, except while a resize

@@ -9,9 +9,9 @@
 //   snapshot bytes), with the jump at every kind of boundary: wide characters, wrapping at the
 //   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
 //   EL (background colour erase), and probes after the stream that show the pen and last glyph.
-// - No jump where it would not be exact: a scroll region below the top row, the cursor below a
-//   region, origin mode. On the alternate screen, jumps that leave the history alone; in a region
-//   from the top row, jumps that leave the footer below it alone.
+// - No jump where it would not be exact: the cursor outside the scroll region, origin mode. On
+//   the alternate screen and in a region below the top row, jumps that leave the history alone;
+//   in a region, jumps that leave the rows outside it alone.
 // - After a jump, snapshots draw only exact history lines; the mirror thread waits for the lines
 //   a snapshot draws, and every snapshot it gives during a flood is a full parse's.
 // - The mirror thread jumps through a flood in its ring and answers with the same snapshot; a
@@ -549,12 +549,14 @@ TEST(PlainScrollSkip, ThePenAtTheTargetIsRebuilt) {
 }
 
 // After `before`, a jump into 400 lines on a 20x5 screen, then the lines fed one at a time:
-// the screen is exact once 4 rows (those above the landing line) left the top, and the history
-// lines held exact after each are `exact_history(lines fed, lines held before the jump)`.
-// Returns how many lines were fed after the landing.
+// the screen is exact once the `above` rows above the landing line left the top of the
+// region (4 on the whole screen), and the history lines held exact after each are
+// `exact_history(lines fed, lines held before the jump)`. Returns how many lines were fed
+// after the landing.
 std::size_t check_landing_window(
     const std::string& before,
-    const std::function<std::size_t(std::size_t, std::size_t)>& exact_history) {
+    const std::function<std::size_t(std::size_t, std::size_t)>& exact_history,
+    std::size_t above = 4) {
   const std::string stream = before + lines(400);
   auto b = fresh(20, 5, kJumpAnywhere);
   b->feed(before);
@@ -569,7 +571,7 @@ std::size_t check_landing_window(
     const std::size_t at = value(b->position());
     b->feed(std::string_view(stream).substr(at, stream.find('\n', at) + 1 - at));
     ++lfs;
-    EXPECT_EQ(b->screen_exact(), lfs >= 4) << lfs;
+    EXPECT_EQ(b->screen_exact(), lfs >= above) << lfs;
     EXPECT_EQ(b->exact_history_lines(), exact_history(lfs, held)) << lfs;
     if (b->screen_exact()) {
       EXPECT_EQ(b->snapshot().snapshot.scrollback_lines, b->exact_history_lines());
@@ -642,8 +644,96 @@ TEST(PlainScrollSkip, NoJumpWithTheCursorBelowTheRegion) {
   EXPECT_EQ(skipped, 0u);
 }
 
-TEST(PlainScrollSkip, NoJumpInARegionBelowTheTopRowOrInOriginMode) {
-  for (std::string_view setup : {"\x1b[2;4r", "\x1b[2;5r", "\x1b[?6h", "\x1b[?69h"}) {
+// A scroll region below the top row (a title bar above a scrolling pane; a footer below it
+// too), on either screen, the cursor inside it: what leaves the region's top is dropped, not
+// pushed into the history, so jumps there leave the history alone, as on the alternate
+// screen, and the rows outside the region are never written. Every jump is exact.
+TEST(PlainScrollSkip, JumpsInARegionBelowTheTopRowLeaveTheTitleAndTheHistoryAlone) {
+  for (std::string_view screen : {"", "\x1b[?1049h"}) {
+    for (const bool footer : {false, true}) {
+      for (const Case& c : boundary_cases()) {
+        const int bottom = footer ? c.rows - 1 : c.rows;
+        if (bottom - 1 < 2) continue;  // a region of one row never jumps
+        std::string setup =
+            lines(40, "main ") + std::string(screen) + "\x1b[1;1H\x1b[7mtitle\x1b[m";
+        if (footer) setup += "\x1b[" + std::to_string(c.rows) + ";1H\x1b[7mfooter\x1b[m";
+        // DECSTBM homes the cursor, above the region: the CUP puts it inside.
+        setup += "\x1b[2;" + std::to_string(bottom) + "r\x1b[2;1H";
+        expect_exact_jumps(c, setup + repeated(c.body, 30'000) + kProbes, {{3, 7, 1}},
+                           std::string(screen.empty() ? "" : ", on the alternate screen") +
+                               (footer ? ", with a footer" : ""));
+      }
+    }
+  }
+}
+
+// In a region below the top row the rows above the landing line are not the stream's until
+// height - 1 of them left the region's top; the history is exact throughout, and the landing
+// needs only height + 1 LFs after it.
+TEST(PlainScrollSkip, InARegionBelowTheTopRowTheScreenIsExactAfterHeightMinusOneLines) {
+  const std::size_t fed = check_landing_window(
+      lines(30, "main ") + "title\x1b[2;5r\x1b[5;1H",
+      [](std::size_t, std::size_t held) {
+        EXPECT_GT(held, 0u);
+        return held;
+      },
+      3);
+  EXPECT_EQ(fed, 5u);
+}
+
+// DECSTBM leaves the cursor on the top row, above a region that starts below it: the first
+// line is written there and stays, and the LFs move the cursor into the region before
+// anything scrolls. No jump from there (it would leave the top row blank); once the cursor
+// is inside, jumps are exact.
+TEST(PlainScrollSkip, NoJumpWithTheCursorAboveTheRegion) {
+  const std::string setup = "\x1b[2;4r";
+  const std::string stream = setup + repeated(lines(1, "text "), 20'000) + kProbes;
+  std::uint64_t skipped = 0;
+  EXPECT_EQ(jump_difference(stream, {setup.size(), 4096}, 20, 5, &skipped), "");
+  EXPECT_GT(skipped, 0u);
+}
+
+// A mirror that stops feeding during a flood (coasting) relies on a later jump to pass what
+// it did not feed: where no jump can land, it must not coast, or it falls behind for good
+// (the ring laps it and the consumer gate pauses the PTY until the flood stops).
+TEST(PlainScrollSkip, NeverCoastsWhereNoJumpCanLand) {
+  struct Setup {
+    std::string bytes;
+    int cols = 20;
+    int rows = 5;
+    bool coasts;
+  };
+  const Setup setups[] = {
+      {"", 20, 5, true},
+      {"\x1b[?1049h", 20, 5, true},
+      {"\x1b[1;4r\x1b[2;1H", 20, 5, true},
+      {"\x1b[2;5r\x1b[3;1H", 20, 5, true},
+      {"\x1b[?6h", 20, 5, false},
+      {"\x1b[?69h", 20, 5, false},
+      {"\x1b[1;3r\x1b[5;1H", 20, 5, false},  // below the region
+      {"\x1b[3;5r\x1b[1;1H", 20, 5, false},  // above it
+      {"", 2, 5, false},
+      {"", 20, 1, false},
+  };
+  for (const Setup& setup : setups) {
+    auto b = fresh(setup.cols, setup.rows, kJumpAnywhere);
+    b->feed(setup.bytes);
+    const auto from = b->look_ahead_from();
+    ASSERT_TRUE(from) << ::testing::PrintToString(setup.bytes);
+    b->look_ahead(lines(50));
+    EXPECT_EQ(b->may_coast(0), setup.coasts)
+        << ::testing::PrintToString(setup.bytes) << " on " << setup.cols << "x" << setup.rows;
+  }
+  // Above a region the LFs walk the cursor into it: from there it may coast.
+  auto b = fresh(20, 5, kJumpAnywhere);
+  b->feed("\x1b[3;5r" + lines(2));
+  ASSERT_TRUE(b->look_ahead_from());
+  b->look_ahead(lines(50));
+  EXPECT_TRUE(b->may_coast(0));
+}
+
+TEST(PlainScrollSkip, NoJumpInOriginMode) {
+  for (std::string_view setup : {"\x1b[?6h", "\x1b[2;4r\x1b[?6h", "\x1b[?69h"}) {
     const std::string stream = std::string(setup) + repeated(lines(1, "text "), 20'000);
     std::uint64_t skipped = 1;
     EXPECT_EQ(jump_difference(stream, {}, 20, 5, &skipped), "");
@@ -709,21 +799,21 @@ rc::Gen<std::string> plain_piece() {
                                           // Colon forms: the mirror rewrites them for libvterm.
                                           "\x1b[4:3m", "\x1b[38:5:200m", "\x1b[38:2::9:8:7m",
                                           "\x1b[48:2:1:2:3m", "\x1b[58:5:1m", "\x1b[1;4:0m")},
-       {1, rc::gen::element<std::string>("\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
-                                         "\x1b"
-                                         "7",
-                                         "\x1b"
-                                         "8",
-                                         "\x1b[2b", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r",
-                                         "\x1b[r", "\x1b[1;3r", "\x1b[;2r", "\x1b[9;1H", "\x1b(0",
-                                         "\x1b)0\x0e", "\x0f",
-                                         // Not hyperlinks a run may hold: a title, another
-                                         // OSC, a control or a byte from 0x80 inside, ESC
-                                         // without the backslash of ST, one too long.
-                                         "\x1b]0;title\x07", "\x1b]88;x\x07", "\x1b]8:x\x07",
-                                         "\x1b]8;;a\nb\x07", "\x1b]8;;\xc3\xa9\x07",
-                                         "\x1b]8;;x\x1bq", "\x1b]8;;\x18",
-                                         "\x1b]8;;" + std::string(2100, 'u') + "\x07")},
+       {1, rc::gen::element<std::string>(
+               "\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
+               "\x1b"
+               "7",
+               "\x1b"
+               "8",
+               "\x1b[2b", "\x1b[?1049h",
+               "\x1b[?1049l", "\x1b[2;4r", "\x1b[r", "\x1b[1;3r", "\x1b[;2r", "\x1b[9;1H",
+               "\x1b[2;6r\x1b[4H", "\x1b[3;r\x1b[5H", "\x1b(0", "\x1b)0\x0e", "\x0f",
+               // Not hyperlinks a run may hold: a title, another
+               // OSC, a control or a byte from 0x80 inside, ESC
+               // without the backslash of ST, one too long.
+               "\x1b]0;title\x07", "\x1b]88;x\x07", "\x1b]8:x\x07", "\x1b]8;;a\nb\x07",
+               "\x1b]8;;\xc3\xa9\x07", "\x1b]8;;x\x1bq", "\x1b]8;;\x18",
+               "\x1b]8;;" + std::string(2100, 'u') + "\x07")},
        // Hyperlinks: before a line's glyph or within the line, ended by BEL or ST.
        {4, rc::gen::element<std::string>("\x1b]8;;https://gcc.gnu.org/x#W\x07", "\x1b]8;;\x07",
                                          "\x1b]8;id=3;file:///tmp/a\x1b\\", "\x1b]8;;\x1b\\",
@@ -757,6 +847,9 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   std::uint64_t skipped = 0;
   RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped, look_ahead) == "");
   RC_CLASSIFY(skipped > 0, enter.empty() ? "jumped" : "jumped, entered the alternate screen");
+  RC_CLASSIFY(skipped > 0 && (body.find("\x1b[2;6r") != std::string::npos ||
+                              body.find("\x1b[3;r") != std::string::npos),
+              "jumped, a region below the top row set");
 }
 
 // Everything a scan found, as text: where it ended, why, and each target it offers.
