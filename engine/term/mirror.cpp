@@ -328,12 +328,11 @@ bool Mirror::history_ready(std::size_t lines) const noexcept {
   return screen_exact() && exact_history_lines() >= std::min(lines, screen_.scrollback_lines());
 }
 
-// A jump must be able to land from here, or the coasting mirror would fall behind for good
+// A jump must be able to start from here, or the coasting mirror would fall behind for good
 // (the ring would lap it and the consumer gate pause the PTY). The run keeps the screen, the
 // modes and the region, but not where the cursor is: above a region, it walks into it.
 bool Mirror::may_coast(std::size_t history_lines) const noexcept {
-  return !scan_stale_ && !scan_.broken() && history_ready(history_lines) &&
-         jump_region().height > 0;
+  return !scan_.broken() && history_ready(history_lines) && jump_region().height > 0;
 }
 
 // Invariant: libvterm ends up as it would after parsing [parsed_, target end) itself. The run
@@ -351,6 +350,11 @@ bool Mirror::may_coast(std::size_t history_lines) const noexcept {
 // that pen), the cursor (column 0 of that row), and the line up to its first glyph, which is
 // also libvterm's last glyph (REP, combining marks) at the same cell.
 Mirror::JumpRegion Mirror::jump_region() const {
+  // A jump starts where libvterm stands at a clean boundary after the latest resize, inside
+  // the scanned run.
+  if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
+      parsed_ < scan_.run_start())
+    return {};
   const TerminalModes& modes = scanner_.modes();
   const int rows = screen_.rows();
   const bool alternate = screen_.alt_screen();
@@ -371,9 +375,6 @@ Mirror::JumpRegion Mirror::jump_region() const {
 }
 
 const PlainScrollScan::Target* Mirror::jump_target(std::uint64_t at_least) {
-  if (scan_stale_ || !parsed_clean_ || !screen_.clean() || parsed_ < resized_at_ ||
-      parsed_ < scan_.run_start())
-    return nullptr;
   const JumpRegion region = jump_region();
   if (region.height == 0) return nullptr;
   scan_.forget_before(parsed_);

@@ -131,9 +131,10 @@ class Mirror {
  private:
   // Where skip_ahead(at_least) would land, or nullptr.
   const PlainScrollScan::Target* jump_target(std::uint64_t at_least);
-  // The scroll region a jump's LFs scroll (the cursor is in it): `height` rows, 0 where no
-  // jump may land; whether what leaves its top enters the history (the main screen's region
-  // from the top row) or is dropped (the alternate screen, a region below the top row).
+  // The scroll region a jump from parsed_ would scroll (the cursor is in it): `height` rows, 0
+  // where no jump may start now; whether what leaves its top enters the history (the main
+  // screen's region from the top row) or is dropped (the alternate screen, a region below the
+  // top row).
   struct JumpRegion {
     int height = 0;
     bool pushes_history = false;
