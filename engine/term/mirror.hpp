@@ -90,10 +90,10 @@ class Mirror {
   // Whether skip_ahead(at_least) would jump now.
   bool can_skip(std::uint64_t at_least = 0) { return jump_target(at_least) != nullptr; }
   // Whether the mirror thread may stop feeding this mirror while the stream keeps coming (a
-  // flood): history_ready(history_lines), the bytes after are plain so far and a jump may land
-  // where the mirror stands (its screen, modes, region and cursor), so a later jump passes
-  // them. Whether it jumped before does not matter: a mirror that keeps up with a flood is
-  // never far enough behind for a jump unless it stops feeding.
+  // flood): history_ready(history_lines), the bytes after are plain so far and a jump may
+  // start where the mirror stands (jump_region), so a later jump passes them. Whether it jumped
+  // before does not matter: a mirror that keeps up with a flood is never far enough behind for a
+  // jump unless it stops feeding.
   bool may_coast(std::size_t history_lines) const noexcept;
   // After a jump the rows above the landing line and the history before it are not the
   // stream's, until libvterm has pushed them all out: the screen is exact once it pushed
