@@ -177,7 +177,9 @@ class Mirror {
   // (the rows of its region above the landing line; where the region pushes into the history,
   // the history before them too) goes as rows leave the region's top, pushed or dropped
   // (JumpRegion). `scrolled`: that count (screen_.pushed_lines() or screen_.dropped_rows())
-  // right after the jump's equivalent.
+  // right after the jump's equivalent. The window ends within the scanned run (a target has
+  // its LFs after it), and the mirror thread never scans past its next event: no resize or
+  // reset falls inside a window, so nothing but the run's own LFs moves the count.
   struct Landing {
     JumpRegion region;
     std::uint64_t scrolled;
