@@ -5,9 +5,14 @@
 // Input (stdin): one JSON object per line
 //   {"id": any, "cols": n, "rows": n, "writes": [base64, ...],
 //    "history": n (optional, default 0), "probe": base64 (optional),
-//    "unicode": "6" | "11" (optional, default "11": character widths; see below)}
-// Each write is one term.write() call with the decoded bytes (a Uint8Array: xterm.js decodes
-// UTF-8 itself, keeping a character split across writes), awaited before the next one.
+//    "unicode": "6" | "11" (optional, default "11": character widths; see below),
+//    "scrollback": n (optional, default 100000: the scrollback limit)}
+// Each write is the decoded bytes (a Uint8Array: xterm.js decodes UTF-8 itself, keeping a
+// character split across writes) written in full before the next one: through the write
+// buffer's synchronous path where this xterm.js has it (the parser and handlers term.write()
+// runs, without its timer: ~3 ms of waiting per write), else term.write() awaited.
+// scrollback: xterm.js allocates the whole limit for every terminal (~3 ms at 100000), so a
+// caller that knows a bound on the history passes it.
 // unicode: xterm.js measures characters with Unicode 6 tables unless the unicode11 addon is
 // loaded and activated; browser clients must do that, or every emoji (U+1F300..., U+2615, ...)
 // takes one cell where libvterm, glibc's wcwidth and so the programs count two. "11" loads
@@ -146,12 +151,14 @@ function observe(term, title, history) {
 }
 
 function write(term, data) {
+  const buffer = term._core?._writeBuffer;
+  if (typeof buffer?.writeSync === 'function') return buffer.writeSync(data);
   return new Promise((resolve) => term.write(data, resolve));
 }
 
 async function run(c) {
   const term = new Terminal({
-    cols: c.cols, rows: c.rows, scrollback: 100000, allowProposedApi: true,
+    cols: c.cols, rows: c.rows, scrollback: c.scrollback ?? 100000, allowProposedApi: true,
   });
   if ((c.unicode ?? '11') === '11') {
     term.loadAddon(new Unicode11Addon());

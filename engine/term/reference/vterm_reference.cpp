@@ -101,7 +101,7 @@ struct ReferenceTerminal::Impl {
   bool reverse = false;
   int mouse = 0;
   std::string title;
-  std::vector<std::vector<Cell>> scrollback;
+  std::vector<std::shared_ptr<const std::vector<Cell>>> scrollback;
   ~Impl() {
     if (vt) vterm_free(vt);
   }
@@ -126,9 +126,9 @@ struct ReferenceCallbacks {
   }
   static int pushline(int cols, const VTermScreenCell* cells, void* user) {
     auto& im = *static_cast<ReferenceTerminal::Impl*>(user);
-    std::vector<Cell> line;
-    line.reserve(static_cast<std::size_t>(cols));
-    for (int c = 0; c < cols; ++c) line.push_back(cell_of(cells[c]));
+    auto line = std::make_shared<std::vector<Cell>>();
+    line->reserve(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) line->push_back(cell_of(cells[c]));
     im.scrollback.push_back(std::move(line));
     return 1;
   }
@@ -215,7 +215,7 @@ void ReferenceTerminal::feed(std::string_view bytes) {
   if (from < bytes.size()) vterm_input_write(impl_->vt, bytes.data() + from, bytes.size() - from);
 }
 
-ScreenModel ReferenceTerminal::model() const {
+ScreenModel ReferenceTerminal::model(std::size_t history_lines) const {
   const Impl& im = *impl_;
   ScreenModel m;
   vterm_get_size(im.vt, &m.rows, &m.cols);
@@ -237,7 +237,8 @@ ScreenModel ReferenceTerminal::model() const {
   m.reverse_video = im.reverse;
   m.mouse = im.mouse;
   m.title = im.title;
-  m.scrollback = im.scrollback;
+  const std::size_t kept = std::min(history_lines, im.scrollback.size());
+  m.scrollback.assign(im.scrollback.end() - static_cast<std::ptrdiff_t>(kept), im.scrollback.end());
   return m;
 }
 
@@ -302,8 +303,8 @@ std::string first_difference(const ScreenModel& a, const ScreenModel& b, std::si
   if (!o.str().empty()) return o.str();
   const std::size_t n = std::min({a.scrollback.size(), b.scrollback.size(), max_history});
   for (std::size_t i = 1; i <= n; ++i) {
-    const auto& la = a.scrollback[a.scrollback.size() - i];
-    const auto& lb = b.scrollback[b.scrollback.size() - i];
+    const auto& la = *a.scrollback[a.scrollback.size() - i];
+    const auto& lb = *b.scrollback[b.scrollback.size() - i];
     if (la.size() != lb.size()) {
       o << "history line -" << i << " width " << la.size() << " vs " << lb.size();
       return o.str();

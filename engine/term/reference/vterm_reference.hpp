@@ -7,6 +7,8 @@
 // Test code only; the only test file that includes <vterm.h> is vterm_reference.cpp.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,9 +30,11 @@ struct ScreenModel {
   int cursor_shape = 1;
   bool alt_screen = false;
   bool reverse_video = false;
-  int mouse = 0;                                    // VTERM_PROP_MOUSE
-  std::string title;                                // sanitized as snapshots carry it
-  std::vector<std::vector<term::Cell>> scrollback;  // oldest first
+  int mouse = 0;      // VTERM_PROP_MOUSE
+  std::string title;  // sanitized as snapshots carry it
+  // Oldest first. Shared with the terminal: a line pushed into the history never changes, and a
+  // model taken at every cut of a stream copies none of its cells.
+  std::vector<std::shared_ptr<const std::vector<term::Cell>>> scrollback;
 
   const term::Cell& at(int r, int c) const {
     return cells[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) +
@@ -57,7 +61,8 @@ class ReferenceTerminal {
   // split only before an ASCII byte after a non-ASCII character (vterm_reference.cpp).
   void feed(std::string_view bytes);
 
-  ScreenModel model() const;
+  // The screen, and the newest `history_lines` lines of the scrollback (all by default).
+  ScreenModel model(std::size_t history_lines = SIZE_MAX) const;
 
   // DECRQM replies for the DEC modes libvterm reports (cursor keys, origin, autowrap, cursor
   // blink/visibility, mouse modes and encodings, focus, alternate screen, bracketed paste).

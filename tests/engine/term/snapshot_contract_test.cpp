@@ -203,12 +203,12 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
 
   // On the canvas: the screen shown, whichever it is.
   const auto model = [&](const ReferenceTerminal& t, const ReferenceTerminal& other) {
-    ScreenModel m = t.model();
-    if (on_canvas) m.alt_screen = other.model().alt_screen;
+    ScreenModel m = t.model(scrollback);
+    if (on_canvas) m.alt_screen = other.model(0).alt_screen;
     return m;
   };
   const ScreenModel a = model(fresh, whole);
-  const ScreenModel b = whole.model();
+  const ScreenModel b = whole.model(scrollback);
   std::string diff = first_difference(a, b, scrollback);
   if (!diff.empty()) {
     std::string ctx =
@@ -240,7 +240,7 @@ std::string check_cut(const std::vector<Piece>& pieces, std::size_t cut, int col
   if (on_canvas) probe.resize(bytes_before_screen_switch(probe));
   fresh.feed(probe);
   whole.feed(probe);
-  diff = first_difference(model(fresh, whole), whole.model(), scrollback);
+  diff = first_difference(model(fresh, whole), whole.model(scrollback), scrollback);
   if (!diff.empty()) return "after the probe: " + diff;
   return "";
 }
