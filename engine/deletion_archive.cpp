@@ -5,27 +5,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "engine/request_fields.hpp"
 #include "engine/store/durable_file.hpp"
 
 namespace backscroll::engine {
-namespace {
 
 namespace fs = std::filesystem;
-
-tl::unexpected<Error> os_error(const std::string& what, int err = errno) {
-  return fail(Errc::io_error, what + ": " + std::strerror(err));
-}
-
-}  // namespace
 
 Result<void> write_deletion_archive(const fs::path& dir, const DeletionArchive& s) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail(Errc::io_error, "create " + dir.string() + ": " + ec.message());
-  if (::chmod(dir.c_str(), 0700) != 0) return os_error("chmod " + dir.string());
+  if (::chmod(dir.c_str(), 0700) != 0) return fail_io("chmod " + dir.string(), errno);
   const fs::path scrollback = dir / (s.record.name + ".scrollback");
   const fs::path json_path = dir / (s.record.name + ".snapshot.json");
   if (s.scrollback) {

@@ -41,9 +41,7 @@ Result<void> private_folder(const fs::path& folder) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return fail(Errc::io_error, "create " + folder.string() + ": " + ec.message());
-  if (::chmod(folder.c_str(), 0700) != 0) {
-    return fail(Errc::io_error, "chmod " + folder.string() + ": " + std::strerror(errno));
-  }
+  if (::chmod(folder.c_str(), 0700) != 0) return fail_io("chmod " + folder.string(), errno);
   return {};
 }
 

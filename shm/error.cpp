@@ -61,6 +61,13 @@ tl::unexpected<Error> fail_data_lost(std::uint64_t from, std::uint64_t to, std::
   return tl::unexpected<Error>(Error{Errc::data_lost, std::move(message), to, from});
 }
 
+tl::unexpected<Error> fail_io(std::string_view context, int err) {
+  std::string message(context);
+  message += ": ";
+  message += std::strerror(err);
+  return tl::unexpected<Error>(Error{Errc::io_error, std::move(message), std::nullopt});
+}
+
 std::string Error::describe() const {
   std::string out(to_string(code));
   if (!message.empty()) {

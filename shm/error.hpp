@@ -69,5 +69,8 @@ tl::unexpected<Error> fail_data_lost(std::uint64_t from, std::uint64_t to, std::
 
 // An OS failure with errno text and the context that explains it ("open segment bs-1: ...").
 tl::unexpected<Error> fail_errno(std::string_view context, int err);
+// The same, always io_error: durable storage (transcripts, archives) reports every failure of
+// its files as one kind, a permission error included.
+tl::unexpected<Error> fail_io(std::string_view context, int err);
 
 }  // namespace backscroll

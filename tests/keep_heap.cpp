@@ -1,5 +1,6 @@
-// Linked into every test executable and corpus replay (backscroll_test in tests/CMakeLists.txt):
-// a test process keeps the memory it frees in its heap instead of handing it back to the kernel.
+// Linked into every test executable and corpus replay (backscroll_test_common in
+// tests/CMakeLists.txt): a test process keeps the memory it frees in its heap instead of handing it
+// back to the kernel.
 //
 // Tests build and drop big objects in loops: a screen model of 120x40 cells is ~0.8 MB, and a
 // snapshot or a resized grid can be as large. By default glibc maps each block over 128 KiB on

@@ -25,7 +25,6 @@ constexpr term::ScrollbackLimits kModelHistory{.max_lines = 1000, .max_bytes = 4
 
 // A snapshot draws on a fresh terminal: reset the modes, the region and the pen, clear.
 constexpr std::string_view kFreshTerminal = "\x1b[!p\x1b[0m\x1b[r\x1b[H\x1b[2J";
-constexpr std::string_view kStatusRequest = "\x1b[5n";
 // Render mode draws on the alternate screen (the user's scrollback is left alone) and leaves it
 // restoring the pen, the cursor's visibility and its position.
 constexpr std::string_view kEnterAlternate = "\x1b[?1049h";

@@ -4,7 +4,6 @@ namespace backscroll::cli {
 namespace {
 
 constexpr char kEsc = '\x1b';
-constexpr std::string_view kStatusRequest = "\x1b[5n";
 
 // Whether a complete CSI sequence (ESC [ params intermediates final) is a terminal's answer
 // to a query rather than a key: DA (c), CPR (R), DSR (n), DECRPM ($ y), window reports (t),

@@ -76,6 +76,10 @@ class CatchUpGuard {
   TerminalInput input_;
 };
 
+// DSR, a status request (`CSI 5 n`): attach asks the terminal with it, and the counter below
+// counts the ones the program writes.
+inline constexpr std::string_view kStatusRequest = "\x1b[5n";
+
 class StatusRequestCounter {
  public:
   // Counts `CSI 5 n` (ESC [ 5 n) in the bytes, sequences split across calls included.
@@ -84,7 +88,7 @@ class StatusRequestCounter {
 
  private:
   unsigned count_ = 0;
-  std::size_t matched_ = 0;  // bytes of "\x1b[5n" matched so far
+  std::size_t matched_ = 0;  // bytes of kStatusRequest matched so far
 };
 
 }  // namespace backscroll::cli

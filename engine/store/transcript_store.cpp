@@ -30,10 +30,6 @@ constexpr std::size_t kRecordHeaderBytesV2 = 8;
 // segment_bytes; a file grown past this by something else loses what lies beyond).
 constexpr std::uint64_t kMaxResyncBytes = 64u << 20;
 
-tl::unexpected<Error> os_error(const std::string& what, int err = errno) {
-  return fail(Errc::io_error, what + ": " + std::strerror(err));
-}
-
 using le::get32;
 using le::get64;
 using le::put32;
@@ -54,8 +50,8 @@ Result<void> write_all(int fd, std::span<iovec> pieces, const std::filesystem::p
   while (!pieces.empty()) {
     const ssize_t w = ::writev(fd, pieces.data(), static_cast<int>(pieces.size()));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return os_error("write " + path.string());
-    if (w == 0) return os_error("write " + path.string(), ENOSPC);
+    if (w < 0) return fail_io("write " + path.string(), errno);
+    if (w == 0) return fail_io("write " + path.string(), ENOSPC);
     auto left = static_cast<std::size_t>(w);
     while (!pieces.empty() && left >= pieces.front().iov_len) {
       left -= pieces.front().iov_len;
@@ -305,7 +301,7 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
   std::error_code ec;
   const bool created = std::filesystem::create_directories(folder, ec);
   if (ec) return fail(Errc::io_error, "create " + folder.string() + ": " + ec.message());
-  if (::chmod(folder.c_str(), 0700) != 0) return os_error("chmod " + folder.string());
+  if (::chmod(folder.c_str(), 0700) != 0) return fail_io("chmod " + folder.string(), errno);
   // A new folder's own name must be durable before a seal can say its bytes are.
   if (created) {
     if (auto r = sync_folder(folder.parent_path()); !r) return tl::unexpected(r.error());
@@ -329,7 +325,7 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
     const bool newest = i + 1 == files.size();
     SegmentFile f;
     if (const int err = open_segment_file(path, start, O_RDWR, f)) {
-      return os_error("open " + path.string(), err);
+      return fail_io("open " + path.string(), err);
     }
     if (!f.header_ok && newest && f.size < kHeaderBytesV2) {
       // A header never written whole: the engine died creating the newest segment.
@@ -371,7 +367,7 @@ Result<TranscriptStore> TranscriptStore::open(const std::filesystem::path& folde
       // The newest segment: cut a torn tail, keep it open for appending.
       if (::ftruncate(f.fd, static_cast<off_t>(scan.file_bytes)) != 0 ||
           ::lseek(f.fd, 0, SEEK_END) < 0) {
-        return os_error("truncate " + path.string());
+        return fail_io("truncate " + path.string(), errno);
       }
       store.fd_.reset(std::exchange(f.fd, -1));
     }
@@ -405,7 +401,7 @@ Result<void> TranscriptStore::read_annexes() {
     // The newest annex's torn tail (a crash mid-append) is cut, as a segment's is.
     if (newest && scan.torn_tail &&
         ::ftruncate(fd.get(), static_cast<off_t>(scan.intact_bytes)) != 0) {
-      return os_error("truncate " + path.string());
+      return fail_io("truncate " + path.string(), errno);
     }
     for (std::string& r : scan.records) annex_records_.push_back(std::move(r));
   }
@@ -426,7 +422,7 @@ Result<void> TranscriptStore::write(int fd, std::span<iovec> pieces,
 
 Result<void> TranscriptStore::sync_fd(int fd, const std::filesystem::path& path) {
   if (auto r = before_io(faults(), IoOp::sync, path); !r) return r;
-  if (::fdatasync(fd) != 0) return os_error("fdatasync " + path.string());
+  if (::fdatasync(fd) != 0) return fail_io("fdatasync " + path.string(), errno);
   after_io(faults(), IoOp::sync, path);
   return {};
 }
@@ -446,9 +442,9 @@ Result<void> TranscriptStore::start_segment(Cursor at, std::uint64_t epoch, std:
   TranscriptSegment seg{folder_ / segment_name(at), epoch, session, at, at};
   if (auto r = before_io(faults(), IoOp::create, seg.path); !r) return r;
   const int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return os_error("create " + seg.path.string());
+  if (fd < 0) return fail_io("create " + seg.path.string(), errno);
   fd_.reset(fd);
-  if (::fchmod(fd, 0600) != 0) return os_error("chmod " + seg.path.string());
+  if (::fchmod(fd, 0600) != 0) return fail_io("chmod " + seg.path.string(), errno);
   char head[kHeaderBytes];
   std::memcpy(head, kMagicV3, sizeof kMagicV3);
   put64(head + 8, epoch);
@@ -556,11 +552,12 @@ Result<void> TranscriptStore::append_annex(Cursor at, std::string_view record) {
     const std::filesystem::path path = folder_ / annex_name(start);
     if (auto r = before_io(faults(), IoOp::create, path); !r) return r;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) return os_error("create " + path.string());
+    if (fd < 0) return fail_io("create " + path.string(), errno);
     annex_fd_.reset(fd);
     annex_start_ = start;
     struct stat st {};
-    if (::fchmod(fd, 0600) != 0 || ::fstat(fd, &st) != 0) return os_error("stat " + path.string());
+    if (::fchmod(fd, 0600) != 0 || ::fstat(fd, &st) != 0)
+      return fail_io("stat " + path.string(), errno);
     if (st.st_size == 0) {
       if (auto r = write(fd, annex_header().data(), annex_header().size(), path); !r) return r;
     }
@@ -609,7 +606,7 @@ Result<std::size_t> TranscriptStore::read_folder(const std::filesystem::path& fo
   const auto path = folder / segment_name(start);
   if (const int err = open_segment_file(path, start, O_RDONLY, f)) {
     if (err == ENOENT) return expired(stop);  // retention deleted it meanwhile
-    return os_error("open " + path.string(), err);
+    return fail_io("open " + path.string(), err);
   }
   if (!f.header_ok) return fail_data_lost(value(start), value(stop), "damaged segment header");
   auto copied = copy_records(f, from, stop, out);

@@ -19,7 +19,6 @@ namespace {
 // The smallest character each UTF-8 length encodes; libvterm decodes a longer form to U+FFFD.
 constexpr char32_t kShortest[7] = {0, 0, 0x80, 0x800, 0x10000, 0x200000, 0x4000000};
 
-constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
 // How often to offer a split point inside one long token (text run, string, CSI).
 constexpr std::size_t kSplitEvery = 16 * 1024;
 constexpr std::size_t kStringPrefix = 256;
@@ -505,7 +504,7 @@ void MirrorInput::scan(std::span<const unsigned char> buf, std::size_t from, Sin
   const std::size_t n = buf.size();
   std::size_t pos = from;
   last_split_ = from;
-  if (!clean()) token_start_ = from > 0 ? 0 : kNpos;
+  if (!clean()) token_start_ = from > 0 ? 0 : std::string_view::npos;
   // A text run open at the end of the last buffer continues here; its unfinished UTF-8
   // character, if any, was carried to [0, from).
   const bool continuing = in_text_ && state_ == State::ground;

@@ -80,7 +80,7 @@ constexpr std::string_view kDefaultRulesJson = R"json({
   ]
 })json";
 
-constexpr wchar_t kReplacement = 0xFFFD;
+constexpr wchar_t kReplacementWide = 0xFFFD;
 
 // UTF-8 to code points; a malformed sequence becomes one U+FFFD per bad byte. (Titles come
 // sanitized from VtScanner and rules from a JSON parser that checks UTF-8, so this is a guard.)
@@ -114,7 +114,7 @@ std::wstring code_points(std::string_view text) {
     ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
          !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
     if (!ok) {
-      out.push_back(kReplacement);
+      out.push_back(kReplacementWide);
       ++i;
       continue;
     }
