@@ -78,11 +78,9 @@ std::string Error::describe() const {
 }
 
 tl::unexpected<Error> fail_errno(std::string_view context, int err) {
-  std::string message(context);
-  message += ": ";
-  message += std::strerror(err);
-  const Errc code = (err == EACCES || err == EPERM) ? Errc::permission_denied : Errc::io_error;
-  return tl::unexpected<Error>(Error{code, std::move(message), std::nullopt});
+  tl::unexpected<Error> e = fail_io(context, err);
+  if (err == EACCES || err == EPERM) e.value().code = Errc::permission_denied;
+  return e;
 }
 
 }  // namespace backscroll
