@@ -2,8 +2,12 @@
 
 #include <cerrno>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 namespace backscroll::term {
 namespace {
@@ -80,48 +84,60 @@ constexpr std::string_view kDefaultRulesJson = R"json({
   ]
 })json";
 
-constexpr wchar_t kReplacementWide = 0xFFFD;
+// PCRE2's options for a rule: UTF-8 titles (a malformed sequence cannot reach a rule: titles
+// come sanitized from VtScanner, but a caller may pass anything), ECMAScript's \uHHHH escapes
+// (rules files written for std::wregex keep working) and its `$` (the end only, not before a
+// final newline), and `[^]` for any character.
+constexpr std::uint32_t kCompileOptions = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX |
+                                          PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS;
 
-// UTF-8 to code points; a malformed sequence becomes one U+FFFD per bad byte. (Titles come
-// sanitized from VtScanner and rules from a JSON parser that checks UTF-8, so this is a guard.)
-std::wstring code_points(std::string_view text) {
-  std::wstring out;
-  out.reserve(text.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char lead = p[i];
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (lead < 0x80) {
-      len = 1;
-      cp = lead;
-    } else if (lead >= 0xc2 && lead <= 0xdf) {
-      len = 2;
-      cp = lead & 0x1fu;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      len = 3;
-      cp = lead & 0x0fu;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      len = 4;
-      cp = lead & 0x07u;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      ok = (p[i + k] & 0xc0u) == 0x80u;
-      cp = (cp << 6) | (p[i + k] & 0x3fu);
-    }
-    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
-         !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
-    if (!ok) {
-      out.push_back(kReplacementWide);
-      ++i;
-      continue;
-    }
-    out.push_back(static_cast<wchar_t>(cp));
-    i += len;
+// A rule gives up on a title past this many backtracking steps (and counts as not matching it),
+// so that no expression in a rules file can make a title cost more than about a millisecond.
+constexpr std::uint32_t kMatchLimit = 100'000;
+
+struct CodeFree {
+  void operator()(const pcre2_code* code) const noexcept {
+    pcre2_code_free(const_cast<pcre2_code*>(code));
   }
-  return out;
+};
+
+// The expression compiled, or PCRE2's message and the offset it names.
+Result<std::shared_ptr<const pcre2_code>> compile_title(const std::string& expression,
+                                                        bool ignore_case) {
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code = pcre2_compile(
+      reinterpret_cast<PCRE2_SPTR>(expression.data()), expression.size(),
+      kCompileOptions | (ignore_case ? PCRE2_CASELESS : 0u), &error, &offset, nullptr);
+  if (code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof message);
+    return fail(Errc::bad_request, reinterpret_cast<const char*>(message) +
+                                       std::string(" at offset ") + std::to_string(offset));
+  }
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (unsupported) it interprets
+  return std::shared_ptr<const pcre2_code>(code, CodeFree{});
+}
+
+// The match context every rule is matched with (kMatchLimit); made once, only read after.
+pcre2_match_context* match_context() {
+  static const std::unique_ptr<pcre2_match_context, void (*)(pcre2_match_context*)> context = [] {
+    pcre2_match_context* c = pcre2_match_context_create(nullptr);
+    if (c == nullptr) throw std::bad_alloc();
+    pcre2_set_match_limit(c, kMatchLimit);
+    return std::unique_ptr<pcre2_match_context, void (*)(pcre2_match_context*)>(
+        c, pcre2_match_context_free);
+  }();
+  return context.get();
+}
+
+// Where a match is recorded: one per thread (a table is matched from several), room for the
+// whole match only (classify() needs no groups; PCRE2 still reports the match).
+pcre2_match_data* thread_match_data() {
+  thread_local const std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> data(
+      pcre2_match_data_create(1, nullptr), pcre2_match_data_free);
+  if (data == nullptr) throw std::bad_alloc();
+  return data.get();
 }
 
 tl::unexpected<Error> bad_rules(std::string_view source, const std::string& what) {
@@ -170,14 +186,12 @@ Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_v
     }
     rule.ignore_case = it->get<bool>();
   }
-  try {
-    auto flags = std::regex::ECMAScript | std::regex::optimize;
-    if (rule.ignore_case) flags |= std::regex::icase;
-    rule.regex = std::wregex(code_points(rule.title), flags);
-  } catch (const std::regex_error& e) {
-    return bad_rules(source, where + ": 'title' is not a valid regular expression (" + e.what() +
-                                 "): " + rule.title);
+  auto pattern = compile_title(rule.title, rule.ignore_case);
+  if (!pattern) {
+    return bad_rules(source, where + ": 'title' is not a valid regular expression (" +
+                                 pattern.error().message + "): " + rule.title);
   }
+  rule.pattern = std::move(*pattern);
   return rule;
 }
 
@@ -267,14 +281,13 @@ Result<StatusRules> StatusRules::load(const std::string& path) {
 }
 
 Classification StatusRules::classify(std::string_view title) const {
-  const std::wstring text = code_points(title);
+  pcre2_match_data* data = thread_match_data();
   for (const StatusRule& rule : rules_) {
-    // libstdc++ gives up on some expressions over long input (error_complexity, error_stack):
-    // that rule does not match this title; the next rules still may.
-    try {
-      if (std::regex_search(text, rule.regex)) return {rule.status, rule.agent};
-    } catch (const std::regex_error&) {
-    }
+    // A negative result is no match, or a limit reached (kMatchLimit, the JIT's stack): that
+    // rule does not match this title; the next rules still may.
+    if (pcre2_match(rule.pattern.get(), reinterpret_cast<PCRE2_SPTR>(title.data()), title.size(), 0,
+                    0, data, match_context()) >= 0)
+      return {rule.status, rule.agent};
   }
   return {};
 }

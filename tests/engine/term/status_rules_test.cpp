@@ -170,6 +170,34 @@ TEST(StatusRules, ExpressionsWorkOnCharactersNotBytes) {
   EXPECT_EQ(rules->classify("✳xx"), (Classification{}));
 }
 
+// The ECMAScript forms a rules file written for std::wregex may use keep their meaning (the
+// rules now run on PCRE2): `$` only at the very end, `[^]` any character, \uHHHH (above).
+TEST(StatusRules, EcmaScriptFormsKeepTheirMeaning) {
+  auto rules = StatusRules::parse(R"({"include_defaults": false, "rules": [
+      {"agent": "a", "status": "working", "title": "^x$"},
+      {"agent": "b", "status": "idle", "title": "^y[^]z"}]})",
+                                  "test rules");
+  ASSERT_TRUE(rules) << rules.error().describe();
+  EXPECT_EQ(rules->classify("x"), (Classification{AgentStatus::working, "a"}));
+  EXPECT_EQ(rules->classify("x\n"), (Classification{}));  // Perl's `$` would match here
+  EXPECT_EQ(rules->classify("y\u2733z"), (Classification{AgentStatus::idle, "b"}));
+  EXPECT_EQ(rules->classify("yz"), (Classification{}));
+}
+
+// A rule that backtracks without end on a title gives up on it (counts as not matching) and the
+// next rules are still tried: a rules file cannot stall the mirror thread (this title would
+// take about 2^40 steps to the end).
+TEST(StatusRules, ARuleThatBacktracksWithoutEndGivesUpOnThatTitleOnly) {
+  auto rules = StatusRules::parse(R"({"include_defaults": false, "rules": [
+      {"agent": "slow", "status": "working", "title": "^(a|aa|a?a)+$"},
+      {"agent": "next", "status": "idle", "title": "a"}]})",
+                                  "test rules");
+  ASSERT_TRUE(rules) << rules.error().describe();
+  EXPECT_EQ(rules->classify(std::string(40, 'a') + "b"),
+            (Classification{AgentStatus::idle, "next"}));
+  EXPECT_EQ(rules->classify("aaa"), (Classification{AgentStatus::working, "slow"}));
+}
+
 // A malformed document is refused with bad_request, and the message names the source, the rule
 // (1-based) and what is wrong with it.
 struct Malformed {
@@ -211,7 +239,8 @@ INSTANTIATE_TEST_SUITE_P(
                             {"agent": "a", "status": "busy", "title": "x"}]})",
                   "rule 2: 'status' must be working, idle, permission or unknown, got 'busy'"},
         Malformed{R"({"rules": [{"agent": "a", "status": "idle", "title": "(x"}]})",
-                  "rule 1: 'title' is not a valid regular expression"},
+                  "rule 1: 'title' is not a valid regular expression (missing closing "
+                  "parenthesis at offset 2): (x"},
         Malformed{R"({"rules": [{"agent": "a", "status": "idle", "titel": "x"}]})",
                   "rule 1: unknown field 'titel'"},
         Malformed{
