@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", bytes, "size of each workload file")->capture_default_str();
   app.add_option("--rounds", rounds, "floods per configuration (alternating)")
       ->capture_default_str();
-  app.add_option("--workloads", workload_list, "log, build, color, utf8, tui, ncurses")
+  app.add_option("--workloads", workload_list, "log, build, color, utf8, tui, ncurses, prompts")
       ->capture_default_str();
   app.add_option("--json", json_path, "also write the results as JSON here");
   app.add_flag("!--no-tmux", with_tmux, "leave tmux out");

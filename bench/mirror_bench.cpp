@@ -30,14 +30,15 @@ const std::string& workload(int which) {
   static const std::string kinds[] = {
       bench::log_lines(kWorkloadBytes),     bench::build_output(kWorkloadBytes),
       bench::utf8_lines(kWorkloadBytes),    bench::tui_redraws(kWorkloadBytes, 24),
-      bench::colored_build(kWorkloadBytes), bench::ncurses_redraws(kWorkloadBytes, 24)};
+      bench::colored_build(kWorkloadBytes), bench::ncurses_redraws(kWorkloadBytes, 24),
+      bench::shell_prompts(kWorkloadBytes)};
   return kinds[which];
 }
 const char* workload_name(int which) {
-  static const char* names[] = {"log", "build_sgr", "utf8", "tui", "color", "ncurses"};
+  static const char* names[] = {"log", "build_sgr", "utf8", "tui", "color", "ncurses", "prompts"};
   return names[which];
 }
-constexpr int kWorkloads = 6;
+constexpr int kWorkloads = 7;
 
 template <typename Feed>
 void feed_in_chunks(std::string_view bytes, Feed&& feed) {

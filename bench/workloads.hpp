@@ -136,6 +136,32 @@ inline std::string utf8_lines(std::size_t bytes) {
   return out;
 }
 
+// A shell with integration running many short commands (an agent's tool calls): each prompt
+// sets the window title (OSC 0) and marks the prompt, the command and its end (OSC 133 A-D,
+// as bash-preexec, kitty and VS Code's shell integration send them); each command prints a few
+// lines, some a progress line redrawn with CR while the cursor is hidden. Nothing here is
+// plain text for the look ahead: every title, mark and mode ends its runs (2026-12-07).
+inline std::string shell_prompts(std::size_t bytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    const std::string n = std::to_string(i);
+    out += "\x1b]0;dev@build-host: ~/src/project (" + n + ")\x07\x1b]133;A\x07" +
+           "\x1b[1;32mdev@build-host\x1b[0m:\x1b[1;34m~/src/project\x1b[0m$ \x1b]133;B\x07" +
+           "make test SHARD=" + n + "\r\n\x1b]133;C\x07";
+    for (std::size_t k = 0; k < 3 + i % 12; ++k) {
+      out += "cc -O2 -Wall -c src/module" + std::to_string(k) + ".c -o build/module" +
+             std::to_string(k) + ".o\r\n";
+    }
+    if (i % 4 == 0) {
+      out += "\x1b[?25l";
+      for (int p = 0; p <= 100; p += 25) out += "\rtesting [" + std::to_string(p) + "%]";
+      out += "\r\n\x1b[?25h";
+    }
+    out += "\x1b]133;D;" + std::to_string(i % 3 == 0 ? 1 : 0) + "\x07";
+  }
+  return out;
+}
+
 // A workload as a file `cat` prints on a cooked PTY: "\r\n" line ends become "\n" (the PTY's
 // ONLCR adds the CR back).
 inline std::string as_printed_file(const std::string& text) {
@@ -148,7 +174,8 @@ inline std::string as_printed_file(const std::string& text) {
   return out;
 }
 
-// A named workload ("log", "build", "color", "utf8", "tui", "ncurses") of about `bytes`; nullopt
+// A named workload ("log", "build", "color", "utf8", "tui", "ncurses", "prompts") of about
+// `bytes`; nullopt
 // for another name.
 inline std::optional<std::string> workload_named(const std::string& name, std::size_t bytes) {
   if (name == "log") return log_lines(bytes);
@@ -157,6 +184,7 @@ inline std::optional<std::string> workload_named(const std::string& name, std::s
   if (name == "utf8") return utf8_lines(bytes);
   if (name == "tui") return tui_redraws(bytes, 24);
   if (name == "ncurses") return ncurses_redraws(bytes, 24);
+  if (name == "prompts") return shell_prompts(bytes);
   return std::nullopt;
 }
 
