@@ -139,8 +139,9 @@ inline std::string utf8_lines(std::size_t bytes) {
 // A shell with integration running many short commands (an agent's tool calls): each prompt
 // sets the window title (OSC 0) and marks the prompt, the command and its end (OSC 133 A-D,
 // as bash-preexec, kitty and VS Code's shell integration send them); each command prints a few
-// lines, some a progress line redrawn with CR while the cursor is hidden. Nothing here is
-// plain text for the look ahead: every title, mark and mode ends its runs (2026-12-07).
+// lines, some a progress line redrawn with CR while the cursor is hidden. Until 2026-12-07
+// each title, mark and mode ended the look ahead's run, so the mirror parsed all of it; they
+// are settings the jump replays now (docs/plain-scroll-skip.md).
 inline std::string shell_prompts(std::size_t bytes) {
   std::string out;
   for (std::size_t i = 0; out.size() < bytes; ++i) {

@@ -29,7 +29,8 @@
 // switch.
 // And on every input, before that: a mirror with a short history that looks ahead and jumps over
 // scrolled-off text (docs/plain-scroll-skip.md) ends in the state of one that parses every byte
-// (history exact again, first_difference() finds nothing, also after the probe suffix); so does
+// (history exact again, first_difference() finds nothing, also after the probe suffix) and
+// reported the same events (titles, bells, marks, screen switches, each at its cursor); so does
 // one whose libvterm parses every byte (no fast path, docs/fast-path.md), split otherwise; and
 // the one that parses every byte holds what libvterm's own screen layer holds when fed the same
 // writes and resizes (ScreenLayerTap: cells, flags, every history line).
@@ -50,6 +51,7 @@
 
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
+#include "engine/term/reference/event_log.hpp"
 #include "engine/term/reference/screen_switch.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
 #include "engine/term/snapshot_grammar.hpp"
@@ -281,15 +283,20 @@ void feed_jumping(Mirror& m, std::string_view stream, const std::vector<Resize>&
 }
 
 // A mirror that jumps ends where one that parses every byte ends: the screen, the whole history
-// (exact again by the end of the bytes the look ahead scanned), and after the probe.
+// (exact again by the end of the bytes the look ahead scanned), the events reported, and after
+// the probe.
 void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows,
                  const std::vector<Resize>& resizes, std::uint32_t seed) {
   Mirror parsed(Cursor{kStart}, cols, rows, kJumpLimits);
   backscroll::testing::ScreenLayerTap screen_layer(kJumpLimits.max_lines);
   parsed.set_tap(&screen_layer);
+  backscroll::testing::EventLog parsed_events;
+  parsed.set_events(&parsed_events);
   std::uint32_t seed_p = seed;
   feed_range(parsed, stream, 0, stream.size(), resizes, true, seed_p);
   Mirror jumped(Cursor{kStart}, cols, rows, kJumpLimits, seed & 1 ? kJumpSpaced : kJumpAnywhere);
+  backscroll::testing::EventLog jumped_events;
+  jumped.set_events(&jumped_events);
   feed_jumping(jumped, stream, resizes, seed ^ 0x9e3779b9u);
   if (jumped.skips() > 0) ++stats.jumped;
   Mirror libvterm_only(Cursor{kStart}, cols, rows, kJumpLimits);
@@ -309,6 +316,9 @@ void check_jumps(std::string_view stream, std::uint16_t cols, std::uint16_t rows
     fail("the grid and libvterm's screen layer fed the same, after the stream: " + d);
   if (const std::string d = backscroll::term::first_difference(parsed, jumped, all); !d.empty())
     fail("a mirror that jumped, after the stream: " + d);
+  if (parsed_events.text != jumped_events.text)
+    fail("a mirror that jumped reported other events:\n" + parsed_events.text + "against\n" +
+         jumped_events.text);
   if (const std::string d = backscroll::term::first_difference(libvterm_only, parsed, all);
       !d.empty())
     fail("a mirror without the fast path, after the stream: " + d);

@@ -81,7 +81,10 @@ class OutputEvents final : public term::VtEvents {
     std::uint64_t count;  // after the first, which was reported on its own
     std::int64_t started_ms;
   };
-  void emit(EventKind kind, Cursor cursor, control::Json fields);
+  // Records an event when the bucket has a token, its fields made by fields() only then (a
+  // title flood drops most: those cost no JSON); else counts it as dropped.
+  template <typename Fields>
+  void emit(EventKind kind, Cursor cursor, Fields&& fields);
   void end_bell_run();
   bool take_token() noexcept;
   term::Classification classify(const std::string& title);

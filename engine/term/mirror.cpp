@@ -2,6 +2,7 @@
 #include "engine/term/plain_text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdint>
 
@@ -29,6 +30,29 @@ std::string soft_reset_equivalent(const MirrorScreen& screen) {
       "\x1b[?6l\x1b[r\x1b[H\x1b"
       "7";
   out += csi_cursor_position(screen.cursor());
+  return out;
+}
+
+// What libvterm must be given for the settings `scan` holds in [from, to) to be left as they
+// leave it: the last of each DEC mode, and the last title (OSC 0 or 2). Icon names, directories
+// and marks set nothing libvterm keeps.
+std::string settings_equivalent(const PlainScrollScan& scan, Cursor from, Cursor to) {
+  constexpr auto& kModes = PlainScrollScan::kSettingModes;
+  std::array<std::string_view, kModes.size()> last_mode{};  // by index in kModes
+  std::string_view title;
+  scan.for_each_setting(from, to, [&](const PlainScrollScan::Setting& setting) {
+    const std::string_view bytes = setting.bytes;
+    if (bytes[1] == '[') {  // ESC [ ? digits h/l, a mode of kModes
+      int mode = 0;
+      for (const char c : bytes.substr(3, bytes.size() - 4)) mode = mode * 10 + (c - '0');
+      last_mode[static_cast<std::size_t>(std::find(kModes.begin(), kModes.end(), mode) -
+                                         kModes.begin())] = bytes;
+    } else if (bytes.starts_with("\x1b]0;") || bytes.starts_with("\x1b]2;")) {
+      title = bytes;
+    }
+  });
+  std::string out(title);
+  for (const std::string_view mode : last_mode) out += mode;
   return out;
 }
 
@@ -391,17 +415,29 @@ bool Mirror::skip_ahead(std::uint64_t at_least) {
   const PlainScrollScan::Target* target = jump_target(at_least);
   if (target == nullptr) return false;
   const JumpRegion region = jump_region();
-  // G0 as the skipped bytes left it (the only charset a plain run may change), the pen at L.
-  std::string equivalent = target->designates_g0 ? "\x1b(B" : "";
+  const Cursor end = target->end;
+  // The settings among the bytes jumped over (titles, marks, input and cursor modes): libvterm
+  // gets the last value of each first, then G0 as the skipped bytes left it (the only charset
+  // a plain run may change) and the pen at L.
+  std::string equivalent = settings_equivalent(scan_, parsed_, end);
+  if (target->designates_g0) equivalent += "\x1b(B";
   for (const PlainScrollScan::SgrIndex sgr : target->pen) equivalent += scan_.sgr(sgr);
   equivalent += '\r';
   equivalent.append(static_cast<std::size_t>(region.height), '\n');
   equivalent += target->prefix;
-  const Cursor end = target->end;
   screen_.feed(equivalent);
   landing_ = Landing{region, rows_scrolled_off(region)};
   skipped_bytes_ += end - parsed_;
   ++skips_;
+  // The scanner reads each setting where it lies: its events come with their own cursors, and
+  // the modes and title it keeps are the stream's. One may have begun before position() (the
+  // scanner holds its start): the rest of it completes it.
+  scan_.for_each_setting(parsed_, end, [this](const PlainScrollScan::Setting& setting) {
+    const Cursor from = std::max(setting.at, scanner_.position());
+    const auto read = static_cast<std::size_t>(from - setting.at);
+    if (read == 0) scanner_.skip_plain(setting.at);
+    if (read < setting.bytes.size()) scanner_.scan(setting.bytes.substr(read));
+  });
   scanner_.skip_plain(end, target->designates_g0);
   parsed_ = end;
   unfed_.clear();

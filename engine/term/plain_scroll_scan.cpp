@@ -77,6 +77,24 @@ bool same_sequence(std::string_view a, std::string_view b) {
   return a == b;
 }
 
+// What an OSC's number (the digits between `ESC ]` and ';') makes of it in a plain run.
+enum class OscKind { other, hyperlink, setting };
+OscKind osc_kind(std::string_view number) {
+  if (number == "8") return OscKind::hyperlink;
+  for (const std::string_view setting : {"0", "1", "2", "7", "133", "633"})
+    if (number == setting) return OscKind::setting;
+  return OscKind::other;
+}
+
+// Whether CSI ? `digits` h / l is a setting: one of PlainScrollScan::kSettingModes.
+bool setting_mode(std::string_view digits) {
+  if (digits.empty() || digits.size() > 5) return false;
+  int mode = 0;
+  for (const char c : digits) mode = mode * 10 + (c - '0');
+  const auto& modes = PlainScrollScan::kSettingModes;
+  return std::find(modes.begin(), modes.end(), mode) != modes.end();
+}
+
 // CSI m whose first parameter is 0 (or missing): every attribute is set again. `sgr` is a
 // whole SGR, ESC [ digits and ';' m: the loop stops at its final byte at the latest.
 bool resets_pen(std::string_view sgr) {
@@ -104,6 +122,9 @@ void PlainScrollScan::restart(Cursor at) {
   unfolded_sgrs_ = 0;
   sgrs_since_fold_ = 0;
   targets_.clear();
+  settings_.clear();
+  setting_bytes_.clear();
+  settings_dropped_ = 0;
 }
 
 void PlainScrollScan::scan(std::string_view bytes) {
@@ -365,33 +386,58 @@ std::size_t PlainScrollScan::sequence_in_place(const std::uint8_t* p, std::size_
     return 3;
   }
   if (p[1] == ']') {
-    // A hyperlink: `ESC ] 8 ;`, printable ASCII, then BEL or `ESC \`. Anything else inside
-    // (a control libvterm would run, a byte from 0x80) ends the run at the ESC.
-    if (n < 4) return 0;
-    if (p[2] != '8' || p[3] != ';') {
+    // A hyperlink (`ESC ] 8 ;`, printable ASCII) or a setting (`ESC ] 0 ;`, 1, 2, 7, 133, 633:
+    // printable ASCII and UTF-8 from U+00A0), then BEL or `ESC \`. Anything else inside (a
+    // control libvterm would run, a C1 character, malformed UTF-8) ends the run at the ESC.
+    std::size_t k = 2;
+    while (k < n && k < 6 && p[k] >= '0' && p[k] <= '9') ++k;
+    if (k == n) return 0;  // goes on in the next piece
+    const OscKind kind = osc_kind(std::string_view(reinterpret_cast<const char*>(p) + 2, k - 2));
+    if (p[k] != ';' || kind == OscKind::other) {
       brk();
       return 0;
     }
-    std::size_t k = 4;
-    while (k < n && k < kMaxOscBytes && printable_ascii(p[k])) ++k;
+    Utf8Check payload;
+    for (++k; k < n && p[k] != kBel && p[k] != kEsc; ++k) {
+      if (k >= kMaxOscBytes ||
+          (kind == OscKind::setting ? !payload.take(p[k]) : !printable_ascii(p[k]))) {
+        brk();
+        return 0;
+      }
+    }
     if (k == n) return 0;  // goes on in the next piece
     std::size_t end = 0;   // one past the terminator
     if (p[k] == kBel) {
       end = k + 1;
-    } else if (p[k] == kEsc) {
+    } else {
       if (k + 1 == n) return 0;
       if (p[k + 1] == '\\') end = k + 2;
     }
-    if (end == 0 || end > kMaxOscBytes) {
+    if (end == 0 || end > kMaxOscBytes || !payload.complete()) {
       brk();
       return 0;
     }
-    hyperlink_end(std::string_view(reinterpret_cast<const char*>(p), end));
-    return end;
+    const std::string_view sequence(reinterpret_cast<const char*>(p), end);
+    if (kind == OscKind::hyperlink) hyperlink_end(sequence);
+    else setting_end(sequence, scanned_);
+    return broken_ ? 0 : end;
   }
   if (p[1] != '[') {
     brk();
     return 0;
+  }
+  if (n >= 3 && p[2] == '?') {
+    // A setting: `ESC [ ?`, one mode of kSettingModes (up to five digits), h or l.
+    std::size_t k = 3;
+    while (k < n && k < 8 && p[k] >= '0' && p[k] <= '9') ++k;
+    if (k == n) return 0;  // goes on in the next piece
+    if ((p[k] != 'h' && p[k] != 'l') ||
+        !setting_mode(std::string_view(reinterpret_cast<const char*>(p) + 3, k - 3))) {
+      brk();
+      return 0;
+    }
+    setting_end(std::string_view(reinterpret_cast<const char*>(p), k + 1), scanned_);
+    return broken_ ? 0 : k + 1;
   }
   // The same limits as byte()'s: at most kMaxSequenceBytes, ESC and final byte included. One
   // pass: the separators are counted on the way.
@@ -445,25 +491,56 @@ void PlainScrollScan::byte(std::uint8_t b) {
       sequence_ += static_cast<char>(b);
       state_ = b == '[' ? State::csi : b == '(' ? State::designation : State::osc;
       break;
-    case State::osc:  // "8;" after `ESC ]`
-      if (b != (sequence_.size() == 2 ? '8' : ';')) return brk();
+    case State::osc:  // its number and ';' after `ESC ]`
+      if (b >= '0' && b <= '9' && sequence_.size() < 6) {
+        sequence_ += static_cast<char>(b);
+        break;
+      }
+      if (b != ';') return brk();
+      switch (osc_kind(std::string_view(sequence_).substr(2))) {
+        case OscKind::other: return brk();
+        case OscKind::hyperlink: osc_setting_ = false; break;
+        case OscKind::setting: osc_setting_ = true; break;
+      }
+      osc_utf8_.reset();
       sequence_ += static_cast<char>(b);
-      if (b == ';') state_ = State::osc_body;
+      state_ = State::osc_body;
       break;
     case State::osc_body:
-    case State::osc_st:
       if (sequence_.size() + 1 > kMaxOscBytes) return brk();
-      if (state_ == State::osc_st ? b != '\\' : !printable_ascii(b) && b != kBel && b != kEsc)
-        return brk();
+      if (b == kBel || b == kEsc) {
+        if (!osc_utf8_.complete()) return brk();
+        sequence_ += static_cast<char>(b);
+        if (b == kEsc) state_ = State::osc_st;
+        else osc_end();
+        break;
+      }
+      if (osc_setting_ ? !osc_utf8_.take(b) : !printable_ascii(b)) return brk();
       sequence_ += static_cast<char>(b);
-      if (b == kEsc) state_ = State::osc_st;
-      else if (b == kBel || state_ == State::osc_st) hyperlink_end(sequence_);
+      break;
+    case State::osc_st:
+      if (sequence_.size() + 1 > kMaxOscBytes || b != '\\') return brk();
+      sequence_ += static_cast<char>(b);
+      osc_end();
+      break;
+    case State::dec_mode:  // after `ESC [ ?`
+      sequence_ += static_cast<char>(b);
+      if (b >= '0' && b <= '9' && sequence_.size() <= 8) break;
+      if ((b == 'h' || b == 'l') &&
+          setting_mode(std::string_view(sequence_).substr(3, sequence_.size() - 4)))
+        return setting_end(sequence_, sequence_start_);
+      brk();
       break;
     case State::designation:
       if (b != 'B') return brk();
       designation_end();
       break;
     case State::csi:
+      if (b == '?' && sequence_.size() == 2) {
+        sequence_ += static_cast<char>(b);
+        state_ = State::dec_mode;
+        break;
+      }
       sequence_ += static_cast<char>(b);
       if (sequence_.size() > kMaxSequenceBytes) return brk();
       if (csi_parameter_byte(b)) return;
@@ -605,6 +682,21 @@ void PlainScrollScan::hyperlink_end(std::string_view sequence) {
   add_to_prefix(sequence);
 }
 
+void PlainScrollScan::osc_end() {
+  if (osc_setting_) setting_end(sequence_, sequence_start_);
+  else hyperlink_end(sequence_);
+}
+
+void PlainScrollScan::setting_end(std::string_view sequence, Cursor at) {
+  if (setting_bytes_.size() + sequence.size() > kMaxSettingBytes) return brk();
+  state_ = State::ground;
+  // (A line in Line::glyph was settled at the ESC.) A setting in a line's prefix stays out of
+  // the prefix: the jump replays every setting before the line it lands in.
+  settings_.push_back(HeldSetting{at, settings_dropped_ + setting_bytes_.size(),
+                                  static_cast<std::uint32_t>(sequence.size())});
+  setting_bytes_ += sequence;
+}
+
 void PlainScrollScan::add_to_prefix(std::string_view sequence) {
   if (line_ != Line::prefix) return;
   if (pending_.prefix.size() + sequence.size() > kMaxPrefixBytes) line_ = Line::none;
@@ -630,9 +722,9 @@ void PlainScrollScan::carry_sgr(std::string_view sequence) {
 }
 
 std::string_view PlainScrollScan::sgr_at(std::size_t at, std::size_t to) const {
-  if (piece_[at + 1] != '[') return {};  // `ESC ( B`, a hyperlink's `ESC ]` or its ST
+  if (piece_[at + 1] != '[') return {};  // `ESC ( B`, an OSC's `ESC ]` or its ST
   const std::size_t last = csi_parameters(piece_ + at, to - at).final;
-  if (piece_[at + last] != 'm') return {};  // EL
+  if (piece_[at + last] != 'm') return {};  // EL, or a setting's `ESC [ ?`
   return std::string_view(reinterpret_cast<const char*>(piece_ + at), last + 1);
 }
 
@@ -661,7 +753,7 @@ void PlainScrollScan::for_each_sgr(std::size_t from, std::size_t to, Use&& use) 
     at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(esc) - piece_);
     const std::string_view sgr = sgr_at(at, to);
     if (sgr.empty()) {
-      ++at;  // no ESC inside any other sequence of a plain run but a hyperlink's ST
+      ++at;  // no ESC inside any other sequence of a plain run but an OSC's ST
       continue;
     }
     use(sgr);
@@ -849,6 +941,15 @@ const PlainScrollScan::Target* PlainScrollScan::best(Cursor from, std::uint64_t 
 
 void PlainScrollScan::forget_before(Cursor at) {
   while (!targets_.empty() && targets_.front().line_start < at) targets_.pop_front();
+  while (!settings_.empty() && settings_.front().at < at) settings_.pop_front();
+  // The bytes of forgotten settings go once they are half of what is kept.
+  const std::uint64_t kept_from =
+      settings_.empty() ? settings_dropped_ + setting_bytes_.size() : settings_.front().offset;
+  const auto forgotten = static_cast<std::size_t>(kept_from - settings_dropped_);
+  if (forgotten > 0 && forgotten >= setting_bytes_.size() / 2) {
+    setting_bytes_.erase(0, forgotten);
+    settings_dropped_ = kept_from;
+  }
 }
 
 }  // namespace backscroll::term

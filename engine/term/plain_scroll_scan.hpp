@@ -5,12 +5,21 @@
 // CR, LF, TAB, BS (overstrike), SGR (CSI digits/';'/':' m, at most 16 parameters and
 // sub-parameters: the mirror reads the colon forms whichever way they come, sgr_effect() models
 // none of them), EL (CSI digits K), `ESC ( B` (G0 designated US-ASCII: ncurses' sgr0, `tput sgr0`
-// in scripts) and hyperlinks (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at
-// most kMaxOscBytes: gcc links each warning's option to its manual, `ls --hyperlink` each name).
-// Such bytes change the screen's cells, the cursor's column and row, the pen, the last glyph and
-// G0, and nothing else (no mode, margin, tab stop, other charset, title, saved cursor, event or
-// cell the mirror models: it keeps no link); a target says whether G0 was designated before it
-// (Target::designates_g0), for the jump to designate it too. On the main screen, with a full-screen
+// in scripts), hyperlinks (OSC 8 with printable ASCII parameters and URI, ended by BEL or ST, at
+// most kMaxOscBytes: gcc links each warning's option to its manual, `ls --hyperlink` each name)
+// and settings (below). Such bytes change the screen's cells, the cursor's column and row, the
+// pen, the last glyph and G0, and nothing else (no margin, tab stop, other charset, saved cursor
+// or cell the mirror models: it keeps no link) but what the settings set; a target says whether
+// G0 was designated before it (Target::designates_g0), for the jump to designate it too.
+//
+// Settings set what the scanner and libvterm keep beside the cells, and no cell, cursor or pen:
+// window titles (OSC 0, 1, 2), the working directory (OSC 7), shell integration marks (OSC 133,
+// 633), each with a payload of printable ASCII and UTF-8 characters from U+00A0, ended by BEL or
+// ST; and input and cursor modes (CSI ? Pn h / l, one parameter of kSettingModes: cursor keys,
+// cursor blink, cursor shown, numeric keypad, focus reporting, bracketed paste). A shell prompt
+// sets a title and marks, a progress line hides the cursor: each ended the run until
+// 2026-12-07. The scan keeps each whole (settings()) for the jump to replay
+// (Mirror::skip_ahead). On the main screen, with a full-screen
 // scroll region and the cursor on the bottom row, every LF of a plain run scrolls one line into the
 // history; once `keep` more LFs have followed a point L, nothing printed before L can be on the
 // screen or within the last `keep - rows` history lines.
@@ -54,6 +63,7 @@
 
 #include "engine/term/byte_masks.hpp"
 #include "engine/term/sgr_effect.hpp"
+#include "engine/term/utf8.hpp"
 #include "shm/cursor.hpp"
 
 namespace backscroll::term {
@@ -61,8 +71,14 @@ namespace backscroll::term {
 class PlainScrollScan {
  public:
   static constexpr std::size_t kMaxSequenceBytes = 64;  // a longer SGR/EL ends the run
-  static constexpr std::size_t kMaxOscBytes = 2048;     // a longer hyperlink ends the run
-  static constexpr std::size_t kMaxSgrParams = 16;      // libvterm 0.1.4's limit
+  static constexpr std::size_t kMaxOscBytes = 2048;  // a longer hyperlink or setting ends the run
+  // Bytes of the settings held (from the first not forgotten on); one that would pass it ends
+  // the run.
+  static constexpr std::size_t kMaxSettingBytes = 1u << 20;
+  // The DEC private modes a setting may set: each an independent flag (mouse tracking modes
+  // replace one another, so they end the run).
+  static constexpr std::array<int, 6> kSettingModes = {1, 12, 25, 66, 1004, 2004};
+  static constexpr std::size_t kMaxSgrParams = 16;  // libvterm 0.1.4's limit
   // Distinct SGRs a run's pens may refer to at once; more end the run. The table also keeps
   // those no pen refers to until it is full: a palette of up to this many SGRs (syntax
   // highlighting, ls --color) is parsed once per run. 255 until 2026-12-04: colored build output
@@ -121,15 +137,42 @@ class PlainScrollScan {
   // SGRs copied from earlier pieces for the next fold of the pen (at most
   // kMaxSgrsBetweenFolds).
   std::size_t carried_sgrs() const noexcept { return carried_sizes_.size(); }
+  // A setting of the run (see the header comment), whole: ESC to its final byte or terminator.
+  struct Setting {
+    Cursor at;               // its ESC
+    std::string_view bytes;  // valid until the next scan(), restart() or forget_before()
+  };
+  // Calls visit(Setting) for each setting whose ESC lies in [from, to), in stream order.
+  template <typename Visit>
+  void for_each_setting(Cursor from, Cursor to, Visit&& visit) const {
+    for (const HeldSetting& s : settings_) {
+      if (s.at >= to) return;
+      if (s.at >= from)
+        visit(Setting{s.at,
+                      std::string_view(setting_bytes_)
+                          .substr(static_cast<std::size_t>(s.offset - settings_dropped_), s.size)});
+    }
+  }
+
   // The SGR sequence (whole, ESC [ ... m) of a pen entry.
   std::string_view sgr(SgrIndex index) const { return sgrs_[index]; }
   // How many distinct SGRs the run holds now.
   std::size_t distinct_sgrs() const noexcept { return sgrs_.size(); }
 
  private:
-  // osc: after `ESC ]`, reading "8;"; osc_body: the link's parameters and URI; osc_st: after
-  // an ESC inside it (ST is `ESC \`).
-  enum class State : std::uint8_t { ground, escape, csi, designation, osc, osc_body, osc_st };
+  // osc: after `ESC ]`, reading its number and ';'; osc_body: a link's parameters and URI or a
+  // setting's payload (osc_setting_); osc_st: after an ESC inside it (ST is `ESC \`);
+  // dec_mode: after `ESC [ ?`.
+  enum class State : std::uint8_t {
+    ground,
+    escape,
+    csi,
+    dec_mode,
+    designation,
+    osc,
+    osc_body,
+    osc_st
+  };
   // Where the current line stands as a target.
   enum class Line : std::uint8_t {
     none,    // not a candidate (text before, or the column is not known to be 0)
@@ -175,6 +218,10 @@ class PlainScrollScan {
   void designation_end();
   // A whole hyperlink, ESC to its terminator.
   void hyperlink_end(std::string_view sequence);
+  // A whole setting whose ESC is at `at` (kMaxSettingBytes may end the run there).
+  void setting_end(std::string_view sequence, Cursor at);
+  // The OSC in sequence_ ended: a setting's or a hyperlink's end.
+  void osc_end();
   // A sequence of the line's prefix, while the line may become a target (kMaxPrefixBytes).
   void add_to_prefix(std::string_view sequence);
   // An SGR of the run whose ESC lies in the piece, ending just before `after`: counted.
@@ -193,7 +240,7 @@ class PlainScrollScan {
   std::string_view sgr_at(std::size_t at, std::size_t to) const;
   // Calls use(sgr) for each whole SGR with its ESC in piece offsets [from, to), in order,
   // until the run breaks. [from, to) holds only what the scan took for plain, its sequences
-  // whole: an ESC there starts a sequence or is a hyperlink's ST.
+  // whole: an ESC there starts a sequence or is an OSC's ST (a hyperlink's or a setting's).
   template <typename Use>
   void for_each_sgr(std::size_t from, std::size_t to, Use&& use);
   // At the end of a piece: carries the SGRs no fold took, up to the piece's end (or the start
@@ -217,8 +264,21 @@ class PlainScrollScan {
   std::uint64_t lfs_ = 0;
 
   State state_ = State::ground;
-  std::string sequence_;  // the SGR/EL/hyperlink being read, from its ESC
+  std::string sequence_;  // the SGR/EL/hyperlink/setting being read, from its ESC
   Cursor sequence_start_{0};
+  bool osc_setting_ = false;  // the OSC being read is a setting (else a hyperlink)
+  Utf8Check osc_utf8_;        // a setting's payload so far
+
+  // The settings held, in stream order: each one's bytes at [offset - settings_dropped_, + size)
+  // of setting_bytes_.
+  struct HeldSetting {
+    Cursor at;
+    std::uint64_t offset;
+    std::uint32_t size;
+  };
+  std::deque<HeldSetting> settings_;
+  std::string setting_bytes_;
+  std::uint64_t settings_dropped_ = 0;  // bytes dropped from setting_bytes_'s front
 
   bool column0_ = false;        // a CR came after the last text byte (LF keeps the column)
   bool designated_g0_ = false;  // an `ESC ( B` since run_start_

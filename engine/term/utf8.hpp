@@ -60,4 +60,34 @@ inline std::optional<Utf8Char> decode_utf8(std::span<const unsigned char> bytes)
   return Utf8Char{value, length};
 }
 
+// Checks a string a byte at a time: printable ASCII, and well-formed UTF-8 characters from U+00A0
+// (no C0 or C1 control, no DEL): what the look ahead lets a title or a mark carry.
+class Utf8Check {
+ public:
+  // False at the first byte that makes the string fail (the check is then over).
+  constexpr bool take(unsigned char b) {
+    if (need_ == 0) {
+      if (b >= 0x20 && b < 0x7f) return true;
+      const std::size_t length = utf8_sequence_length(b);
+      if (length == 0) return false;
+      need_ = static_cast<unsigned char>(length - 1);
+      min_ = length == 2 ? 0xa0 : length == 3 ? 0x800 : 0x10000;
+      value_ = b & (0x7fu >> length);
+      return true;
+    }
+    if ((b & 0xc0) != 0x80) return false;
+    value_ = (value_ << 6) | (b & 0x3fu);
+    if (--need_ > 0) return true;
+    return value_ >= min_ && value_ <= 0x10ffff && (value_ < 0xd800 || value_ >= 0xe000);
+  }
+  // No character is cut short.
+  constexpr bool complete() const { return need_ == 0; }
+  constexpr void reset() { need_ = 0; }
+
+ private:
+  unsigned char need_ = 0;  // continuation bytes still to come
+  char32_t min_ = 0;        // the least value the character's length may encode here
+  char32_t value_ = 0;
+};
+
 }  // namespace backscroll::term

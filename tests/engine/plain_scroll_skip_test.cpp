@@ -3,10 +3,12 @@
 // - The scan: targets only at line starts whose column is known to be 0 and whose first glyph
 //   is printable ASCII that no combining mark can follow; the run ends at any byte that is not
 //   plain (cursor motion, modes, other controls, SGR forms it does not reduce); the pen list is
-//   the run's SGRs reduced (a reset drops what came before, a repeat moves to the end).
+//   the run's SGRs reduced (a reset drops what came before, a repeat moves to the end); titles,
+//   marks and input modes (settings) are kept whole for the jump to replay.
 // - Exactness: a mirror that jumps ends in the observable state of one that parsed every byte
 //   (screen, history, pen, cursor, pending wrap, last glyph, modes; first_difference() and the
-//   snapshot bytes), with the jump at every kind of boundary: wide characters, wrapping at the
+//   snapshot bytes, the title and every event the scanner reports, with its cursor), with the
+//   jump at every kind of boundary: wide characters, wrapping at the
 //   last column, tabs, CR without LF, a bare LF, an SGR cut by a feed, colours erased by LF and
 //   EL (background colour erase), and probes after the stream that show the pen and last glyph.
 // - No jump where it would not be exact: the cursor outside the scroll region, origin mode. On
@@ -30,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +41,7 @@
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/plain_scroll_scan.hpp"
+#include "engine/term/reference/event_log.hpp"
 #include "engine/term/sgr_effect.hpp"
 #include "tests/engine/test_ring.hpp"
 
@@ -244,7 +248,11 @@ TEST(SgrEffect, ModelsOnlyWhatItKnowsExactly) {
 TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
   for (std::string_view breaker : {"\x1b[H",
                                    "\x1b[2J",
-                                   "\x1b[?25l",
+                                   "\x1b[?1000h",
+                                   "\x1b[?25;1h",
+                                   "\x1b[?h",
+                                   "\x1b[?000025l",
+                                   "\x1b[?7l",
                                    "\x1b[1:2K",
                                    "\x1b[1:2;3;4;5;6;7;8;9;1;2;3;4;5;6;7;8m",
                                    "\x1b[1;2K",
@@ -253,14 +261,21 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
                                    "\x1b(A",
                                    "\x1b"
                                    "7",
-                                   "\x1b]0;t\x07",
+                                   "\x1b]0;a\nb\x07",
+                                   "\x1b]2;\xc2\x85\x07",
+                                   "\x1b]0;\xe2\x9c\x07",
+                                   "\x1b]0;\xff\x07",
+                                   "\x1b]0;\x7f\x07",
+                                   "\x1b]0;x\x1bq",
+                                   "\x1b]00;x\x07",
+                                   "\x1b]133\x07",
+                                   "\x1b]52;c;YQ==\x07",
                                    "\x07",
                                    "\x0b",
                                    "\x0e",
                                    "\x7f",
                                    "\x1b]8;;\x0a\x07",
                                    "\x1b]8;;x\x1b[m",
-                                   "\x1b]7;file:///\x07",
                                    "\x1b]8;;\xe2\x80\xa6\x07",
                                    "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m",
                                    "\x1b[0000000000000000000000000000000000000000000000000000"
@@ -282,6 +297,80 @@ TEST(PlainScrollScan, EndsTheRunAtAnythingNotPlain) {
   for (int i = 0; i <= static_cast<int>(PlainScrollScan::kMaxDistinctSgrs); ++i)
     many += "\x1b[" + std::to_string(i % 2 ? 53 : 21) + ";" + std::to_string(i) + "1mx\r\n";
   EXPECT_TRUE(scanned(many).broken());
+}
+
+// Titles, the working directory, shell marks and input modes go on with the run, each kept whole
+// with its cursor; a line whose prefix holds one is still a target (its settings are replayed
+// before the landing, the prefix without them).
+TEST(PlainScrollScan, KeepsTitlesMarksAndInputModesWholeWithoutEndingTheRun) {
+  const std::vector<std::string> settings = {"\x1b]0;dev@host: ~/src\x07",
+                                             "\x1b]133;A\x07",
+                                             "\x1b]2;\xe2\x9c\xb3 Claude Code\x1b\\",
+                                             "\x1b[?25l",
+                                             "\x1b]133;D;1\x07",
+                                             "\x1b[?2004h",
+                                             "\x1b]7;file:///tmp\x07",
+                                             "\x1b]1;icon\x07",
+                                             "\x1b]633;E;ls\x07",
+                                             "\x1b[?0025h",
+                                             "\x1b[?1l",
+                                             "\x1b[?12h",
+                                             "\x1b[?66h",
+                                             "\x1b[?1004l"};
+  std::string stream = lines(3);
+  std::vector<std::pair<std::size_t, std::string>> expected;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    if (i % 2 == 0) stream += "text ";  // within a line, or at its start (before its glyph)
+    expected.emplace_back(stream.size(), settings[i]);
+    stream += settings[i] + "x\r\n";
+  }
+  stream += lines(3);
+  // Whole, and read byte by byte (across pieces): the same.
+  for (const std::size_t piece : {stream.size(), std::size_t{1}, std::size_t{7}}) {
+    PlainScrollScan scan(0);
+    scan.restart(Cursor{0});
+    for (std::size_t at = 0; at < stream.size(); at += piece)
+      scan.scan(std::string_view(stream).substr(at, piece));
+    ASSERT_FALSE(scan.broken()) << piece;
+    EXPECT_EQ(value(scan.scanned()), stream.size());
+    std::vector<PlainScrollScan::Setting> held;
+    scan.for_each_setting(
+        Cursor{0}, Cursor{stream.size()},
+        [&](const PlainScrollScan::Setting& setting) { held.push_back(setting); });
+    ASSERT_EQ(held.size(), expected.size()) << piece;
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      EXPECT_EQ(value(held[i].at), expected[i].first) << i;
+      EXPECT_EQ(held[i].bytes, expected[i].second) << i;
+    }
+    // A line that starts with a setting is a target all the same.
+    const std::size_t line = expected[1].first;
+    bool found = false;
+    for (std::uint64_t keep = 0; keep <= scan.lfs(); ++keep)
+      if (const auto* t = scan.best(Cursor{0}, keep, 0); t && value(t->line_start) == line)
+        found = true;
+    EXPECT_TRUE(found) << piece;
+    // Forgotten with the bytes before them.
+    scan.forget_before(Cursor{expected[5].first + 1});
+    std::size_t kept = 0;
+    scan.for_each_setting(Cursor{0}, Cursor{stream.size()},
+                          [&](const PlainScrollScan::Setting&) { ++kept; });
+    EXPECT_EQ(kept, expected.size() - 6);
+  }
+}
+
+// More setting bytes than the scan holds end the run at the one that would pass the bound.
+TEST(PlainScrollScan, SettingsBeyondTheirBoundEndTheRun) {
+  const std::string title = "\x1b]0;" + std::string(1000, 't') + "\x07";
+  std::string stream;
+  std::size_t at_bound = 0;
+  for (std::size_t held = 0; held + title.size() <= PlainScrollScan::kMaxSettingBytes;
+       held += title.size())
+    stream += title + "x\r\n";
+  at_bound = stream.size();
+  stream += title + lines(2);
+  const PlainScrollScan scan = scanned(stream);
+  EXPECT_TRUE(scan.broken());
+  EXPECT_EQ(value(scan.scanned()), at_bound);
 }
 
 TEST(PlainScrollScan, KeepsOneTargetPerSpacing) {
@@ -329,6 +418,9 @@ std::string difference(const Mirror& a, const Mirror& b) {
   options.history_lines = exact;
   if (std::string d = term::first_difference(a, b, options); !d.empty()) return d;
   if (a.scanner().modes() != b.scanner().modes()) return "modes differ";
+  if (a.scanner().title() != b.scanner().title() ||
+      a.scanner().title_changes() != b.scanner().title_changes())
+    return "titles differ";
   term::SnapshotOptions drawn;
   drawn.scrollback_lines = exact;
   const auto sa = a.snapshot(drawn), sb = b.snapshot(drawn);
@@ -357,9 +449,14 @@ std::string jump_difference(std::string_view stream, const std::vector<std::size
                             LookAheadOptions look_ahead = kJumpAnywhere) {
   const auto a = fresh(cols, rows);
   const auto b = fresh(cols, rows, look_ahead);
+  EventLog a_events;
+  EventLog b_events;
+  a->set_events(&a_events);
+  b->set_events(&b_events);
   auto catch_up = [&] {
     a->feed(stream.substr(value(a->position()), b->position() - a->position()));
   };
+  auto events_differ = [&] { return a_events.text != b_events.text; };
   auto line_end = [&](std::size_t at) {
     return std::min(stream.find('\n', at), stream.size() - 1) + 1;
   };
@@ -375,6 +472,8 @@ std::string jump_difference(std::string_view stream, const std::vector<std::size
       catch_up();
       if (std::string d = difference(*a, *b); !d.empty())
         return d + " (after the jump from " + std::to_string(jumped_to) + ")";
+      if (events_differ())
+        return "events differ (after the jump from " + std::to_string(jumped_to) + ")";
       continue;
     }
     const std::size_t len =
@@ -383,6 +482,8 @@ std::string jump_difference(std::string_view stream, const std::vector<std::size
   }
   if (skipped) *skipped = b->skipped_bytes();
   catch_up();
+  if (events_differ())
+    return "events differ at the end:\n" + a_events.text + "against\n" + b_events.text;
   return final_difference(*a, *b);
 }
 
@@ -436,6 +537,20 @@ std::vector<Case> boundary_cases() {
                    "\xe5\xae\x8c\xe6\x88\x90\r\n\xe2\x9c\x93 ok\r\n\xf0\x9f\x9a\x80\r\n"
                    "\xe4\xb8\xad\r\n\x1b[32m\xe2\x9c\x93\x1b[m \xc3\xa9\r\n"});
   cases.push_back({"truecolor highlighting", bench_like_highlighting()});
+  // Settings (2026-12-07): a shell with integration (a title and marks per prompt, the prompt's
+  // line starting with one), a progress line drawn with the cursor hidden, an agent's UTF-8
+  // title ended by ST, input modes set and reset.
+  cases.push_back(
+      {"shell prompts with titles and marks",
+       "\x1b]0;dev@host: ~/src\x07\x1b]133;A\x07\x1b[32mdev\x1b[m$ \x1b]133;B\x07make\r\n"
+       "\x1b]133;C\x07"
+       "cc -c a.c\r\ncc -c b.c\r\n\x1b]133;D;0\x07"});
+  cases.push_back({"progress with the cursor hidden",
+                   "\x1b[?25l\rtesting [25%]\rtesting [50%]\r\n\x1b[?25hdone\r\n"});
+  cases.push_back({"UTF-8 titles and input modes",
+                   "\x1b]2;\xe2\x9c\xb3 Fix the build\x1b\\\x1b[?2004h$ ls\r\n\x1b[?2004l\x1b[?1h"
+                   "out\r\n\x1b[?1l\x1b]7;file:///tmp\x07\x1b[?12h\x1b[?1004h\x1b[?66h\x1b[?66l"
+                   "x\r\n"});
   cases.push_back({"SGRs overriding each other",
                    "\x1b[1;31mx\x1b[38;2;1;2;3m y\x1b[7m\x1b[27m\x1b[48;5;3mz\x1b[1m\r\n"
                    "\x1b[4mu\x1b[24m\x1b[39;49m\r\n\x1b[2m\x1b[1mf\x1b[22m\r\n"});
@@ -819,12 +934,21 @@ rc::Gen<std::string> plain_piece() {
                "\x1b[2b", "\x1b[?1049h",
                "\x1b[?1049l", "\x1b[2;4r", "\x1b[r", "\x1b[1;3r", "\x1b[;2r", "\x1b[9;1H",
                "\x1b[2;6r\x1b[4H", "\x1b[3;r\x1b[5H", "\x1b(0", "\x1b)0\x0e", "\x0f",
-               // Not hyperlinks a run may hold: a title, another
+               // Not hyperlinks or settings a run may hold: another
                // OSC, a control or a byte from 0x80 inside, ESC
-               // without the backslash of ST, one too long.
-               "\x1b]0;title\x07", "\x1b]88;x\x07", "\x1b]8:x\x07", "\x1b]8;;a\nb\x07",
-               "\x1b]8;;\xc3\xa9\x07", "\x1b]8;;x\x1bq", "\x1b]8;;\x18",
-               "\x1b]8;;" + std::string(2100, 'u') + "\x07")},
+               // without the backslash of ST, one too long; a mode
+               // that is no setting, a title with a control or C1.
+               "\x1b[?1000h", "\x1b[?25;12l", "\x1b]0;a\rb\x07", "\x1b]2;\xc2\x9c\x07",
+               "\x1b]88;x\x07", "\x1b]8:x\x07", "\x1b]8;;a\nb\x07", "\x1b]8;;\xc3\xa9\x07",
+               "\x1b]8;;x\x1bq", "\x1b]8;;\x18", "\x1b]8;;" + std::string(2100, 'u') + "\x07")},
+       // Settings: titles (UTF-8 too), marks, the directory, input and cursor modes, before a
+       // line's glyph or within the line, ended by BEL or ST.
+       {4, rc::gen::element<std::string>(
+               "\x1b]0;dev@host: ~/src\x07", "\x1b]2;\xe2\x9c\xb3 task \xc3\xa9\x1b\\",
+               "\x1b]1;icon\x07", "\x1b]7;file:///tmp\x07", "\x1b]133;A\x07", "\x1b]133;B\x07",
+               "\x1b]133;C\x07", "\x1b]133;D;2\x07", "\x1b]633;D\x1b\\", "\x1b]0;\x07", "\x1b[?25l",
+               "\x1b[?25h", "\x1b[?2004h", "\x1b[?2004l", "\x1b[?1h", "\x1b[?1l", "\x1b[?12h",
+               "\x1b[?12l", "\x1b[?66h", "\x1b[?1004h", "\x1b[?025l")},
        // Hyperlinks: before a line's glyph or within the line, ended by BEL or ST.
        {4, rc::gen::element<std::string>("\x1b]8;;https://gcc.gnu.org/x#W\x07", "\x1b]8;;\x07",
                                          "\x1b]8;id=3;file:///tmp/a\x1b\\", "\x1b]8;;\x1b\\",
@@ -858,6 +982,9 @@ RC_GTEST_PROP(PlainScrollSkip, AnyPlainishStreamJumpsExactly, ()) {
   std::uint64_t skipped = 0;
   RC_ASSERT(jump_difference(stream, feed, cols, rows, &skipped, look_ahead) == "");
   RC_CLASSIFY(skipped > 0, enter.empty() ? "jumped" : "jumped, entered the alternate screen");
+  RC_CLASSIFY(skipped > 0 && (body.find("\x1b]") != std::string::npos ||
+                              body.find("\x1b[?") != std::string::npos),
+              "jumped, with titles, marks, modes or links in the stream");
   RC_CLASSIFY(skipped > 0 && (body.find("\x1b[2;6r") != std::string::npos ||
                               body.find("\x1b[3;r") != std::string::npos),
               "jumped, sets a region below the top row");
@@ -876,6 +1003,10 @@ std::string scan_result(const PlainScrollScan& scan) {
     for (const auto i : t->pen) out += ::testing::PrintToString(std::string(scan.sgr(i)));
     out += "\n";
   }
+  scan.for_each_setting(scan.run_start(), scan.scanned(), [&](const PlainScrollScan::Setting& s) {
+    out += "setting " + std::to_string(value(s.at)) + " " +
+           ::testing::PrintToString(std::string(s.bytes)) + "\n";
+  });
   return out;
 }
 
