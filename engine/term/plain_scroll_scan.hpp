@@ -10,7 +10,10 @@
 // and settings (below). Such bytes change the screen's cells, the cursor's column and row, the
 // pen, the last glyph and G0, and nothing else (no margin, tab stop, other charset, saved cursor
 // or cell the mirror models: it keeps no link) but what the settings set; a target says whether
-// G0 was designated before it (Target::designates_g0), for the jump to designate it too.
+// G0 was designated before it (Target::designates_g0), for the jump to designate it too. On the
+// main screen, with a full-screen scroll region and the cursor on the bottom row, every LF of a
+// plain run scrolls one line into the history; once `keep` more LFs have followed a point L,
+// nothing printed before L can be on the screen or within the last `keep - rows` history lines.
 //
 // Settings set what the scanner and libvterm keep beside the cells, and no cell, cursor or pen:
 // window titles (OSC 0, 1, 2), the working directory (OSC 7), shell integration marks (OSC 133,
@@ -18,20 +21,17 @@
 // ST; and input and cursor modes (CSI ? Pn h / l, one parameter of kSettingModes: cursor keys,
 // cursor blink, cursor shown, numeric keypad, focus reporting, bracketed paste). A shell prompt
 // sets a title and marks, a progress line hides the cursor: each ended the run until
-// 2026-12-07. The scan keeps each whole (settings()) for the jump to replay
-// (Mirror::skip_ahead). On the main screen, with a full-screen
-// scroll region and the cursor on the bottom row, every LF of a plain run scrolls one line into the
-// history; once `keep` more LFs have followed a point L, nothing printed before L can be on the
-// screen or within the last `keep - rows` history lines.
+// 2026-12-07. The scan keeps each whole (for_each_setting()) for the jump to replay
+// (Mirror::skip_ahead).
 //
-// The scan finds such points ("targets"): L is the start of a line (just after an LF, the
-// column known to be 0 because a CR came after the last text), and the line begins with SGR/EL
-// bytes and then one glyph g (printable ASCII, or a UTF-8 character from U+00A0 that libvterm
-// does not join to the glyph before it) that an ASCII byte, CR, LF or such a character follows
-// (a combining mark would join g: docs/plain-scroll-skip.md). The mirror
-// may then replace the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead):
-// the pen at L, CR, `rows` LFs (the cursor on the bottom row, as it is at L), and the line's
-// bytes up to g (so the last glyph, what REP repeats, is the same one at the same cell).
+// The scan finds the points L a jump may land on ("targets"): L is the start of a line (just after
+// an LF, the column known to be 0 because a CR came after the last text), and the line begins with
+// SGR/EL bytes and then one glyph g (printable ASCII, or a UTF-8 character from U+00A0 that
+// libvterm does not join to the glyph before it) that an ASCII byte, CR, LF or such a character
+// follows (a combining mark would join g: docs/plain-scroll-skip.md). The mirror may then replace
+// the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead): the pen at L, CR,
+// `rows` LFs (the cursor on the bottom row, as it is at L), and the line's bytes up to g (so the
+// last glyph, what REP repeats, is the same one at the same cell).
 //
 // The pen at L: SGR only ever overwrites attributes, so the pen at L is the pen at any earlier
 // point of the run with every SGR of the run before L applied again in order; an earlier copy

@@ -1322,6 +1322,73 @@ TEST(PlainScrollSkip, TheMirrorThreadJumpsThroughAFloodInItsRing) {
   ::close(notify);
 }
 
+// Titles and shell marks among the bytes a jump passes (settings, docs/plain-scroll-skip.md)
+// still reach the recorder, each with the cursor where it ends in the stream: the first ones
+// kept in order, the rest counted as dropped by the rate limit, none lost; and the state handed
+// over names the stream's last title.
+TEST(PlainScrollSkip, TheMirrorThreadJumpsOverTitlesAndMarksAndReportsEachOne) {
+  using recorder::EventKind;
+  const int notify = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(notify, 0);
+  {
+    TestRing ring("prompts", notify);
+    auto consumer = ring.gate.attach(ring.writer.committed());
+    engine::MirrorThread thread(notify, kLimits);
+    std::string flood;
+    std::vector<std::pair<EventKind, std::uint64_t>> expected;  // kind, cursor after it
+    std::string last_title;
+    auto add = [&](const std::string& bytes, std::optional<EventKind> kind) {
+      flood += bytes;
+      if (kind) expected.emplace_back(*kind, flood.size());
+    };
+    for (int i = 0; flood.size() < (3u << 20); ++i) {
+      last_title = "dev@host: ~/src (" + std::to_string(i) + ")";
+      add("\x1b]0;" + last_title + "\x07", EventKind::title);
+      add("\x1b]133;A\x07", EventKind::prompt);
+      add("$ \x1b]133;B\x07make\r\n", std::nullopt);
+      add("\x1b]133;C\x07", EventKind::command_start);
+      for (int k = 0; k < 40; ++k)
+        add("\x1b[?25lcc -c module" + std::to_string(k) + ".c\x1b[?25h\r\n", std::nullopt);
+      add("\x1b]133;D;0\x07", EventKind::command_end);
+    }
+    ring.write(flood);  // before the thread is woken: it finds 3 MiB to look through
+    thread.add_actor(1, ring.reader(), consumer, 80, 24);
+    thread.wake();
+    engine::SnapshotRequest request;
+    request.token = 9;
+    request.not_before = ring.writer.committed();
+    thread.request_snapshot(1, request);
+    ASSERT_TRUE(next_reply(thread, notify).found);
+    EXPECT_GT(thread.stats().skipped, 2u << 20);
+
+    std::vector<recorder::OutputEvent> kept;
+    std::uint64_t dropped = 0;
+    std::optional<recorder::OutputState> state;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (kept.size() + dropped < expected.size() && std::chrono::steady_clock::now() < deadline) {
+      engine::OutputEventBatch batch;
+      if (!thread.next_events(batch)) {
+        await_notify(notify);
+        continue;
+      }
+      if (batch.state) state = batch.state;
+      for (recorder::OutputEvent& e : batch.events) {
+        if (e.kind == EventKind::dropped) dropped += e.fields["count"].get<std::uint64_t>();
+        else if (e.kind != EventKind::status) kept.push_back(std::move(e));
+      }
+    }
+    ASSERT_EQ(kept.size() + dropped, expected.size());
+    ASSERT_GE(kept.size(), 100u);
+    for (std::size_t i = 0; i < 100; ++i) {
+      EXPECT_EQ(kept[i].kind, expected[i].first) << i;
+      EXPECT_EQ(value(kept[i].cursor), expected[i].second) << i;
+    }
+    ASSERT_TRUE(state.has_value());
+    EXPECT_EQ(state->title, last_title);
+  }
+  ::close(notify);
+}
+
 TEST(PlainScrollSkip, SnapshotsDuringAFloodAreThoseOfAFullParse) {
   // The ring gets a flood in ~64 KiB writes while snapshots are asked for (answered from what is
   // parsed, at once): every answer, jumps and coasting included, is what a mirror that parsed
