@@ -451,6 +451,9 @@ MirrorSnapshot Mirror::snapshot(const SnapshotOptions& options) const {
   out.cursor = parsed_;
 
   std::optional<std::string_view> reason = scanner_.unmodelled_reason();
+  // A single shift waits for its character: the snapshot has none, and G2 or G3 may be
+  // designated before that character comes (found by the mirror fuzzer, 2026-12-07).
+  if (!reason && scanner_.single_shift_waiting()) reason = "charset_shift";
   // libvterm inside a sequence (or text run) longer than the mirror holds back; or a sequence
   // held across a resize: the snapshot would be tagged before the resize it shows.
   if (!parsed_clean_ || !screen_.clean() || parsed_ < resized_at_) reason = "incomplete_sequence";

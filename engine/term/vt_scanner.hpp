@@ -165,6 +165,9 @@ class VtScanner {
   std::size_t title_stack_depth() const noexcept { return title_stack_size_; }
   // Counts every title set, also to the same text.
   std::uint64_t title_changes() const noexcept { return title_changes_; }
+  // A single shift (SS2, SS3) came and no character since: the next one is decoded by G2 or G3,
+  // whatever they hold by then. A snapshot cannot carry that (Mirror::snapshot falls back).
+  bool single_shift_waiting() const noexcept { return shift_waiting_; }
   // BEL executed as a control (not the BEL that ends an OSC or DCS).
   std::uint64_t bells() const noexcept { return bells_; }
 

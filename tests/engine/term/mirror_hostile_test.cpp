@@ -379,6 +379,26 @@ std::string round_trip(const std::string& stream, std::size_t cut, std::uint16_t
   return diff;
 }
 
+// A single shift (SS2, SS3) waits for its character, which G2 or G3 will decode whatever they
+// hold by then: designated after the snapshot (ESC * 0: DEC graphics, a one-byte set), a stray
+// byte is no character at all in the stream and U+FFFD in a terminal fed a snapshot without the
+// shift (found by the mirror fuzzer, 2026-12-07, minimized to `ESC N ESC * 0 0x81` on 20x10 cut
+// after the SS2; fuzz/corpus/mirror/finding_snapshot_while_a_single_shift_waits). A snapshot
+// cannot carry a waiting shift: it falls back, and the one after the character is exact again.
+TEST(MirrorFuzzFindings, ASnapshotWhileASingleShiftWaitsFallsBack) {
+  for (const std::string shift : {"\x1bN", "\x1bO"}) {
+    // G2 and G3 designated after the cut: the stray byte must stay no character.
+    const std::string designated = "ab" + shift + "\x1b*0\x1b+0\x81" + "cd\r\nef";
+    EXPECT_EQ(round_trip(designated, 4, 20, 10), "fallback: charset_shift") << text(designated);
+    EXPECT_EQ(round_trip(designated, 2, 20, 10), "") << text(designated);
+    // Nothing designated: the shift is over once its character came.
+    const std::string plain = "ab" + shift + "cd\r\nef";
+    EXPECT_EQ(round_trip(plain, 4, 20, 10), "fallback: charset_shift") << text(plain);
+    for (const std::size_t cut : {std::size_t{2}, std::size_t{5}, plain.size()})
+      EXPECT_EQ(round_trip(plain, cut, 20, 10), "") << text(plain) << " cut " << cut;
+  }
+}
+
 // A C1 character in UTF-8 (U+0080-U+009F) ends the glyph being printed, as in xterm.js, and
 // libvterm never gets it: a mark next lands in a cell of its own (a lone mark). A snapshot
 // taken right after the C1 ended inside the text run, printing the last glyph again, so the
