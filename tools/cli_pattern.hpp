@@ -9,9 +9,9 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/term/compiled_pattern.hpp"
 #include "shm/error.hpp"
 
-struct pcre2_real_code_8;
 struct pcre2_real_match_data_8;
 
 namespace backscroll::cli {
@@ -32,8 +32,8 @@ class Pattern {
   }
 
  private:
-  explicit Pattern(pcre2_real_code_8* code);
-  pcre2_real_code_8* code_;
+  explicit Pattern(term::CompiledPattern code);
+  term::CompiledPattern code_;
   pcre2_real_match_data_8* data_;
 };
 

@@ -95,30 +95,6 @@ constexpr std::uint32_t kCompileOptions = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | 
 // so that no expression in a rules file can make a title cost more than about a millisecond.
 constexpr std::uint32_t kMatchLimit = 100'000;
 
-struct CodeFree {
-  void operator()(const pcre2_code* code) const noexcept {
-    pcre2_code_free(const_cast<pcre2_code*>(code));
-  }
-};
-
-// The expression compiled, or PCRE2's message and the offset it names.
-Result<std::shared_ptr<const pcre2_code>> compile_title(const std::string& expression,
-                                                        bool ignore_case) {
-  int error = 0;
-  PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(
-      reinterpret_cast<PCRE2_SPTR>(expression.data()), expression.size(),
-      kCompileOptions | (ignore_case ? PCRE2_CASELESS : 0u), &error, &offset, nullptr);
-  if (code == nullptr) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error, message, sizeof message);
-    return fail(Errc::bad_request, reinterpret_cast<const char*>(message) +
-                                       std::string(" at offset ") + std::to_string(offset));
-  }
-  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (unsupported) it interprets
-  return std::shared_ptr<const pcre2_code>(code, CodeFree{});
-}
-
 // The match context every rule is matched with (kMatchLimit); made once, only read after.
 pcre2_match_context* match_context() {
   static const std::unique_ptr<pcre2_match_context, void (*)(pcre2_match_context*)> context = [] {
@@ -186,10 +162,12 @@ Result<StatusRule> parse_rule(const Json& item, std::size_t index, std::string_v
     }
     rule.ignore_case = it->get<bool>();
   }
-  auto pattern = compile_title(rule.title, rule.ignore_case);
+  auto pattern =
+      compile_pattern(rule.title, kCompileOptions | (rule.ignore_case ? PCRE2_CASELESS : 0u));
   if (!pattern) {
     return bad_rules(source, where + ": 'title' is not a valid regular expression (" +
-                                 pattern.error().message + "): " + rule.title);
+                                 pattern.error().message + " at offset " +
+                                 std::to_string(pattern.error().offset) + "): " + rule.title);
   }
   rule.pattern = std::move(*pattern);
   return rule;

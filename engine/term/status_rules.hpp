@@ -20,9 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/term/compiled_pattern.hpp"
 #include "shm/error.hpp"
-
-struct pcre2_real_code_8;
 
 namespace backscroll::term {
 
@@ -39,7 +38,7 @@ struct StatusRule {
   std::string note;  // where the pattern comes from; not used for matching
   // `title`, compiled; immutable, shared by the copies of the rule (a rules file's table holds
   // the built-in rules too), matched from any thread.
-  std::shared_ptr<const pcre2_real_code_8> pattern;
+  CompiledPattern pattern;
 };
 
 // What a title says.
