@@ -17,7 +17,8 @@ tl::expected<CompiledPattern, PatternError> compile_pattern(std::string_view pat
     return tl::unexpected(PatternError{reinterpret_cast<const char*>(message), offset});
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (unsupported) it interprets
-  return CompiledPattern(code, [](const pcre2_code* c) { pcre2_code_free(const_cast<pcre2_code*>(c)); });
+  return CompiledPattern(code,
+                         [](const pcre2_code* c) { pcre2_code_free(const_cast<pcre2_code*>(c)); });
 }
 
 }  // namespace backscroll::term
