@@ -1,24 +1,34 @@
 // GridCell: a screen cell as ScreenGrid stores it, and the packed colour and attribute words it
 // shares with the scrollback store. Plain data, no libvterm types: what libvterm 0.1.4's screen
-// layer keeps per cell (screen.c ScreenCell), laid out for filling and copying (36 bytes). A
-// glyph of more than six characters keeps the rest in its grid's tail table.
+// layer keeps per cell (screen.c ScreenCell), in 16 bytes, laid out for filling and copying: an
+// 80x24 screen fits a core's L1 data cache (36-byte cells with six characters inline did not,
+// and a scrolling flood paid an L2 miss per cell twice: the erase of the new bottom row and
+// the packing of the top one into the history). A glyph of several characters (a base and its
+// combining marks) keeps them in its grid's cluster table.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "engine/term/screen_cell.hpp"
 
 namespace backscroll::term {
 
-// chars[0] of the right half of a wide glyph (libvterm's (uint32_t)-1).
+// GridCell::ch of the right half of a wide glyph (libvterm's (uint32_t)-1).
 inline constexpr char32_t kContinuationChar = 0xffffffffu;
-// chars[5] of a glyph of more than six characters: this bit | the index of its characters from
-// the sixth on in the grid's tail table (no code point has it).
-inline constexpr char32_t kTailTag = 0x80000000u;
-inline constexpr std::size_t kInlineChars = 6;  // libvterm's VTERM_MAX_CHARS_PER_CELL
+// GridCell::ch of a glyph of several characters: this bit | the index of its characters in the
+// grid's cluster table (no code point has it; kContinuationChar, which has it too, is not one).
+inline constexpr char32_t kClusterTag = 0x80000000u;
+// The characters libvterm 0.1.4 keeps per cell (VTERM_MAX_CHARS_PER_CELL): what putglyph()
+// hands over at most.
+inline constexpr std::size_t kVtermCellChars = 6;
 
 // A colour in one word: kind << 24 | index_or_red << 16 | green << 8 | blue. The default
 // colour packs to 0.
@@ -67,17 +77,27 @@ struct GridPen {
 };
 
 struct GridCell {
-  // chars[0]: 0 for an erased cell, kContinuationChar for the right half of a wide glyph,
-  // otherwise the glyph's characters up to the first 0 (all six used: no terminator; chars[5]
-  // with kTailTag: five here, the rest in the tail table). Past the terminator, and past
-  // chars[0] in erased and continuation cells, the values are stale.
-  std::array<char32_t, kInlineChars> chars;
+  // 0 for an erased cell, kContinuationChar for the right half of a wide glyph, the character of
+  // a glyph of one, or kClusterTag | the index of a glyph's characters (two or more) in the
+  // grid's cluster table.
+  char32_t ch;
   std::uint32_t fg;
   std::uint32_t bg;
   std::uint32_t attrs;
 };
-// ScreenGrid writes fg and bg with one store of two words.
-static_assert(offsetof(GridCell, bg) == offsetof(GridCell, fg) + sizeof(std::uint32_t));
+static_assert(sizeof(GridCell) == 16);
+
+// `to = from` as one 16-byte store where SSE2 is there. A plain assignment inside a loop was
+// assembled again from its four words at every cell by GCC 12 (shifts and ORs into two 64-bit
+// stores), a third of the cost of erasing a row.
+inline void store_cell(GridCell& to, const GridCell& from) noexcept {
+#if defined(__SSE2__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&to),
+                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(&from)));
+#else
+  to = from;
+#endif
+}
 
 inline void unpack_pen(std::uint32_t a, Pen& p) {
   p.bold = a & attr::kBold;
@@ -110,35 +130,36 @@ inline std::uint32_t pack_pen(const Pen& p) {
          (p.font & 0xfu) << attr::kFontShift;
 }
 
-// A glyph whose characters from the sixth on are in the tail table (see GridCell).
-inline bool has_tail(const GridCell& g) {
-  return (g.chars[kInlineChars - 1] & kTailTag) != 0 && g.chars[0] != kContinuationChar &&
-         g.chars[0] != 0 && g.chars[1] != 0 && g.chars[2] != 0 && g.chars[3] != 0 &&
-         g.chars[4] != 0;
+// A glyph of several characters, kept in the cluster table (see GridCell).
+constexpr bool is_cluster(char32_t ch) {
+  return (ch & kClusterTag) != 0 && ch != kContinuationChar;
 }
-inline std::size_t tail_index(const GridCell& g) { return g.chars[kInlineChars - 1] & ~kTailTag; }
+inline bool is_cluster(const GridCell& g) { return is_cluster(g.ch); }
+inline std::size_t cluster_index(const GridCell& g) { return g.ch & ~kClusterTag; }
 
-// A glyph's characters: the inline ones, then its tail (`tail`: has_tail(g)'s entry).
+// A glyph's characters (`cluster`: the cluster table's entry when is_cluster(g)); none for an
+// erased or continuation cell.
 template <typename Visit>
-void for_each_char(const GridCell& g, const std::u32string* tail, Visit&& visit) {
-  const std::size_t inline_count = tail ? kInlineChars - 1 : kInlineChars;
-  for (std::size_t i = 0; i < inline_count && g.chars[i] != 0; ++i) visit(g.chars[i]);
-  if (tail)
-    for (char32_t c : *tail) visit(c);
+void for_each_char(const GridCell& g, const std::u32string* cluster, Visit&& visit) {
+  if (cluster != nullptr) {
+    for (char32_t c : *cluster) visit(c);
+  } else if (g.ch != 0 && g.ch != kContinuationChar) {
+    visit(g.ch);
+  }
 }
 
 // The cell as the mirror reports it; `wide`: the next cell on the row is a continuation;
-// `tail`: the tail table's entry when has_tail(g).
-inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* tail = nullptr) {
+// `cluster`: the cluster table's entry when is_cluster(g).
+inline Cell to_cell(const GridCell& g, bool wide, const std::u32string* cluster = nullptr) {
   Cell c;
-  if (g.chars[0] == 0) {
+  if (g.ch == 0) {
     c.kind = Cell::Kind::erased;
-  } else if (g.chars[0] == kContinuationChar) {
+  } else if (g.ch == kContinuationChar) {
     c.kind = Cell::Kind::continuation;
   } else {
     c.kind = Cell::Kind::glyph;
     std::size_t n = 0;
-    for_each_char(g, tail, [&](char32_t ch) {
+    for_each_char(g, cluster, [&](char32_t ch) {
       if (n < c.chars.size()) c.chars[n++] = ch;
     });
     c.nchars = static_cast<std::uint8_t>(n);
@@ -160,16 +181,21 @@ enum class LineReading { in_place, as_cells };
 // as Scrollback::StoredLine. Valid until the grid changes.
 class GridRow {
  public:
-  GridRow(const GridCell* cells, std::size_t cols) : cells_(cells), cols_(cols) {}
+  // `clusters`: the grid's cluster table.
+  GridRow(const GridCell* cells, std::size_t cols, const std::vector<std::u32string>& clusters)
+      : cells_(cells), cols_(cols), clusters_(&clusters) {}
 
   std::size_t size() const noexcept { return cols_; }
-  char32_t first_char(std::size_t i) const noexcept { return cells_[i].chars[0]; }
+  char32_t first_char(std::size_t i) const noexcept {
+    const GridCell& g = cells_[i];
+    return is_cluster(g) ? (*clusters_)[cluster_index(g)].front() : g.ch;
+  }
   int width(std::size_t i) const noexcept {
-    return i + 1 < cols_ && cells_[i + 1].chars[0] == kContinuationChar ? 2 : 1;
+    return i + 1 < cols_ && cells_[i + 1].ch == kContinuationChar ? 2 : 1;
   }
   bool line_sized(std::size_t i) const noexcept { return (cells_[i].attrs & attr::kLineMask) != 0; }
   // For a glyph: whether characters follow its first (combining marks).
-  bool combining(std::size_t i) const noexcept { return cells_[i].chars[1] != 0; }
+  bool combining(std::size_t i) const noexcept { return is_cluster(cells_[i]); }
   // Pens are equal exactly when these are (unpack_pen reads every kPenMask bit).
   bool same_pen(std::size_t i, std::size_t j) const noexcept {
     const GridCell& a = cells_[i];
@@ -190,6 +216,7 @@ class GridRow {
  private:
   const GridCell* cells_;
   std::size_t cols_;
+  const std::vector<std::u32string>* clusters_;
 };
 
 }  // namespace backscroll::term

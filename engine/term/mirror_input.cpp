@@ -640,7 +640,7 @@ void MirrorInput::text_continuation(unsigned char c, std::size_t pos, Sink& sink
   } else if (cluster_ == 0) {
     if (sink.lone_zero_width(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_))
       single_shift_ = 0;  // taken by the text written in its place, a write of its own
-  } else if (++cluster_ > static_cast<int>(kInlineChars)) {
+  } else if (++cluster_ > static_cast<int>(kVtermCellChars)) {
     sink.cluster_overflow(utf8_lead_at_, pos + 1 - utf8_lead_at_, utf8_cp_);
   }
 }

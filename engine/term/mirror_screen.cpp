@@ -1112,7 +1112,7 @@ bool MirrorScreen::extend_last_glyph(char32_t c) {
   LastGlyph& g = *last_glyph_;
   // A lone mark (libvterm's glyph without a base, which xterm.js does not make) keeps
   // libvterm's six.
-  if (g.nchars < static_cast<int>(kInlineChars) || is_zero_width(g.chars[0])) return false;
+  if (g.nchars < static_cast<int>(kVtermCellChars) || is_zero_width(g.chars[0])) return false;
   const Cell now = cell(g.row, g.col);
   if (now.kind != Cell::Kind::glyph || now.nchars != g.nchars ||
       !std::equal(g.chars.begin(), g.chars.begin() + g.nchars, now.chars.begin()))

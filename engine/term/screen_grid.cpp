@@ -59,16 +59,15 @@ Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
   if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return Cell{};
   const GridCell* r = row_cells(buffer, row);
   // vterm_screen_get_cell(): wide when the next cell on the row continues it.
-  return to_cell(r[col], col + 1 < cols_ && r[col + 1].chars[0] == kContinuationChar,
-                 tail_of(r[col]));
+  return to_cell(r[col], col + 1 < cols_ && r[col + 1].ch == kContinuationChar, cluster_of(r[col]));
 }
 
 void ScreenGrid::append_char(int row, int col, char32_t c) {
   if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return;
   GridCell& cell = row_cells(row)[col];
-  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  if (cell.ch == 0 || cell.ch == kContinuationChar) return;
   std::u32string chars;
-  for_each_char(cell, tail_of(cell), [&](char32_t ch) { chars += ch; });
+  for_each_char(cell, cluster_of(cell), [&](char32_t ch) { chars += ch; });
   if (chars.size() >= static_cast<std::size_t>(Cell::kMaxChars)) return;
   chars += c;
   store_chars(cell, chars);
@@ -77,40 +76,43 @@ void ScreenGrid::append_char(int row, int col, char32_t c) {
 void ScreenGrid::set_chars(int row, int col, std::u32string_view chars) {
   if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || chars.empty()) return;
   GridCell& cell = row_cells(row)[col];
-  if (cell.chars[0] == 0 || cell.chars[0] == kContinuationChar) return;
+  if (cell.ch == 0 || cell.ch == kContinuationChar) return;
   store_chars(cell, chars.substr(0, static_cast<std::size_t>(Cell::kMaxChars)));
 }
 
 void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
-  if (chars.size() <= kInlineChars) {
-    std::copy(chars.begin(), chars.end(), cell.chars.begin());
-    if (chars.size() < kInlineChars) cell.chars[chars.size()] = 0;
-    return;
-  }
-  std::copy_n(chars.begin(), kInlineChars - 1, cell.chars.begin());
-  cell.chars[kInlineChars - 1] = 0;  // not tagged while the sweep runs
-  if (tails_.size() >= 64 + 2 * tails_alive_) sweep_tails();
-  cell.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(tails_.size());
-  tails_.emplace_back(chars.substr(kInlineChars - 1));
+  cell.ch = chars.front();  // not a cluster while the sweep runs
+  if (chars.size() == 1) return;
+  if (clusters_.size() >= 64 + 2 * clusters_alive_) sweep_clusters();
+  cell.ch = kClusterTag | static_cast<char32_t>(clusters_.size());
+  clusters_.emplace_back(chars);
 }
 
-void ScreenGrid::sweep_tails() {
+void ScreenGrid::store_vterm_chars(GridCell& cell, const std::uint32_t* chars) {
+  std::size_t n = 0;
+  while (n < kVtermCellChars && chars[n] != 0) ++n;
+  std::u32string cluster(n, U'\0');
+  std::copy_n(chars, n, cluster.begin());
+  store_chars(cell, cluster);
+}
+
+void ScreenGrid::sweep_clusters() {
   constexpr std::size_t kUnused = ~std::size_t{0};
-  std::vector<std::size_t> moved_to(tails_.size(), kUnused);
+  std::vector<std::size_t> moved_to(clusters_.size(), kUnused);
   std::vector<std::u32string> kept;
   for (Buffer& b : buffers_) {
     for (GridCell& g : b.cells) {
-      if (!has_tail(g)) continue;
-      std::size_t& to = moved_to[tail_index(g)];
+      if (!is_cluster(g)) continue;
+      std::size_t& to = moved_to[cluster_index(g)];
       if (to == kUnused) {
         to = kept.size();
-        kept.push_back(std::move(tails_[tail_index(g)]));
+        kept.push_back(std::move(clusters_[cluster_index(g)]));
       }
-      g.chars[kInlineChars - 1] = kTailTag | static_cast<char32_t>(to);
+      g.ch = kClusterTag | static_cast<char32_t>(to);
     }
   }
-  tails_ = std::move(kept);
-  tails_alive_ = tails_.size();
+  clusters_ = std::move(kept);
+  clusters_alive_ = clusters_.size();
 }
 
 // scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and
@@ -157,7 +159,7 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
 void ScreenGrid::move_rect(GridRect dest, GridRect src) {
   if (active_ == 0 && dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_) {
     for (int r = 0; r < src.start_row; ++r)
-      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, tails_);
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_);
   }
   const int downward = src.start_row - dest.start_row;
   if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {
@@ -189,15 +191,8 @@ void ScreenGrid::erase(GridRect rect, bool selective) {
     const std::uint32_t fg = pen_.fg;
     const std::uint32_t bg = pen_.bg;
     GridCell* const r = row_cells(row);
-    // Field by field (an erased cell's other characters are stale): a copy of a whole blank
-    // cell was assembled again on the stack for every cell by GCC 12, a store-forwarding
-    // stall that tripled the cost of scrolling floods.
-    const auto blank = [&](GridCell& c) {
-      c.chars[0] = 0;
-      c.fg = fg;
-      c.bg = bg;
-      c.attrs = attrs;
-    };
+    const GridCell erased{0, fg, bg, attrs};
+    const auto blank = [&](GridCell& c) { store_cell(c, erased); };
     if (selective) {
       for (int col = rect.start_col; col < rect.end_col; ++col)
         if (!(r[col].attrs & attr::kProtected)) blank(r[col]);
@@ -223,7 +218,7 @@ void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
 // vterm_screen_is_eol() from column 0.
 bool ScreenGrid::row_blank(int row) const {
   const GridCell* r = row_cells(active_, row);
-  return std::all_of(r, r + cols_, [](const GridCell& g) { return g.chars[0] == 0; });
+  return std::all_of(r, r + cols_, [](const GridCell& g) { return g.ch == 0; });
 }
 
 // resize(): on the main buffer, a shrink first scrolls up the rows below the new bottom that
@@ -259,11 +254,11 @@ int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
         const Cell& from = popped_[static_cast<std::size_t>(col)];
         GridCell& to = r[col];
         if (from.kind == Cell::Kind::continuation) {
-          to.chars[0] = kContinuationChar;
-          to.chars[1] = 0;
+          to.ch = kContinuationChar;
+        } else if (from.kind == Cell::Kind::glyph && from.nchars > 0) {
+          store_chars(to, std::u32string_view(from.chars.data(), from.nchars));
         } else {
-          const std::size_t n_chars = from.kind == Cell::Kind::glyph ? from.nchars : 0;
-          store_chars(to, std::u32string_view(from.chars.data(), n_chars));
+          to.ch = 0;
         }
         std::uint32_t pen_bits = pack_pen(from.pen);
         if (reverse_video_) pen_bits ^= attr::kReverse;
@@ -271,7 +266,7 @@ int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
         to.fg = pack_color(from.pen.fg);
         to.bg = pack_color(from.pen.bg);
         const bool wide = from.width == 2 && col + 1 < cols_;
-        if (wide) r[col + 1].chars[0] = kContinuationChar;
+        if (wide) r[col + 1].ch = kContinuationChar;
         col += wide ? 2 : 1;
       }
       ++delta;

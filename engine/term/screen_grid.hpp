@@ -61,7 +61,7 @@ class ScreenGrid {
   std::uint64_t dropped_rows() const { return dropped_rows_; }
 
   // --- the state layer's callbacks (screen.c's state_cbs) ---
-  // chars: up to six (kInlineChars), 0-terminated when fewer. False off the screen.
+  // chars: up to kVtermCellChars, 0-terminated when fewer. False off the screen.
   // putglyph(): the pen is applied only when there are characters; protection and the line's
   // attributes always. A wide glyph marks the cells it covers as continuations (their pens
   // are left as they were). Inline: called once per character printed.
@@ -70,34 +70,32 @@ class ScreenGrid {
     if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return false;
     GridCell* r = row_cells(row);
     GridCell& cell = r[col];
-    std::size_t i = 0;
-    for (; i < cell.chars.size() && chars[i] != 0; ++i) cell.chars[i] = chars[i];
-    if (i < cell.chars.size()) cell.chars[i] = 0;
     std::uint32_t attrs = cell.attrs;
-    if (i > 0) {
+    if (chars[0] != 0) {
+      if (chars[1] == 0) {
+        cell.ch = chars[0];
+      } else {
+        store_vterm_chars(cell, chars);
+      }
       attrs = pen_.attrs;
       cell.fg = pen_.fg;
       cell.bg = pen_.bg;
+    } else {
+      cell.ch = 0;
     }
     cell.attrs = (attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
                  (protected_cell ? attr::kProtected : 0u);
-    for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].chars[0] = kContinuationChar;
+    for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].ch = kContinuationChar;
     return true;
   }
   // put_glyph() of each byte of text[0, n) (printable ASCII: one column, one character each) at
   // (row, col + i), on a row without line attributes, unprotected. The cells are on the screen.
   void put_ascii(int row, int col, const unsigned char* text, int n) {
     GridCell* cell = row_cells(row) + col;
-    // Three stores a cell, not five: chars[0] and its terminator in one word, fg and bg in
-    // another.
-    const std::uint32_t colours[2] = {pen_.fg, pen_.bg};
-    const std::uint32_t attrs = pen_.attrs & attr::kPenMask;
-    for (int i = 0; i < n; ++i, ++cell) {
-      const char32_t glyph[2] = {text[i], 0};
-      std::memcpy(cell->chars.data(), glyph, sizeof glyph);
-      std::memcpy(reinterpret_cast<unsigned char*>(cell) + offsetof(GridCell, fg), colours,
-                  sizeof colours);
-      cell->attrs = attrs;
+    const GridCell pen{0, pen_.fg, pen_.bg, pen_.attrs & attr::kPenMask};
+    for (int i = 0; i < n; ++i) {
+      store_cell(cell[i], pen);
+      cell[i].ch = text[i];
     }
   }
   void scroll_rect(GridRect rect, int downward, int rightward);
@@ -125,14 +123,14 @@ class ScreenGrid {
 
   // The active buffer's row read in place (GridRow).
   GridRow row(int row) const {
-    return GridRow(row_cells(active_, row), static_cast<std::size_t>(cols_));
+    return GridRow(row_cells(active_, row), static_cast<std::size_t>(cols_), clusters_);
   }
   // The main buffer's row read in place (GridRow).
   GridRow main_row(int row) const {
-    return GridRow(row_cells(0, row), static_cast<std::size_t>(cols_));
+    return GridRow(row_cells(0, row), static_cast<std::size_t>(cols_), clusters_);
   }
-  // Entries of the tail table, alive or not yet swept (bounded: see tails_).
-  std::size_t tail_entries() const { return tails_.size(); }
+  // Entries of the cluster table, alive or not yet swept (bounded: see clusters_).
+  std::size_t cluster_entries() const { return clusters_.size(); }
 
  private:
   struct Buffer {
@@ -153,14 +151,18 @@ class ScreenGrid {
   }
   Cell cell_of(int buffer, int row, int col) const;
   GridCell blank() const;
-  const std::u32string* tail_of(const GridCell& g) const {
-    return has_tail(g) ? &tails_[tail_index(g)] : nullptr;
+  const std::u32string* cluster_of(const GridCell& g) const {
+    return is_cluster(g) ? &clusters_[cluster_index(g)] : nullptr;
   }
-  // Stores `chars` (1..Cell::kMaxChars) in `cell`, the rest past five in a new tail entry.
+  // Stores `chars` (1..Cell::kMaxChars) as the characters of `cell`: several in a new cluster
+  // entry.
   void store_chars(GridCell& cell, std::u32string_view chars);
-  // Drops the tail entries no cell refers to (entries are never changed in place: a copied
+  // store_chars() of putglyph()'s characters (2..kVtermCellChars, 0-terminated when fewer):
+  // out of line, so that put_glyph() stays small enough to inline.
+  void store_vterm_chars(GridCell& cell, const std::uint32_t* chars);
+  // Drops the cluster entries no cell refers to (entries are never changed in place: a copied
   // cell shares its entry).
-  void sweep_tails();
+  void sweep_clusters();
   void move_rect(GridRect dest, GridRect src);
   bool row_blank(int row) const;
   void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
@@ -181,10 +183,10 @@ class ScreenGrid {
   // scrolls the old buffer (the state has the new size by then).
   int state_rows_;
   std::vector<Cell> popped_;  // scratch for lines popped back on a grow
-  // Characters of glyphs longer than six, from the sixth on (GridCell). Bounded: swept when
-  // it reaches 64 + twice the entries alive at the last sweep.
-  std::vector<std::u32string> tails_;
-  std::size_t tails_alive_ = 0;
+  // The characters of glyphs of more than one (GridCell). Bounded: swept when it reaches 64 +
+  // twice the entries alive at the last sweep.
+  std::vector<std::u32string> clusters_;
+  std::size_t clusters_alive_ = 0;
 };
 
 }  // namespace backscroll::term

@@ -10,18 +10,18 @@ namespace {
 // The ring's first size: a quiet actor's history and a replay's mirror stay small.
 constexpr std::size_t kFirstRingWords = 16 * 1024;
 
-// The characters of glyph `g` after its first (its combining characters), at most as many as a
-// Cell shows.
-template <class Visit>
-void for_each_combining(const GridCell& g, const std::vector<std::u32string>& tails,
-                        Visit&& visit) {
-  const std::u32string* tail = has_tail(g) ? &tails[tail_index(g)] : nullptr;
-  int seen = 0;
-  for_each_char(g, tail, [&](char32_t ch) {
-    if (seen > 0 && seen < Cell::kMaxChars) visit(ch);
-    ++seen;
-  });
+// A cell as two 64-bit words, for tests of several of its fields at once; masks are made the
+// same way from a cell of masks, so the words' order in memory does not matter.
+struct CellWords {
+  std::uint64_t a;
+  std::uint64_t b;
+};
+inline CellWords words_of(const GridCell& g) {
+  CellWords w;
+  std::memcpy(&w, &g, sizeof w);
+  return w;
 }
+static_assert(sizeof(CellWords) == sizeof(GridCell));
 
 }  // namespace
 
@@ -30,42 +30,45 @@ void for_each_combining(const GridCell& g, const std::vector<std::u32string>& ta
 // vterm_screen_get_cell reports of the row, up to its last cell that is not pristine (erased,
 // default pen, not on a DECDWL/DECDHL line).
 void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
-                      const std::vector<std::u32string>& tails) {
+                      const std::vector<std::u32string>& clusters) {
   ++pushed_;
   const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
   auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
+  // Two words per cell, not four fields (the loops below are most of a scrolling flood's
+  // parse): a cell is pristine when its words, without the protected bit and with the reverse
+  // bit as shown, are zero; a run of one pen ends where the words without the character and the
+  // protected bit change.
+  const CellWords shown = words_of(GridCell{~0u, ~0u, ~0u, ~attr::kProtected});
+  const CellWords flipped = words_of(GridCell{0, 0, 0, flip});
+  const CellWords pen = words_of(GridCell{0, ~0u, ~0u, ~attr::kProtected});
   std::size_t used = row.size();
   while (used > 0) {
-    const GridCell& g = row[used - 1];
-    if (g.chars[0] != 0 || shown_attrs(g) != 0 || g.fg != 0 || g.bg != 0) break;
+    const CellWords w = words_of(row[used - 1]);
+    if ((((w.a & shown.a) ^ flipped.a) | ((w.b & shown.b) ^ flipped.b)) != 0) break;
     --used;
   }
   // The runs and the combining characters, read in one pass over the row.
   runs_scratch_.clear();
   counts_scratch_.clear();
   extra_scratch_.clear();
-  // The current run's pen, in registers; no shown attribute word has every bit set (the
-  // protected bit is cleared), so the first cell starts a run.
-  std::uint32_t run_attrs = ~0u;
-  std::uint32_t run_fg = 0;
-  std::uint32_t run_bg = 0;
+  CellWords run{};  // the current run's words (masked by `pen`)
+  bool clustered = false;
   for (std::size_t c = 0; c < used; ++c) {
     const GridCell& g = row[c];
-    const std::uint32_t attrs = shown_attrs(g);
-    if (attrs != run_attrs || g.fg != run_fg || g.bg != run_bg) {
-      run_attrs = attrs;
-      run_fg = g.fg;
-      run_bg = g.bg;
-      runs_scratch_.insert(runs_scratch_.end(), {static_cast<char32_t>(c), attrs, g.fg, g.bg});
+    const CellWords w = words_of(g);
+    if (c == 0 || (((w.a ^ run.a) & pen.a) | ((w.b ^ run.b) & pen.b)) != 0) {
+      run = w;
+      runs_scratch_.insert(runs_scratch_.end(),
+                           {static_cast<char32_t>(c), shown_attrs(g), g.fg, g.bg});
     }
-    if (g.chars[1] == 0 || g.chars[0] == 0 || g.chars[0] == kContinuationChar) continue;
+    if (!is_cluster(g)) continue;
+    clustered = true;
+    // The characters after the first (combining), at most as many as a Cell shows.
     if (counts_scratch_.empty()) counts_scratch_.resize(count_words(used) * 4);
-    std::uint8_t n = 0;
-    for_each_combining(g, tails, [&](char32_t ch) {
-      extra_scratch_.push_back(ch);
-      ++n;
-    });
-    counts_scratch_[c] = n;
+    const std::u32string& cluster = clusters[cluster_index(g)];
+    const std::size_t n = std::min<std::size_t>(cluster.size(), Cell::kMaxChars) - 1;
+    extra_scratch_.insert(extra_scratch_.end(), cluster.begin() + 1, cluster.begin() + 1 + n);
+    counts_scratch_[c] = static_cast<std::uint8_t>(n);
   }
   const std::size_t runs = runs_scratch_.size() / kRunWords;
   const std::size_t extra = extra_scratch_.size();
@@ -78,7 +81,11 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
   char32_t* out = &ring_[line->at % capacity_];
-  for (std::size_t c = 0; c < used; ++c) out[c] = row[c].chars[0];
+  for (std::size_t c = 0; c < used; ++c) out[c] = row[c].ch;
+  if (clustered) {
+    for (std::size_t c = 0; c < used; ++c)
+      if (is_cluster(row[c])) out[c] = clusters[cluster_index(row[c])].front();
+  }
   out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out + used);
   if (extra == 0) return;
   std::memcpy(out, counts_scratch_.data(), counts_scratch_.size());

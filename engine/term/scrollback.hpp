@@ -39,9 +39,9 @@ class Scrollback {
 
   // Stores a row as libvterm's screen layer hands it to sb_pushline: each cell's reverse bit
   // as shown (XOR DECSCNM: `reverse_video`), a glyph wide when the next cell continues it.
-  // `tails`: the grid's tail table (glyphs of more than six characters).
+  // `clusters`: the grid's cluster table (glyphs of several characters).
   void push(std::span<const GridCell> row, bool reverse_video,
-            const std::vector<std::u32string>& tails);
+            const std::vector<std::u32string>& clusters);
   // Removes the newest line into `out` (cells past its stored ones read as pristine); false
   // when there is none.
   bool pop(std::span<Cell> out);

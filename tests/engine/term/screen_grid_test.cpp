@@ -70,10 +70,10 @@ std::string row_text(const MirrorScreen& m, std::size_t history_line) {
   return s;
 }
 
-// Glyphs of more than six characters keep the rest in the grid's tail table: a copied cell
-// shares its entry, an overwritten one leaves garbage that a sweep drops, so the table stays
-// within 64 + twice the entries alive however often long glyphs are rewritten.
-TEST(ScreenGrid, TailTableStaysBoundedAndCopiesKeepTheirCharacters) {
+// Glyphs of several characters keep them in the grid's cluster table: a copied cell shares its
+// entry, an overwritten one leaves garbage that a sweep drops, so the table stays within 64 +
+// twice the entries alive however often such glyphs are rewritten.
+TEST(ScreenGrid, ClusterTableStaysBoundedAndCopiesKeepTheirCharacters) {
   struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
     term::LineAttrs line_attrs(int) const override { return {}; }
   } lines;
@@ -88,7 +88,7 @@ TEST(ScreenGrid, TailTableStaysBoundedAndCopiesKeepTheirCharacters) {
   grid.scroll_rect(term::GridRect{0, 3, 0, 4}, -1, 0);  // row 0 moves down: a copy
   long_glyph(0, 0, U'Y', 9);
   for (int i = 0; i < 10'000; ++i) long_glyph(2, 3, U'a' + i % 26, 7);
-  EXPECT_LE(grid.tail_entries(), 64u + 2 * 3);
+  EXPECT_LE(grid.cluster_entries(), 64u + 2 * 3);
   EXPECT_EQ(grid.cell(1, 0).nchars, 21);
   EXPECT_EQ(grid.cell(1, 0).chars[0], U'Z');
   EXPECT_EQ(grid.cell(0, 0).nchars, 10);

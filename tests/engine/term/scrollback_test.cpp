@@ -33,17 +33,16 @@ GridCell erased(std::uint32_t bg = 0) {
   return g;
 }
 
-GridCell glyph(std::u32string chars, std::vector<std::u32string>& tails, std::uint32_t attrs = 0,
+GridCell glyph(std::u32string chars, std::vector<std::u32string>& clusters, std::uint32_t attrs = 0,
                std::uint32_t fg = 0) {
   GridCell g{};
   g.attrs = attrs;
   g.fg = fg;
-  if (chars.size() > term::kInlineChars) {
-    std::copy_n(chars.begin(), term::kInlineChars - 1, g.chars.begin());
-    g.chars[term::kInlineChars - 1] = term::kTailTag | static_cast<char32_t>(tails.size());
-    tails.emplace_back(chars.begin() + term::kInlineChars - 1, chars.end());
+  if (chars.size() > 1) {
+    g.ch = term::kClusterTag | static_cast<char32_t>(clusters.size());
+    clusters.push_back(std::move(chars));
   } else {
-    std::copy(chars.begin(), chars.end(), g.chars.begin());
+    g.ch = chars.front();
   }
   return g;
 }
@@ -51,19 +50,19 @@ GridCell glyph(std::u32string chars, std::vector<std::u32string>& tails, std::ui
 // What a reader gets back for a pushed row: every cell up to the last one that is not pristine
 // as to_cell shows it (the reverse bit as shown, without the protected bit), pristine after.
 std::vector<Cell> expected_row(const std::vector<GridCell>& row, bool reverse,
-                               const std::vector<std::u32string>& tails) {
+                               const std::vector<std::u32string>& clusters) {
   std::vector<Cell> out(row.size());
   for (std::size_t c = 0; c < row.size(); ++c) {
     GridCell g = row[c];
     g.attrs = (g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u);
-    const bool wide = c + 1 < row.size() && row[c + 1].chars[0] == term::kContinuationChar;
-    out[c] = term::to_cell(g, wide, term::has_tail(g) ? &tails[term::tail_index(g)] : nullptr);
+    const bool wide = c + 1 < row.size() && row[c + 1].ch == term::kContinuationChar;
+    out[c] =
+        term::to_cell(g, wide, term::is_cluster(g) ? &clusters[term::cluster_index(g)] : nullptr);
   }
   std::size_t used = row.size();
   auto pristine = [&](const GridCell& g) {
-    return g.chars[0] == 0 &&
-           ((g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u)) == 0 && g.fg == 0 &&
-           g.bg == 0;
+    return g.ch == 0 && ((g.attrs & kShownAttrMask) ^ (reverse ? term::attr::kReverse : 0u)) == 0 &&
+           g.fg == 0 && g.bg == 0;
   };
   while (used > 0 && pristine(row[used - 1])) --used;
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(used), out.end(), Cell{});
@@ -166,14 +165,15 @@ TEST(Scrollback, KeepsTheNewestLinesWhenTheRingWrapsMidLine) {
   const ScrollbackLimits limits{1000, 64 * 1024};
   Scrollback s(limits);
   Model m;
-  std::vector<std::u32string> tails;
+  std::vector<std::u32string> clusters;
   for (int i = 0; i < 5000; ++i) {
     std::vector<GridCell> row(120, erased());
     const int used = 1 + (i * 37) % 119;
     for (int c = 0; c < used; ++c)
-      row[static_cast<std::size_t>(c)] = glyph({static_cast<char32_t>('a' + (i + c) % 26)}, tails);
-    s.push(row, false, tails);
-    m.push(expected_row(row, false, tails), 120);
+      row[static_cast<std::size_t>(c)] =
+          glyph({static_cast<char32_t>('a' + (i + c) % 26)}, clusters);
+    s.push(row, false, clusters);
+    m.push(expected_row(row, false, clusters), 120);
     if (i % 97 == 0) expect_newest_of(s, m, limits);
   }
   expect_newest_of(s, m, limits);
@@ -185,8 +185,8 @@ TEST(Scrollback, KeepsTheNewestLinesWhenTheRingWrapsMidLine) {
 
 TEST(Scrollback, AnEntirelyBlankRowTakesNoCellsAndReadsPristine) {
   Scrollback s;
-  std::vector<std::u32string> tails;
-  s.push(std::vector<GridCell>(80, erased()), false, tails);
+  std::vector<std::u32string> clusters;
+  s.push(std::vector<GridCell>(80, erased()), false, clusters);
   ASSERT_EQ(s.lines(), 1u);
   EXPECT_EQ(s.cols(0), 80);
   EXPECT_TRUE(s.cell(0, 5) == Cell{});
@@ -198,29 +198,30 @@ TEST(Scrollback, AnEntirelyBlankRowTakesNoCellsAndReadsPristine) {
 
 TEST(Scrollback, ALineLargerThanTheByteBoundLeavesNothing) {
   Scrollback s(ScrollbackLimits{100, 1024});  // 244 cells of one pen at most
-  std::vector<std::u32string> tails;
-  std::vector<GridCell> small(10, glyph({U'x'}, tails));
-  s.push(small, false, tails);
+  std::vector<std::u32string> clusters;
+  std::vector<GridCell> small(10, glyph({U'x'}, clusters));
+  s.push(small, false, clusters);
   ASSERT_EQ(s.lines(), 1u);
-  std::vector<GridCell> huge(300, glyph({U'y'}, tails));
-  s.push(huge, false, tails);
+  std::vector<GridCell> huge(300, glyph({U'y'}, clusters));
+  s.push(huge, false, clusters);
   EXPECT_EQ(s.lines(), 0u);  // as if pushed, then the oldest dropped until the bound held
   EXPECT_EQ(s.bytes(), 0u);
   EXPECT_EQ(s.pushed(), 2u);
-  s.push(small, false, tails);
+  s.push(small, false, clusters);
   EXPECT_EQ(s.lines(), 1u);
 }
 
 TEST(Scrollback, CombiningCharactersAndTailsComeBackWithTheirGlyphs) {
   Scrollback s;
-  std::vector<std::u32string> tails;
+  std::vector<std::u32string> clusters;
   std::u32string many = U"e";
   for (int i = 0; i < 40; ++i) many += static_cast<char32_t>(0x300 + i);  // past a Cell's 32
-  std::vector<GridCell> row{glyph(U"a\u0301", tails), glyph(many, tails), glyph(U"\u4e2d", tails),
-                            erased(), glyph(U"b\u0308\u0323", tails)};
-  row[3].chars[0] = term::kContinuationChar;
-  s.push(row, true, tails);
-  const auto want = expected_row(row, true, tails);
+  std::vector<GridCell> row{glyph(U"a\u0301", clusters), glyph(many, clusters),
+                            glyph(U"\u4e2d", clusters), erased(),
+                            glyph(U"b\u0308\u0323", clusters)};
+  row[3].ch = term::kContinuationChar;
+  s.push(row, true, clusters);
+  const auto want = expected_row(row, true, clusters);
   EXPECT_TRUE(read_row(s, 0, row.size()) == want);
   EXPECT_EQ(s.cell(0, 1).nchars, Cell::kMaxChars);
   EXPECT_EQ(s.cell(0, 2).width, 2);
@@ -240,8 +241,8 @@ TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
   } back;
   constexpr std::size_t kBound = 16 << 20;
   Scrollback s(ScrollbackLimits{1'000'000, kBound});
-  std::vector<std::u32string> tails;
-  std::vector<GridCell> row(100, glyph(U"x", tails));
+  std::vector<std::u32string> clusters;
+  std::vector<GridCell> row(100, glyph(U"x", clusters));
   const auto faults = [] {
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);
@@ -249,7 +250,7 @@ TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
   };
   const long before = faults();
   // 100 cells and a run each: 416 bytes of ring, 32 of record; until the bound drops lines.
-  while (s.lines() == s.pushed()) s.push(row, false, tails);
+  while (s.lines() == s.pushed()) s.push(row, false, clusters);
   const long touched = faults() - before;
   EXPECT_GT(s.bytes(), kBound * 9 / 10);
   // The bound's pages once, the line records' (a deque of 32-byte records), the small arrays.
@@ -258,7 +259,7 @@ TEST(Scrollback, AFillingHistoryGrowsInPlacePastTwoMebibytes) {
       << "pages of the bound, records and small arrays: " << pages;
 }
 
-// Random rows (marks, tails, wide glyphs, colours, attributes with the protected bit, reverse
+// Random rows (marks, clusters, wide glyphs, colours, attributes with the protected bit, reverse
 // video) through random pushes, pops, new limits and erasures.
 RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
   // Up to 400 lines and 400 KB: past the ring's first 64 KiB, so it grows while lines wrap.
@@ -266,7 +267,7 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
                           *rc::gen::inRange<std::size_t>(64, 400'000)};
   Scrollback s(limits);
   Model m;
-  std::vector<std::u32string> tails;
+  std::vector<std::u32string> clusters;
   const int steps = *rc::gen::inRange(1, 300);
   for (int step = 0; step < steps; ++step) {
     const int op = *rc::gen::inRange(0, 100);
@@ -279,9 +280,9 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
         if (kind == 0) {
           row[c] = erased(*rc::gen::inRange<std::uint32_t>(0, 3) << 24 | 7);
         } else if (kind == 1 && c + 1 < width) {
-          row[c] = glyph(U"\u4e2d", tails);
+          row[c] = glyph(U"\u4e2d", clusters);
           row[c + 1] = erased();
-          row[c + 1].chars[0] = term::kContinuationChar;
+          row[c + 1].ch = term::kContinuationChar;
           ++c;
         } else {
           std::u32string chars{static_cast<char32_t>(*rc::gen::inRange(0x21, 0x7f))};
@@ -289,13 +290,13 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
             const int marks = *rc::gen::inRange(1, 45);
             for (int k = 0; k < marks; ++k) chars += static_cast<char32_t>(0x300 + k);
           }
-          row[c] = glyph(chars, tails, *rc::gen::inRange<std::uint32_t>(0, 1u << 18),
+          row[c] = glyph(chars, clusters, *rc::gen::inRange<std::uint32_t>(0, 1u << 18),
                          *rc::gen::inRange<std::uint32_t>(0, 1u << 25));
         }
       }
       const bool reverse = *rc::gen::inRange(0, 8) == 0;
-      s.push(row, reverse, tails);
-      m.push(expected_row(row, reverse, tails), static_cast<int>(width));
+      s.push(row, reverse, clusters);
+      m.push(expected_row(row, reverse, clusters), static_cast<int>(width));
     } else if (op < 88) {
       const auto width = *rc::gen::inRange<std::size_t>(1, 160);
       std::vector<Cell> out(width);
