@@ -7,7 +7,6 @@
 // combining marks) keeps them in its grid's cluster table.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>

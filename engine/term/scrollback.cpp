@@ -51,7 +51,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   runs_scratch_.clear();
   counts_scratch_.clear();
   extra_scratch_.clear();
-  CellWords run{};  // the current run's words (masked by `pen`)
+  CellWords run{};  // the words of the cell that started the current run
   bool clustered = false;
   for (std::size_t c = 0; c < used; ++c) {
     const GridCell& g = row[c];
