@@ -487,7 +487,10 @@ class MirrorScreen::Feeder final : public MirrorInput::Sink {
     }
     const std::int64_t steps = (target - pos.col + w - 1) / w;
     const std::int64_t end_col = pos.col + steps * w;
-    m_.pending_wrap_ = m_.input_.autowrap() && end_col + w >= row_width;
+    // libvterm sets the wrap when the copies reach the row's end with autowrap on, and leaves
+    // it as it was with autowrap off: a wrap pending from before DECAWM was reset stays
+    // pending (the next glyph still wraps; found by the mirror fuzzer, 2026-12-07).
+    if (m_.input_.autowrap()) m_.pending_wrap_ = end_col + w >= row_width;
     if (m_.rep_lacks_marks_ && m_.last_glyph_) {
       // libvterm repeated the glyph without the marks the grid joined to it in place; fed in
       // one write with them, it would have joined them and repeated them too. The copies get

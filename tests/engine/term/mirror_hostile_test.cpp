@@ -399,6 +399,32 @@ TEST(MirrorFuzzFindings, ASnapshotWhileASingleShiftWaitsFallsBack) {
   }
 }
 
+// A wrap pending when DECAWM is reset stays pending in libvterm: the next glyph still wraps.
+// REP (CSI b) printed its copies and then recorded the wrap as "autowrap and at the row's end",
+// so with autowrap off it dropped the pending wrap libvterm kept: a snapshot taken after the
+// REP drew the cursor without it, and the next glyph overwrote the last column in the terminal
+// fed the snapshot while it wrapped in the stream (found by the mirror fuzzer, 2026-12-07, on
+// a one-row screen; fuzz/corpus/mirror/finding_rep_after_autowrap_off_keeps_the_pending_wrap).
+TEST(MirrorFuzzFindings, ARepAfterAutowrapOffKeepsThePendingWrap) {
+  // The fuzzer's form: an LF inside a CSI before the REP, on one row (it scrolls, the cursor
+  // stays and so does the wrap; on more rows the cursor moves down and the wrap is over).
+  for (const std::string rep : {"\x1b[5b", "\x1b[b", "\x1b[\nx\x1b[5b"}) {
+    const std::string stream = "\x1b[11Gx\x1b[?7l" + rep + "yz\r\nw";
+    const std::size_t cut = stream.find('y');
+    for (const std::uint16_t rows : {std::uint16_t{1}, std::uint16_t{3}}) {
+      EXPECT_EQ(round_trip(stream, cut, 11, rows), "") << text(stream) << " rows " << rows;
+      Mirror m(Cursor{0}, 11, rows);
+      m.feed(stream.substr(0, cut));
+      const bool moved = rep.find('\n') != std::string::npos && rows > 1;
+      EXPECT_EQ(m.screen().cursor().pending_wrap, !moved) << text(stream) << " rows " << rows;
+    }
+  }
+  // Without a wrap pending before it, a REP with autowrap off sets none.
+  Mirror m(Cursor{0}, 11, 3);
+  m.feed("\x1b[?7l\x1b[11Gx\x1b[5b");
+  EXPECT_FALSE(m.screen().cursor().pending_wrap);
+}
+
 // A C1 character in UTF-8 (U+0080-U+009F) ends the glyph being printed, as in xterm.js, and
 // libvterm never gets it: a mark next lands in a cell of its own (a lone mark). A snapshot
 // taken right after the C1 ended inside the text run, printing the last glyph again, so the
