@@ -1,10 +1,11 @@
 // GridCell: a screen cell as ScreenGrid stores it, and the packed colour and attribute words it
 // shares with the scrollback store. Plain data, no libvterm types: what libvterm 0.1.4's screen
 // layer keeps per cell (screen.c ScreenCell), in 16 bytes, laid out for filling and copying: an
-// 80x24 screen fits a core's L1 data cache (36-byte cells with six characters inline did not,
-// and a scrolling flood paid an L2 miss per cell twice: the erase of the new bottom row and
-// the packing of the top one into the history). A glyph of several characters (a base and its
-// combining marks) keeps them in its grid's cluster table.
+// 80x24 screen fits a core's L1 data cache, and the loops a parse spends its time in (the
+// glyph stores, the erase of a new bottom row, the packing of a row into the history) read and
+// write a cell at once. With six characters inline (36 bytes) they touched 2.25 times the
+// memory and were 9-33% slower (docs/performance.md, "16-byte grid cells"). A glyph of several
+// characters (a base and its combining marks) keeps them in its grid's cluster table.
 #pragma once
 
 #include <cstddef>
