@@ -52,7 +52,6 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   counts_scratch_.clear();
   extra_scratch_.clear();
   CellWords run{};  // the words of the cell that started the current run
-  bool clustered = false;
   for (std::size_t c = 0; c < used; ++c) {
     const GridCell& g = row[c];
     const CellWords w = words_of(g);
@@ -62,7 +61,6 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
                            {static_cast<char32_t>(c), shown_attrs(g), g.fg, g.bg});
     }
     if (!is_cluster(g)) continue;
-    clustered = true;
     // The characters after the first (combining), at most as many as a Cell shows.
     if (counts_scratch_.empty()) counts_scratch_.resize(count_words(used) * 4);
     const std::u32string& cluster = clusters[cluster_index(g)];
@@ -82,7 +80,8 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   if (used == 0) return;
   char32_t* out = &ring_[line->at % capacity_];
   for (std::size_t c = 0; c < used; ++c) out[c] = row[c].ch;
-  if (clustered) {
+  // A glyph of several characters (each leaves extra ones) stores its first here.
+  if (extra > 0) {
     for (std::size_t c = 0; c < used; ++c)
       if (is_cluster(row[c])) out[c] = clusters[cluster_index(row[c])].front();
   }
