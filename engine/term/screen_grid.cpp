@@ -89,11 +89,10 @@ void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
 }
 
 void ScreenGrid::store_vterm_chars(GridCell& cell, const std::uint32_t* chars) {
+  char32_t cluster[kVtermCellChars];
   std::size_t n = 0;
-  while (n < kVtermCellChars && chars[n] != 0) ++n;
-  std::u32string cluster(n, U'\0');
-  std::copy_n(chars, n, cluster.begin());
-  store_chars(cell, cluster);
+  for (; n < kVtermCellChars && chars[n] != 0; ++n) cluster[n] = chars[n];
+  store_chars(cell, std::u32string_view(cluster, n));  // copied once, into the table
 }
 
 void ScreenGrid::sweep_clusters() {
