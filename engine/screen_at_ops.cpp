@@ -28,10 +28,10 @@ Result<Engine::PastPoint> Engine::resolve_at(const Actor& actor, const Json& req
     const auto colon = ref->find(':');
     const auto kind = recorder::parse_event_kind(ref->substr(0, colon));
     std::int64_t n = 0;
-    const char* first = ref->data() + colon + 1;
     const char* last = ref->data() + ref->size();
-    const bool number =
-        colon != std::string::npos && first != last && std::from_chars(first, last, n).ptr == last;
+    // (Without a colon there is no number: `data() + npos` would be past any object.)
+    const char* first = colon == std::string::npos ? last : ref->data() + colon + 1;
+    const bool number = first != last && std::from_chars(first, last, n).ptr == last;
     if (!kind || !number) {
       return fail(Errc::bad_request,
                   "\"at_event\" must be KIND:N (e.g. prompt:-1, the newest "

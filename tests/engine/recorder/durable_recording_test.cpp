@@ -46,7 +46,7 @@ Written a_session() {
   w.event(EventKind::spawn, 0, {{"argv", {"bash", "-l"}}, {"cwd", "/tmp"}});
   w.time(1'000, 10);
   w.event(EventKind::title, 40, {{"title", "caf\xc3\xa9 \xe2\x9c\xb3 agent"}});
-  w.keyframe(100, std::string("\x1b[H\x1b[2Jhello\0\xff binary", 25));
+  w.keyframe(100, std::string("\x1b[H\x1b[2Jhello\0\xff binary", 21));  // a NUL inside
   w.time(1'500, 150);
   w.time(2'100, 220);  // finishes second 1
   w.resize(200, 100, 30);
