@@ -193,14 +193,18 @@ bool erase(ScreenGrid& grid, const CsiArgs& c, const GridFastPath::State& s) {
 // callback packs them so), and into `extras` the ones it lacks, as MirrorInput::sgr_extras()
 // reads them (the colour forms let through here take as many arguments in both). False,
 // `pen` and `extras` half done, for an attribute the fast path leaves to libvterm and the
-// mirror: one it does not know, or a colour form the mirror rewrites.
-bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
+// mirror: one it does not know, or a colour form the mirror rewrites. `parts` gets the
+// GridFastPath::PenPart bits of libvterm's pen it sets.
+bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras, std::uint16_t& parts) {
+  using P = GridFastPath;
   const std::span<const std::uint32_t> args(c.args.data(), static_cast<std::size_t>(c.count));
-  auto set = [&](std::uint32_t bit, bool on) {
+  auto set = [&](std::uint32_t bit, bool on, std::uint16_t part) {
     pen.attrs = on ? pen.attrs | bit : pen.attrs & ~bit;
+    parts |= part;
   };
-  auto field = [&](int shift, std::uint32_t mask, std::uint32_t value) {
+  auto field = [&](int shift, std::uint32_t mask, std::uint32_t value, std::uint16_t part) {
     pen.attrs = (pen.attrs & ~(mask << shift)) | (value & mask) << shift;
+    parts |= part;
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::uint32_t a = args[i] == kMissing ? 0 : args[i];
@@ -210,25 +214,32 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
         pen.fg = 0;
         pen.bg = 0;
         extras = 0;
+        parts = P::kAllPenParts;  // nothing before it matters
         break;
-      case 1: set(attr::kBold, true); break;
-      case 3: set(attr::kItalic, true); break;
-      case 4: field(attr::kUnderlineShift, 3u, 1u); break;
-      case 5: set(attr::kBlink, true); break;
-      case 7: set(attr::kReverse, true); break;
-      case 9: set(attr::kStrike, true); break;
-      case 21: field(attr::kUnderlineShift, 3u, 2u); break;
+      case 1: set(attr::kBold, true, P::kPartBold); break;
+      case 3: set(attr::kItalic, true, P::kPartItalic); break;
+      case 4: field(attr::kUnderlineShift, 3u, 1u, P::kPartUnderline); break;
+      case 5: set(attr::kBlink, true, P::kPartBlink); break;
+      case 7: set(attr::kReverse, true, P::kPartReverse); break;
+      case 9: set(attr::kStrike, true, P::kPartStrike); break;
+      case 21: field(attr::kUnderlineShift, 3u, 2u, P::kPartUnderline); break;
       case 22:
-        set(attr::kBold, false);
+        set(attr::kBold, false, P::kPartBold);
         extras &= ~MirrorInput::kPenFaint;
         break;
-      case 23: set(attr::kItalic, false); break;
-      case 24: field(attr::kUnderlineShift, 3u, 0u); break;
-      case 25: set(attr::kBlink, false); break;
-      case 27: set(attr::kReverse, false); break;
-      case 29: set(attr::kStrike, false); break;
-      case 39: pen.fg = 0; break;
-      case 49: pen.bg = 0; break;
+      case 23: set(attr::kItalic, false, P::kPartItalic); break;
+      case 24: field(attr::kUnderlineShift, 3u, 0u, P::kPartUnderline); break;
+      case 25: set(attr::kBlink, false, P::kPartBlink); break;
+      case 27: set(attr::kReverse, false, P::kPartReverse); break;
+      case 29: set(attr::kStrike, false, P::kPartStrike); break;
+      case 39:
+        pen.fg = 0;
+        parts |= P::kPartForeground;
+        break;
+      case 49:
+        pen.bg = 0;
+        parts |= P::kPartBackground;
+        break;
       // Faint, conceal, overline: libvterm has none of them.
       case 2: extras |= MirrorInput::kPenFaint; break;
       case 8: extras |= MirrorInput::kPenConceal; break;
@@ -241,6 +252,7 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
         const std::size_t values = MirrorInput::xterm_colour_values(args, i);
         if (values == 0) return false;
         std::uint32_t& colour = a == 38 ? pen.fg : pen.bg;
+        parts |= a == 38 ? P::kPartForeground : P::kPartBackground;
         if (values == 1) {
           colour = pack_color(Color::indexed(static_cast<std::uint8_t>(args[i + 2])));
           i += 2;
@@ -253,16 +265,23 @@ bool apply_sgr(const CsiArgs& c, GridPen& pen, std::uint32_t& extras) {
         break;
       }
       default:
-        if (a >= 10 && a <= 19) field(attr::kFontShift, 0xfu, a - 10);
-        else if (a >= 30 && a <= 37)
+        if (a >= 10 && a <= 19) {
+          field(attr::kFontShift, 0xfu, a - 10, P::kPartFont);
+        } else if (a >= 30 && a <= 37) {
           pen.fg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 30)));
-        else if (a >= 40 && a <= 47)
+          parts |= P::kPartForeground;
+        } else if (a >= 40 && a <= 47) {
           pen.bg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 40)));
-        else if (a >= 90 && a <= 97)
+          parts |= P::kPartBackground;
+        } else if (a >= 90 && a <= 97) {
           pen.fg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 82)));
-        else if (a >= 100 && a <= 107)
+          parts |= P::kPartForeground;
+        } else if (a >= 100 && a <= 107) {
           pen.bg = pack_color(Color::indexed(static_cast<std::uint8_t>(a - 92)));
-        else return false;
+          parts |= P::kPartBackground;
+        } else {
+          return false;
+        }
         break;
     }
   }
@@ -274,9 +293,9 @@ bool sgr(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char> raw,
          GridFastPath::State& s) {
   GridPen pen = grid.pen();
   std::uint32_t extras = s.pen_extras;
-  if (!apply_sgr(c, pen, extras)) return false;
-  if (c.args[0] == kMissing || c.args[0] == 0) s.sgr_log.clear();  // it resets the pen
-  if (!s.sgr_log.append(raw)) return false;
+  std::uint16_t parts = 0;
+  if (!apply_sgr(c, pen, extras, parts)) return false;
+  s.sgr_log.append(raw, parts);
   s.pen_extras = extras;
   pen.attrs = (pen.attrs & ~attr::kExtraMask) | GridFastPath::extra_attrs(extras);
   grid.pen() = pen;

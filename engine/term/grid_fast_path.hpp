@@ -28,6 +28,7 @@
 // Single-threaded, no state between runs: everything it needs and changes is in State.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -43,29 +44,58 @@ class ScreenGrid;
 
 class GridFastPath {
  public:
-  // A run stops before an SGR that would make State::sgr_log longer than this (in bytes, or
-  // in SGRs): the caller brings libvterm up to date and starts a new run.
-  static constexpr std::size_t kMaxSgrLog = 4096;
-  static constexpr std::size_t kMaxSgrLogEntries = 256;
+  // The parts of libvterm's pen an SGR may set, each whole (the value an SGR gives a part does
+  // not depend on the pen before it: libvterm's bold_is_highbright, which ties bold to the
+  // foreground, stays off in the mirror).
+  enum PenPart : std::uint16_t {
+    kPartBold = 1u << 0,
+    kPartItalic = 1u << 1,
+    kPartUnderline = 1u << 2,
+    kPartBlink = 1u << 3,
+    kPartReverse = 1u << 4,
+    kPartStrike = 1u << 5,
+    kPartFont = 1u << 6,
+    kPartForeground = 1u << 7,
+    kPartBackground = 1u << 8,
+    kAllPenParts = (1u << 9) - 1,
+  };
 
-  // The SGRs a run applied since the last one that resets the pen (first attribute 0 or
-  // missing), as they came: libvterm's pen is where the grid's is once it reads them. Views
-  // of the run's bytes, valid while those are (a run logs an SGR every few bytes of a redraw:
-  // nothing is copied until the caller writes them out).
+  // The SGRs of a run that libvterm needs, in the order they came: reading them leaves
+  // libvterm's pen where the grid's is. A reset (attribute 0 or missing) sets every part and
+  // empties the log; one that sets no part of libvterm's pen (faint, conceal, overline: the
+  // mirror's own extras) never enters it; and an SGR is dropped once later ones set every part
+  // of libvterm's pen it set (the pen is then the same without it), when the log fills and
+  // when it is written out. So output that ends each span with `CSI 39 m` or `CSI 22 m`
+  // instead of a reset (chalk, Node's util.inspect, pygments) runs on: until 2026-12-07 a full
+  // log ended the run and libvterm read all 256 SGRs again (pygments' output cost the mirror 4.6
+  // ms/MB in process, 2.1 now). Views of the run's bytes, valid while those are (a run meets an
+  // SGR every few bytes of a redraw: nothing is copied until the caller writes them out).
   class SgrLog {
    public:
-    void clear() {
-      count_ = 0;
-      bytes_ = 0;
+    static constexpr std::size_t kMaxEntries = 256;
+    // `parts`: the PenPart bits the SGR sets.
+    void append(std::span<const unsigned char> sgr, std::uint16_t parts) {
+      if (parts == 0) return;
+      if (parts == kAllPenParts) count_ = 0;  // a reset: redraws print one every few bytes
+      if (count_ == kMaxEntries) compact();   // leaves at most one entry per part
+      entries_[count_++] = {sgr.data(), static_cast<std::uint32_t>(sgr.size()), parts};
     }
-    // False, nothing added, when it would not fit.
-    bool append(std::span<const unsigned char> sgr) {
-      if (count_ == entries_.size() || sgr.size() > kMaxSgrLog - bytes_) return false;
-      entries_[count_++] = {sgr.data(), sgr.size()};
-      bytes_ += sgr.size();
-      return true;
+    std::size_t size() const noexcept { return count_; }
+    // Drops the entries whose every part a later one sets.
+    void compact() {
+      std::uint16_t later = 0;  // the parts set by the entries after the one looked at
+      std::size_t kept = count_;
+      for (std::size_t i = count_; i-- > 0;) {
+        if ((entries_[i].parts & ~later) == 0) continue;
+        later |= entries_[i].parts;
+        entries_[--kept] = entries_[i];
+      }
+      std::copy(entries_.begin() + static_cast<std::ptrdiff_t>(kept),
+                entries_.begin() + static_cast<std::ptrdiff_t>(count_), entries_.begin());
+      count_ -= kept;
     }
-    void write_to(std::string& out) const {
+    void write_to(std::string& out) {
+      compact();
       for (std::size_t i = 0; i < count_; ++i)
         out.append(reinterpret_cast<const char*>(entries_[i].data), entries_[i].size);
     }
@@ -73,11 +103,11 @@ class GridFastPath {
    private:
     struct Entry {  // no initializers: a run's state is made for every run, left unset
       const unsigned char* data;
-      std::size_t size;
+      std::uint32_t size;
+      std::uint16_t parts;
     };
-    std::array<Entry, kMaxSgrLogEntries> entries_;  // [0, count_) set
+    std::array<Entry, kMaxEntries> entries_;  // [0, count_) set
     std::size_t count_ = 0;
-    std::size_t bytes_ = 0;
   };
 
   struct State {

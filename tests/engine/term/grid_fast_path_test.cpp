@@ -9,12 +9,16 @@
 #include <rapidcheck/gtest.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "engine/term/grid_fast_path.hpp"
 #include "engine/term/mirror.hpp"
 #include "engine/term/mirror_compare.hpp"
 #include "engine/term/reference/vterm_reference.hpp"
+#include "engine/term/screen_grid.hpp"
+#include "engine/term/scrollback.hpp"
 
 namespace backscroll::testing {
 namespace {
@@ -342,16 +346,76 @@ TEST(GridFastPath, TakesWhatPagersAndTmuxPrintReverseIndexEraseCharactersAndTheC
   EXPECT_EQ(p.feed("\x1b[H\x1bM\x1b[1;5H\x1b[1;2X\x1b[?12;25l"), "");
 }
 
-TEST(GridFastPath, AnSgrLogWithoutResetsIsReplayedInBoundedPieces) {
-  // Short lines: a run that stops in a row's last two columns leaves the next text to
-  // libvterm (the pending wrap is not known there), which would make the share below vary
-  // with where the bound falls.
+// Output that ends each coloured span with `CSI 39 m`, `CSI 22 m` or `CSI 49 m` instead of a
+// reset (chalk, Node's util.inspect, pygments): the fast path takes all of it in one run, and
+// the SGRs it hands libvterm afterwards are only those still setting a part of its pen.
+std::string spans_without_resets(int spans) {
   std::string stream = "\x1b[H";
-  for (int i = 0; i < 3000; ++i)
-    stream += "\x1b[3" + std::to_string(i % 8) + "m" + (i % 10 == 9 ? "ab\r\n" : "ab");
-  Pair p(80, 24);
-  EXPECT_EQ(feed_in_pieces(p, stream, 64 * 1024), "");
-  EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+  for (int i = 0; i < spans; ++i) {
+    stream += "\x1b[3" + std::to_string(i % 8) + "mab\x1b[39m ";
+    if (i % 3 == 0) stream += "\x1b[1mx\x1b[22m";
+    if (i % 5 == 0) stream += "\x1b[4" + std::to_string(i % 8) + ";1;3mq\x1b[49m";
+    if (i % 7 == 0) stream += "\x1b[38;2;1;2;" + std::to_string(i % 256) + "m\x1b[2mz\x1b[22m";
+    if (i % 10 == 9) stream += "\r\n";
+  }
+  return stream;
+}
+
+TEST(GridFastPath, AnSgrLogKeepsOnlyWhatLibvtermStillNeeds) {
+  using term::GridFastPath;
+  const auto bytes = [](const char* sgr) {
+    return std::span<const unsigned char>(reinterpret_cast<const unsigned char*>(sgr),
+                                          std::char_traits<char>::length(sgr));
+  };
+  GridFastPath::SgrLog log;
+  log.append(bytes("\x1b[1;33m"), GridFastPath::kPartBold | GridFastPath::kPartForeground);
+  log.append(bytes("\x1b[2m"), 0);  // faint: the mirror's own, nothing of libvterm's
+  log.append(bytes("\x1b[39m"), GridFastPath::kPartForeground);
+  std::string out;
+  log.write_to(out);
+  EXPECT_EQ(out, "\x1b[1;33m\x1b[39m");  // 1;33 still sets bold
+  log.append(bytes("\x1b[22m"), GridFastPath::kPartBold);
+  out.clear();
+  log.write_to(out);
+  EXPECT_EQ(out, "\x1b[39m\x1b[22m");
+  log.append(bytes("\x1b[m"), GridFastPath::kAllPenParts);
+  out.clear();
+  log.write_to(out);
+  EXPECT_EQ(out, "\x1b[m");
+  for (std::size_t i = 0; i < 10 * GridFastPath::SgrLog::kMaxEntries; ++i)
+    log.append(bytes(i % 2 ? "\x1b[31m" : "\x1b[1m"),
+               i % 2 ? GridFastPath::kPartForeground : GridFastPath::kPartBold);
+  EXPECT_LE(log.size(), GridFastPath::SgrLog::kMaxEntries);
+  out.clear();
+  log.write_to(out);
+  EXPECT_EQ(out, "\x1b[m\x1b[1m\x1b[31m");
+
+  // Thousands of such spans (more than the log holds): the mirrors' pens agree, libvterm's
+  // included, fed whole or in 7-byte pieces (of fewer spans: each piece is compared).
+  const std::string stream = spans_without_resets(3000);
+  for (const auto& [spans, piece] : {std::pair{300, std::size_t{7}}, {3000, stream.size()}}) {
+    const std::string part = spans_without_resets(spans);
+    Pair p(80, 24);
+    EXPECT_EQ(feed_in_pieces(p, part, piece), "") << "pieces of " << piece;
+    EXPECT_EQ(p.fast.screen().fast_path_bytes(), part.size());
+    EXPECT_EQ(p.feed("\x1b[5bX\x1b[3@"), "");  // REP and ICH, which libvterm applies in its pen
+  }
+  // Taken in one run, after which libvterm reads only a few SGRs.
+  struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
+    term::LineAttrs line_attrs(int) const override { return {}; }
+  } lines;
+  term::Scrollback history(kLimits);
+  term::ScreenGrid grid(24, 80, history, lines);
+  GridFastPath::State s;
+  s.rows = 24;
+  s.cols = 80;
+  s.region_bottom = 24;
+  const auto all = std::span<const unsigned char>(
+      reinterpret_cast<const unsigned char*>(stream.data()), stream.size());
+  EXPECT_EQ(GridFastPath::run(grid, all, s), stream.size());
+  std::string written;
+  s.sgr_log.write_to(written);
+  EXPECT_LE(written.size(), 64u) << written;
 }
 
 // ---- random streams -----------------------------------------------------------------------
@@ -386,6 +450,9 @@ rc::Gen<std::string> piece(bool joiners = false) {
                    "38;5;" + n(0, 255) + ";2", "22;28;55;0;8", "38;5;" + n(0, 255),
                    "48;2;" + n(0, 255) + ";" + n(0, 255) + ";" + n(0, 255),
                    "3" + n(0, 7) + ";4" + n(0, 7), "9" + n(0, 7), "10" + n(0, 7),
+                   // Spans that end without a reset, as chalk and pygments print them.
+                   "1;3" + n(0, 7), "23;24;25", "3;4;5;7;9", "21", "27;29", "1" + n(0, 9),
+                   "38;2;" + n(0, 255) + ";" + n(0, 255) + ";" + n(0, 255) + ";1",
                    // Colour forms the mirror rewrites for libvterm: values past 255, missing
                    // or short ones, unknown modes, the underline colour.
                    "38;5;" + n(250, 400), "48;2;1;" + n(250, 300) + ";3", "38;5;", "38;2;1;;3",
