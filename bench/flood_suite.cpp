@@ -1,9 +1,12 @@
 // bench/flood_suite: the end-to-end flood comparison of issue 5, every configuration in one run.
 //
-//   flood_suite [--bytes N] [--rounds R] [--workloads log,build,color,utf8,tui] [--json FILE]
+//   flood_suite [--bytes N] [--rounds R] [--workloads log,build,color,utf8,tui] [--file PATH]...
+//               [--json FILE]
 //
 // For each workload, a file of N bytes (bench/workloads.hpp, with "\n" line ends) is printed by
-// `cat` on a cooked 80x24 PTY (a shell's default termios) and drained by:
+// `cat` on a cooked 80x24 PTY (a shell's default termios); each --file (a capture of your own
+// program's output, as `cat` would print it) is repeated whole until it holds at least N bytes
+// and printed the same way. Each is drained by:
 //   plain      a blocking read() loop of 64 KiB: the limit
 //   backscroll backscrolld as shipped plus a durable transcript (--persist) and two shm readers
 //              reading in place (threads here, each with its own mapping)
@@ -30,9 +33,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -82,8 +87,45 @@ Sample tmux_flood(const fs::path& dir, const fs::path& file, int round) {
   return {std::chrono::duration<double>(end - start).count(), 0};
 }
 
-int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
-          const std::vector<std::string>& workloads, bool with_tmux, const std::string& json_path);
+// What one flood prints: a generated workload or a user's file, by name; made when its turn
+// comes (six workloads of 128 MiB at once would be most of a GiB).
+struct Flood {
+  std::string name;
+  std::function<std::string()> text;  // as `cat` prints it
+};
+
+// The generated workloads named in `names` and each of `files` repeated to `bytes`; an error
+// message for a name that is no workload or a file that is empty or cannot be read.
+std::variant<std::vector<Flood>, std::string> floods_to_run(const std::vector<std::string>& names,
+                                                            const std::vector<std::string>& files,
+                                                            std::uint64_t bytes) {
+  std::vector<Flood> out;
+  for (const std::string& name : names) {
+    if (!bench::workload_named(name, 0))
+      return "no workload '" + name + "' (log, build, color, utf8, tui, ncurses, prompts)";
+    out.push_back({name, [name, bytes] {
+                     return bench::as_printed_file(*bench::workload_named(name, bytes));
+                   }});
+  }
+  for (const std::string& file : files) {
+    std::error_code error;
+    if (fs::file_size(file, error) == 0 || error || !std::ifstream(file, std::ios::binary))
+      return "'" + file + "' is empty or cannot be read";
+    out.push_back({fs::path(file).filename().string(), [file, bytes] {
+                     std::ifstream in(file, std::ios::binary);
+                     const std::string once{std::istreambuf_iterator<char>(in), {}};
+                     std::string text;
+                     text.reserve(bytes + once.size());
+                     do text += once;
+                     while (!once.empty() && text.size() < bytes);
+                     return text;
+                   }});
+  }
+  return out;
+}
+
+int suite(const fs::path& dir, std::uint64_t bytes, int rounds, const std::vector<Flood>& floods,
+          bool with_tmux, const std::string& json_path);
 
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
@@ -98,6 +140,7 @@ int main(int argc, char** argv) {
   std::uint64_t bytes = 128ull << 20;
   int rounds = 3;
   std::string workload_list = "log,build,tui";
+  std::vector<std::string> files;
   std::string json_path;
   bool with_tmux = true;
   CLI::App app{"end-to-end flood: plain read() loop, backscroll, tmux, same run"};
@@ -106,6 +149,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--workloads", workload_list, "log, build, color, utf8, tui, ncurses, prompts")
       ->capture_default_str();
+  app.add_option("--file", files,
+                 "also flood this file (a capture, as `cat` prints it), repeated to --bytes; "
+                 "may be given more than once")
+      ->check(CLI::ExistingFile);
   app.add_option("--json", json_path, "also write the results as JSON here");
   app.add_flag("!--no-tmux", with_tmux, "leave tmux out");
   CLI11_PARSE(app, argc, argv);
@@ -114,17 +161,27 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // --file alone floods only the files; the default workloads come with no option at all.
+  const std::vector<std::string> names = app.count("--workloads") == 0 && !files.empty()
+                                             ? std::vector<std::string>{}
+                                             : split(workload_list);
+  auto floods = floods_to_run(names, files, bytes);
+  if (const auto* error = std::get_if<std::string>(&floods)) {
+    std::fprintf(stderr, "flood_suite: %s\n", error->c_str());
+    return 2;
+  }
   char tmpl[] = "/tmp/backscroll-flood-suite-XXXXXX";
   const fs::path dir = ::mkdtemp(tmpl);
-  const int status = suite(dir, bytes, rounds, split(workload_list), with_tmux, json_path);
+  const int status =
+      suite(dir, bytes, rounds, std::get<std::vector<Flood>>(floods), with_tmux, json_path);
   fs::remove_all(dir);
   return status;
 }
 
 namespace {
 
-int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
-          const std::vector<std::string>& workloads, bool with_tmux, const std::string& json_path) {
+int suite(const fs::path& dir, std::uint64_t bytes, int rounds, const std::vector<Flood>& floods,
+          bool with_tmux, const std::string& json_path) {
   fs::create_directories(dir / "shipped");
   fs::create_directories(dir / "no-mirror");
   bench::EngineUnderTest shipped({"--persist"}, dir / "shipped");
@@ -138,15 +195,10 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       "| workload | configuration | MB/s (median of %d) | ratio to plain | ratio to tmux |\n"
       "|---|---|---|---|---|\n",
       rounds);
-  for (const std::string& workload : workloads) {
-    const fs::path file = dir / (workload + ".txt");
-    const auto text = bench::workload_named(workload, bytes);
-    if (!text) {
-      std::fprintf(stderr, "flood_suite: no workload '%s' (log, build, color, utf8, tui)\n",
-                   workload.c_str());
-      return 2;
-    }
-    std::ofstream(file, std::ios::binary) << bench::as_printed_file(*text);
+  for (std::size_t f = 0; f < floods.size(); ++f) {
+    const std::string& workload = floods[f].name;
+    const fs::path file = dir / ("flood" + std::to_string(f) + ".txt");
+    std::ofstream(file, std::ios::binary) << floods[f].text();
     const std::vector<std::string> cat = {"cat", file.string()};
     std::map<std::string, std::vector<double>> mb;
     std::map<std::string, std::vector<double>> cpu;   // engine CPU ms per MB, by thread
@@ -174,7 +226,7 @@ int suite(const fs::path& dir, std::uint64_t bytes, int rounds,
       return all;
     };
     for (int r = 0; r < rounds; ++r) {
-      const std::string actor = workload + std::to_string(r);
+      const std::string actor = "flood" + std::to_string(f) + "-" + std::to_string(r);
       const std::vector<double> slowdowns = bench::cpu_slowdowns();
       slowest_cpu.push_back(
           slowdowns.empty() ? 1.0 : *std::max_element(slowdowns.begin(), slowdowns.end()));
