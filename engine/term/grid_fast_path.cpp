@@ -312,10 +312,14 @@ std::size_t dec_mode(std::span<const unsigned char> bytes, std::size_t at, GridF
     const int on = set == 'h' ? 1 : 0;
     if (bytes[at + 3] == '2' && bytes[at + 4] == '5') {
       s.cursor_visible = on;
+      s.modes_since_save = true;
       return 6;
     }
-    if (bytes[at + 3] == '1' && bytes[at + 4] == '2') {
+    // After a DECRC the scanner reads mode 12 in a way the run's settings cannot carry
+    // (VtScanner::skip_fast): a later one goes to libvterm.
+    if (bytes[at + 3] == '1' && bytes[at + 4] == '2' && !s.restored) {
       s.cursor_blink = on;
+      s.modes_since_save = true;
       return 6;
     }
   }
@@ -336,6 +340,32 @@ bool reverse_index(ScreenGrid& grid, GridFastPath::State& s) {
   } else if (s.row > 0) {
     --s.row;
   }
+  return true;
+}
+
+// DECSC (state.c savecursor): the place, the pen, the cursor's visibility and blink. The SGRs
+// logged so far rebuild the saved pen (State::saved_sgrs); the log goes on from it.
+void save_cursor(const ScreenGrid& grid, GridFastPath::State& s) {
+  if (!s.saved) s.saved_sgrs.clear();
+  s.saved_sgrs.append(s.sgr_log);
+  s.sgr_log.clear();
+  s.saved = true;
+  s.save = {s.row, s.col, grid.pen(), s.pen_extras, s.cursor_visible, s.cursor_blink};
+  s.modes_since_save = false;
+}
+
+// DECRC of the run's own save (State::Save says which): the place and the pen come back, and
+// the pending wrap ends only if the cursor moves (updatecursor). False, nothing changed, for
+// one the run leaves to libvterm.
+bool restore_cursor(ScreenGrid& grid, GridFastPath::State& s) {
+  if (!s.saved || s.modes_since_save || !s.wrap_known) return false;
+  if (s.row != s.save.row || s.col != s.save.col) s.pending_wrap = false;
+  s.row = s.save.row;
+  s.col = s.save.col;
+  grid.pen() = s.save.pen;
+  s.pen_extras = s.save.pen_extras;
+  s.sgr_log.clear();  // libvterm's pen is the saved one again
+  s.restored = true;
   return true;
 }
 
@@ -458,6 +488,8 @@ std::size_t escape(ScreenGrid& grid, std::span<const unsigned char> bytes, std::
       s.designated_g0 = true;
       return 3;
     case 'M': return reverse_index(grid, s) ? 2 : 0;
+    case '7': save_cursor(grid, s); return 2;
+    case '8': return restore_cursor(grid, s) ? 2 : 0;
     default: return 0;
   }
 }

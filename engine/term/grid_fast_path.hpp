@@ -6,8 +6,9 @@
 // libvterm spends tens of nanoseconds per byte on them, this a few. UTF-8 characters (box
 // drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
 // wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
-// (which erases nothing: State::elided_erases), and the cursor's visibility (DECTCEM), its
-// blink (mode 12) and synchronized output (mode 2026) that TUIs set around every frame.
+// (which erases nothing: State::elided_erases), the cursor's visibility (DECTCEM), its
+// blink (mode 12) and synchronized output (mode 2026) that TUIs set around every frame, and
+// DECSC / DECRC around a status line (apt's progress bar; State::Save).
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
 // anything else: another control or sequence, a zero-width character, a C1 control,
@@ -37,6 +38,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "engine/term/grid_cell.hpp"
 
 namespace backscroll::term {
 
@@ -73,12 +76,18 @@ class GridFastPath {
   class SgrLog {
    public:
     static constexpr std::size_t kMaxEntries = 256;
+    void clear() { count_ = 0; }
     // `parts`: the PenPart bits the SGR sets.
     void append(std::span<const unsigned char> sgr, std::uint16_t parts) {
       if (parts == 0) return;
       if (parts == kAllPenParts) count_ = 0;  // a reset: redraws print one every few bytes
       if (count_ == kMaxEntries) compact();   // leaves at most one entry per part
       entries_[count_++] = {sgr.data(), static_cast<std::uint32_t>(sgr.size()), parts};
+    }
+    // Appends another log's SGRs, which come after this one's.
+    void append(const SgrLog& later) {
+      for (std::size_t i = 0; i < later.count_; ++i)
+        append({later.entries_[i].data, later.entries_[i].size}, later.entries_[i].parts);
     }
     std::size_t size() const noexcept { return count_; }
     // Drops the entries whose every part a later one sets.
@@ -160,6 +169,28 @@ class GridFastPath {
     int cursor_visible = -1;
     // The last `CSI ? 12 h/l` (the cursor's blink) it took, the same way (-1 none).
     int cursor_blink = -1;
+    // DECSC (`ESC 7`) saves, and DECRC (`ESC 8`) restores, the cursor's place, the pen and the
+    // cursor's visibility and blink (and shape, which no run changes), in libvterm's one slot.
+    // A run takes every DECSC; a DECRC only after its own DECSC (libvterm's slot holds what an
+    // earlier save left otherwise), with the pending wrap known, and with no DECTCEM or blink
+    // change between the two (what the scanner keeps of those does not follow a restore).
+    struct Save {
+      int row;
+      int col;
+      GridPen pen;               // the grid's, extras included
+      std::uint32_t pen_extras;  // MirrorInput::kPen* bits
+      int cursor_visible;        // as in State: the run's last DECTCEM before it, or -1
+      int cursor_blink;
+    };
+    bool saved = false;  // the run took a DECSC: `save` holds the last one
+    Save save;
+    // The SGRs that rebuild the saved pen from libvterm's at the run's start (sgr_log goes on
+    // from the saved pen): the caller brings libvterm to the save and saves there first.
+    SgrLog saved_sgrs;
+    bool modes_since_save = false;  // a DECTCEM or blink change came after the last DECSC
+    // The run took a DECRC (or the caller says one came before it, with nothing between that
+    // the scanner has read): it takes no blink change after it.
+    bool restored = false;
   };
 
   // The grid's pen attribute bits for MirrorInput::kPen* extras (faint, conceal, overline).

@@ -152,7 +152,7 @@ std::size_t Mirror::feed_fast(std::string_view bytes) {
   screen_.feed_fast_only(std::as_bytes(std::span(bytes.data(), bytes.size())), fast_run_);
   if (fast_run_.bytes == 0) return 0;
   parsed_ = parsed_ + fast_run_.bytes;
-  scanner_.skip_fast(parsed_, fast_run_.settings, fast_run_.text);
+  scanner_.skip_fast(parsed_, fast_run_.settings, fast_run_.text, fast_run_.restored_cursor);
   unfed_base_ = parsed_;
   parsed_clean_ = true;
   return fast_run_.bytes;

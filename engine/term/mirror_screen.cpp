@@ -823,6 +823,7 @@ void MirrorScreen::feed_fast_only(std::span<const std::byte> bytes, FastRun& run
   run.bytes = 0;
   run.settings.clear();
   run.text = false;
+  run.restored_cursor = false;
   std::span<const unsigned char> buf(reinterpret_cast<const unsigned char*>(bytes.data()),
                                      bytes.size());
   if (!fast_path_on_) return;
@@ -873,6 +874,9 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
   s.wrap_known = !wrap_unknown_ && !pending_wrap_ && pos.col < cols_ - 2;
   const bool wrap_was_known = s.wrap_known;
   s.pen_extras = pen_extras_;
+  // A restore earlier in the FastRun counts: the scanner hears of it after all of the run's
+  // settings (VtScanner::skip_fast), so no blink change may follow it there.
+  s.restored = run != nullptr && run->restored_cursor;
   const std::size_t n = GridFastPath::run(*grid_, buf, s);
   if (n == 0) return 0;
   if (tap_) {
@@ -898,6 +902,31 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
   // libvterm's cursor as the update goes.
   int row = pos.row;
   int col = pos.col;
+  bool pending_known = wrap_was_known;  // libvterm's pending wrap, before the update
+  bool pending = false;
+  if (s.saved) {
+    // First the last DECSC, made where libvterm stands as it stood then: its place, the pen
+    // (the SGRs logged before it; s.sgr_log goes on from there), the cursor's visibility and
+    // blink; then the mirror reads the slot back as after any DECSC.
+    if (row != s.save.row || col != s.save.col) {
+      cup(s.save.row, s.save.col);  // a move: libvterm's pending wrap ends
+      row = s.save.row;
+      col = s.save.col;
+      pending_known = true;
+    }
+    s.saved_sgrs.write_to(sync_);
+    if (s.save.cursor_visible >= 0) sync_ += s.save.cursor_visible ? "[?25h" : "[?25l";
+    if (s.save.cursor_blink >= 0) sync_ += s.save.cursor_blink ? "[?12h" : "[?12l";
+    sync_ +=
+        ""
+        "7";
+    muted_ = true;
+    vterm_input_write(impl_->vt, sync_.data(), sync_.size());
+    muted_ = false;
+    pen_extras_ = s.save.pen_extras;
+    capture_saved();
+    sync_.clear();
+  }
   if (!s.region_sequence.empty()) {
     // First: DECSTBM moves libvterm's cursor home (where it stays, a pending wrap there
     // included, the CUP below forces that off when the run knows it).
@@ -907,8 +936,6 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
     row = 0;
     col = 0;
   }
-  bool pending = false;
-  bool pending_known = wrap_was_known;  // libvterm's, before the update
   if (s.printed) {
     pending_known = true;
     cup(s.last_row, s.last_col);
@@ -956,6 +983,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
     if (s.cursor_visible >= 0) run->settings += s.cursor_visible ? "\x1b[?25h" : "\x1b[?25l";
     if (s.cursor_blink >= 0) run->settings += s.cursor_blink ? "\x1b[?12h" : "\x1b[?12l";
     run->text = run->text || s.printed;
+    run->restored_cursor = run->restored_cursor || s.restored;
   }
   return n;
 }

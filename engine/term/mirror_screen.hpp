@@ -116,7 +116,8 @@ class MirrorScreen {
     // Its DECSTBM, DECTCEM, cursor-blink and `ESC ( B` sequences, whole: the last of each kind
     // per run of the fast path, one run's after another's (the kinds are independent).
     std::string settings;
-    bool text = false;  // it printed a character
+    bool text = false;             // it printed a character
+    bool restored_cursor = false;  // it took a DECRC
   };
   // The longest prefix of `bytes` the fast path takes now, fed as feed() would feed it; 0
   // bytes where it may not start (its modes, libvterm inside a sequence or holding bytes, a

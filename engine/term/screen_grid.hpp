@@ -100,6 +100,7 @@ class ScreenGrid {
   void scroll_rect(GridRect rect, int downward, int rightward);
   void erase(GridRect rect, bool selective);
   GridPen& pen() { return pen_; }  // setpenattr() writes it
+  const GridPen& pen() const { return pen_; }
   void set_alt_screen(bool on) { active_ = on ? 1 : 0; }
   void set_reverse_video(bool on) { reverse_video_ = on; }
   void set_line_attrs(int row, LineAttrs now, LineAttrs before);

@@ -955,13 +955,15 @@ void VtScanner::skip_plain(Cursor to, bool designates_g0) noexcept {
   skip_from_ = to;
 }
 
-void VtScanner::skip_fast(Cursor to, std::string_view settings, bool text) noexcept {
+void VtScanner::skip_fast(Cursor to, std::string_view settings, bool text,
+                          bool restored_cursor) noexcept {
   assert(state_ == State::ground && at_clean_boundary());
   marks_.clear();
   // The fast path does not start while a single shift waits, so no setting can meet one; the
   // text is taken first all the same, as it would be wherever it came.
   if (text) shift_waiting_ = false;
   for (const char c : settings) step(static_cast<std::uint8_t>(c));  // at position_: no mark
+  if (restored_cursor) modes_.cursor_style_source = CursorStyleSource::none;
   assert(state_ == State::ground && pending_marks_.empty() && marks_.empty());
   utf8_remaining_ = 0;
   position_ = to;

@@ -122,8 +122,11 @@ class VtScanner {
   // the mirror's fast path (grid_fast_path.hpp), of which only `settings` change what the
   // scanner keeps (DECSTBM, DECTCEM, the cursor's blink, `ESC ( B`, each whole; none marks or
   // reports an event, and each kind sets what it sets whatever the others did, so their order
-  // does not matter); `text`: a character was among them. Forgets the marks of the last scan().
-  void skip_fast(Cursor to, std::string_view settings, bool text) noexcept;
+  // does not matter); `text`: a character was among them; `restored_cursor`: a DECRC was (the
+  // cursor's style is then libvterm's reading again, as mark() notes). Forgets the marks of the
+  // last scan().
+  void skip_fast(Cursor to, std::string_view settings, bool text,
+                 bool restored_cursor = false) noexcept;
 
   // Continues at `at` as if the stream so far had ended there: every position moves, the
   // state (modes, title, bells) stays. Only at a clean boundary with nothing held (false,

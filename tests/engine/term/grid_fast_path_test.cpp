@@ -576,6 +576,107 @@ TEST(GridFastPath, TheScannerKeepsTheModesOfWhatTheFastPathTook) {
   }
 }
 
+// A status line drawn between DECSC and DECRC, as apt draws its progress bar below the lines it
+// scrolls: the fast path takes the save, the status line and the restore, and libvterm's slot,
+// the mirror's saved cursor (first_difference compares it), the pen after the restore and the
+// pending wrap agree with a mirror whose libvterm read every byte.
+std::string status_lines(int lines) {
+  std::string out =
+      "\x1b"
+      "7\x1b[1;23r\x1b"
+      "8\x1b[1A";
+  for (int i = 0; i < lines; ++i) {
+    out += "\x1b[1mGet:" + std::to_string(i) + "\x1b[22m http://deb.debian.org pkg" +
+           std::to_string(i) + "\r\n";
+    if (i % 3 == 0) {
+      out +=
+          "\x1b"
+          "7\x1b[24;0f\x1b[42m\x1b[30mProgress: [" +
+          std::to_string(i % 100) + "%]\x1b[49m\x1b[39m [" +
+          std::string(static_cast<std::size_t>(i % 40), '#') +
+          "]\x1b"
+          "8";
+    }
+  }
+  return out;
+}
+
+TEST(GridFastPath, TakesASaveARestoreAndTheStatusLineBetween) {
+  // Compared after every piece: 7-byte pieces of 60 lines, then 200 lines whole.
+  for (const auto& [lines, piece] : {std::pair{60, std::size_t{7}}, {200, std::size_t{0}}}) {
+    const std::string stream = status_lines(lines);
+    Pair p(80, 24);
+    ASSERT_EQ(feed_in_pieces(p, stream, piece == 0 ? stream.size() : piece), "")
+        << "pieces of " << piece;
+    ASSERT_TRUE(p.fast.screen().saved_cursor().has_value());
+    if (piece == 0) {
+      EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+    }
+  }
+  // The rules at the edges, each after a run that saved (or not): a restore with no save of
+  // the run's own, a DECTCEM or blink change between the two (libvterm takes the restore),
+  // the pending wrap kept by a restore in place and ended by one that moves, a pen with
+  // extras and SGRs on both sides, two saves, a blink change after a restore (the scanner
+  // reads it otherwise then: libvterm takes it), REP and a mark after a restore.
+  const std::string edges[] = {
+      "\x1b[2;3Hab\x1b"
+      "8x",
+      "\x1b[1;31;2m\x1b[3;3H\x1b"
+      "7\x1b[?25l\x1b[5;5Hq\x1b"
+      "8y",
+      "\x1b[3;3H\x1b"
+      "7\x1b[?12h\x1b[5;5Hq\x1b"
+      "8y\x1b[?12l",
+      "\x1b[1;75H\x1b[4mabcdef\x1b"
+      "7\x1b[m\x1b"
+      "8\x1b[31mz",
+      "\x1b[1;75Habcdef\x1b"
+      "7\x1b[2;1H\x1b"
+      "8z",
+      "\x1b[1;75Habcdef\x1b"
+      "7\x1b[2;1Hq\x1b"
+      "8\x1b[Kz",
+      "\x1b[2;8;53;38;2;1;2;3m\x1b"
+      "7\x1b[22;28;44mq\x1b"
+      "8r\x1b[7ms\x1b"
+      "7\x1b[m\x1b"
+      "8t",
+      "\x1b[33m\x1b"
+      "7\x1b[1m\x1b"
+      "7\x1b[m\x1b[3;3H\x1b"
+      "8u\x1b[5;5H\x1b"
+      "8v",
+      "\x1b[3;3H\x1b"
+      "7\x1b[?12h\x1b[5;5H\x1b"
+      "8\x1b[?12l\x1b[?12h",
+      "\x1b[?12h\x1b[3;3H\x1b"
+      "7\x1b[5;5Hq\x1b"
+      "8y",
+      "\x1b[3;3H\x1b"
+      "7\x1b[5;5H\x1b"
+      "8\x1b[?12h",
+      "\x1b[3;3Hx\x1b"
+      "7\x1b[5;5Hq\x1b"
+      "8\x1b[3b\xcc\x81",
+      "\x1b[?25l\x1b"
+      "7\x1b[?25h\x1b[2;2H\x1b[?25l\x1b"
+      "8\x1b[?25h\x1b"
+      "8",
+  };
+  for (const std::string& edge : edges) {
+    for (std::size_t piece : {std::size_t{1}, std::size_t{3}, edge.size()}) {
+      Pair p(80, 24);
+      EXPECT_EQ(p.feed("\x1b"
+                       "7\x1b[m"),
+                "");  // a slot saved before, at home
+      EXPECT_EQ(feed_in_pieces(p, edge, piece), "")
+          << ::testing::PrintToString(edge) << " in " << piece;
+      EXPECT_EQ(p.fast.scanner().modes(), p.slow.scanner().modes())
+          << ::testing::PrintToString(edge);
+    }
+  }
+}
+
 // A wide glyph that fills a two-column row leaves the pending wrap in column 0, and CR keeps it
 // there (libvterm drops it only when the cursor moves).
 TEST(GridFastPath, CarriageReturnKeepsAWrapPendingInColumnZero) {
