@@ -345,7 +345,7 @@ bool reverse_index(ScreenGrid& grid, GridFastPath::State& s) {
 
 // DECSC (state.c savecursor): the place, the pen, the cursor's visibility and blink. The SGRs
 // logged so far rebuild the saved pen (State::saved_sgrs); the log goes on from it.
-void save_cursor(const ScreenGrid& grid, GridFastPath::State& s) {
+[[gnu::noinline]] void save_cursor(const ScreenGrid& grid, GridFastPath::State& s) {
   if (!s.saved) s.saved_sgrs.clear();
   s.saved_sgrs.append(s.sgr_log);
   s.sgr_log.clear();
@@ -357,7 +357,7 @@ void save_cursor(const ScreenGrid& grid, GridFastPath::State& s) {
 // DECRC of the run's own save (State::Save says which): the place and the pen come back, and
 // the pending wrap ends only if the cursor moves (updatecursor). False, nothing changed, for
 // one the run leaves to libvterm.
-bool restore_cursor(ScreenGrid& grid, GridFastPath::State& s) {
+[[gnu::noinline]] bool restore_cursor(ScreenGrid& grid, GridFastPath::State& s) {
   if (!s.saved || s.modes_since_save || !s.wrap_known) return false;
   if (s.row != s.save.row || s.col != s.save.col) s.pending_wrap = false;
   s.row = s.save.row;

@@ -133,10 +133,8 @@ void Mirror::feed(std::string_view bytes) {
     bytes.remove_prefix(feed_fast(bytes));
     if (bytes.empty()) break;
     // The fast path stopped before a token it does not take, or may not start: the scanner and
-    // MirrorScreen read the bytes up to where it may start again, or all of them while a mode
-    // rules it out.
-    const std::size_t next =
-        screen_.fast_path_possible() ? MirrorScreen::between_fast_runs(bytes) : bytes.size();
+    // MirrorScreen read the bytes up to where it is tried again (MirrorScreen::libvterm_share).
+    const std::size_t next = screen_.libvterm_share(bytes);
     feed_scanned(bytes.substr(0, next));
     bytes.remove_prefix(next);
   }

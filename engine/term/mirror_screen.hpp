@@ -125,8 +125,12 @@ class MirrorScreen {
   void feed_fast_only(std::span<const std::byte> bytes, FastRun& run);
   // Whether feed() may use the fast path at all now (it is on, and no mode rules it out).
   bool fast_path_possible() const { return fast_path_on_ && fast_path_modes(); }
-  // Where the fast path stopped at the start of `bytes` (not empty): how many bytes libvterm
-  // reads before the fast path may start again (at least one).
+  // Where the fast path stopped (or may not start) at the start of `bytes` (not empty): how
+  // many bytes libvterm reads before the fast path is tried again (at least one). All of them
+  // while a mode rules the fast path out, unless only for a moment (fast_path_paused()).
+  std::size_t libvterm_share(std::string_view bytes) const;
+  // Where the fast path stopped in text or before a sequence it does not take: up to the next
+  // ESC, or through the end of the line.
   static std::size_t between_fast_runs(std::string_view bytes);
   // The PTY was resized (apply in stream order). Sizes are clamped to [kMinCols, kMaxCols] x
   // [1, kMaxRows]; size_clamped() says when the mirror is not at the requested size.
@@ -240,8 +244,15 @@ class MirrorScreen {
   // The fast path may run while these hold (grid_fast_path.hpp, preconditions): modes that
   // only bytes libvterm parses change.
   bool fast_path_modes() const;
+  // Those of them programs keep for long: origin mode, margins, line sizes, protected cells,
+  // LNM, G2 / G3 (not GL's table or insert mode, set for a few characters).
+  bool fast_path_lasting_modes() const;
   // ... and these, which any sequence or text may change.
   bool fast_path_ready() const;
+  // The fast path is on and no lasting mode rules it out: if any, only GL holding another
+  // table (ncurses draws boxes in DEC graphics between `ESC ( 0` and `ESC ( B`) or insert
+  // mode, which programs set for a few characters.
+  bool fast_path_paused() const;
   // Applies the prefix of `buf` the fast path takes, brings libvterm's state to where it left
   // the terminal, and returns its length. With `run`, adds to it what a VtScanner keeps.
   std::size_t feed_fast(std::span<const unsigned char> buf, FastRun* run = nullptr);

@@ -677,6 +677,34 @@ TEST(GridFastPath, TakesASaveARestoreAndTheStatusLineBetween) {
   }
 }
 
+// ncurses draws boxes in DEC graphics (`ESC ( 0`, the line characters, `ESC ( B`), which the
+// fast path leaves to libvterm: libvterm reads up to the next ESC and the fast path goes on
+// after the box. Until 2026-12-07 it read the rest of the feed.
+TEST(GridFastPath, GoesOnAfterABoxDrawnInDecGraphics) {
+  std::string stream;
+  const std::string box = "\x1b(0lqqqk\x1b(B";  // libvterm's share of each frame
+  constexpr int kFrames = 40;
+  for (int frame = 0; frame < kFrames; ++frame) {
+    stream += "\x1b[1;1H" + box + "\x1b[m\x1b[2;1H";
+    for (int row = 2; row <= 20; ++row)
+      stream += "\x1b[" + std::to_string(row) + ";3H\x1b[3" + std::to_string(row % 8) + "m" +
+                std::to_string(frame * row) + "\x1b(B\x1b[m\x1b[K";
+  }
+  for (std::size_t piece : {std::size_t{5}, stream.size()}) {
+    Pair p(40, 24);
+    ASSERT_EQ(feed_in_pieces(p, stream, piece), "") << "pieces of " << piece;
+    if (piece == stream.size()) {
+      EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size() - kFrames * box.size());
+    }
+  }
+  // Insert mode too, and a mode that lasts (origin mode) still hands libvterm all of a feed.
+  Pair p(40, 24);
+  EXPECT_EQ(p.feed("\x1b[4hab\x1b[4l\x1b[3;3Hcd\x1b[1mef"), "");
+  EXPECT_EQ(p.fast.screen().fast_path_bytes(), 14u);  // from the CUP on
+  EXPECT_EQ(p.feed("\x1b[?6h\x1b[3;3Hcd\x1b[?6l\x1b[1mef"), "");
+  EXPECT_EQ(p.fast.screen().fast_path_bytes(), 14u);
+}
+
 // A wide glyph that fills a two-column row leaves the pending wrap in column 0, and CR keeps it
 // there (libvterm drops it only when the cursor moves).
 TEST(GridFastPath, CarriageReturnKeepsAWrapPendingInColumnZero) {
