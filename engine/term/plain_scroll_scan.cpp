@@ -563,6 +563,7 @@ void PlainScrollScan::text(std::uint8_t b) {
     case Line::prefix:
       // The line's first glyph: printable ASCII, or a UTF-8 character (decoded next).
       pending_.prefix += static_cast<char>(b);
+      marks_ = 0;
       if (printable_ascii(b)) {
         pending_.end = scanned_ + 1;
         line_ = Line::glyph;
@@ -573,24 +574,43 @@ void PlainScrollScan::text(std::uint8_t b) {
     case Line::first:
       pending_.prefix += static_cast<char>(b);
       line_ = Line::none;
-      if (const int got = continue_character(b); got == 0) {
+      if (const Decoded got = continue_character(b); got == Decoded::more) {
         line_ = Line::first;
-      } else if (got > 0) {
+      } else if (got == Decoded::glyph) {
         pending_.end = scanned_ + 1;
         line_ = Line::glyph;
       }
       break;
     case Line::glyph:
-      // A combining mark after the glyph would join it within one libvterm write: an ASCII
-      // byte may follow a target's end, or a character that cannot join it (decoded next).
+      // A combining mark after the glyph joins it within one libvterm write: the target ends
+      // after the glyph and the marks that join it (at most kMaxTargetMarks), before an ASCII
+      // byte or a character that cannot join them (decoded next, its bytes kept in the prefix
+      // until it is known).
       line_ = Line::none;
-      if (b < 0x80) add_target();
-      else if (start_character(b)) line_ = Line::next;
+      if (b < 0x80) {
+        add_target();
+      } else if (start_character(b)) {
+        next_from_ = pending_.prefix.size();
+        pending_.prefix += static_cast<char>(b);
+        line_ = Line::next;
+      }
       break;
     case Line::next:
+      pending_.prefix += static_cast<char>(b);
       line_ = Line::none;
-      if (const int got = continue_character(b); got == 0) line_ = Line::next;
-      else if (got > 0) add_target();
+      switch (continue_character(b)) {
+        case Decoded::more: line_ = Line::next; break;
+        case Decoded::glyph:
+          pending_.prefix.resize(next_from_);
+          add_target();
+          break;
+        case Decoded::mark:
+          if (++marks_ > kMaxTargetMarks) break;
+          pending_.end = scanned_ + 1;
+          line_ = Line::glyph;
+          break;
+        case Decoded::none: break;
+      }
       break;
   }
 }
@@ -604,15 +624,17 @@ bool PlainScrollScan::start_character(std::uint8_t lead) {
   return true;
 }
 
-int PlainScrollScan::continue_character(std::uint8_t b) {
-  if ((b & 0xc0) != 0x80) return -1;  // malformed
+PlainScrollScan::Decoded PlainScrollScan::continue_character(std::uint8_t b) {
+  if ((b & 0xc0) != 0x80) return Decoded::none;  // malformed
   next_ = next_ << 6 | (b & 0x3f);
-  if (--next_bytes_left_ > 0) return 0;
-  // U+0080-U+009F are C1 controls to libvterm; overlong forms and surrogates are no character;
-  // a zero-width character, U+302A-U+302F and U+3099-U+309A join the glyph before them.
-  const bool glyph = next_ >= next_min_ && next_ <= 0x10ffff &&
-                     !(next_ >= 0xd800 && next_ <= 0xdfff) && !joins_at_write_start(next_);
-  return glyph ? 1 : -1;
+  if (--next_bytes_left_ > 0) return Decoded::more;
+  // U+0080-U+009F are C1 controls to libvterm; overlong forms and surrogates are no character.
+  if (next_ < next_min_ || next_ > 0x10ffff || (next_ >= 0xd800 && next_ <= 0xdfff))
+    return Decoded::none;
+  // A zero-width character joins the glyph before it; U+302A-U+302F and U+3099-U+309A do too,
+  // but widen it, by where libvterm's write starts: no target holds them.
+  if (is_zero_width(next_)) return Decoded::mark;
+  return joins_at_write_start(next_) ? Decoded::none : Decoded::glyph;
 }
 
 void PlainScrollScan::text_ends() {

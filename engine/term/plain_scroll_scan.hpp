@@ -27,11 +27,13 @@
 // The scan finds the points L a jump may land on ("targets"): L is the start of a line (just after
 // an LF, the column known to be 0 because a CR came after the last text), and the line begins with
 // SGR/EL bytes and then one glyph g (printable ASCII, or a UTF-8 character from U+00A0 that
-// libvterm does not join to the glyph before it) that an ASCII byte, CR, LF or such a character
-// follows (a combining mark would join g: docs/plain-scroll-skip.md). The mirror may then replace
-// the bytes [its position, after g) by a short equivalent (Mirror::skip_ahead): the pen at L, CR,
-// `rows` LFs (the cursor on the bottom row, as it is at L), and the line's bytes up to g (so the
-// last glyph, what REP repeats, is the same one at the same cell).
+// libvterm does not join to the glyph before it), maybe the combining marks that join it (at
+// most kMaxTargetMarks: `✔️` is a check mark and a variation selector), and then an ASCII byte,
+// CR, LF or a character that cannot join them (docs/plain-scroll-skip.md). The mirror may then
+// replace the bytes [its position, after g and its marks) by a short equivalent
+// (Mirror::skip_ahead): the pen at L, CR, `rows` LFs (the cursor on the bottom row, as it is at
+// L), and the line's bytes up to there (so the last glyph, what REP repeats and a later mark
+// joins, is the same one at the same cell).
 //
 // The pen at L: SGR only ever overwrites attributes, so the pen at L is the pen at any earlier
 // point of the run with every SGR of the run before L applied again in order; an earlier copy
@@ -86,6 +88,9 @@ class PlainScrollScan {
   static constexpr std::size_t kMaxDistinctSgrs = 1023;
   using SgrIndex = std::uint16_t;
   static constexpr std::size_t kMaxPrefixBytes = 256;  // SGR/EL bytes before a line's glyph
+  // Combining marks a target's glyph may carry (a check mark and its emoji presentation
+  // selector, a letter and its accents): well within the 6 characters libvterm keeps a cell.
+  static constexpr int kMaxTargetMarks = 4;
   // SGRs between two folds of the pen at most (see above): bounds the carried copies' memory.
   // Folds happen at the same stream positions however the bytes are split into pieces, so the
   // pens, the table and where a full table ends the run do not depend on the split either.
@@ -93,9 +98,10 @@ class PlainScrollScan {
 
   struct Target {
     Cursor line_start;           // L: just after an LF, the column 0
-    Cursor end;                  // just after the line's first glyph
+    Cursor end;                  // just after the line's first glyph (and the marks joining it)
     std::uint64_t lfs = 0;       // LFs of the run before line_start
-    std::string prefix;          // bytes [line_start, end): SGR/EL (and CR) bytes, then the glyph
+    std::string prefix;          // bytes [line_start, end): SGR/EL (and CR) bytes, the glyph,
+                                 // then the marks that join it
     std::vector<SgrIndex> pen;   // SGRs (indices into sgr()) that rebuild the pen at L
     bool designates_g0 = false;  // an `ESC ( B` of the run came before `end`
   };
@@ -177,9 +183,10 @@ class PlainScrollScan {
   enum class Line : std::uint8_t {
     none,    // not a candidate (text before, or the column is not known to be 0)
     prefix,  // after an LF at column 0: collecting SGR/EL bytes before the glyph
-    glyph,   // the glyph was the last byte: waiting for the byte after it
+    glyph,   // the glyph (or a mark joining it) was the last byte: waiting for the byte after it
     first,   // the glyph is a UTF-8 character: decoding it (next_, next_bytes_left_)
-    next,    // after the glyph, a UTF-8 character: decoding it (next_, next_bytes_left_)
+    next,    // after the glyph, a UTF-8 character: decoding it (next_, next_bytes_left_), its
+             // bytes in the prefix from next_from_ (a mark stays there)
   };
 
   void byte(std::uint8_t b);
@@ -202,11 +209,13 @@ class PlainScrollScan {
   // character cut short makes none).
   void text_ends();
   // UTF-8 decoding into next_ (Line::first, Line::next): start_character() takes a lead byte
-  // (false for one that starts no character); continue_character() a continuation byte: 0 while
-  // more must come, 1 for a character that is a glyph of its own (from U+00A0, none libvterm
-  // joins to the glyph before), -1 otherwise.
+  // (false for one that starts no character); continue_character() a continuation byte: more
+  // while more must come, then glyph for a character that is a glyph of its own (from U+00A0,
+  // none libvterm joins to the glyph before), mark for a zero-width character (libvterm joins
+  // it to the glyph before), none for anything else.
+  enum class Decoded : std::uint8_t { more, glyph, mark, none };
   bool start_character(std::uint8_t lead);
-  int continue_character(std::uint8_t b);
+  Decoded continue_character(std::uint8_t b);
   // Whether the line starting at `line_start` (just after an LF) may become a target: the
   // column is known to be 0 there, and it is far enough from the last target.
   bool may_become_target(Cursor line_start) const;
@@ -286,6 +295,8 @@ class PlainScrollScan {
   Target pending_;                    // the current line's target while line_ != none
   char32_t next_ = 0;                 // Line::next: the character decoded so far
   std::uint8_t next_bytes_left_ = 0;  // its continuation bytes still to come
+  std::size_t next_from_ = 0;         // Line::next: where its bytes start in pending_.prefix
+  int marks_ = 0;                     // marks joined to the line's glyph so far
   char32_t next_min_ = 0;             // the least code point its length may encode
 
   // Drops the table entries no pen refers to and renumbers the pens; false when none is free.

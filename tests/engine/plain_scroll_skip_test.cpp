@@ -85,8 +85,10 @@ TEST(PlainScrollScan, FindsTheLatestLineStartWithEnoughLineFeedsAfterIt) {
 }
 
 TEST(PlainScrollScan, LineStartsWithoutAKnownColumnOrAGlyphOfTheirOwnAreNoTargets) {
-  // A bare LF keeps the column; TAB first, or a combining mark after the glyph.
-  const PlainScrollScan scan = scanned("a\r\nx\nbare\r\n\tx\r\ne\xcc\x81\r\nok\r\n");
+  // A bare LF keeps the column; TAB first, or a mark that joins no glyph of the line's own.
+  const PlainScrollScan scan = scanned(
+      "a\r\nx\nbare\r\n\tx\r\n\xcc\x81"
+      "e\r\nok\r\n");
   std::vector<std::string> starts;
   for (int keep = 0; keep <= 5; ++keep) {
     if (const auto* t = scan.best(Cursor{0}, static_cast<std::uint64_t>(keep), 0))
@@ -108,15 +110,15 @@ TEST(PlainScrollScan, ALinesFirstGlyphMayBeAUtf8CharacterOfItsOwn) {
       {"\xe2\x9c\x93 passes", true},                       // ✓ passes
       {"\xc3\xa9t\xc3\xa9", true},
       {"\xf0\x9f\x9a\x80 launch", true},
-      {"\xcc\x81x", false},             // a combining mark
-      {"\xc2\x85x", false},             // NEL, a C1 control
-      {"\xe3\x80\xaax", false},         // U+302A
-      {"\xe3\x82\x99x", false},         // U+3099
-      {"\xe4\xb8x", false},             // cut short
-      {"\xc0\xafx", false},             // overlong
-      {"\xe2\x94\x9c\xcc\x81", false},  // a mark after it
-      {"\xe2\x1b[m\x94\x9c", false},    // cut by an SGR (libvterm drops the lead byte)
-      {"\xe2\r\x94\x9c", false},        // cut by CR
+      {"\xcc\x81x", false},            // a combining mark
+      {"\xc2\x85x", false},            // NEL, a C1 control
+      {"\xe3\x80\xaax", false},        // U+302A
+      {"\xe3\x82\x99x", false},        // U+3099
+      {"\xe4\xb8x", false},            // cut short
+      {"\xc0\xafx", false},            // overlong
+      {"\xe2\x94\x9c\xcc\x81", true},  // a mark after it joins it (the target ends after both)
+      {"\xe2\x1b[m\x94\x9c", false},   // cut by an SGR (libvterm drops the lead byte)
+      {"\xe2\r\x94\x9c", false},       // cut by CR
   };
   for (const auto& [line, target] : cases) {
     const std::string stream = "a\r\n" + std::string(line) + "\r\nz\r\n";
@@ -125,9 +127,11 @@ TEST(PlainScrollScan, ALinesFirstGlyphMayBeAUtf8CharacterOfItsOwn) {
     const PlainScrollScan::Target* t = scan.best(Cursor{0}, 2, 0);
     EXPECT_EQ(t != nullptr, target) << ::testing::PrintToString(std::string(line));
     if (t != nullptr) {
-      // The prefix is the whole first character, and the target ends after it.
+      // The prefix is the whole first character (and a mark joining it), and the target ends
+      // after it.
       const auto lead = static_cast<unsigned char>(line[0]);
-      const std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+      std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+      if (line.substr(length, 2) == "\xcc\x81") length += 2;
       EXPECT_EQ(t->prefix, std::string(line.substr(0, length)));
       EXPECT_EQ(value(t->end), 3 + length);
     }
@@ -147,23 +151,44 @@ TEST(PlainScrollScan, BackspaceKeepsTheColumnKnownOnlyWhereItWas) {
 }
 
 // The glyph may be followed by any character that cannot join it: accented letters, CJK, an
-// emoji; not by a combining mark, a C1 control, a malformed or overlong sequence (issue 20: a
-// flood of UTF-8 text lines had no target at all and was parsed whole).
+// emoji; not by a C1 control, a malformed or overlong sequence (issue 20: a flood of UTF-8
+// text lines had no target at all and was parsed whole). Combining marks that join it are part
+// of the target, up to kMaxTargetMarks (2026-12-07: a flood whose every line began with `✔️` or
+// `⚠️`, a symbol and its emoji presentation selector, or with a letter and its accent in NFD,
+// had no target either); U+302A-U+302F and U+3099-U+309A, which libvterm counts as widening
+// the glyph by where its write starts, are not.
 TEST(PlainScrollScan, ALineIsATargetWhenWhatFollowsItsGlyphCannotJoinIt) {
-  const std::pair<std::string_view, bool> cases[] = {{"r\xc3\xa9sum\xc3\xa9", true},
-                                                     {"a\xe4\xb8\xad\xe6\x96\x87", true},
-                                                     {"x\xf0\x9f\x9a\x80 rocket", true},
-                                                     {"e\xcc\x81t", false},
-                                                     {"x\xc2\x85", false},
-                                                     {"x\xe0\x82\xa0 overlong", false},
-                                                     {"x\xe4\xb8 cut", false},
-                                                     {"x\xed\xa0\x80 surrogate", false},
-                                                     {"x\xe2\x80\x8d zwj", false}};
-  for (const auto& [line, target] : cases) {
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"r\xc3\xa9sum\xc3\xa9", "r"},
+      {"a\xe4\xb8\xad\xe6\x96\x87", "a"},
+      {"x\xf0\x9f\x9a\x80 rocket", "x"},
+      {"e\xcc\x81t", "e\xcc\x81"},
+      {"\xe2\x9c\x94\xef\xb8\x8f passed", "\xe2\x9c\x94\xef\xb8\x8f"},   // ✔️
+      {"\xe2\x9a\xa0\xef\xb8\x8f\xc3\xa9", "\xe2\x9a\xa0\xef\xb8\x8f"},  // ⚠️é
+      {"x\xe2\x80\x8d zwj", "x\xe2\x80\x8d"},
+      {"a\xcc\x81\xcc\x82\xcc\x83\xcc\x84"
+       "b",
+       "a\xcc\x81\xcc\x82\xcc\x83\xcc\x84"},  // 4 marks
+      {"a\xcc\x81\xcc\x82\xcc\x83\xcc\x84\xcc\x85"
+       "b",
+       ""},                            // 5: more than a target holds
+      {"e\xcc\x81\xe3\x80\xaax", ""},  // then U+302A
+      {"e\xcc\x81\xc2\x85", ""},       // then a C1 control
+      {"e\xcc\x81\xe4\xb8", ""},       // then cut short
+      {"x\xc2\x85", ""},
+      {"x\xe0\x82\xa0 overlong", ""},
+      {"x\xe4\xb8 cut", ""},
+      {"x\xed\xa0\x80 surrogate", ""},
+      {"e\xcc\x81\r", "e\xcc\x81"},
+  };
+  for (const auto& [line, prefix] : cases) {
     const std::string stream = "\r\n" + std::string(line) + "\r\n";
     const PlainScrollScan scan = scanned(stream);
-    EXPECT_EQ(scan.best(Cursor{0}, 1, 0) != nullptr, target)
-        << ::testing::PrintToString(std::string(line));
+    const PlainScrollScan::Target* t = scan.best(Cursor{0}, 1, 0);
+    ASSERT_EQ(t != nullptr, !prefix.empty()) << ::testing::PrintToString(std::string(line));
+    if (t == nullptr) continue;
+    EXPECT_EQ(t->prefix, prefix) << ::testing::PrintToString(std::string(line));
+    EXPECT_EQ(value(t->end), 2 + prefix.size());
   }
 }
 
@@ -536,6 +561,16 @@ std::vector<Case> boundary_cases() {
                    "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80 main.c\r\n\xe6\x97\xa5\xe5\xbf\x97: "
                    "\xe5\xae\x8c\xe6\x88\x90\r\n\xe2\x9c\x93 ok\r\n\xf0\x9f\x9a\x80\r\n"
                    "\xe4\xb8\xad\r\n\x1b[32m\xe2\x9c\x93\x1b[m \xc3\xa9\r\n"});
+  // Every line starts with a glyph and the marks that join it (2026-12-07): emoji with their
+  // presentation selector, NFD letters, a ZWJ, four marks, a mark after an SGR that joins the
+  // target's glyph across it.
+  cases.push_back({"marked first glyphs only",
+                   "\xe2\x9c\x94\xef\xb8\x8f passed\r\n\xe2\x9a\xa0\xef\xb8\x8f \xc3\xa9\r\n"
+                   "e\xcc\x81"
+                   "cole\r\nx\xe2\x80\x8d\xf0\x9f\x9a\x80\r\n"
+                   "a\xcc\x81\xcc\x82\xcc\x83\xcc\x84"
+                   "b\r\n"
+                   "\x1b[1me\xcc\x81\x1b[31m\xcc\x82x\x1b[m\r\n"});
   cases.push_back({"truecolor highlighting", bench_like_highlighting()});
   // Settings (2026-12-07): a shell with integration (a title and marks per prompt, the prompt's
   // line starting with one), a progress line drawn with the cursor hidden, an agent's UTF-8
@@ -913,18 +948,23 @@ TEST(PlainScrollSkip, LandsOnlyWhereTheCursorIsOnTheBottomRow) {
 // Streams of plain pieces with now and then something that is not plain.
 rc::Gen<std::string> plain_piece() {
   return rc::gen::weightedOneOf<std::string>(
-      {{40, rc::gen::element<std::string>("word ", "x", "\r\n", "\r\n", "\r\n", "\n", "\r", "\t",
-                                          "\xe4\xb8\xad", "e\xcc\x81", "\xc3\xa9", "\x1b[1m",
-                                          "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
-                                          "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K",
-                                          "\x1b[2K", "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m",
-                                          // UTF-8 cut by what comes between its pieces.
-                                          "\xe2", "\x94\x9c",
-                                          // Overstrike, as man prints bold and underlines.
-                                          "\b", "N\bN", "_\bx", "\r\b", "\xe4\xb8\xad\b\b",
-                                          // Colon forms: the mirror rewrites them for libvterm.
-                                          "\x1b[4:3m", "\x1b[38:5:200m", "\x1b[38:2::9:8:7m",
-                                          "\x1b[48:2:1:2:3m", "\x1b[58:5:1m", "\x1b[1;4:0m")},
+      {{40, rc::gen::element<std::string>(
+                "word ", "x", "\r\n", "\r\n", "\r\n", "\n", "\r", "\t", "\xe4\xb8\xad", "e\xcc\x81",
+                "\xc3\xa9", "\x1b[1m", "\x1b[0m", "\x1b[m", "\x1b[31m", "\x1b[44m",
+                "\x1b[38;5;200m", "\x1b[48;2;1;2;3m", "\x1b[K", "\x1b[1K", "\x1b[2K",
+                "abcdefghijklmnopqrstuvwxy", "\x1b(B\x1b[m",
+                // UTF-8 cut by what comes between its pieces.
+                "\xe2", "\x94\x9c",
+                // Overstrike, as man prints bold and underlines.
+                "\b", "N\bN", "_\bx", "\r\b", "\xe4\xb8\xad\b\b",
+                // Colon forms: the mirror rewrites them for libvterm.
+                "\x1b[4:3m", "\x1b[38:5:200m", "\x1b[38:2::9:8:7m", "\x1b[48:2:1:2:3m",
+                "\x1b[58:5:1m", "\x1b[1;4:0m",
+                // Lines that start with a glyph and its marks.
+                "\r\n\xe2\x9c\x94\xef\xb8\x8f ok", "\r\ne\xcc\x81\xcc\x82t",
+                "\r\n\xe4\xb8\xad\xcc\x81", "\r\nx\xe2\x80\x8d\xf0\x9f\x9a\x80",
+                "\r\na\xcc\x81\xcc\x82\xcc\x83\xcc\x84\xcc\x85", "\xcc\x81", "\xef\xb8\x8f",
+                "\xe3\x80\xaa")},
        {1, rc::gen::element<std::string>(
                "\x1b[A", "\x1b[5;3H", "\x1b[?7l", "\x1b[?7h",
                "\x1b"
