@@ -801,8 +801,10 @@ std::size_t MirrorScreen::libvterm_share(std::string_view bytes) const {
   // that rules it out for a moment), or all of them once a mode rules it out for longer. Until
   // 2026-12-07 every mode did: a box ncurses drew in DEC graphics handed libvterm the rest of
   // the feed (13% of a Python curses monitor went to libvterm that way, 4 ms/MB).
-  if (fast_path_possible()) return between_fast_runs(bytes);
-  if (!fast_path_paused() || bytes.size() < 2) return bytes.size();
+  if (!fast_path_on_ || !fast_path_lasting_modes()) return bytes.size();
+  if (fast_path_modes()) return between_fast_runs(bytes);
+  // Only GL's table or insert mode rules it out: up to the next ESC, which may end them.
+  if (bytes.size() < 2) return bytes.size();
   const void* esc = std::memchr(bytes.data() + 1, 0x1b, bytes.size() - 1);
   return esc ? static_cast<std::size_t>(static_cast<const char*>(esc) - bytes.data())
              : bytes.size();
@@ -854,8 +856,6 @@ bool MirrorScreen::fast_path_lasting_modes() const {
                                       MirrorInput::kCharsets;
   return !input_.origin() && (unmodelled() & kRuledOut) == 0;
 }
-
-bool MirrorScreen::fast_path_paused() const { return fast_path_on_ && fast_path_lasting_modes(); }
 
 bool MirrorScreen::fast_path_ready() const {
   // A waiting single shift: libvterm decodes the next character by G2 / G3, in a piece of its

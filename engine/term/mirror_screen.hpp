@@ -123,11 +123,9 @@ class MirrorScreen {
   // bytes where it may not start (its modes, libvterm inside a sequence or holding bytes, a
   // single shift waiting) or takes nothing. `run` is cleared first.
   void feed_fast_only(std::span<const std::byte> bytes, FastRun& run);
-  // Whether feed() may use the fast path at all now (it is on, and no mode rules it out).
-  bool fast_path_possible() const { return fast_path_on_ && fast_path_modes(); }
   // Where the fast path stopped (or may not start) at the start of `bytes` (not empty): how
   // many bytes libvterm reads before the fast path is tried again (at least one). All of them
-  // while a mode rules the fast path out, unless only for a moment (fast_path_paused()).
+  // while the fast path is off or a lasting mode rules it out (fast_path_lasting_modes()).
   std::size_t libvterm_share(std::string_view bytes) const;
   // Where the fast path stopped in text or before a sequence it does not take: up to the next
   // ESC, or through the end of the line.
@@ -249,10 +247,6 @@ class MirrorScreen {
   bool fast_path_lasting_modes() const;
   // ... and these, which any sequence or text may change.
   bool fast_path_ready() const;
-  // The fast path is on and no lasting mode rules it out: if any, only GL holding another
-  // table (ncurses draws boxes in DEC graphics between `ESC ( 0` and `ESC ( B`) or insert
-  // mode, which programs set for a few characters.
-  bool fast_path_paused() const;
   // Applies the prefix of `buf` the fast path takes, brings libvterm's state to where it left
   // the terminal, and returns its length. With `run`, adds to it what a VtScanner keeps.
   std::size_t feed_fast(std::span<const unsigned char> buf, FastRun* run = nullptr);
