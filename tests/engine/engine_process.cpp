@@ -121,13 +121,17 @@ TempDir::~TempDir() {
 // ---- EngineProcess ------------------------------------------------------------------------
 
 ::testing::AssertionResult EngineProcess::start(EngineConfig config) {
+  // A start after stop() (a restart) is a new engine to stop.
+  if (pid_ > 0) return ::testing::AssertionFailure() << "start() while an engine runs";
+  stopped_ = false;
+  served_ = false;
   char tmpl[] = "/tmp/bs-eng-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
     return ::testing::AssertionFailure() << "mkdtemp: " << std::strerror(errno);
   }
-  temp_dir_ = tmpl;
-  log_path_ = temp_dir_ / "engine.log";
-  places_ = Places::at(config.runtime_dir.empty() ? temp_dir_ / "rt" : config.runtime_dir);
+  const std::filesystem::path dir = temp_dirs_.emplace_back(tmpl);
+  log_path_ = dir / "engine.log";
+  places_ = Places::at(config.runtime_dir.empty() ? dir / "rt" : config.runtime_dir);
 
   std::vector<std::string> args{engine_binary()};
   args.insert(args.end(), config.args.begin(), config.args.end());
@@ -272,9 +276,9 @@ void EngineProcess::stop() {
     std::fprintf(stderr, "----- backscrolld log (%s) -----\n%s----- end of log -----\n",
                  log_path_.c_str(), log().c_str());
   }
-  if (!temp_dir_.empty()) {
+  for (const std::filesystem::path& dir : temp_dirs_) {
     std::error_code ec;
-    std::filesystem::remove_all(temp_dir_, ec);
+    std::filesystem::remove_all(dir, ec);
   }
 }
 

@@ -99,6 +99,8 @@ class EngineProcess {
   EngineProcess& operator=(const EngineProcess&) = delete;
   ~EngineProcess();
 
+  // Starts the engine; again after stop() or kill_hard() for a restart (the same checks apply
+  // to the new one).
   ::testing::AssertionResult start(EngineConfig config = {});
   // The clean shutdown with its checks (see above). Idempotent.
   void stop();
@@ -141,7 +143,9 @@ class EngineProcess {
 
  private:
   pid_t pid_ = -1;
-  std::filesystem::path temp_dir_;  // ours to remove; empty when the runtime dir was given
+  // The folders each start() made (the log, and the runtime dir unless one was given): all
+  // removed when the engine stops. A restart may put its runtime dir inside an earlier one.
+  std::vector<std::filesystem::path> temp_dirs_;
   std::filesystem::path log_path_;
   Places places_;
   std::optional<control::ControlClient> client_;
