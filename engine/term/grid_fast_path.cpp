@@ -95,6 +95,7 @@ void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
     s.last_row = s.row;
     s.last_width = 1;
     s.last_char = text[k - 1];
+    s.last_mark_count = 0;
     text += k;
     len -= static_cast<std::size_t>(k);
     if (s.col + k < s.cols) {
@@ -114,51 +115,72 @@ void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
   }
 }
 
-// on_text() for one character from U+00A0 of `width` columns (1 or 2). A glyph that does not
-// fit on the row goes to the next one first, autowrap or not (libvterm 0.1.4, measured); one
-// that reaches the row's end sets the pending wrap (autowrap on) or leaves the cursor on it.
-void put_char(ScreenGrid& grid, char32_t c, int width, GridFastPath::State& s) {
+// The zero-width characters libvterm joins to a glyph within a write, as they follow it.
+struct Marks {
+  std::array<char32_t, kVtermCellChars - 1> chars;  // [0, count) set
+  int count = 0;
+  std::size_t length = 0;  // their bytes
+};
+
+// on_text() for one character from U+00A0 of `width` columns (1 or 2), or any with `marks`
+// joined to it. A glyph that does not fit on the row goes to the next one first, autowrap or
+// not (libvterm 0.1.4, measured); one that reaches the row's end sets the pending wrap
+// (autowrap on) or leaves the cursor on it.
+void put_char(ScreenGrid& grid, char32_t c, int width, const Marks& marks, GridFastPath::State& s) {
   if (s.pending_wrap || s.col + width > s.cols) {
     line_feed(grid, s);
     s.col = 0;
     s.pending_wrap = false;
   }
-  const std::uint32_t chars[2] = {c, 0};
+  std::uint32_t chars[kVtermCellChars] = {c, 0};  // 0-terminated when fewer
+  for (int k = 0; k < marks.count; ++k) chars[k + 1] = marks.chars[static_cast<std::size_t>(k)];
+  if (marks.count + 1 < static_cast<int>(kVtermCellChars)) chars[marks.count + 1] = 0;
   grid.put_glyph(s.row, s.col, chars, width, false, LineAttrs{});
   s.printed = true;
   s.last_row = s.row;
   s.last_col = s.col;
   s.last_width = width;
   s.last_char = c;
+  s.last_mark_count = marks.count;
+  std::copy_n(marks.chars.begin(), marks.count, s.last_marks.begin());
   if (s.col + width < s.cols) s.col += width;
   else if (s.autowrap) s.pending_wrap = true;
 }
 
-// The UTF-8 character at `p` when it is one the fast path prints: well-formed, from U+00A0 (no
-// C1 control), one or two columns wide, a glyph of its own wherever it comes (none that
-// libvterm joins to the glyph before it), and not U+FFFE or U+FFFF, which libvterm's decoder
-// turns into U+FFFD (encoding.c; found by the mirror fuzzer, 2026-12-05).
-std::optional<Utf8Char> printable_char(std::span<const unsigned char> p) {
-  std::optional<Utf8Char> ch = decode_utf8(p);
-  if (!ch || ch->value < 0xa0 || ch->value == 0xfffe || ch->value == 0xffff ||
-      joins_at_write_start(ch->value))
-    return std::nullopt;
-  return ch;
+// Whether `ch` is a character the fast path prints as a glyph: from U+00A0 (no C1 control),
+// one or two columns wide, a glyph of its own wherever it comes (none that libvterm joins to
+// the glyph before it), and not U+FFFE or U+FFFF, which libvterm's decoder turns into U+FFFD
+// (encoding.c; found by the mirror fuzzer, 2026-12-05).
+bool printable(const Utf8Char& ch) {
+  return ch.value >= 0xa0 && ch.value != 0xfffe && ch.value != 0xffff &&
+         !joins_at_write_start(ch.value);
 }
 
-// Whether the bytes at `p` (a byte from 0x80 first) that the fast path does not print could be
-// joined to the glyph before them when a write starts with them: a character that
-// joins_at_write_start(), or one not complete yet.
-bool may_join(std::span<const unsigned char> p) {
-  if (const std::optional<Utf8Char> ch = decode_utf8(p)) return joins_at_write_start(ch->value);
-  return p.size() < utf8_sequence_length(p[0]);  // cut short: unknown yet
-}
-
-// Whether a glyph ending at `at` is followed by what could join it in libvterm's next write.
-bool held_back(std::span<const unsigned char> bytes, std::size_t at) {
-  if (at >= bytes.size() || bytes[at] < 0x80) return false;
-  const std::span<const unsigned char> rest = bytes.subspan(at);
-  return !printable_char(rest) && may_join(rest);
+// What follows a glyph that ends at `at`, read from there: `marks` gets the zero-width
+// characters libvterm joins to it; `next` the character after them when that is one the fast
+// path prints (nullopt otherwise: ASCII, a control, the end, anything else). False when the
+// glyph must go to libvterm with what follows it instead: more marks than a cell keeps (the
+// mirror keeps them beyond libvterm's, Sink::cluster_overflow), a character libvterm joins
+// with columns (U+302A-F, U+3099-A: differently at a write's start than within one), or the
+// start of a character not complete yet (it may be either).
+bool read_after_glyph(std::span<const unsigned char> bytes, std::size_t at, Marks& marks,
+                      std::optional<Utf8Char>& next) {
+  next.reset();
+  while (at < bytes.size() && bytes[at] >= 0x80) {
+    const std::span<const unsigned char> rest = bytes.subspan(at);
+    const std::optional<Utf8Char> ch = decode_utf8(rest);
+    if (!ch) return rest.size() >= utf8_sequence_length(rest[0]);  // malformed: joins nothing
+    if (!joins_at_write_start(ch->value)) {
+      if (printable(*ch)) next = ch;
+      return true;
+    }
+    if (!is_zero_width(ch->value) || marks.count == static_cast<int>(kVtermCellChars) - 1)
+      return false;
+    marks.chars[static_cast<std::size_t>(marks.count++)] = ch->value;
+    marks.length += ch->length;
+    at += ch->length;
+  }
+  return true;
 }
 
 // EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
@@ -467,6 +489,25 @@ bool apply_csi(ScreenGrid& grid, const CsiArgs& c, std::span<const unsigned char
   return true;
 }
 
+// A hyperlink's start or end at bytes[at] (`ESC ] 8 ; params ; URI`, ended by BEL or ST), with
+// printable ASCII inside and at most kMaxHyperlinkBytes in all: its length, 0 for anything
+// else. libvterm 0.1.4 ignores OSC 8 (state.c on_osc: titles only; MirrorScreen sets no
+// fallback), the tokenizer keeps nothing of it, and the scanner neither (it is harmless to a
+// snapshot): the grid and every state stay as they were. gcc links each warning's option to
+// its manual, `ls --hyperlink` each name.
+constexpr std::size_t kMaxHyperlinkBytes = 2048;
+std::size_t hyperlink(std::span<const unsigned char> bytes, std::size_t at) {
+  const std::size_t n = std::min(bytes.size(), at + kMaxHyperlinkBytes);
+  if (n - at < 5 || bytes[at + 2] != '8' || bytes[at + 3] != ';') return 0;
+  for (std::size_t p = at + 4; p < n; ++p) {
+    const unsigned char c = bytes[p];
+    if (c == 0x07) return p + 1 - at;
+    if (c == 0x1b) return p + 1 < n && bytes[p + 1] == '\\' ? p + 2 - at : 0;
+    if (c < 0x20 || c > 0x7e) return 0;
+  }
+  return 0;
+}
+
 // The sequence at bytes[at] (an ESC), by its second byte: its length when the run took it, 0
 // to stop before it.
 std::size_t escape(ScreenGrid& grid, std::span<const unsigned char> bytes, std::size_t at,
@@ -487,6 +528,7 @@ std::size_t escape(ScreenGrid& grid, std::span<const unsigned char> bytes, std::
       if (!s.g0_ascii || at + 2 >= n || bytes[at + 2] != 'B') return 0;
       s.designated_g0 = true;
       return 3;
+    case ']': return hyperlink(bytes, at);
     case 'M': return reverse_index(grid, s) ? 2 : 0;
     case '7': save_cursor(grid, s); return 2;
     case '8': return restore_cursor(grid, s) ? 2 : 0;
@@ -510,35 +552,47 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     const unsigned char c = b[i];
     if (!s.wrap_known && c != 0x1b) break;
     if (c >= 0x20 && c < 0x7f) {
-      std::size_t len = ascii_run_length(b + i, n - i);
-      const bool hold = held_back(bytes, i + len);
-      if (hold && --len == 0) break;  // the glyph goes to libvterm with what joins it
-      put_text(grid, b + i, len, s);
-      i += len;
-      s.text_last = true;
-      if (hold) break;
+      const std::size_t len = ascii_run_length(b + i, n - i);
+      // Non-ASCII after the run: marks may join its last character, or that character goes to
+      // libvterm with what follows it.
+      Marks marks;
+      std::optional<Utf8Char> next;  // read again below
+      const bool whole =
+          i + len == n || b[i + len] < 0x80 ||
+          (read_after_glyph(bytes, i + len, marks, next) && (marks.count == 0 || s.gl_utf8));
+      const std::size_t plain = len - (!whole || marks.count > 0 ? 1 : 0);
+      if (plain > 0) {
+        put_text(grid, b + i, plain, s);
+        i += plain;
+        s.text_last = true;
+      }
+      if (!whole) break;
+      if (marks.count > 0) {
+        put_char(grid, b[i], 1, marks, s);
+        i += 1 + marks.length;
+        s.text_last = true;
+      }
       continue;
     }
     if (c >= 0x80) {
-      // A run of UTF-8 characters, each decoded once: the one after a character is looked at
-      // to know whether that one may be printed (held_back()'s rule), then printed itself.
-      std::optional<Utf8Char> ch = printable_char(bytes.subspan(i));
-      bool stop = !ch;
+      // A run of UTF-8 characters, each decoded once: what follows a character (its marks, the
+      // next character) is read to know whether it may be printed, then printed itself.
+      std::optional<Utf8Char> ch = decode_utf8(bytes.subspan(i));
+      if (!ch || !printable(*ch)) break;
+      bool stop = false;
       while (ch) {
-        const std::size_t next = i + ch->length;
-        std::optional<Utf8Char> after;
-        if (next < n && b[next] >= 0x80) {
-          after = printable_char(bytes.subspan(next));
-          if (!after && may_join(bytes.subspan(next))) {
-            stop = true;  // the glyph goes to libvterm with what joins it
-            break;
-          }
+        Marks marks;
+        std::optional<Utf8Char> next;
+        const std::size_t after = i + ch->length;
+        if (!read_after_glyph(bytes, after, marks, next)) {
+          stop = true;  // the glyph goes to libvterm with what follows it
+          break;
         }
-        // (printable_char() ruled out the zero-width characters.)
-        put_char(grid, ch->value, is_wide(ch->value) ? 2 : 1, s);
-        i = next;
+        // (printable() ruled out the zero-width characters.)
+        put_char(grid, ch->value, is_wide(ch->value) ? 2 : 1, marks, s);
+        i = after + marks.length;
         s.text_last = true;
-        ch = after;
+        ch = next;
       }
       if (stop) break;
       continue;

@@ -7,14 +7,22 @@
 // drawing, bullets, accented letters, CJK, emoji) are text too, with their widths from
 // wide_chars.hpp; so are `ESC ( B` while G0 holds US-ASCII already, EL 0 at a pending wrap
 // (which erases nothing: State::elided_erases), the cursor's visibility (DECTCEM), its
-// blink (mode 12) and synchronized output (mode 2026) that TUIs set around every frame, and
-// DECSC / DECRC around a status line (apt's progress bar; State::Save).
+// blink (mode 12) and synchronized output (mode 2026) that TUIs set around every frame,
+// DECSC / DECRC around a status line (apt's progress bar; State::Save), and hyperlinks (OSC 8,
+// which change nothing libvterm or the mirror keeps).
+//
+// A glyph and the zero-width characters after it (combining accents, U+FE0F after an emoji,
+// ZWJ, the vowel signs of Indic scripts) go into its cell together, as libvterm joins them
+// within a write: up to kVtermCellChars characters a cell.
 //
 // run() applies the longest prefix of whole such tokens it can apply exactly and stops before
-// anything else: another control or sequence, a zero-width character, a C1 control,
-// malformed or unfinished UTF-8, a glyph that a character libvterm would join to it follows
-// (libvterm gets the two in one write: it joins U+302A-F and U+3099-A differently at a write's
-// start than within one), a sequence with a leader, an
+// anything else: another control or sequence, a zero-width character that follows no glyph of
+// the run, a C1 control, malformed or unfinished UTF-8, a glyph that libvterm or the mirror
+// would join otherwise (more than kVtermCellChars - 1 zero-width characters after it, whose
+// cell the mirror extends beyond libvterm's; U+302A-F and U+3099-A, which libvterm joins
+// differently at a write's start than within one; marks after an ASCII glyph where GL holds a
+// table, which libvterm decodes in two pieces; the start of a character not complete yet),
+// a sequence with a leader, an
 // intermediate, a sub-parameter, more than 16 arguments or a value past 65535, an SGR attribute
 // it does not know or a colour form libvterm reads otherwise than xterm.js (the mirror rewrites
 // those), a pending wrap before an LF, BS or erase, an unfinished sequence at the end, and
@@ -133,6 +141,9 @@ class GridFastPath {
     std::string_view region_sequence;
     int region_bottom_set = -1;
     bool autowrap = true;
+    // GL holds libvterm's UTF-8 decoder, which reads printable ASCII and the zero-width
+    // characters after it in one piece (a table hands the UTF-8 decoder the marks apart).
+    bool gl_utf8 = false;
     // G0 holds libvterm's US-ASCII table: `ESC ( B` designates it again, which changes nothing
     // (the table has no state), so a run goes on past it. ncurses prints one with every sgr0.
     bool g0_ascii = false;
@@ -156,7 +167,10 @@ class GridFastPath {
     int last_row = 0;
     int last_col = 0;
     int last_width = 1;
-    char32_t last_char = 0;
+    char32_t last_char = 0;  // its base character
+    // The zero-width characters libvterm joined to it in its cell: [0, last_mark_count).
+    int last_mark_count = 0;
+    std::array<char32_t, kVtermCellChars - 1> last_marks;
     SgrLog sgr_log;
     // The byte ranges [begin, end) of the EL 0s it took at a pending wrap. The mirror follows
     // xterm.js there (MirrorScreen: the cursor is one past the last column, so nothing is

@@ -192,11 +192,12 @@ class MirrorInput {
   bool glyph_open() const { return cluster_ != 0; }
   // Whole tokens of text, CR, LF, BS and CSIs that change no mode this tracks were
   // applied without a scan (MirrorScreen's fast path, grid_fast_path.hpp), from a clean state:
-  // the state after them. `text_last`: the last of them was text (a glyph is being printed);
-  // `ascii_last`: that glyph was printable ASCII.
-  void skipped_plain(bool text_last, bool ascii_last) {
+  // the state after them. `glyph_chars`: the last of them was text, a glyph of that many
+  // characters (its base and the zero-width ones joined to it; 0: the last was not text);
+  // `ascii_last`: the last character was printable ASCII.
+  void skipped_plain(int glyph_chars, bool ascii_last) {
     in_text_ = false;
-    cluster_ = text_last ? 1 : 0;
+    cluster_ = glyph_chars;
     prev_ascii_ = ascii_last;
   }
   bool origin() const { return bounds_.origin; }  // DECOM, as libvterm has it

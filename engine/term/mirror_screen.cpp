@@ -865,9 +865,9 @@ bool MirrorScreen::fast_path_ready() const {
 }
 
 // libvterm is brought to where the fast run left the terminal, with the grid left alone
-// (muted_): the run's last glyph printed again in its cell (libvterm's cursor, pending wrap and
-// the glyph REP repeats and marks join, exactly as printing it the first time left them), the
-// cursor put where the run left it, and the run's SGRs since its last reset.
+// (muted_): the run's last glyph printed again in its cell with its marks (libvterm's cursor,
+// pending wrap and the glyph REP repeats and marks join, exactly as printing it the first time
+// left them), the cursor put where the run left it, and the run's SGRs since its last reset.
 std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun* run) {
   VTermPos pos;
   vterm_state_get_cursorpos(impl_->state, &pos);
@@ -877,6 +877,7 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
   s.region_top = input_.region_top();
   s.region_bottom = input_.region_bottom();
   s.autowrap = input_.autowrap();
+  s.gl_utf8 = input_.designation(input_.gl_set()) == 'u';
   s.g0_ascii = input_.designation(0) == 'B';
   s.default_tabs = (input_.unmodelled() & MirrorInput::kTabStops) == 0;
   s.row = pos.row;
@@ -952,6 +953,8 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
     pending_known = true;
     cup(s.last_row, s.last_col);
     append_utf8(sync_, s.last_char);
+    for (int k = 0; k < s.last_mark_count; ++k)
+      append_utf8(sync_, s.last_marks[static_cast<std::size_t>(k)]);
     row = s.last_row;
     col = s.last_col + s.last_width < cols_ ? s.last_col + s.last_width : s.last_col;
     pending = s.autowrap && s.last_col + s.last_width >= cols_;
@@ -982,13 +985,15 @@ std::size_t MirrorScreen::feed_fast(std::span<const unsigned char> buf, FastRun*
     g.row = s.last_row;
     g.col = s.last_col;
     g.width = s.last_width;
-    g.nchars = 1;
+    g.nchars = 1 + s.last_mark_count;
     g.chars[0] = s.last_char;
+    std::copy_n(s.last_marks.begin(), s.last_mark_count, g.chars.begin() + 1);
     last_glyph_ = g;
     combine_width_ = s.last_width;
     rep_lacks_marks_ = false;
   }
-  input_.skipped_plain(s.text_last, s.text_last && s.last_char < 0x80);
+  input_.skipped_plain(s.text_last ? 1 + s.last_mark_count : 0,
+                       s.text_last && s.last_char < 0x80 && s.last_mark_count == 0);
   if (run != nullptr) {
     run->settings += s.region_sequence;
     if (s.designated_g0) run->settings += "\x1b(B";

@@ -25,6 +25,7 @@ ScreenGrid::ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsS
       state_rows_(rows) {
   // screen_new() and vterm_screen_enable_altscreen(): both buffers erased with the zeroed pen.
   for (Buffer& b : buffers_) realloc_buffer(b, rows, cols);
+  recent_clusters_.fill(kNoCluster);
 }
 
 GridCell ScreenGrid::blank() const {
@@ -83,8 +84,18 @@ void ScreenGrid::set_chars(int row, int col, std::u32string_view chars) {
 void ScreenGrid::store_chars(GridCell& cell, std::u32string_view chars) {
   cell.ch = chars.front();  // not a cluster while the sweep runs
   if (chars.size() == 1) return;
+  // Text repeats its clusters (the same accented letters, the same emoji with U+FE0F): the
+  // entry made last for the same characters is shared, as a copied cell shares its entry.
+  std::uint32_t h = 0;
+  for (const char32_t c : chars) h = (h ^ c) * 0x9e3779b1u;
+  std::uint32_t& recent = recent_clusters_[h >> (32 - kRecentClusterBits)];
+  if (recent < clusters_.size() && clusters_[recent] == chars) {
+    cell.ch = kClusterTag | recent;
+    return;
+  }
   if (clusters_.size() >= 64 + 2 * clusters_alive_) sweep_clusters();
-  cell.ch = kClusterTag | static_cast<char32_t>(clusters_.size());
+  recent = static_cast<std::uint32_t>(clusters_.size());
+  cell.ch = kClusterTag | recent;
   clusters_.emplace_back(chars);
 }
 
@@ -112,6 +123,11 @@ void ScreenGrid::sweep_clusters() {
   }
   clusters_ = std::move(kept);
   clusters_alive_ = clusters_.size();
+  for (std::uint32_t& recent : recent_clusters_) {
+    recent = recent < moved_to.size() && moved_to[recent] != kUnused
+                 ? static_cast<std::uint32_t>(moved_to[recent])
+                 : kNoCluster;
+  }
 }
 
 // scrollrect() with VTERM_DAMAGE_CELL: vterm_scroll_rect() over moverect_internal() and

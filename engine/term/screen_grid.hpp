@@ -8,6 +8,7 @@
 // Coordinates: 0-based (row, col); rectangles are half-open, as libvterm's VTermRect.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -187,6 +188,11 @@ class ScreenGrid {
   // twice the entries alive at the last sweep.
   std::vector<std::u32string> clusters_;
   std::size_t clusters_alive_ = 0;
+  // The entry last made for each hash of its characters (kNoCluster: none), for store_chars()
+  // to share; swept with the table.
+  static constexpr int kRecentClusterBits = 8;
+  static constexpr std::uint32_t kNoCluster = ~0u;
+  std::array<std::uint32_t, std::size_t{1} << kRecentClusterBits> recent_clusters_;
 };
 
 }  // namespace backscroll::term
