@@ -3,8 +3,12 @@
 // parser and the cursor/pen logic, no cells) and its screen layer alone. The profile in
 // docs/performance.md was taken on this binary (`perf record -g build/bin/mirror_bench ...`).
 // Besides the generated workloads (bench/workloads.hpp) it feeds the recordings of real programs
-// in tests/corpus/recordings (BM_MirrorRecording/<name>).
+// in tests/corpus/recordings (BM_MirrorRecording/<name>), and any capture given with
+// `--file PATH` (repeatable: BM_MirrorRecording/<file name>; each LF read as a cooked PTY
+// prints it, CR LF), to see at once what a program's output costs the mirror and how much of it
+// the fast path takes (its `fast_path_share`).
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -81,29 +85,27 @@ struct Recording {
   std::string bytes;
 };
 
-const std::vector<Recording>& recordings() {
-  static const std::vector<Recording> all = [] {
-    std::vector<std::filesystem::path> files;
-    for (const auto& entry : std::filesystem::directory_iterator(BACKSCROLL_CORPUS_DIR)) {
-      if (entry.path().extension() == ".bin") files.push_back(entry.path());
+// `file`'s bytes repeated to kWorkloadBytes; with `cooked`, each LF as CR LF (ONLCR). Empty for
+// an empty or unreadable file.
+Recording read_recording(const std::filesystem::path& file, bool cooked) {
+  std::ifstream in(file, std::ios::binary);
+  std::string once{std::istreambuf_iterator<char>(in), {}};
+  Recording r{file.filename().string(), {}};
+  if (cooked) {
+    std::string crlf;
+    for (const char c : once) {
+      if (c == '\n') crlf += '\r';
+      crlf += c;
     }
-    std::sort(files.begin(), files.end());
-    std::vector<Recording> out;
-    for (const std::filesystem::path& file : files) {
-      std::ifstream in(file, std::ios::binary);
-      const std::string once{std::istreambuf_iterator<char>(in), {}};
-      if (once.empty()) continue;
-      Recording r{file.stem().string(), {}};
-      while (r.bytes.size() < kWorkloadBytes) r.bytes += once;
-      out.push_back(std::move(r));
-    }
-    return out;
-  }();
-  return all;
+    once = std::move(crlf);
+  }
+  if (once.empty()) return r;
+  while (r.bytes.size() < kWorkloadBytes) r.bytes += once;
+  return r;
 }
 
-[[maybe_unused]] const bool kRecordingsRegistered = [] {
-  for (const Recording& r : recordings()) {
+void register_recordings(std::vector<Recording>& all) {
+  for (const Recording& r : all) {
     for (const bool fast_path : {true, false}) {
       const std::string name =
           std::string(fast_path ? "BM_MirrorRecording/" : "BM_MirrorRecordingLibvtermOnly/") +
@@ -113,8 +115,7 @@ const std::vector<Recording>& recordings() {
       })->Unit(benchmark::kMillisecond);
     }
   }
-  return true;
-}();
+}
 
 // The look ahead alone (PlainScrollScan over the bytes, as the mirror thread hands them over in
 // pieces): what a flood that the mirror jumps over costs it per byte.
@@ -221,4 +222,44 @@ BENCHMARK(BM_FinalText)->DenseRange(0, kWorkloads - 1)->Unit(benchmark::kMillise
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // The corpus's recordings (raw PTY output), then each --file (a capture, read as a cooked
+  // PTY prints it); the rest of the arguments are Google Benchmark's.
+  std::vector<std::filesystem::path> corpus;
+  for (const auto& entry : std::filesystem::directory_iterator(BACKSCROLL_CORPUS_DIR)) {
+    if (entry.path().extension() == ".bin") corpus.push_back(entry.path());
+  }
+  std::sort(corpus.begin(), corpus.end());
+  // Benchmarks keep references into it: filled before any is registered.
+  static std::vector<Recording> recordings;
+  for (const std::filesystem::path& file : corpus) {
+    Recording r = read_recording(file, /*cooked=*/false);
+    r.name = file.stem().string();
+    if (!r.bytes.empty()) recordings.push_back(std::move(r));
+  }
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg != "--file") {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "mirror_bench: --file needs a path\n");
+      return 2;
+    }
+    Recording r = read_recording(argv[++i], /*cooked=*/true);
+    if (r.bytes.empty()) {
+      std::fprintf(stderr, "mirror_bench: %s: empty or unreadable\n", argv[i]);
+      return 2;
+    }
+    recordings.push_back(std::move(r));
+  }
+  register_recordings(recordings);
+  int rest_count = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_count, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
