@@ -801,7 +801,9 @@ TEST(GridFastPath, TakesHyperlinks) {
     for (std::size_t piece : {std::size_t{1}, std::size_t{13}, stream.size()}) {
       Pair p(cols, 6);
       ASSERT_EQ(feed_in_pieces(p, stream, piece), "") << cols << " columns, pieces of " << piece;
-      if (piece == stream.size()) EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+      if (piece == stream.size()) {
+        EXPECT_EQ(p.fast.screen().fast_path_bytes(), stream.size());
+      }
     }
   }
   Pair p(20, 4);
