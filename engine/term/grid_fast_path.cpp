@@ -80,8 +80,8 @@ void line_feed(ScreenGrid& grid, GridFastPath::State& s) {
 
 // on_text() for printable ASCII: one column per byte; at a pending wrap, a line feed to column
 // 0 first; the last column sets the pending wrap (autowrap on) or takes every byte after it.
-void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
-              GridFastPath::State& s) {
+[[gnu::always_inline]] inline void put_text(ScreenGrid& grid, const unsigned char* text,
+                                            std::size_t len, GridFastPath::State& s) {
   while (len > 0) {
     if (s.pending_wrap) {
       line_feed(grid, s);
@@ -115,34 +115,27 @@ void put_text(ScreenGrid& grid, const unsigned char* text, std::size_t len,
   }
 }
 
-// The zero-width characters libvterm joins to a glyph within a write, as they follow it.
-struct Marks {
-  std::array<char32_t, kVtermCellChars - 1> chars;  // [0, count) set
-  int count = 0;
-  std::size_t length = 0;  // their bytes
-};
-
-// on_text() for one character from U+00A0 of `width` columns (1 or 2), or any with `marks`
-// joined to it. A glyph that does not fit on the row goes to the next one first, autowrap or
-// not (libvterm 0.1.4, measured); one that reaches the row's end sets the pending wrap
-// (autowrap on) or leaves the cursor on it.
-void put_char(ScreenGrid& grid, char32_t c, int width, const Marks& marks, GridFastPath::State& s) {
+// on_text() for one character from U+00A0 of `width` columns (1 or 2). A glyph that does not
+// fit on the row goes to the next one first, autowrap or not (libvterm 0.1.4, measured); one
+// that reaches the row's end sets the pending wrap (autowrap on) or leaves the cursor on it.
+// `chars`: the cell's characters when zero-width ones join the glyph (up to kVtermCellChars,
+// 0-terminated when fewer; `c` first), nullptr for `c` alone.
+[[gnu::always_inline]] inline void put_char(ScreenGrid& grid, char32_t c, int width,
+                                            GridFastPath::State& s,
+                                            const std::uint32_t* chars = nullptr) {
   if (s.pending_wrap || s.col + width > s.cols) {
     line_feed(grid, s);
     s.col = 0;
     s.pending_wrap = false;
   }
-  std::uint32_t chars[kVtermCellChars] = {c, 0};  // 0-terminated when fewer
-  for (int k = 0; k < marks.count; ++k) chars[k + 1] = marks.chars[static_cast<std::size_t>(k)];
-  if (marks.count + 1 < static_cast<int>(kVtermCellChars)) chars[marks.count + 1] = 0;
-  grid.put_glyph(s.row, s.col, chars, width, false, LineAttrs{});
+  const std::uint32_t alone[2] = {c, 0};
+  grid.put_glyph(s.row, s.col, chars != nullptr ? chars : alone, width, false, LineAttrs{});
   s.printed = true;
   s.last_row = s.row;
   s.last_col = s.col;
   s.last_width = width;
   s.last_char = c;
-  s.last_mark_count = marks.count;
-  std::copy_n(marks.chars.begin(), marks.count, s.last_marks.begin());
+  s.last_mark_count = 0;
   if (s.col + width < s.cols) s.col += width;
   else if (s.autowrap) s.pending_wrap = true;
 }
@@ -156,31 +149,64 @@ bool printable(const Utf8Char& ch) {
          !joins_at_write_start(ch.value);
 }
 
-// What follows a glyph that ends at `at`, read from there: `marks` gets the zero-width
-// characters libvterm joins to it; `next` the character after them when that is one the fast
-// path prints (nullopt otherwise: ASCII, a control, the end, anything else). False when the
-// glyph must go to libvterm with what follows it instead: more marks than a cell keeps (the
-// mirror keeps them beyond libvterm's, Sink::cluster_overflow), a character libvterm joins
-// with columns (U+302A-F, U+3099-A: differently at a write's start than within one), or the
-// start of a character not complete yet (it may be either).
-bool read_after_glyph(std::span<const unsigned char> bytes, std::size_t at, Marks& marks,
-                      std::optional<Utf8Char>& next) {
-  next.reset();
-  while (at < bytes.size() && bytes[at] >= 0x80) {
-    const std::span<const unsigned char> rest = bytes.subspan(at);
+// The character at bytes[at] when it starts one the fast path prints.
+[[gnu::always_inline]] inline std::optional<Utf8Char> printable_at(
+    std::span<const unsigned char> bytes, std::size_t at) {
+  if (at >= bytes.size() || bytes[at] < 0x80) return std::nullopt;
+  std::optional<Utf8Char> ch = decode_utf8(bytes.subspan(at));
+  if (ch && !printable(*ch)) ch.reset();
+  return ch;
+}
+
+// Whether the bytes at `p` (a byte from 0x80 first) that the fast path does not print could be
+// joined to the glyph before them: a character that joins_at_write_start(), or one not
+// complete yet.
+bool may_join(std::span<const unsigned char> p) {
+  if (const std::optional<Utf8Char> ch = decode_utf8(p)) return joins_at_write_start(ch->value);
+  return p.size() < utf8_sequence_length(p[0]);  // cut short: unknown yet
+}
+
+// What follows a glyph, from bytes[at] (a byte from 0x80 that starts no character the fast path
+// prints), and what the run does with the glyph.
+enum class AfterGlyph {
+  alone,  // nothing joins it (a C1 control, malformed UTF-8, U+FFFE...): printed by itself
+  marks,  // zero-width characters libvterm joins to it: printed with them, in one cell
+  // It goes to libvterm with what follows it: more marks than a cell keeps (the mirror keeps
+  // them beyond libvterm's, Sink::cluster_overflow), a character libvterm joins with columns
+  // (U+302A-F, U+3099-A: differently at a write's start than within one), or the start of a
+  // character not complete yet (it may be either).
+  held,
+};
+
+// Reads the marks after a glyph `c` of `width` columns that ends at `at` and, unless the glyph
+// is held (returned), prints it with them; `next` gets the character after them when it is
+// one the fast path prints. Out of line: most text has no marks.
+[[gnu::noinline]] AfterGlyph put_with_marks(ScreenGrid& grid, char32_t c, int width,
+                                            std::span<const unsigned char> bytes, std::size_t& at,
+                                            std::optional<Utf8Char>& next, GridFastPath::State& s) {
+  std::uint32_t chars[kVtermCellChars] = {c};
+  int count = 1;
+  std::size_t p = at;
+  for (; p < bytes.size() && bytes[p] >= 0x80;) {
+    const std::span<const unsigned char> rest = bytes.subspan(p);
     const std::optional<Utf8Char> ch = decode_utf8(rest);
-    if (!ch) return rest.size() >= utf8_sequence_length(rest[0]);  // malformed: joins nothing
-    if (!joins_at_write_start(ch->value)) {
-      if (printable(*ch)) next = ch;
-      return true;
+    if (!ch) {
+      if (rest.size() < utf8_sequence_length(rest[0])) return AfterGlyph::held;
+      break;  // malformed: joins nothing
     }
-    if (!is_zero_width(ch->value) || marks.count == static_cast<int>(kVtermCellChars) - 1)
-      return false;
-    marks.chars[static_cast<std::size_t>(marks.count++)] = ch->value;
-    marks.length += ch->length;
-    at += ch->length;
+    if (!joins_at_write_start(ch->value)) break;
+    if (!is_zero_width(ch->value) || count == static_cast<int>(kVtermCellChars))
+      return AfterGlyph::held;
+    chars[count++] = ch->value;
+    p += ch->length;
   }
-  return true;
+  if (count < static_cast<int>(kVtermCellChars)) chars[count] = 0;
+  put_char(grid, c, width, s, count > 1 ? chars : nullptr);
+  s.last_mark_count = count - 1;
+  std::copy(chars + 1, chars + count, s.last_marks.begin());
+  at = p;
+  next = printable_at(bytes, p);
+  return count > 1 ? AfterGlyph::marks : AfterGlyph::alone;
 }
 
 // EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
@@ -553,44 +579,51 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
     if (!s.wrap_known && c != 0x1b) break;
     if (c >= 0x20 && c < 0x7f) {
       const std::size_t len = ascii_run_length(b + i, n - i);
-      // Non-ASCII after the run: marks may join its last character, or that character goes to
-      // libvterm with what follows it.
-      Marks marks;
-      std::optional<Utf8Char> next;  // read again below
-      const bool whole =
-          i + len == n || b[i + len] < 0x80 ||
-          (read_after_glyph(bytes, i + len, marks, next) && (marks.count == 0 || s.gl_utf8));
-      const std::size_t plain = len - (!whole || marks.count > 0 ? 1 : 0);
-      if (plain > 0) {
-        put_text(grid, b + i, plain, s);
-        i += plain;
+      if (i + len == n || b[i + len] < 0x80 || printable_at(bytes, i + len)) {
+        put_text(grid, b + i, len, s);
+        i += len;
+        s.text_last = true;
+        continue;
+      }
+      // Something else follows the run's last character: marks that join it (where GL holds
+      // the UTF-8 decoder, which reads them in one piece with it), or it goes to libvterm with
+      // what follows it.
+      if (len > 1) {
+        put_text(grid, b + i, len - 1, s);
+        i += len - 1;
         s.text_last = true;
       }
-      if (!whole) break;
-      if (marks.count > 0) {
-        put_char(grid, b[i], 1, marks, s);
-        i += 1 + marks.length;
-        s.text_last = true;
+      std::size_t after = i + 1;
+      std::optional<Utf8Char> next;  // (read again below)
+      if (s.gl_utf8) {
+        if (put_with_marks(grid, b[i], 1, bytes, after, next, s) == AfterGlyph::held) break;
+      } else if (may_join(bytes.subspan(after))) {
+        break;
+      } else {
+        put_text(grid, b + i, 1, s);
       }
+      i = after;
+      s.text_last = true;
       continue;
     }
     if (c >= 0x80) {
-      // A run of UTF-8 characters, each decoded once: what follows a character (its marks, the
-      // next character) is read to know whether it may be printed, then printed itself.
-      std::optional<Utf8Char> ch = decode_utf8(bytes.subspan(i));
-      if (!ch || !printable(*ch)) break;
-      bool stop = false;
+      // A run of UTF-8 characters, each decoded once: the one after a character is looked at
+      // to know whether that one may be printed alone, then printed itself.
+      std::optional<Utf8Char> ch = printable_at(bytes, i);
+      bool stop = !ch;
       while (ch) {
-        Marks marks;
+        std::size_t after = i + ch->length;
+        const int width = is_wide(ch->value) ? 2 : 1;  // (printable() ruled out zero width)
         std::optional<Utf8Char> next;
-        const std::size_t after = i + ch->length;
-        if (!read_after_glyph(bytes, after, marks, next)) {
-          stop = true;  // the glyph goes to libvterm with what follows it
-          break;
+        if (after < n && b[after] >= 0x80 && !(next = printable_at(bytes, after))) {
+          if (put_with_marks(grid, ch->value, width, bytes, after, next, s) == AfterGlyph::held) {
+            stop = true;  // the glyph goes to libvterm with what follows it
+            break;
+          }
+        } else {
+          put_char(grid, ch->value, width, s);
         }
-        // (printable() ruled out the zero-width characters.)
-        put_char(grid, ch->value, is_wide(ch->value) ? 2 : 1, marks, s);
-        i = after + marks.length;
+        i = after;
         s.text_last = true;
         ch = next;
       }
