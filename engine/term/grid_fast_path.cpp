@@ -166,37 +166,30 @@ bool may_join(std::span<const unsigned char> p) {
   return p.size() < utf8_sequence_length(p[0]);  // cut short: unknown yet
 }
 
-// What follows a glyph, from bytes[at] (a byte from 0x80 that starts no character the fast path
-// prints), and what the run does with the glyph.
-enum class AfterGlyph {
-  alone,  // nothing joins it (a C1 control, malformed UTF-8, U+FFFE...): printed by itself
-  marks,  // zero-width characters libvterm joins to it: printed with them, in one cell
-  // It goes to libvterm with what follows it: more marks than a cell keeps (the mirror keeps
-  // them beyond libvterm's, Sink::cluster_overflow), a character libvterm joins with columns
-  // (U+302A-F, U+3099-A: differently at a write's start than within one), or the start of a
-  // character not complete yet (it may be either).
-  held,
-};
-
-// Reads the marks after a glyph `c` of `width` columns that ends at `at` and, unless the glyph
-// is held (returned), prints it with them; `next` gets the character after them when it is
-// one the fast path prints. Out of line: most text has no marks.
-[[gnu::noinline]] AfterGlyph put_with_marks(ScreenGrid& grid, char32_t c, int width,
-                                            std::span<const unsigned char> bytes, std::size_t& at,
-                                            std::optional<Utf8Char>& next, GridFastPath::State& s) {
+// Prints a glyph `c` of `width` columns that ends at `at` (where a byte from 0x80 starts no
+// character the fast path prints) with the zero-width characters after it that libvterm joins
+// to it, or by itself when nothing joins it (a C1 control, malformed UTF-8, U+FFFE follows);
+// `at` moves past the marks and `next` gets the character after them when the fast path prints
+// it. False, nothing printed, when the glyph goes to libvterm with what follows it: more marks
+// than a cell keeps (the mirror keeps them beyond libvterm's, Sink::cluster_overflow), a
+// character libvterm joins with columns (U+302A-F, U+3099-A: differently at a write's start
+// than within one), or the start of a character not complete yet (it may be either). Out of
+// line: most text has no marks.
+[[gnu::noinline]] bool put_with_marks(ScreenGrid& grid, char32_t c, int width,
+                                      std::span<const unsigned char> bytes, std::size_t& at,
+                                      std::optional<Utf8Char>& next, GridFastPath::State& s) {
   std::uint32_t chars[kVtermCellChars] = {c};
   int count = 1;
   std::size_t p = at;
-  for (; p < bytes.size() && bytes[p] >= 0x80;) {
+  while (p < bytes.size() && bytes[p] >= 0x80) {
     const std::span<const unsigned char> rest = bytes.subspan(p);
     const std::optional<Utf8Char> ch = decode_utf8(rest);
     if (!ch) {
-      if (rest.size() < utf8_sequence_length(rest[0])) return AfterGlyph::held;
+      if (rest.size() < utf8_sequence_length(rest[0])) return false;
       break;  // malformed: joins nothing
     }
     if (!joins_at_write_start(ch->value)) break;
-    if (!is_zero_width(ch->value) || count == static_cast<int>(kVtermCellChars))
-      return AfterGlyph::held;
+    if (!is_zero_width(ch->value) || count == static_cast<int>(kVtermCellChars)) return false;
     chars[count++] = ch->value;
     p += ch->length;
   }
@@ -206,7 +199,7 @@ enum class AfterGlyph {
   std::copy(chars + 1, chars + count, s.last_marks.begin());
   at = p;
   next = printable_at(bytes, p);
-  return count > 1 ? AfterGlyph::marks : AfterGlyph::alone;
+  return true;
 }
 
 // EL 0-2 and ED 0-2 (state.c): the cursor stays. False for another selector.
@@ -596,7 +589,7 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
       std::size_t after = i + 1;
       std::optional<Utf8Char> next;  // (read again below)
       if (s.gl_utf8) {
-        if (put_with_marks(grid, b[i], 1, bytes, after, next, s) == AfterGlyph::held) break;
+        if (!put_with_marks(grid, b[i], 1, bytes, after, next, s)) break;
       } else if (may_join(bytes.subspan(after))) {
         break;
       } else {
@@ -616,7 +609,7 @@ std::size_t GridFastPath::run(ScreenGrid& grid, std::span<const unsigned char> b
         const int width = is_wide(ch->value) ? 2 : 1;  // (printable() ruled out zero width)
         std::optional<Utf8Char> next;
         if (after < n && b[after] >= 0x80 && !(next = printable_at(bytes, after))) {
-          if (put_with_marks(grid, ch->value, width, bytes, after, next, s) == AfterGlyph::held) {
+          if (!put_with_marks(grid, ch->value, width, bytes, after, next, s)) {
             stop = true;  // the glyph goes to libvterm with what follows it
             break;
           }
