@@ -23,51 +23,120 @@ inline CellWords words_of(const GridCell& g) {
 }
 static_assert(sizeof(CellWords) == sizeof(GridCell));
 
+#if defined(__SSE2__)
+inline __m128i load_cell(const GridCell& g) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(&g));
+}
+inline __m128i load_cell(const CellWords& w) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(&w));
+}
+inline bool all_zero(__m128i v) {
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) == 0xffff;
+}
+#endif
+
 }  // namespace
 
 // The hot path of a scrolling flood: one call per line scrolled off, no allocation once the ring
 // and the scratch vectors have grown. Invariant: a stored line is what libvterm 0.1.4's
 // vterm_screen_get_cell reports of the row, up to its last cell that is not pristine (erased,
 // default pen, not on a DECDWL/DECDHL line).
+//
+// A cell is tested as two 64-bit words, not four fields: it is pristine when its words, without
+// the protected bit and with the reverse bit as shown, are zero; a run of one pen ends where its
+// words without the character and the protected bit change. Where SSE2 is there, four cells are
+// tested at once, in both loops: a scrolling flood's lines are mostly long runs of one pen, and
+// these loops were half of the mirror's parse of one (docs/profiles/scrollback-ring.md).
 void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
                       const std::vector<std::u32string>& clusters) {
   ++pushed_;
   const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
   auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
-  // Two words per cell, not four fields (the loops below are most of a scrolling flood's
-  // parse): a cell is pristine when its words, without the protected bit and with the reverse
-  // bit as shown, are zero; a run of one pen ends where the words without the character and the
-  // protected bit change.
-  const CellWords shown = words_of(GridCell{~0u, ~0u, ~0u, ~attr::kProtected});
-  const CellWords flipped = words_of(GridCell{0, 0, 0, flip});
-  const CellWords pen = words_of(GridCell{0, ~0u, ~0u, ~attr::kProtected});
+  const GridCell shown_mask{~0u, ~0u, ~0u, ~attr::kProtected};
+  const GridCell flipped_bits{0, 0, 0, flip};
+  const GridCell pen_mask{0, ~0u, ~0u, ~attr::kProtected};
+  const CellWords shown = words_of(shown_mask);
+  const CellWords flipped = words_of(flipped_bits);
+  const CellWords pen = words_of(pen_mask);
+  const GridCell* const cells = row.data();
   std::size_t used = row.size();
+#if defined(__SSE2__)
+  const __m128i shown4 = load_cell(shown_mask);
+  const __m128i flipped4 = load_cell(flipped_bits);
+  while (used >= 4) {
+    // (cell & shown) ^ flipped == (cell ^ flipped) & shown: the flipped bit is a shown one.
+    const GridCell* p = cells + used - 4;
+    const __m128i shown_bits =
+        _mm_and_si128(_mm_or_si128(_mm_or_si128(_mm_xor_si128(load_cell(p[0]), flipped4),
+                                                _mm_xor_si128(load_cell(p[1]), flipped4)),
+                                   _mm_or_si128(_mm_xor_si128(load_cell(p[2]), flipped4),
+                                                _mm_xor_si128(load_cell(p[3]), flipped4))),
+                      shown4);
+    if (!all_zero(shown_bits)) break;
+    used -= 4;
+  }
+#endif
   while (used > 0) {
-    const CellWords w = words_of(row[used - 1]);
+    const CellWords w = words_of(cells[used - 1]);
     if ((((w.a & shown.a) ^ flipped.a) | ((w.b & shown.b) ^ flipped.b)) != 0) break;
     --used;
   }
-  // The runs and the combining characters, read in one pass over the row.
+  // The runs, the first characters and the combining characters, read in one pass over the row.
   runs_scratch_.clear();
   counts_scratch_.clear();
   extra_scratch_.clear();
+  if (chars_scratch_.size() < used) chars_scratch_.resize(row.size());
+  char32_t* const chars = chars_scratch_.data();
   CellWords run{};  // the words of the cell that started the current run
-  for (std::size_t c = 0; c < used; ++c) {
-    const GridCell& g = row[c];
+  auto take = [&](std::size_t c) __attribute__((always_inline)) {
+    const GridCell& g = cells[c];
     const CellWords w = words_of(g);
+    chars[c] = g.ch;
     if (c == 0 || (((w.a ^ run.a) & pen.a) | ((w.b ^ run.b) & pen.b)) != 0) {
       run = w;
       runs_scratch_.insert(runs_scratch_.end(),
                            {static_cast<char32_t>(c), shown_attrs(g), g.fg, g.bg});
     }
-    if (!is_cluster(g)) continue;
-    // The characters after the first (combining), at most as many as a Cell shows.
+    if (!is_cluster(g)) return;
+    // The characters after the first (combining), at most as many as a Cell shows; the first
+    // is stored with the cells.
     if (counts_scratch_.empty()) counts_scratch_.resize(count_words(used) * 4);
     const std::u32string& cluster = clusters[cluster_index(g)];
     const std::size_t n = std::min<std::size_t>(cluster.size(), Cell::kMaxChars) - 1;
+    chars[c] = cluster.front();
     extra_scratch_.insert(extra_scratch_.end(), cluster.begin() + 1, cluster.begin() + 1 + n);
     counts_scratch_[c] = static_cast<std::uint8_t>(n);
+  };
+  std::size_t c = 0;
+  if (used > 0) take(c++);
+#if defined(__SSE2__)
+  const __m128i pen4 = load_cell(pen_mask);
+  const __m128i all_ones = _mm_set1_epi32(-1);
+  for (; c + 4 <= used; c += 4) {
+    // Four cells in the run's pen, none a glyph of several characters: only their characters.
+    const GridCell* p = cells + c;
+    const __m128i a = load_cell(p[0]);
+    const __m128i b = load_cell(p[1]);
+    const __m128i d = load_cell(p[2]);
+    const __m128i e = load_cell(p[3]);
+    const __m128i first = load_cell(run);
+    const __m128i changed =
+        _mm_and_si128(_mm_or_si128(_mm_or_si128(_mm_xor_si128(a, first), _mm_xor_si128(b, first)),
+                                   _mm_or_si128(_mm_xor_si128(d, first), _mm_xor_si128(e, first))),
+                      pen4);
+    // Characters 0-3 in one vector: (a.ch, b.ch, a.fg, b.fg), (d.ch, e.ch, ...), then the lows.
+    const __m128i ch4 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(a, b), _mm_unpacklo_epi32(d, e));
+    // kClusterTag set and not kContinuationChar: a cluster (is_cluster).
+    const int tagged = _mm_movemask_ps(_mm_castsi128_ps(ch4));
+    const int continuation = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ch4, all_ones)));
+    if (all_zero(changed) && (tagged & ~continuation) == 0) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(chars + c), ch4);
+      continue;
+    }
+    for (std::size_t k = c; k < c + 4; ++k) take(k);
   }
+#endif
+  for (; c < used; ++c) take(c);
   const std::size_t runs = runs_scratch_.size() / kRunWords;
   const std::size_t extra = extra_scratch_.size();
   const std::size_t n = used + runs * kRunWords + (extra > 0 ? count_words(used) + extra : 0);
@@ -78,14 +147,8 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   line->runs = static_cast<std::uint32_t>(runs);
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
-  char32_t* out = &ring_[line->at % capacity_];
-  for (std::size_t c = 0; c < used; ++c) out[c] = row[c].ch;
-  // A glyph of several characters (each leaves extra ones) stores its first here.
-  if (extra > 0) {
-    for (std::size_t c = 0; c < used; ++c)
-      if (is_cluster(row[c])) out[c] = clusters[cluster_index(row[c])].front();
-  }
-  out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out + used);
+  char32_t* out = std::copy_n(chars, used, &ring_[line->at % capacity_]);
+  out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out);
   if (extra == 0) return;
   std::memcpy(out, counts_scratch_.data(), counts_scratch_.size());
   std::copy(extra_scratch_.begin(), extra_scratch_.end(), out + count_words(used));

@@ -184,6 +184,7 @@ class Scrollback {
   std::uint64_t pushed_ = 0;
   // push()'s line as it is packed, before it is copied into the ring: the grid's row is read
   // once, and the ring written once, sequentially.
+  std::vector<char32_t> chars_scratch_;
   std::vector<char32_t> runs_scratch_;
   std::vector<std::uint8_t> counts_scratch_;
   std::vector<char32_t> extra_scratch_;

@@ -275,10 +275,33 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
       const auto width = *rc::gen::inRange<std::size_t>(1, 150);
       std::vector<GridCell> row(width, erased());
       const auto used = *rc::gen::inRange<std::size_t>(0, width + 1);
+      // A row's pens: a few, each kept for a stretch (as text is: long runs of one pen, read
+      // four cells at a time), or a new one at every cell; cells of one pen may differ in their
+      // protection, which a reader never sees.
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> pens;
+      const int pen_count = *rc::gen::inRange(1, 4);
+      for (int k = 0; k < pen_count; ++k)
+        pens.emplace_back(*rc::gen::inRange<std::uint32_t>(0, 1u << 18),
+                          *rc::gen::inRange<std::uint32_t>(0, 1u << 25));
+      const bool pen_per_cell = *rc::gen::inRange(0, 4) == 0;
+      const int stretch = *rc::gen::inRange(1, 12);
+      const bool reverse = *rc::gen::inRange(0, 8) == 0;
+      auto pen_at = [&](std::size_t c) -> std::pair<std::uint32_t, std::uint32_t> {
+        if (pen_per_cell)
+          return {*rc::gen::inRange<std::uint32_t>(0, 1u << 18),
+                  *rc::gen::inRange<std::uint32_t>(0, 1u << 25)};
+        auto pen = pens[(c / static_cast<std::size_t>(stretch)) % pens.size()];
+        if (*rc::gen::inRange(0, 6) == 0) pen.first ^= term::attr::kProtected;
+        return pen;
+      };
       for (std::size_t c = 0; c < used; ++c) {
-        const int kind = *rc::gen::inRange(0, 10);
+        const int kind = *rc::gen::inRange(0, 12);
         if (kind == 0) {
           row[c] = erased(*rc::gen::inRange<std::uint32_t>(0, 3) << 24 | 7);
+        } else if (kind == 10) {
+          // Pristine as shown when the row is pushed in reverse video, or protected only.
+          row[c] = erased();
+          row[c].attrs = *rc::gen::element(term::attr::kReverse, term::attr::kProtected, 0u);
         } else if (kind == 1 && c + 1 < width) {
           row[c] = glyph(U"\u4e2d", clusters);
           row[c + 1] = erased();
@@ -290,11 +313,16 @@ RC_GTEST_PROP(Scrollback, HoldsTheNewestLinesExactlyWhateverTheOperations, ()) {
             const int marks = *rc::gen::inRange(1, 45);
             for (int k = 0; k < marks; ++k) chars += static_cast<char32_t>(0x300 + k);
           }
-          row[c] = glyph(chars, clusters, *rc::gen::inRange<std::uint32_t>(0, 1u << 18),
-                         *rc::gen::inRange<std::uint32_t>(0, 1u << 25));
+          const auto [attrs, fg] = pen_at(c);
+          row[c] = glyph(chars, clusters, attrs, fg);
         }
       }
-      const bool reverse = *rc::gen::inRange(0, 8) == 0;
+      // Pristine cells after the text, as many as the scan from the row's end must skip.
+      if (used < width && *rc::gen::inRange(0, 3) == 0) {
+        const auto tail = *rc::gen::inRange<std::size_t>(0, width - used + 1);
+        for (std::size_t c = width - tail; c < width; ++c)
+          row[c].attrs = reverse ? term::attr::kReverse : term::attr::kProtected;
+      }
       s.push(row, reverse, clusters);
       m.push(expected_row(row, reverse, clusters), static_cast<int>(width));
     } else if (op < 88) {
