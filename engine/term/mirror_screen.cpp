@@ -1315,6 +1315,8 @@ GridRow MirrorScreen::main_row(int row) const { return grid_->main_row(row); }
 GridRow MirrorScreen::active_row(int row) const { return grid_->row(row); }
 
 bool MirrorScreen::alt_screen() const { return grid_->alt_active(); }
+bool MirrorScreen::grid_bookkeeping_holds() const { return grid_->zero_from_holds(); }
+
 std::uint64_t MirrorScreen::dropped_rows() const { return grid_->dropped_rows(); }
 
 bool MirrorScreen::reverse_video() const { return grid_->reverse_video(); }

@@ -155,6 +155,10 @@ class MirrorScreen {
   // main_cell() return the stored bit.
   bool reverse_video() const;
 
+  // Whether the grid's own bookkeeping matches its cells (ScreenGrid::zero_from_holds): for
+  // the tests that compare the mirror with libvterm after every write.
+  bool grid_bookkeeping_holds() const;
+
   std::size_t scrollback_lines() const { return scrollback_.lines(); }
   // Lines pushed into the history since the terminal was created or reset.
   std::uint64_t pushed_lines() const { return scrollback_.pushed(); }

@@ -54,6 +54,33 @@ void ScreenGrid::realloc_buffer(Buffer& b, int new_rows, int new_cols) const {
   b.cells = std::move(cells);
   b.order.resize(static_cast<std::size_t>(new_rows));
   for (std::size_t r = 0; r < b.order.size(); ++r) b.order[r] = static_cast<std::uint32_t>(r);
+  measure_zero_from(b);
+}
+
+void ScreenGrid::measure_zero_from(Buffer& b) const {
+  const std::size_t cols = b.order.empty() ? 0 : b.cells.size() / b.order.size();
+  b.zero_from.resize(b.order.size());
+  for (std::size_t r = 0; r < b.order.size(); ++r) {
+    const GridCell* row = b.cells.data() + r * cols;
+    std::size_t end = cols;
+    while (end > 0 && row[end - 1].ch == 0 && row[end - 1].fg == 0 && row[end - 1].bg == 0 &&
+           row[end - 1].attrs == 0)
+      --end;
+    b.zero_from[r] = static_cast<std::uint32_t>(end);
+  }
+}
+
+bool ScreenGrid::zero_from_holds() const {
+  for (const Buffer& b : buffers_) {
+    for (std::size_t r = 0; r < b.order.size(); ++r) {
+      const GridCell* row = b.cells.data() + r * static_cast<std::size_t>(cols_);
+      for (int col = static_cast<int>(b.zero_from[r]); col < cols_; ++col) {
+        const GridCell& g = row[col];
+        if ((g.ch | g.fg | g.bg | g.attrs) != 0) return false;
+      }
+    }
+  }
+  return true;
 }
 
 Cell ScreenGrid::cell_of(int buffer, int row, int col) const {
@@ -174,7 +201,8 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
 void ScreenGrid::move_rect(GridRect dest, GridRect src) {
   if (active_ == 0 && dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_) {
     for (int r = 0; r < src.start_row; ++r)
-      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_);
+      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_,
+                    static_cast<std::size_t>(zero_from(r)));
   }
   const int downward = src.start_row - dest.start_row;
   if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {
@@ -188,6 +216,9 @@ void ScreenGrid::move_rect(GridRect dest, GridRect src) {
   auto move_row = [&](int row) {
     std::memmove(row_cells(row) + dest.start_col, row_cells(row + downward) + src.start_col,
                  width * sizeof(GridCell));
+    // The cells moved in that are not all zero end where the source's did.
+    const int moved_end = static_cast<int>(zero_from_of(row + downward)) - src.start_col;
+    if (moved_end > 0) written(row, std::min(dest.end_col, dest.start_col + moved_end));
   };
   if (downward < 0) {
     for (int row = dest.end_row - 1; row >= dest.start_row; --row) move_row(row);
@@ -208,11 +239,21 @@ void ScreenGrid::erase(GridRect rect, bool selective) {
     GridCell* const r = row_cells(row);
     const GridCell erased{0, fg, bg, attrs};
     const auto blank = [&](GridCell& c) { store_cell(c, erased); };
+    std::uint32_t& zero_from = zero_from_of(row);
+    int end_col = rect.end_col;
+    if ((fg | bg | attrs) == 0) {
+      // Erasing to all zero: the cells from zero_from on are so already.
+      end_col = std::min(end_col, static_cast<int>(zero_from));
+      if (!selective && end_col == static_cast<int>(zero_from) && rect.start_col < end_col)
+        zero_from = static_cast<std::uint32_t>(rect.start_col);
+    } else if (rect.start_col < end_col) {
+      zero_from = std::max(zero_from, static_cast<std::uint32_t>(end_col));
+    }
     if (selective) {
-      for (int col = rect.start_col; col < rect.end_col; ++col)
+      for (int col = rect.start_col; col < end_col; ++col)
         if (!(r[col].attrs & attr::kProtected)) blank(r[col]);
     } else {
-      for (int col = rect.start_col; col < rect.end_col; ++col) blank(r[col]);
+      for (int col = rect.start_col; col < end_col; ++col) blank(r[col]);
     }
   }
 }
@@ -227,6 +268,7 @@ void ScreenGrid::set_line_attrs(int row, LineAttrs now, LineAttrs before) {
   GridCell* r = row_cells(row);
   const std::uint32_t bits = attr::line_bits(now.dwl, now.dhl);
   for (int col = 0; col < cols_; ++col) r[col].attrs = (r[col].attrs & ~attr::kLineMask) | bits;
+  if (bits != 0) written(row, cols_);
   if (now.dwl) erase(GridRect{row, row + 1, cols_ / 2, cols_}, false);
 }
 
@@ -284,6 +326,7 @@ int ScreenGrid::resize(int new_rows, int new_cols, int cursor_row) {
         if (wide) r[col + 1].ch = kContinuationChar;
         col += wide ? 2 : 1;
       }
+      written(0, cols_);
       ++delta;
     }
   }

@@ -86,6 +86,7 @@ class ScreenGrid {
     cell.attrs = (attrs & attr::kPenMask) | attr::line_bits(line.dwl, line.dhl) |
                  (protected_cell ? attr::kProtected : 0u);
     for (int c = 1; c < width && col + c < cols_; ++c) r[col + c].ch = kContinuationChar;
+    written(row, std::min(col + std::max(width, 1), cols_));
     return true;
   }
   // put_glyph() of each byte of text[0, n) (printable ASCII: one column, one character each) at
@@ -97,6 +98,7 @@ class ScreenGrid {
       store_cell(cell[i], pen);
       cell[i].ch = text[i];
     }
+    written(row, col + n);
   }
   void scroll_rect(GridRect rect, int downward, int rightward);
   void erase(GridRect rect, bool selective);
@@ -130,6 +132,16 @@ class ScreenGrid {
   GridRow main_row(int row) const {
     return GridRow(row_cells(0, row), static_cast<std::size_t>(cols_), clusters_);
   }
+  // Every cell of the active buffer's row from this column on is all zero (erased in the
+  // default pen, no attributes): a bound, never below the last cell that is not, kept by every
+  // write. A flood's rows are mostly blank past their text, and erasing a row or packing it
+  // into the history stops there.
+  int zero_from(int row) const {
+    const Buffer& b = buffers_[active_];
+    return static_cast<int>(b.zero_from[b.order[static_cast<std::size_t>(row)]]);
+  }
+  // Whether zero_from() holds for every row of both buffers (every cell from it on all zero).
+  bool zero_from_holds() const;
   // Entries of the cluster table, alive or not yet swept (bounded: see clusters_).
   std::size_t cluster_entries() const { return clusters_.size(); }
 
@@ -137,7 +149,21 @@ class ScreenGrid {
   struct Buffer {
     std::vector<GridCell> cells;       // rows x cols, in storage order
     std::vector<std::uint32_t> order;  // screen row -> storage row
+    // Per storage row: every cell from this column on is all zero (zero_from()). Indexed by
+    // storage row, so it moves with the row when a scroll rotates the order.
+    std::vector<std::uint32_t> zero_from;
   };
+  std::uint32_t& zero_from_of(int row) {
+    Buffer& b = buffers_[active_];
+    return b.zero_from[b.order[static_cast<std::size_t>(row)]];
+  }
+  // Cells [.., end_col) of the active buffer's row may now be other than all zero.
+  void written(int row, int end_col) {
+    std::uint32_t& z = zero_from_of(row);
+    z = std::max(z, static_cast<std::uint32_t>(end_col));
+  }
+  // zero_from of each row of `b` found again by reading its cells.
+  void measure_zero_from(Buffer& b) const;
 
   GridCell* row_cells(int row) { return row_cells(active_, row); }
   GridCell* row_cells(int buffer, int row) {

@@ -48,7 +48,7 @@ inline bool all_zero(__m128i v) {
 // tested at once, in both loops: a scrolling flood's lines are mostly long runs of one pen, and
 // these loops were half of the mirror's parse of one (docs/profiles/scrollback-ring.md).
 void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
-                      const std::vector<std::u32string>& clusters) {
+                      const std::vector<std::u32string>& clusters, std::size_t zero_from) {
   ++pushed_;
   const std::uint32_t flip = reverse_video ? attr::kReverse : 0;
   auto shown_attrs = [flip](const GridCell& g) { return (g.attrs & ~attr::kProtected) ^ flip; };
@@ -59,7 +59,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   const CellWords flipped = words_of(flipped_bits);
   const CellWords pen = words_of(pen_mask);
   const GridCell* const cells = row.data();
-  std::size_t used = row.size();
+  std::size_t used = reverse_video ? row.size() : std::min(row.size(), zero_from);
 #if defined(__SSE2__)
   const __m128i shown4 = load_cell(shown_mask);
   const __m128i flipped4 = load_cell(flipped_bits);

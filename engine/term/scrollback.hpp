@@ -39,9 +39,10 @@ class Scrollback {
 
   // Stores a row as libvterm's screen layer hands it to sb_pushline: each cell's reverse bit
   // as shown (XOR DECSCNM: `reverse_video`), a glyph wide when the next cell continues it.
-  // `clusters`: the grid's cluster table (glyphs of several characters).
+  // `clusters`: the grid's cluster table (glyphs of several characters); every cell from
+  // `zero_from` on is all zero (ScreenGrid::zero_from), so pristine unless in reverse video.
   void push(std::span<const GridCell> row, bool reverse_video,
-            const std::vector<std::u32string>& clusters);
+            const std::vector<std::u32string>& clusters, std::size_t zero_from = SIZE_MAX);
   // Removes the newest line into `out` (cells past its stored ones read as pristine); false
   // when there is none.
   bool pop(std::span<Cell> out);

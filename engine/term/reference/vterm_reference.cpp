@@ -467,6 +467,7 @@ std::string ScreenLayerTap::difference(const term::MirrorScreen& m) const {
     o << "size " << m.cols() << "x" << m.rows() << " vs screen layer " << cols << "x" << rows;
     return o.str();
   }
+  if (!m.grid_bookkeeping_holds()) return "the grid's zero_from: a cell past it is not all zero";
   if (im.alt != m.alt_screen()) return "alternate screen flag";
   if (im.reverse != m.reverse_video()) return "reverse video flag";
   for (int r = 0; r < rows; ++r)

@@ -99,6 +99,41 @@ TEST(ScreenGrid, ClusterTableStaysBoundedAndCopiesKeepTheirCharacters) {
   EXPECT_EQ(history.cell(1, 0).nchars, 21);
 }
 
+// zero_from() is a bound a flood's rows make tight: text raises it to its end, an erase to
+// the default pen lowers it to the erase's start, a row scrolled in is blank from column 0, a
+// coloured erase raises it to the erase's end, and cells moved along a row carry it with them.
+// (That it never falls short of a cell that is not all zero, every test that compares the
+// grid with libvterm's screen layer checks: ScreenLayerTap::difference.)
+TEST(ScreenGrid, ZeroFromEndsAtTheLastCellWritten) {
+  struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
+    term::LineAttrs line_attrs(int) const override { return {}; }
+  } lines;
+  term::Scrollback history(kLimits);
+  term::ScreenGrid grid(3, 80, history, lines);
+  EXPECT_EQ(grid.zero_from(0), 80);  // erased with libvterm's zeroed pen: RGB black, not zero
+  grid.pen() = term::GridPen{};
+  grid.erase(term::GridRect{0, 3, 0, 80}, false);
+  EXPECT_EQ(grid.zero_from(0), 0);
+  const std::string text = "2026-12-08 INFO short line";
+  grid.put_ascii(2, 0, reinterpret_cast<const unsigned char*>(text.data()),
+                 static_cast<int>(text.size()));
+  EXPECT_EQ(grid.zero_from(2), static_cast<int>(text.size()));
+  const std::uint32_t wide[7] = {0x4e2d, 0};
+  grid.put_glyph(2, 30, wide, 2, false, {});
+  EXPECT_EQ(grid.zero_from(2), 32);
+  grid.erase(term::GridRect{2, 3, 10, 80}, false);  // EL 0 from column 10
+  EXPECT_EQ(grid.zero_from(2), 10);
+  grid.scroll_rect(term::GridRect{0, 3, 0, 80}, 1, 0);  // a line feed on the bottom row
+  EXPECT_EQ(grid.zero_from(1), 10);
+  EXPECT_EQ(grid.zero_from(2), 0);
+  grid.scroll_rect(term::GridRect{1, 2, 4, 80}, 0, -3);  // ICH 3 at column 4
+  EXPECT_EQ(grid.zero_from(1), 13);
+  grid.pen().bg = term::pack_color(term::Color::indexed(4));
+  grid.erase(term::GridRect{0, 1, 70, 75}, false);
+  EXPECT_EQ(grid.zero_from(0), 75);
+  EXPECT_TRUE(grid.zero_from_holds());
+}
+
 TEST(ScreenGrid, ScrollingTheWholeScreenPushesEachLineOnceInOrder) {
   Pair p(20, 5);
   ASSERT_EQ(p.run({"\x1b[1;31mred\x1b[m\r\n", numbered_lines(0, 30)}), "");
