@@ -82,7 +82,9 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
     --used;
   }
   // The runs, the first characters and the combining characters, read in one pass over the row.
-  runs_scratch_.clear();
+  // At most one run per cell: room for all of them, written in place.
+  if (runs_scratch_.size() < used * kRunWords) runs_scratch_.resize(row.size() * kRunWords);
+  char32_t* runs_out = runs_scratch_.data();
   counts_scratch_.clear();
   extra_scratch_.clear();
   if (chars_scratch_.size() < used) chars_scratch_.resize(row.size());
@@ -94,8 +96,11 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
     chars[c] = g.ch;
     if (c == 0 || (((w.a ^ run.a) & pen.a) | ((w.b ^ run.b) & pen.b)) != 0) {
       run = w;
-      runs_scratch_.insert(runs_scratch_.end(),
-                           {static_cast<char32_t>(c), shown_attrs(g), g.fg, g.bg});
+      runs_out[0] = static_cast<char32_t>(c);
+      runs_out[1] = shown_attrs(g);
+      runs_out[2] = g.fg;
+      runs_out[3] = g.bg;
+      runs_out += kRunWords;
     }
     if (!is_cluster(g)) return;
     // The characters after the first (combining), at most as many as a Cell shows; the first
@@ -137,7 +142,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   }
 #endif
   for (; c < used; ++c) take(c);
-  const std::size_t runs = runs_scratch_.size() / kRunWords;
+  const auto runs = static_cast<std::size_t>(runs_out - runs_scratch_.data()) / kRunWords;
   const std::size_t extra = extra_scratch_.size();
   const std::size_t n = used + runs * kRunWords + (extra > 0 ? count_words(used) + extra : 0);
   LineRecord* line = place(n);
@@ -148,7 +153,7 @@ void Scrollback::push(std::span<const GridCell> row, bool reverse_video,
   line->extra = static_cast<std::uint32_t>(extra);
   if (used == 0) return;
   char32_t* out = std::copy_n(chars, used, &ring_[line->at % capacity_]);
-  out = std::copy(runs_scratch_.begin(), runs_scratch_.end(), out);
+  out = std::copy_n(runs_scratch_.data(), runs * kRunWords, out);
   if (extra == 0) return;
   std::memcpy(out, counts_scratch_.data(), counts_scratch_.size());
   std::copy(extra_scratch_.begin(), extra_scratch_.end(), out + count_words(used));
