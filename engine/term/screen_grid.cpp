@@ -170,6 +170,20 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
     erase(rect, false);
     return;
   }
+  if (downward == 1 && rightward == 0 && rect.start_col == 0 && rect.end_col == cols_) {
+    // A line feed on the region's bottom row, once per line of a scrolling flood: what
+    // move_rect() and the erase below do for it, without their generality.
+    if (active_ == 0 && rect.start_row == 0)
+      history_.push({row_cells(0), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_,
+                    static_cast<std::size_t>(zero_from(0)));
+    std::uint32_t* const order = buffers_[active_].order.data();
+    const std::uint32_t top = order[rect.start_row];
+    std::memmove(order + rect.start_row, order + rect.start_row + 1,
+                 static_cast<std::size_t>(height - 1) * sizeof *order);
+    order[rect.end_row - 1] = top;
+    erase(GridRect{rect.end_row - 1, rect.end_row, 0, cols_}, false);
+    return;
+  }
   // Along one axis: a shift by `by` (>= 0 towards the start) moves [start + by, end) to
   // [start, end - by); a negative one moves [start, end + by) to [start - by, end).
   auto split = [](int start, int end, int by, int& dest0, int& dest1, int& src0, int& src1) {
