@@ -144,7 +144,7 @@ void line_feed(ScreenGrid& grid, GridFastPath::State& s) {
 // one or two columns wide, a glyph of its own wherever it comes (none that libvterm joins to
 // the glyph before it), and not U+FFFE or U+FFFF, which libvterm's decoder turns into U+FFFD
 // (encoding.c; found by the mirror fuzzer, 2026-12-05).
-bool printable(const Utf8Char& ch) {
+[[gnu::always_inline]] inline bool printable(const Utf8Char& ch) {
   return ch.value >= 0xa0 && ch.value != 0xfffe && ch.value != 0xffff &&
          !joins_at_write_start(ch.value);
 }
