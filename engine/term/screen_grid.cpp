@@ -14,6 +14,9 @@ namespace {
 // whose colours are RGB black (VTermColor type 0), not the default colours.
 constexpr GridPen kZeroedPen{pack_color(Color::rgb(0, 0, 0)), pack_color(Color::rgb(0, 0, 0)), 0};
 
+// Erased in the default pen, with no attributes: what every cell from a row's zero_from is.
+bool all_zero(const GridCell& g) { return (g.ch | g.fg | g.bg | g.attrs) == 0; }
+
 }  // namespace
 
 ScreenGrid::ScreenGrid(int rows, int cols, Scrollback& history, const LineAttrsSource& lines)
@@ -63,9 +66,7 @@ void ScreenGrid::measure_zero_from(Buffer& b) const {
   for (std::size_t r = 0; r < b.order.size(); ++r) {
     const GridCell* row = b.cells.data() + r * cols;
     std::size_t end = cols;
-    while (end > 0 && row[end - 1].ch == 0 && row[end - 1].fg == 0 && row[end - 1].bg == 0 &&
-           row[end - 1].attrs == 0)
-      --end;
+    while (end > 0 && all_zero(row[end - 1])) --end;
     b.zero_from[r] = static_cast<std::uint32_t>(end);
   }
 }
@@ -74,10 +75,7 @@ bool ScreenGrid::zero_from_holds() const {
   for (const Buffer& b : buffers_) {
     for (std::size_t r = 0; r < b.order.size(); ++r) {
       const GridCell* row = b.cells.data() + r * static_cast<std::size_t>(cols_);
-      for (int col = static_cast<int>(b.zero_from[r]); col < cols_; ++col) {
-        const GridCell& g = row[col];
-        if ((g.ch | g.fg | g.bg | g.attrs) != 0) return false;
-      }
+      if (!std::all_of(row + b.zero_from[r], row + cols_, all_zero)) return false;
     }
   }
   return true;
