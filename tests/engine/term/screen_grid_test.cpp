@@ -70,13 +70,16 @@ std::string row_text(const MirrorScreen& m, std::size_t history_line) {
   return s;
 }
 
+// A grid driven directly, without libvterm's state layer: no row has line attributes.
+struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
+  term::LineAttrs line_attrs(int) const override { return {}; }
+};
+
 // Glyphs of several characters keep them in the grid's cluster table: a copied cell shares its
 // entry, an overwritten one leaves garbage that a sweep drops, so the table stays within 64 +
 // twice the entries alive however often such glyphs are rewritten.
 TEST(ScreenGrid, ClusterTableStaysBoundedAndCopiesKeepTheirCharacters) {
-  struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
-    term::LineAttrs line_attrs(int) const override { return {}; }
-  } lines;
+  const NoLineAttrs lines;
   term::Scrollback history(kLimits);
   term::ScreenGrid grid(3, 4, history, lines);
   auto long_glyph = [&](int row, int col, char32_t base, int marks) {
@@ -105,9 +108,7 @@ TEST(ScreenGrid, ClusterTableStaysBoundedAndCopiesKeepTheirCharacters) {
 // (That it never falls short of a cell that is not all zero, every test that compares the
 // grid with libvterm's screen layer checks: ScreenLayerTap::difference.)
 TEST(ScreenGrid, ZeroFromEndsAtTheLastCellWritten) {
-  struct NoLineAttrs final : term::ScreenGrid::LineAttrsSource {
-    term::LineAttrs line_attrs(int) const override { return {}; }
-  } lines;
+  const NoLineAttrs lines;
   term::Scrollback history(kLimits);
   term::ScreenGrid grid(3, 80, history, lines);
   EXPECT_EQ(grid.zero_from(0), 80);  // erased with libvterm's zeroed pen: RGB black, not zero
