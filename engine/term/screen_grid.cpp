@@ -171,9 +171,7 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
   if (downward == 1 && rightward == 0 && rect.start_col == 0 && rect.end_col == cols_) {
     // A line feed on the region's bottom row, once per line of a scrolling flood: what
     // move_rect() and the erase below do for it, without their generality.
-    if (active_ == 0 && rect.start_row == 0)
-      history_.push({row_cells(0), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_,
-                    static_cast<std::size_t>(zero_from(0)));
+    if (active_ == 0 && rect.start_row == 0) push_to_history(0);
     std::uint32_t* const order = buffers_[active_].order.data();
     const std::uint32_t top = order[rect.start_row];
     std::memmove(order + rect.start_row, order + rect.start_row + 1,
@@ -206,15 +204,19 @@ void ScreenGrid::scroll_rect(GridRect rect, int downward, int rightward) {
   erase(rect, false);
 }
 
+// sb_pushline(): the active buffer's row as it scrolls off the top.
+void ScreenGrid::push_to_history(int row) {
+  history_.push({row_cells(row), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_,
+                static_cast<std::size_t>(zero_from(row)));
+}
+
 // moverect_internal(): a move to the top-left corner, full width, on the main buffer pushes the
 // rows it overwrites to the scrollback first (a scroll region that starts at row 0 included).
 // Whole rows move by rotating the row table: the rows overwritten land where the move leaves
 // rows behind, which the caller erases next.
 void ScreenGrid::move_rect(GridRect dest, GridRect src) {
   if (active_ == 0 && dest.start_row == 0 && dest.start_col == 0 && dest.end_col == cols_) {
-    for (int r = 0; r < src.start_row; ++r)
-      history_.push({row_cells(r), static_cast<std::size_t>(cols_)}, reverse_video_, clusters_,
-                    static_cast<std::size_t>(zero_from(r)));
+    for (int r = 0; r < src.start_row; ++r) push_to_history(r);
   }
   const int downward = src.start_row - dest.start_row;
   if (src.start_col == 0 && src.end_col == cols_ && dest.start_col == 0) {

@@ -190,6 +190,7 @@ class ScreenGrid {
   // Drops the cluster entries no cell refers to (entries are never changed in place: a copied
   // cell shares its entry).
   void sweep_clusters();
+  void push_to_history(int row);
   void move_rect(GridRect dest, GridRect src);
   bool row_blank(int row) const;
   void realloc_buffer(Buffer& b, int new_rows, int new_cols) const;
